@@ -1,0 +1,242 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+)
+
+// Hook names one of the three middleware kinds.
+type Hook uint8
+
+// The middleware kinds, from outermost to innermost.
+const (
+	HookTurn Hook = iota + 1
+	HookStep
+	HookToolCall
+)
+
+// String returns "turn", "step" or "toolCall", the names the config and the ABI use.
+func (h Hook) String() string {
+	switch h {
+	case HookTurn:
+		return "turn"
+	case HookStep:
+		return "step"
+	case HookToolCall:
+		return "toolCall"
+	}
+	return fmt.Sprintf("Hook(%d)", uint8(h))
+}
+
+// OnError says what a failing middleware layer does to its call.
+type OnError uint8
+
+// The failure policies of DESIGN.md contract 2.
+const (
+	// FailClosed fails the call (and so the turn) with a [*MiddlewareError]. The default.
+	FailClosed OnError = iota
+	// FailOpen skips the failing layer: the rest of the chain runs as if it
+	// were not there, or, if the layer had already called next, next's
+	// outcome stands.
+	FailOpen
+)
+
+// String returns "fail_closed" or "fail_open".
+func (o OnError) String() string {
+	if o == FailOpen {
+		return "fail_open"
+	}
+	return "fail_closed"
+}
+
+// ParseOnError parses "fail_closed" or "fail_open"; "" means fail_closed.
+func ParseOnError(s string) (OnError, error) {
+	switch s {
+	case "", "fail_closed":
+		return FailClosed, nil
+	case "fail_open":
+		return FailOpen, nil
+	}
+	return FailClosed, fmt.Errorf("on_error %q: want fail_closed or fail_open", s)
+}
+
+// ErrNextCalledTwice is the cause when a middleware calls Next more than once.
+// The second call runs nothing.
+var ErrNextCalledTwice = errors.New("next called more than once")
+
+// ErrNextOutsideChain is returned by Next when it is called from no running
+// layer: after the layer returned, or from a context the chain did not start.
+var ErrNextOutsideChain = errors.New("next called outside a running middleware")
+
+// MiddlewareError is the error of a layer that failed the call: it returned an
+// error of its own, panicked, or broke the onion rules. Errors that merely
+// pass through a layer from Next are not rewrapped.
+type MiddlewareError struct {
+	// Extension is the name of the extension that registered the layer.
+	Extension string
+	// Hook is the kind of the layer.
+	Hook Hook
+	// Err is the cause; a panic is a [*PanicError].
+	Err error
+}
+
+func (e *MiddlewareError) Error() string {
+	return fmt.Sprintf("extension %q: %s middleware: %v", e.Extension, e.Hook, e.Err)
+}
+
+func (e *MiddlewareError) Unwrap() error { return e.Err }
+
+// PanicError is a recovered panic.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// Owner identifies who registered a layer and how its failures are handled.
+type Owner struct {
+	Extension string
+	OnError   OnError
+}
+
+type layer[C, R any] struct {
+	owner    Owner
+	priority int
+	fn       func(context.Context, C) (R, error)
+}
+
+// chain is the onion for one hook. It is immutable once built.
+type chain[C, R any] struct {
+	hook   Hook
+	layers []layer[C, R]
+	final  func(context.Context, C) (R, error)
+	onSkip func(Hook, Owner, error)
+}
+
+// cursor is the per-call state of a chain run, kept in the context so that
+// running the chain allocates nothing.
+type cursor[R any] struct {
+	depth   int    // layer that is running; len(layers) for the final handler; -1 when idle
+	called  uint64 // bit i: layer i has called next
+	more    []bool // the same for layers 64 and up
+	nextRes R      // outcome of the latest next call
+	nextErr error
+}
+
+func (c *cursor[R]) markCalled(i int) (already bool) {
+	if i < 64 {
+		bit := uint64(1) << uint(i)
+		already = c.called&bit != 0
+		c.called |= bit
+		return already
+	}
+	i -= 64
+	if i >= len(c.more) {
+		c.more = append(c.more, make([]bool, i+1-len(c.more))...)
+	}
+	already = c.more[i]
+	c.more[i] = true
+	return already
+}
+
+func (c *cursor[R]) hasCalled(i int) bool {
+	if i < 64 {
+		return c.called&(uint64(1)<<uint(i)) != 0
+	}
+	i -= 64
+	return i < len(c.more) && c.more[i]
+}
+
+func (ch *chain[C, R]) run(ctx context.Context, c C, cur *cursor[R]) (R, error) {
+	cur.called = 0
+	clear(cur.more)
+	cur.nextErr = nil
+	r, err := ch.enter(ctx, c, cur, 0)
+	cur.depth = -1
+	return r, err
+}
+
+// next runs the rest of the chain for the layer at cur.depth.
+func (ch *chain[C, R]) next(ctx context.Context, c C, cur *cursor[R]) (R, error) {
+	d := cur.depth
+	if d < 0 || d >= len(ch.layers) {
+		var zero R
+		return zero, ErrNextOutsideChain
+	}
+	if cur.markCalled(d) {
+		var zero R
+		return zero, &MiddlewareError{Extension: ch.layers[d].owner.Extension, Hook: ch.hook, Err: ErrNextCalledTwice}
+	}
+	r, err := ch.enter(ctx, c, cur, d+1)
+	cur.depth = d
+	cur.nextRes, cur.nextErr = r, err
+	return r, err
+}
+
+func (ch *chain[C, R]) enter(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
+	cur.depth = i
+	if i == len(ch.layers) {
+		return ch.callFinal(ctx, c)
+	}
+	return ch.callLayer(ctx, c, cur, i)
+}
+
+func (ch *chain[C, R]) callFinal(ctx context.Context, c C) (r R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			var zero R
+			r, err = zero, fmt.Errorf("%s handler: %w", ch.hook, &PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	return ch.final(ctx, c)
+}
+
+func (ch *chain[C, R]) callLayer(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			cur.depth = i
+			r, err = ch.failed(ctx, c, cur, i, &PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	r, err = ch.layers[i].fn(ctx, c)
+	if err != nil {
+		r, err = ch.failed(ctx, c, cur, i, err)
+	}
+	return r, err
+}
+
+// failed decides what the error err of layer i does to the call.
+func (ch *chain[C, R]) failed(ctx context.Context, c C, cur *cursor[R], i int, err error) (R, error) {
+	called := cur.hasCalled(i)
+	if called && cur.nextErr != nil && errors.Is(err, cur.nextErr) {
+		return cur.nextRes, err // came from further in; not this layer's failure
+	}
+	var me *MiddlewareError
+	if errors.As(err, &me) && me.Extension == ch.layers[i].owner.Extension && errors.Is(me.Err, ErrNextCalledTwice) {
+		// The layer returned the error of its own second next call.
+	} else {
+		me = &MiddlewareError{Extension: ch.layers[i].owner.Extension, Hook: ch.hook, Err: err}
+	}
+	owner := ch.layers[i].owner
+	if owner.OnError != FailOpen {
+		var zero R
+		return zero, me
+	}
+	if ch.onSkip != nil {
+		ch.onSkip(ch.hook, owner, me)
+	}
+	if called {
+		return cur.nextRes, cur.nextErr
+	}
+	cur.depth = i
+	return ch.next(ctx, c, cur)
+}

@@ -1,0 +1,257 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// FinishReason says how a turn ended.
+type FinishReason string
+
+// The finish reasons of a turn.
+const (
+	// FinishText: the model answered in text.
+	FinishText FinishReason = "text_response"
+	// FinishMaxSteps: the turn used the agent's max_steps without a text answer.
+	FinishMaxSteps FinishReason = "max_steps"
+	// FinishPaused: the turn waits for a human; a pending item records what for.
+	FinishPaused FinishReason = "paused"
+	// FinishError: the turn failed; the error says why.
+	FinishError FinishReason = "error"
+	// FinishAborted: the caller cancelled the turn.
+	FinishAborted FinishReason = "aborted"
+)
+
+// TurnResult is the outcome of a turn.
+type TurnResult struct {
+	TurnID       string       `json:"turn_id"`
+	FinishReason FinishReason `json:"finish_reason"`
+	// Response is the agent's final message (the last assistant message).
+	Response Message `json:"response"`
+	// Steps is the number of steps the turn ran.
+	Steps int `json:"steps"`
+	// Usage sums the model usage of the turn's steps.
+	Usage Usage `json:"usage"`
+}
+
+// StepResult is the outcome of a step: the model's message and the results of
+// the tool calls it asked for.
+type StepResult struct {
+	// Message is the assistant message of the step.
+	Message Message
+	// ToolResults answer Message.ToolCalls, in the same order.
+	ToolResults []ToolResult
+	Usage       Usage
+	// Stop, when set, ends the turn after this step with that finish reason,
+	// even if the model asked for tools. A step middleware may set it.
+	Stop FinishReason
+}
+
+// ToolResult is the outcome of one tool call.
+type ToolResult struct {
+	CallID  string `json:"call_id"`
+	Name    string `json:"name"`
+	Content string `json:"content"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// TurnFunc is a turn middleware, and also the innermost turn handler. A
+// middleware acts before and after [TurnContext.Next], may change what Next
+// sees (the input, the conversation), or return without calling it.
+type TurnFunc func(ctx context.Context, t *TurnContext) (TurnResult, error)
+
+// StepFunc is a step middleware, and also the innermost step handler.
+type StepFunc func(ctx context.Context, s *StepContext) (StepResult, error)
+
+// ToolCallFunc is a toolCall middleware. Its innermost handler is the tool's [ToolFunc].
+type ToolCallFunc = ToolFunc
+
+// TurnInfo is what a runtime knows when it starts a turn.
+type TurnInfo struct {
+	Agent        string
+	InstanceKey  string
+	TurnID       string
+	Input        InputEvent
+	Conversation Conversation
+	// Host is the runtime's own state for the turn, for its innermost handlers.
+	// Middleware has no use for it.
+	Host any
+}
+
+// TurnContext is the context of one turn, given to turn middleware.
+//
+// A TurnContext is used by one goroutine at a time: the turn's own.
+type TurnContext struct {
+	info TurnInfo
+	p    *Pipeline
+	cur  cursor[TurnResult]
+}
+
+// NewTurnContext returns a context for a turn described by info.
+func NewTurnContext(info TurnInfo) *TurnContext {
+	return &TurnContext{info: info, cur: cursor[TurnResult]{depth: -1}}
+}
+
+// Agent returns the agent's name.
+func (t *TurnContext) Agent() string { return t.info.Agent }
+
+// InstanceKey returns the key of the instance the turn runs in.
+func (t *TurnContext) InstanceKey() string { return t.info.InstanceKey }
+
+// TurnID returns the turn's ID, unique within the instance.
+func (t *TurnContext) TurnID() string { return t.info.TurnID }
+
+// Input returns the event the turn handles.
+func (t *TurnContext) Input() InputEvent { return t.info.Input }
+
+// SetInput changes the event that the rest of the chain sees.
+func (t *TurnContext) SetInput(in InputEvent) { t.info.Input = in }
+
+// Conversation returns the instance's history.
+func (t *TurnContext) Conversation() Conversation { return t.info.Conversation }
+
+// EmitMessage changes the conversation (seed 004's emitMessageEvent).
+func (t *TurnContext) EmitMessage(ev MessageEvent) error { return t.info.Conversation.Apply(ev) }
+
+// Host returns the runtime's state for the turn; see [TurnInfo.Host].
+func (t *TurnContext) Host() any { return t.info.Host }
+
+// Next runs the rest of the chain and returns its outcome. A middleware calls
+// it at most once; a second call returns an error wrapping [ErrNextCalledTwice]
+// and runs nothing.
+func (t *TurnContext) Next(ctx context.Context) (TurnResult, error) {
+	if t.p == nil {
+		return TurnResult{}, ErrNextOutsideChain
+	}
+	return t.p.turn.next(ctx, t, &t.cur)
+}
+
+// StepContext is the context of one step (one model call and the tool calls
+// it asks for), given to step middleware.
+//
+// A StepContext is used by one goroutine at a time: the turn's own.
+type StepContext struct {
+	turn    *TurnContext
+	index   int
+	catalog ToolCatalog
+	p       *Pipeline
+	cur     cursor[StepResult]
+}
+
+// NewStepContext returns the context of step index (1-based) of turn t,
+// offering tools. The runtime may reuse it for the next step with [StepContext.Reset].
+func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
+	s := &StepContext{turn: t, cur: cursor[StepResult]{depth: -1}}
+	s.Reset(index, tools)
+	return s
+}
+
+// Reset makes s the context of step index, offering tools.
+func (s *StepContext) Reset(index int, tools []Tool) {
+	s.index = index
+	s.catalog.Reset(tools)
+}
+
+// Index returns the step's number within its turn, from 1.
+func (s *StepContext) Index() int { return s.index }
+
+// Tools returns the tool catalog of this step, which a middleware may change.
+func (s *StepContext) Tools() *ToolCatalog { return &s.catalog }
+
+// Agent returns the agent's name.
+func (s *StepContext) Agent() string { return s.turn.info.Agent }
+
+// InstanceKey returns the key of the instance.
+func (s *StepContext) InstanceKey() string { return s.turn.info.InstanceKey }
+
+// TurnID returns the ID of the turn the step belongs to.
+func (s *StepContext) TurnID() string { return s.turn.info.TurnID }
+
+// Input returns the event the turn handles.
+func (s *StepContext) Input() InputEvent { return s.turn.info.Input }
+
+// Conversation returns the instance's history.
+func (s *StepContext) Conversation() Conversation { return s.turn.info.Conversation }
+
+// EmitMessage changes the conversation before the model sees it.
+func (s *StepContext) EmitMessage(ev MessageEvent) error { return s.turn.info.Conversation.Apply(ev) }
+
+// Host returns the runtime's state for the turn; see [TurnInfo.Host].
+func (s *StepContext) Host() any { return s.turn.info.Host }
+
+// Next runs the rest of the chain: in the end, the model call and the tool calls.
+func (s *StepContext) Next(ctx context.Context) (StepResult, error) {
+	if s.p == nil {
+		return StepResult{}, ErrNextOutsideChain
+	}
+	return s.p.step.next(ctx, s, &s.cur)
+}
+
+// ToolCallInfo describes one tool call for a [ToolCallContext].
+type ToolCallInfo struct {
+	Agent       string
+	InstanceKey string
+	TurnID      string
+	Step        int
+	Call        ToolCall
+	// Tool is the tool the call names, if the step's catalog offers it.
+	Tool  Tool
+	Found bool
+	Host  any
+}
+
+// ToolCallContext is the context of one tool call, given to toolCall
+// middleware and to the tool itself. It offers no way to call other agents:
+// that belongs on turn and step contexts (seed 004 §4.3).
+//
+// A ToolCallContext is used by one goroutine at a time. Tool calls of one step
+// may run concurrently, each with its own context.
+type ToolCallContext struct {
+	info ToolCallInfo
+	p    *Pipeline
+	cur  cursor[ToolResult]
+}
+
+// NewToolCallContext returns the context of the call described by info.
+func NewToolCallContext(info ToolCallInfo) *ToolCallContext {
+	return &ToolCallContext{info: info, cur: cursor[ToolResult]{depth: -1}}
+}
+
+// Agent returns the agent's name.
+func (c *ToolCallContext) Agent() string { return c.info.Agent }
+
+// InstanceKey returns the key of the instance.
+func (c *ToolCallContext) InstanceKey() string { return c.info.InstanceKey }
+
+// TurnID returns the ID of the turn.
+func (c *ToolCallContext) TurnID() string { return c.info.TurnID }
+
+// Step returns the number of the step within the turn.
+func (c *ToolCallContext) Step() int { return c.info.Step }
+
+// CallID returns the provider's ID of the call.
+func (c *ToolCallContext) CallID() string { return c.info.Call.ID }
+
+// Name returns the tool's name.
+func (c *ToolCallContext) Name() string { return c.info.Call.Name }
+
+// Arguments returns the arguments as the model wrote them (JSON, possibly malformed).
+func (c *ToolCallContext) Arguments() json.RawMessage { return c.info.Call.Arguments }
+
+// SetArguments changes the arguments that the rest of the chain and the tool see.
+func (c *ToolCallContext) SetArguments(args json.RawMessage) { c.info.Call.Arguments = args }
+
+// Tool returns the tool the call names, and whether the step offers it.
+func (c *ToolCallContext) Tool() (Tool, bool) { return c.info.Tool, c.info.Found }
+
+// Host returns the runtime's state for the turn; see [TurnInfo.Host].
+func (c *ToolCallContext) Host() any { return c.info.Host }
+
+// Next runs the rest of the chain and, in the end, the tool. A middleware
+// replaces the result by returning another one.
+func (c *ToolCallContext) Next(ctx context.Context) (ToolResult, error) {
+	if c.p == nil {
+		return ToolResult{}, ErrNextOutsideChain
+	}
+	return c.p.tool.next(ctx, c, &c.cur)
+}

@@ -1,0 +1,154 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Role is the author of a [Message] as a model provider sees it.
+type Role string
+
+// The roles a conversation holds.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// SourceType says what produced a [Message].
+type SourceType string
+
+// The producers of messages.
+const (
+	SourceUser      SourceType = "user"
+	SourceModel     SourceType = "model"
+	SourceTool      SourceType = "tool"
+	SourceExtension SourceType = "extension"
+	SourceAgent     SourceType = "agent"
+	SourceRuntime   SourceType = "runtime"
+)
+
+// Source records what produced a message; Extension names the extension when
+// Type is [SourceExtension], Agent names the calling agent when Type is [SourceAgent].
+type Source struct {
+	Type      SourceType `json:"type"`
+	Extension string     `json:"extension,omitempty"`
+	Agent     string     `json:"agent,omitempty"`
+}
+
+// ToolCall is one tool invocation that an assistant message asks for.
+type ToolCall struct {
+	// ID is the provider's call ID; a tool result message answers it in ToolCallID.
+	ID string `json:"id"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Arguments is the JSON object the model produced, verbatim. It may be
+	// malformed JSON: the runtime reports that back to the model as a tool error.
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Message is one entry of a conversation.
+//
+// A Message is a value: the runtime hands out copies, and changing one changes
+// nothing stored. To change the conversation, emit a [MessageEvent].
+type Message struct {
+	// ID is unique within its instance's conversation.
+	ID   string `json:"id"`
+	Role Role   `json:"role"`
+	// Content is the text of the message (for a tool message, the tool's result).
+	Content string `json:"content,omitempty"`
+	// Reasoning is the model's reasoning text, kept apart from Content.
+	Reasoning string `json:"reasoning,omitempty"`
+	// ToolCalls lists the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is set on a tool message: the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Name is the tool's name on a tool message.
+	Name string `json:"name,omitempty"`
+	// IsError marks a tool message whose call failed.
+	IsError bool `json:"is_error,omitempty"`
+	// Source says what produced the message.
+	Source Source `json:"source"`
+	// Metadata holds JSON-serialisable annotations; keys are namespaced by
+	// convention ("my-extension.injected").
+	Metadata  map[string]any `json:"metadata,omitempty"`
+	CreatedAt time.Time      `json:"created_at"`
+}
+
+// MessageEventType is the kind of change a [MessageEvent] makes.
+type MessageEventType string
+
+// The changes a middleware may make to its conversation (seed 004's emitMessageEvent).
+const (
+	// MessageAppend adds Message at the end of the conversation.
+	MessageAppend MessageEventType = "append"
+	// MessageReplace puts Message in place of the message whose ID is TargetID.
+	MessageReplace MessageEventType = "replace"
+	// MessageRemove removes the message whose ID is TargetID.
+	MessageRemove MessageEventType = "remove"
+)
+
+// MessageEvent is a change to a conversation, emitted by a middleware through
+// [TurnContext.EmitMessage] or [StepContext.EmitMessage].
+type MessageEvent struct {
+	Type MessageEventType `json:"type"`
+	// TargetID names the message to replace or remove.
+	TargetID string `json:"target_id,omitempty"`
+	// Message is the message to append, or the replacement.
+	Message Message `json:"message,omitzero"`
+}
+
+// Conversation is read access to one instance's history plus the one way to
+// change it. The runtime implements it; middleware reads only what it needs,
+// so the cost of a call does not grow with the conversation.
+//
+// A Conversation belongs to the turn that handed it out: it is safe to use from
+// that turn's middleware and tools, not after the turn has finished.
+type Conversation interface {
+	// Len reports the number of messages.
+	Len() int
+	// At returns a copy of message i, 0 <= i < Len().
+	At(i int) Message
+	// Apply makes the change. It fails, changing nothing, when TargetID names
+	// no message or the message is invalid.
+	Apply(ev MessageEvent) error
+}
+
+// InputKind says what started a turn.
+type InputKind string
+
+// The events that start a turn.
+const (
+	InputUserMessage      InputKind = "user_message"
+	InputAgentRequest     InputKind = "agent_request"
+	InputDelegationReport InputKind = "delegation_report"
+	InputResume           InputKind = "resume"
+)
+
+// InputEvent is what a turn handles.
+type InputEvent struct {
+	Kind InputKind `json:"kind"`
+	// Text is the message text (for a user message or an agent request).
+	Text string `json:"text"`
+	// Metadata carries caller information, such as callerAgent for an agent request.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// Usage counts the tokens of one or more model calls.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add returns the sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+	}
+}

@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// LayerOption configures one registered middleware layer.
+type LayerOption interface{ apply(*layerOptions) }
+
+type layerOptions struct{ priority int }
+
+type priorityOption int
+
+func (p priorityOption) apply(o *layerOptions) { o.priority = int(p) }
+
+// Priority places a layer among the others: layers run outermost first in
+// ascending priority, and layers of equal priority keep registration order.
+// The default is 0.
+func Priority(p int) LayerOption { return priorityOption(p) }
+
+// Builder collects middleware layers and builds a [Pipeline]. It is not safe
+// for concurrent use; the Pipeline it builds is.
+type Builder struct {
+	turn []layer[*TurnContext, TurnResult]
+	step []layer[*StepContext, StepResult]
+	tool []layer[*ToolCallContext, ToolResult]
+}
+
+func layerOf[C, R any](o Owner, fn func(context.Context, C) (R, error), opts []LayerOption) layer[C, R] {
+	var lo layerOptions
+	for _, opt := range opts {
+		opt.apply(&lo)
+	}
+	if fn == nil {
+		panic(fmt.Sprintf("pipeline: extension %q registered a nil middleware", o.Extension))
+	}
+	return layer[C, R]{owner: o, priority: lo.priority, fn: fn}
+}
+
+// Turn registers a turn middleware for o.
+func (b *Builder) Turn(o Owner, fn TurnFunc, opts ...LayerOption) {
+	b.turn = append(b.turn, layerOf(o, fn, opts))
+}
+
+// Step registers a step middleware for o.
+func (b *Builder) Step(o Owner, fn StepFunc, opts ...LayerOption) {
+	b.step = append(b.step, layerOf(o, fn, opts))
+}
+
+// ToolCall registers a toolCall middleware for o.
+func (b *Builder) ToolCall(o Owner, fn ToolCallFunc, opts ...LayerOption) {
+	b.tool = append(b.tool, layerOf(o, fn, opts))
+}
+
+// Handlers are the innermost handlers of a [Pipeline], supplied by the runtime.
+type Handlers struct {
+	// Turn runs the steps of a turn.
+	Turn TurnFunc
+	// Step calls the model and then the tools.
+	Step StepFunc
+	// ToolCall runs the tool. If nil, the tool's own [ToolFunc] runs, or an
+	// "unknown tool" error result is returned when the step offers no such tool.
+	ToolCall ToolCallFunc
+	// OnSkip, if set, is told about each failure of a fail_open layer that
+	// was skipped. It must not block.
+	OnSkip func(h Hook, o Owner, err error)
+}
+
+// Build returns the pipeline of the layers registered so far around h.
+func (b *Builder) Build(h Handlers) (*Pipeline, error) {
+	if h.Turn == nil || h.Step == nil {
+		return nil, errors.New("pipeline: Handlers.Turn and Handlers.Step are required")
+	}
+	tool := h.ToolCall
+	if tool == nil {
+		tool = runTool
+	}
+	p := &Pipeline{
+		turn: chain[*TurnContext, TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip},
+		step: chain[*StepContext, StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip},
+		tool: chain[*ToolCallContext, ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip},
+	}
+	return p, nil
+}
+
+func sorted[C, R any](ls []layer[C, R]) []layer[C, R] {
+	out := slices.Clone(ls)
+	slices.SortStableFunc(out, func(a, b layer[C, R]) int { return a.priority - b.priority })
+	return out
+}
+
+func runTool(ctx context.Context, c *ToolCallContext) (ToolResult, error) {
+	t, ok := c.Tool()
+	if !ok || t.Func == nil {
+		return ToolResult{CallID: c.CallID(), Name: c.Name(), Content: fmt.Sprintf("unknown tool %q", c.Name()), IsError: true}, nil
+	}
+	return t.Func(ctx, c)
+}
+
+// Pipeline is the three onion chains of one agent:
+//
+//	turn layer 1 ─┐
+//	  turn layer 2 ─┐
+//	    Handlers.Turn: for each step ──► step layer 1 ─┐
+//	                                       step layer 2 ─┐
+//	                                         Handlers.Step: model call, then for each tool call
+//	                                           ──► toolCall layer 1 ─► toolCall layer 2 ─► tool
+//
+// Each layer runs code before [TurnContext.Next] (outer to inner) and after it
+// (inner to outer). Layers are ordered by [Priority], then by registration.
+//
+// A Pipeline is immutable and safe for concurrent use; each call runs on its
+// own context.
+//
+// # Errors
+//
+// A layer that returns an error of its own or panics fails the call with a
+// [*MiddlewareError] naming its extension, unless its owner is [FailOpen],
+// in which case the layer is skipped. Errors that pass through a layer from
+// Next keep their identity.
+type Pipeline struct {
+	turn chain[*TurnContext, TurnResult]
+	step chain[*StepContext, StepResult]
+	tool chain[*ToolCallContext, ToolResult]
+}
+
+// RunTurn runs the turn chain on t.
+func (p *Pipeline) RunTurn(ctx context.Context, t *TurnContext) (TurnResult, error) {
+	t.p = p
+	return p.turn.run(ctx, t, &t.cur)
+}
+
+// RunStep runs the step chain on s.
+func (p *Pipeline) RunStep(ctx context.Context, s *StepContext) (StepResult, error) {
+	s.p = p
+	return p.step.run(ctx, s, &s.cur)
+}
+
+// RunToolCall runs the toolCall chain on c.
+func (p *Pipeline) RunToolCall(ctx context.Context, c *ToolCallContext) (ToolResult, error) {
+	c.p = p
+	return p.tool.run(ctx, c, &c.cur)
+}
+
+// LayerInfo describes a registered layer, for inspection.
+type LayerInfo struct {
+	Owner    Owner
+	Priority int
+}
+
+// Layers returns the layers of hook h, outermost first.
+func (p *Pipeline) Layers(h Hook) []LayerInfo {
+	var out []LayerInfo
+	add := func(o Owner, prio int) { out = append(out, LayerInfo{Owner: o, Priority: prio}) }
+	switch h {
+	case HookTurn:
+		for _, l := range p.turn.layers {
+			add(l.owner, l.priority)
+		}
+	case HookStep:
+		for _, l := range p.step.layers {
+			add(l.owner, l.priority)
+		}
+	case HookToolCall:
+		for _, l := range p.tool.layers {
+			add(l.owner, l.priority)
+		}
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// ToolCategory groups tools for approval decisions (seed 003 §4).
+type ToolCategory string
+
+// The tool categories.
+const (
+	CategoryRead    ToolCategory = "read"
+	CategoryWrite   ToolCategory = "write"
+	CategoryExecute ToolCategory = "execute"
+	CategoryBrowser ToolCategory = "browser"
+	CategoryMCP     ToolCategory = "mcp"
+	CategoryOther   ToolCategory = "other"
+)
+
+// Valid reports whether c is one of the known categories.
+func (c ToolCategory) Valid() bool {
+	switch c {
+	case CategoryRead, CategoryWrite, CategoryExecute, CategoryBrowser, CategoryMCP, CategoryOther:
+		return true
+	}
+	return false
+}
+
+// ToolSpec is what a model is told about a tool.
+type ToolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Parameters is the JSON Schema of the arguments object; empty means "any object".
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	Category   ToolCategory    `json:"category"`
+}
+
+// ToolFunc runs a tool. It has the shape of a toolCall middleware, because it
+// is the innermost layer of the toolCall chain: it reads the call from c
+// ([ToolCallContext.Arguments]) and returns the result.
+//
+// Returning an error is the same as returning a result with IsError set and the
+// error's text as content: the model sees it, the turn goes on.
+type ToolFunc func(ctx context.Context, c *ToolCallContext) (ToolResult, error)
+
+// Tool is a tool a model can call: its spec and its implementation.
+type Tool struct {
+	ToolSpec
+	Func ToolFunc `json:"-"`
+}
+
+// Validate checks the spec: a name of letters, digits, '_' and '-' (at most 64,
+// as providers require), a known category and a function.
+func (t Tool) Validate() error {
+	if err := ValidateToolName(t.Name); err != nil {
+		return err
+	}
+	if t.Category != "" && !t.Category.Valid() {
+		return fmt.Errorf("tool %q: unknown category %q (want read, write, execute, browser, mcp or other)", t.Name, t.Category)
+	}
+	if t.Func == nil {
+		return fmt.Errorf("tool %q: no function", t.Name)
+	}
+	if len(t.Parameters) > 0 && !json.Valid(t.Parameters) {
+		return fmt.Errorf("tool %q: parameters schema is not valid JSON", t.Name)
+	}
+	return nil
+}
+
+// ValidateToolName checks that name is 1–64 letters, digits, '_' or '-'.
+func ValidateToolName(name string) error {
+	if name == "" {
+		return fmt.Errorf("tool name is empty")
+	}
+	if len(name) > 64 {
+		return fmt.Errorf("tool name %q is longer than 64 characters", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("tool name %q: character %q at offset %d is not a letter, digit, '_' or '-'", name, c, i)
+		}
+	}
+	return nil
+}
+
+// ToolCatalog is the set of tools offered to the model for one step. A step
+// middleware may hide or add tools; the change holds for that step only.
+//
+// The catalog starts as a shared read-only view and copies itself on the first
+// change, so a step that changes nothing costs nothing. Not safe for
+// concurrent use.
+type ToolCatalog struct {
+	tools []Tool
+	owned bool
+}
+
+// NewToolCatalog returns a catalog over tools. The slice is not copied and
+// must not be changed afterwards.
+func NewToolCatalog(tools []Tool) *ToolCatalog { return &ToolCatalog{tools: tools} }
+
+// Reset points c at tools again, dropping any change.
+func (c *ToolCatalog) Reset(tools []Tool) { c.tools, c.owned = tools, false }
+
+// Len reports the number of tools.
+func (c *ToolCatalog) Len() int { return len(c.tools) }
+
+// Tools returns the tools in order. The slice is read-only.
+func (c *ToolCatalog) Tools() []Tool { return c.tools }
+
+// Lookup returns the tool called name.
+func (c *ToolCatalog) Lookup(name string) (Tool, bool) {
+	for i := range c.tools {
+		if c.tools[i].Name == name {
+			return c.tools[i], true
+		}
+	}
+	return Tool{}, false
+}
+
+// Remove hides the tool called name for this step and reports whether it was there.
+func (c *ToolCatalog) Remove(name string) bool {
+	i := slices.IndexFunc(c.tools, func(t Tool) bool { return t.Name == name })
+	if i < 0 {
+		return false
+	}
+	c.own()
+	c.tools = slices.Delete(c.tools, i, i+1)
+	return true
+}
+
+// Filter keeps only the tools for which keep returns true.
+func (c *ToolCatalog) Filter(keep func(ToolSpec) bool) {
+	if !slices.ContainsFunc(c.tools, func(t Tool) bool { return !keep(t.ToolSpec) }) {
+		return
+	}
+	c.own()
+	c.tools = slices.DeleteFunc(c.tools, func(t Tool) bool { return !keep(t.ToolSpec) })
+}
+
+// Add offers t for this step. It fails if t is invalid or a tool of that name
+// is already offered.
+func (c *ToolCatalog) Add(t Tool) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if _, ok := c.Lookup(t.Name); ok {
+		return fmt.Errorf("tool %q is already in the catalog", t.Name)
+	}
+	c.own()
+	c.tools = append(c.tools, t)
+	return nil
+}
+
+func (c *ToolCatalog) own() {
+	if !c.owned {
+		c.tools = slices.Clone(c.tools)
+		c.owned = true
+	}
+}

@@ -1,0 +1,8 @@
+// Package model defines how the runtime talks to a language model: a
+// [Provider] streams [Chunk]s of the kinds of seed 003 §2 (text, reasoning,
+// tool_call_start / tool_call_delta / tool_call_end, usage, error).
+//
+// [Scripted] is the embedded default: it reads its responses from a YAML
+// script keyed by agent, turn and step, so any scenario runs offline and
+// deterministically. Real providers plug in behind the same interface.
+package model
