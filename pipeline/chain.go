@@ -66,6 +66,10 @@ func ParseOnError(s string) (OnError, error) {
 // The second call runs nothing.
 var ErrNextCalledTwice = errors.New("next called more than once")
 
+// ErrNoResult is the cause when a middleware or handler returns neither a
+// result nor an error.
+var ErrNoResult = errors.New("returned no result and no error")
+
 // ErrNextOutsideChain is returned by Next when it is called from no running
 // layer: after the layer returned, or from a context the chain did not start.
 var ErrNextOutsideChain = errors.New("next called outside a running middleware")
@@ -108,14 +112,14 @@ type Owner struct {
 	OnError   OnError
 }
 
-type layer[C, R any] struct {
+type layer[C any, R comparable] struct {
 	owner    Owner
 	priority int
 	fn       func(context.Context, C) (R, error)
 }
 
 // chain is the onion for one hook. It is immutable once built.
-type chain[C, R any] struct {
+type chain[C any, R comparable] struct {
 	hook   Hook
 	layers []layer[C, R]
 	final  func(context.Context, C) (R, error)
@@ -124,7 +128,7 @@ type chain[C, R any] struct {
 
 // cursor is the per-call state of a chain run, kept in the context so that
 // running the chain allocates nothing.
-type cursor[R any] struct {
+type cursor[R comparable] struct {
 	depth   int    // layer that is running; len(layers) for the final handler; -1 when idle
 	called  uint64 // bit i: layer i has called next
 	more    []bool // the same for layers 64 and up
@@ -156,11 +160,23 @@ func (c *cursor[R]) hasCalled(i int) bool {
 	return i < len(c.more) && c.more[i]
 }
 
-func (ch *chain[C, R]) run(ctx context.Context, c C, cur *cursor[R]) (R, error) {
+func (ch *chain[C, R]) run(ctx context.Context, c C, cur *cursor[R]) (r R, err error) {
 	cur.called = 0
 	clear(cur.more)
 	cur.nextErr = nil
-	r, err := ch.enter(ctx, c, cur, 0)
+	cur.depth = 0
+	defer func() {
+		// A panic of a fail_closed layer unwinds to here; cur.depth names the
+		// layer that was running. fail_open layers and the final handler
+		// recover their own panics.
+		if v := recover(); v != nil {
+			d := cur.depth
+			cur.depth = -1
+			var zero R
+			r, err = zero, ch.blame(d, &PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	r, err = ch.call(ctx, c, cur, 0)
 	cur.depth = -1
 	return r, err
 }
@@ -174,20 +190,39 @@ func (ch *chain[C, R]) next(ctx context.Context, c C, cur *cursor[R]) (R, error)
 	}
 	if cur.markCalled(d) {
 		var zero R
-		return zero, &MiddlewareError{Extension: ch.layers[d].owner.Extension, Hook: ch.hook, Err: ErrNextCalledTwice}
+		return zero, ch.blame(d, ErrNextCalledTwice)
 	}
-	r, err := ch.enter(ctx, c, cur, d+1)
+	cur.depth = d + 1
+	r, err := ch.call(ctx, c, cur, d+1)
 	cur.depth = d
-	cur.nextRes, cur.nextErr = r, err
+	if ch.layers[d].owner.OnError == FailOpen {
+		cur.nextRes = r
+	}
+	cur.nextErr = err
 	return r, err
 }
 
-func (ch *chain[C, R]) enter(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
-	cur.depth = i
+// call runs layer i, or the final handler when i == len(layers).
+func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R, error) {
 	if i == len(ch.layers) {
 		return ch.callFinal(ctx, c)
 	}
-	return ch.callLayer(ctx, c, cur, i)
+	l := &ch.layers[i]
+	if l.owner.OnError == FailOpen {
+		return ch.callOpen(ctx, c, cur, i)
+	}
+	r, err := l.fn(ctx, c)
+	if err != nil {
+		if cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
+			return r, err // came from further in: not this layer's failure
+		}
+		var zero R
+		return zero, ch.blame(i, err)
+	}
+	if r == *new(R) {
+		return r, ch.blame(i, ErrNoResult)
+	}
+	return r, nil
 }
 
 func (ch *chain[C, R]) callFinal(ctx context.Context, c C) (r R, err error) {
@@ -197,46 +232,58 @@ func (ch *chain[C, R]) callFinal(ctx context.Context, c C) (r R, err error) {
 			r, err = zero, fmt.Errorf("%s handler: %w", ch.hook, &PanicError{Value: v, Stack: debug.Stack()})
 		}
 	}()
-	return ch.final(ctx, c)
-}
-
-func (ch *chain[C, R]) callLayer(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			cur.depth = i
-			r, err = ch.failed(ctx, c, cur, i, &PanicError{Value: v, Stack: debug.Stack()})
-		}
-	}()
-	r, err = ch.layers[i].fn(ctx, c)
-	if err != nil {
-		r, err = ch.failed(ctx, c, cur, i, err)
+	r, err = ch.final(ctx, c)
+	if err == nil && r == *new(R) {
+		err = fmt.Errorf("%s handler: %w", ch.hook, ErrNoResult)
 	}
 	return r, err
 }
 
-// failed decides what the error err of layer i does to the call.
-func (ch *chain[C, R]) failed(ctx context.Context, c C, cur *cursor[R], i int, err error) (R, error) {
-	called := cur.hasCalled(i)
-	if called && cur.nextErr != nil && errors.Is(err, cur.nextErr) {
-		return cur.nextRes, err // came from further in; not this layer's failure
+// callOpen runs fail_open layer i: its own failure is skipped.
+func (ch *chain[C, R]) callOpen(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
+	failed := false
+	defer func() {
+		if failed {
+			return
+		}
+		if v := recover(); v != nil {
+			if cur.depth != i {
+				panic(v) // a deeper fail_closed layer's panic: not ours to skip
+			}
+			r, err = ch.skip(ctx, c, cur, i, &PanicError{Value: v, Stack: debug.Stack()})
+		}
+	}()
+	r, err = ch.layers[i].fn(ctx, c)
+	if err == nil && r == *new(R) {
+		err = ErrNoResult
+	} else if err == nil || cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
+		return r, err
 	}
-	var me *MiddlewareError
-	if errors.As(err, &me) && me.Extension == ch.layers[i].owner.Extension && errors.Is(me.Err, ErrNextCalledTwice) {
-		// The layer returned the error of its own second next call.
-	} else {
-		me = &MiddlewareError{Extension: ch.layers[i].owner.Extension, Hook: ch.hook, Err: err}
-	}
-	owner := ch.layers[i].owner
-	if owner.OnError != FailOpen {
-		var zero R
-		return zero, me
-	}
+	failed = true
+	return ch.skip(ctx, c, cur, i, err)
+}
+
+// skip reports the failure err of fail_open layer i and goes on without it.
+func (ch *chain[C, R]) skip(ctx context.Context, c C, cur *cursor[R], i int, err error) (R, error) {
 	if ch.onSkip != nil {
-		ch.onSkip(ch.hook, owner, me)
+		ch.onSkip(ch.hook, ch.layers[i].owner, ch.blame(i, err))
 	}
-	if called {
+	if cur.hasCalled(i) {
 		return cur.nextRes, cur.nextErr
 	}
 	cur.depth = i
 	return ch.next(ctx, c, cur)
+}
+
+// blame returns err as the failure of layer i.
+func (ch *chain[C, R]) blame(i int, err error) error {
+	if i < 0 || i >= len(ch.layers) {
+		return err
+	}
+	ext := ch.layers[i].owner.Extension
+	var me *MiddlewareError
+	if errors.As(err, &me) && me.Extension == ext && me.Hook == ch.hook {
+		return err // already its own, e.g. the error of its second Next call
+	}
+	return &MiddlewareError{Extension: ext, Hook: ch.hook, Err: err}
 }

@@ -58,10 +58,10 @@ type ToolResult struct {
 // TurnFunc is a turn middleware, and also the innermost turn handler. A
 // middleware acts before and after [TurnContext.Next], may change what Next
 // sees (the input, the conversation), or return without calling it.
-type TurnFunc func(ctx context.Context, t *TurnContext) (TurnResult, error)
+type TurnFunc func(ctx context.Context, t *TurnContext) (*TurnResult, error)
 
 // StepFunc is a step middleware, and also the innermost step handler.
-type StepFunc func(ctx context.Context, s *StepContext) (StepResult, error)
+type StepFunc func(ctx context.Context, s *StepContext) (*StepResult, error)
 
 // ToolCallFunc is a toolCall middleware. Its innermost handler is the tool's [ToolFunc].
 type ToolCallFunc = ToolFunc
@@ -84,12 +84,12 @@ type TurnInfo struct {
 type TurnContext struct {
 	info TurnInfo
 	p    *Pipeline
-	cur  cursor[TurnResult]
+	cur  cursor[*TurnResult]
 }
 
 // NewTurnContext returns a context for a turn described by info.
 func NewTurnContext(info TurnInfo) *TurnContext {
-	return &TurnContext{info: info, cur: cursor[TurnResult]{depth: -1}}
+	return &TurnContext{info: info, cur: cursor[*TurnResult]{depth: -1}}
 }
 
 // Agent returns the agent's name.
@@ -119,9 +119,9 @@ func (t *TurnContext) Host() any { return t.info.Host }
 // Next runs the rest of the chain and returns its outcome. A middleware calls
 // it at most once; a second call returns an error wrapping [ErrNextCalledTwice]
 // and runs nothing.
-func (t *TurnContext) Next(ctx context.Context) (TurnResult, error) {
+func (t *TurnContext) Next(ctx context.Context) (*TurnResult, error) {
 	if t.p == nil {
-		return TurnResult{}, ErrNextOutsideChain
+		return nil, ErrNextOutsideChain
 	}
 	return t.p.turn.next(ctx, t, &t.cur)
 }
@@ -135,13 +135,13 @@ type StepContext struct {
 	index   int
 	catalog ToolCatalog
 	p       *Pipeline
-	cur     cursor[StepResult]
+	cur     cursor[*StepResult]
 }
 
 // NewStepContext returns the context of step index (1-based) of turn t,
 // offering tools. The runtime may reuse it for the next step with [StepContext.Reset].
 func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
-	s := &StepContext{turn: t, cur: cursor[StepResult]{depth: -1}}
+	s := &StepContext{turn: t, cur: cursor[*StepResult]{depth: -1}}
 	s.Reset(index, tools)
 	return s
 }
@@ -180,9 +180,9 @@ func (s *StepContext) EmitMessage(ev MessageEvent) error { return s.turn.info.Co
 func (s *StepContext) Host() any { return s.turn.info.Host }
 
 // Next runs the rest of the chain: in the end, the model call and the tool calls.
-func (s *StepContext) Next(ctx context.Context) (StepResult, error) {
+func (s *StepContext) Next(ctx context.Context) (*StepResult, error) {
 	if s.p == nil {
-		return StepResult{}, ErrNextOutsideChain
+		return nil, ErrNextOutsideChain
 	}
 	return s.p.step.next(ctx, s, &s.cur)
 }
@@ -209,12 +209,12 @@ type ToolCallInfo struct {
 type ToolCallContext struct {
 	info ToolCallInfo
 	p    *Pipeline
-	cur  cursor[ToolResult]
+	cur  cursor[*ToolResult]
 }
 
 // NewToolCallContext returns the context of the call described by info.
 func NewToolCallContext(info ToolCallInfo) *ToolCallContext {
-	return &ToolCallContext{info: info, cur: cursor[ToolResult]{depth: -1}}
+	return &ToolCallContext{info: info, cur: cursor[*ToolResult]{depth: -1}}
 }
 
 // Agent returns the agent's name.
@@ -249,9 +249,9 @@ func (c *ToolCallContext) Host() any { return c.info.Host }
 
 // Next runs the rest of the chain and, in the end, the tool. A middleware
 // replaces the result by returning another one.
-func (c *ToolCallContext) Next(ctx context.Context) (ToolResult, error) {
+func (c *ToolCallContext) Next(ctx context.Context) (*ToolResult, error) {
 	if c.p == nil {
-		return ToolResult{}, ErrNextOutsideChain
+		return nil, ErrNextOutsideChain
 	}
 	return c.p.tool.next(ctx, c, &c.cur)
 }

@@ -24,12 +24,12 @@ func Priority(p int) LayerOption { return priorityOption(p) }
 // Builder collects middleware layers and builds a [Pipeline]. It is not safe
 // for concurrent use; the Pipeline it builds is.
 type Builder struct {
-	turn []layer[*TurnContext, TurnResult]
-	step []layer[*StepContext, StepResult]
-	tool []layer[*ToolCallContext, ToolResult]
+	turn []layer[*TurnContext, *TurnResult]
+	step []layer[*StepContext, *StepResult]
+	tool []layer[*ToolCallContext, *ToolResult]
 }
 
-func layerOf[C, R any](o Owner, fn func(context.Context, C) (R, error), opts []LayerOption) layer[C, R] {
+func layerOf[C any, R comparable](o Owner, fn func(context.Context, C) (R, error), opts []LayerOption) layer[C, R] {
 	var lo layerOptions
 	for _, opt := range opts {
 		opt.apply(&lo)
@@ -79,23 +79,23 @@ func (b *Builder) Build(h Handlers) (*Pipeline, error) {
 		tool = runTool
 	}
 	p := &Pipeline{
-		turn: chain[*TurnContext, TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip},
-		step: chain[*StepContext, StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip},
-		tool: chain[*ToolCallContext, ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip},
+		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip},
+		step: chain[*StepContext, *StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip},
+		tool: chain[*ToolCallContext, *ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip},
 	}
 	return p, nil
 }
 
-func sorted[C, R any](ls []layer[C, R]) []layer[C, R] {
+func sorted[C any, R comparable](ls []layer[C, R]) []layer[C, R] {
 	out := slices.Clone(ls)
 	slices.SortStableFunc(out, func(a, b layer[C, R]) int { return a.priority - b.priority })
 	return out
 }
 
-func runTool(ctx context.Context, c *ToolCallContext) (ToolResult, error) {
+func runTool(ctx context.Context, c *ToolCallContext) (*ToolResult, error) {
 	t, ok := c.Tool()
 	if !ok || t.Func == nil {
-		return ToolResult{CallID: c.CallID(), Name: c.Name(), Content: fmt.Sprintf("unknown tool %q", c.Name()), IsError: true}, nil
+		return &ToolResult{CallID: c.CallID(), Name: c.Name(), Content: fmt.Sprintf("unknown tool %q", c.Name()), IsError: true}, nil
 	}
 	return t.Func(ctx, c)
 }
@@ -122,25 +122,25 @@ func runTool(ctx context.Context, c *ToolCallContext) (ToolResult, error) {
 // in which case the layer is skipped. Errors that pass through a layer from
 // Next keep their identity.
 type Pipeline struct {
-	turn chain[*TurnContext, TurnResult]
-	step chain[*StepContext, StepResult]
-	tool chain[*ToolCallContext, ToolResult]
+	turn chain[*TurnContext, *TurnResult]
+	step chain[*StepContext, *StepResult]
+	tool chain[*ToolCallContext, *ToolResult]
 }
 
 // RunTurn runs the turn chain on t.
-func (p *Pipeline) RunTurn(ctx context.Context, t *TurnContext) (TurnResult, error) {
+func (p *Pipeline) RunTurn(ctx context.Context, t *TurnContext) (*TurnResult, error) {
 	t.p = p
 	return p.turn.run(ctx, t, &t.cur)
 }
 
 // RunStep runs the step chain on s.
-func (p *Pipeline) RunStep(ctx context.Context, s *StepContext) (StepResult, error) {
+func (p *Pipeline) RunStep(ctx context.Context, s *StepContext) (*StepResult, error) {
 	s.p = p
 	return p.step.run(ctx, s, &s.cur)
 }
 
 // RunToolCall runs the toolCall chain on c.
-func (p *Pipeline) RunToolCall(ctx context.Context, c *ToolCallContext) (ToolResult, error) {
+func (p *Pipeline) RunToolCall(ctx context.Context, c *ToolCallContext) (*ToolResult, error) {
 	c.p = p
 	return p.tool.run(ctx, c, &c.cur)
 }

@@ -44,7 +44,7 @@ type ToolSpec struct {
 //
 // Returning an error is the same as returning a result with IsError set and the
 // error's text as content: the model sees it, the turn goes on.
-type ToolFunc func(ctx context.Context, c *ToolCallContext) (ToolResult, error)
+type ToolFunc func(ctx context.Context, c *ToolCallContext) (*ToolResult, error)
 
 // Tool is a tool a model can call: its spec and its implementation.
 type Tool struct {

@@ -1,0 +1,352 @@
+package pipeline_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// conv is a minimal Conversation for tests.
+type conv struct{ msgs []pipeline.Message }
+
+func (c *conv) Len() int                  { return len(c.msgs) }
+func (c *conv) At(i int) pipeline.Message { return c.msgs[i] }
+func (c *conv) Apply(ev pipeline.MessageEvent) error {
+	switch ev.Type {
+	case pipeline.MessageAppend:
+		c.msgs = append(c.msgs, ev.Message)
+		return nil
+	case pipeline.MessageRemove:
+		for i, m := range c.msgs {
+			if m.ID == ev.TargetID {
+				c.msgs = append(c.msgs[:i], c.msgs[i+1:]...)
+				return nil
+			}
+		}
+		return fmt.Errorf("no message %q", ev.TargetID)
+	}
+	return fmt.Errorf("unsupported %q", ev.Type)
+}
+
+type layerSpec struct {
+	ext      string
+	priority int
+	onError  pipeline.OnError
+	fn       func(trace *[]string, name string) pipeline.TurnFunc
+}
+
+// passthrough records before/after around next.
+func passthrough(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		*trace = append(*trace, name+">")
+		r, err := t.Next(ctx)
+		*trace = append(*trace, "<"+name)
+		return r, err
+	}
+}
+
+func shortCircuit(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		*trace = append(*trace, name+"!")
+		return &pipeline.TurnResult{TurnID: t.TurnID(), FinishReason: pipeline.FinishText, Response: pipeline.Message{Content: "blocked by " + name}}, nil
+	}
+}
+
+func nextTwice(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		*trace = append(*trace, name+">")
+		if _, err := t.Next(ctx); err != nil {
+			return nil, err
+		}
+		return t.Next(ctx)
+	}
+}
+
+func failing(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		*trace = append(*trace, name+"x")
+		return nil, errors.New("boom")
+	}
+}
+
+func failingAfterNext(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		*trace = append(*trace, name+">")
+		if _, err := t.Next(ctx); err != nil {
+			return nil, err
+		}
+		*trace = append(*trace, name+"x")
+		return nil, errors.New("late boom")
+	}
+}
+
+func panicking(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		*trace = append(*trace, name+"!!")
+		panic("kaboom")
+	}
+}
+
+func inputRewriter(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		in := t.Input()
+		in.Text = strings.ToUpper(in.Text)
+		t.SetInput(in)
+		return t.Next(ctx)
+	}
+}
+
+func TestTurnChain(t *testing.T) {
+	tests := []struct {
+		name      string
+		layers    []layerSpec
+		wantTrace string
+		wantText  string
+		wantErr   string
+		wantExt   string
+	}{
+		{
+			name:      "no layers",
+			wantTrace: "core",
+			wantText:  "core:hello",
+		},
+		{
+			name: "registration order",
+			layers: []layerSpec{
+				{ext: "a", fn: passthrough}, {ext: "b", fn: passthrough}, {ext: "c", fn: passthrough},
+			},
+			wantTrace: "a> b> c> core <c <b <a",
+			wantText:  "core:hello",
+		},
+		{
+			name: "priority then registration order",
+			layers: []layerSpec{
+				{ext: "a", priority: 10, fn: passthrough},
+				{ext: "b", priority: -5, fn: passthrough},
+				{ext: "c", priority: 10, fn: passthrough},
+				{ext: "d", fn: passthrough},
+			},
+			wantTrace: "b> d> a> c> core <c <a <d <b",
+			wantText:  "core:hello",
+		},
+		{
+			name:      "short-circuit skips the rest",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "guard", fn: shortCircuit}, {ext: "c", fn: passthrough}},
+			wantTrace: "a> guard! <a",
+			wantText:  "blocked by guard",
+		},
+		{
+			name:      "change what next sees",
+			layers:    []layerSpec{{ext: "upper", fn: inputRewriter}},
+			wantTrace: "core",
+			wantText:  "core:HELLO",
+		},
+		{
+			name:      "next twice fails and runs the rest once",
+			layers:    []layerSpec{{ext: "greedy", fn: nextTwice}, {ext: "b", fn: passthrough}},
+			wantTrace: "greedy> b> core <b",
+			wantErr:   `extension "greedy": turn middleware: next called more than once`,
+			wantExt:   "greedy",
+		},
+		{
+			name:      "error names the extension",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "bad", fn: failing}, {ext: "c", fn: passthrough}},
+			wantTrace: "a> badx <a",
+			wantErr:   `extension "bad": turn middleware: boom`,
+			wantExt:   "bad",
+		},
+		{
+			name:      "panic names the extension",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "wild", fn: panicking}},
+			wantTrace: "a> wild!!", // a panic unwinds: outer layers see no result
+			wantErr:   `extension "wild": turn middleware: panic: kaboom`,
+			wantExt:   "wild",
+		},
+		{
+			name:      "error passing through is not blamed on outer layers",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "b", fn: passthrough}, {ext: "bad", fn: failing}},
+			wantTrace: "a> b> badx <b <a",
+			wantErr:   `extension "bad": turn middleware: boom`,
+			wantExt:   "bad",
+		},
+		{
+			name: "nil result is an error",
+			layers: []layerSpec{{ext: "a", fn: passthrough}, {ext: "lazy", fn: func(*[]string, string) pipeline.TurnFunc {
+				return func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) { return nil, nil }
+			}}},
+			wantTrace: "a> <a",
+			wantErr:   `extension "lazy": turn middleware: returned no result and no error`,
+			wantExt:   "lazy",
+		},
+		{
+			name:      "fail_open panic under fail_closed layers",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "wild", onError: pipeline.FailOpen, fn: panicking}, {ext: "c", fn: passthrough}},
+			wantTrace: "a> wild!! c> core <c <a",
+			wantText:  "core:hello",
+		},
+		{
+			name:      "fail_closed panic under a fail_open layer is not skipped",
+			layers:    []layerSpec{{ext: "open", onError: pipeline.FailOpen, fn: passthrough}, {ext: "wild", fn: panicking}},
+			wantTrace: "open> wild!!",
+			wantErr:   `extension "wild": turn middleware: panic: kaboom`,
+			wantExt:   "wild",
+		},
+		{
+			name:      "fail_open before next is skipped",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "flaky", onError: pipeline.FailOpen, fn: failing}, {ext: "c", fn: passthrough}},
+			wantTrace: "a> flakyx c> core <c <a",
+			wantText:  "core:hello",
+		},
+		{
+			name:      "fail_open panic is skipped",
+			layers:    []layerSpec{{ext: "wild", onError: pipeline.FailOpen, fn: panicking}},
+			wantTrace: "wild!! core",
+			wantText:  "core:hello",
+		},
+		{
+			name:      "fail_open after next keeps next's outcome",
+			layers:    []layerSpec{{ext: "late", onError: pipeline.FailOpen, fn: failingAfterNext}},
+			wantTrace: "late> core latex",
+			wantText:  "core:hello",
+		},
+		{
+			name:      "fail_closed after next fails the turn",
+			layers:    []layerSpec{{ext: "late", fn: failingAfterNext}},
+			wantTrace: "late> core latex",
+			wantErr:   `extension "late": turn middleware: late boom`,
+			wantExt:   "late",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var trace []string
+			var b pipeline.Builder
+			for _, l := range tt.layers {
+				b.Turn(pipeline.Owner{Extension: l.ext, OnError: l.onError}, l.fn(&trace, l.ext), pipeline.Priority(l.priority))
+			}
+			var skipped []string
+			p, err := b.Build(pipeline.Handlers{
+				Turn: func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+					trace = append(trace, "core")
+					return &pipeline.TurnResult{TurnID: tc.TurnID(), FinishReason: pipeline.FinishText, Response: pipeline.Message{Content: "core:" + tc.Input().Text}}, nil
+				},
+				Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+					return &pipeline.StepResult{}, nil
+				},
+				OnSkip: func(h pipeline.Hook, o pipeline.Owner, err error) {
+					skipped = append(skipped, o.Extension+": "+err.Error())
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc := pipeline.NewTurnContext(pipeline.TurnInfo{Agent: "a", TurnID: "t1", Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: "hello"}, Conversation: &conv{}})
+			res, err := p.RunTurn(context.Background(), tc)
+			if got := strings.Join(trace, " "); got != tt.wantTrace {
+				t.Errorf("trace = %q, want %q", got, tt.wantTrace)
+			}
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				var me *pipeline.MiddlewareError
+				if !errors.As(err, &me) || me.Extension != tt.wantExt || me.Hook != pipeline.HookTurn {
+					t.Errorf("err = %#v, want MiddlewareError for %q", err, tt.wantExt)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			if res.Response.Content != tt.wantText {
+				t.Errorf("response = %q, want %q", res.Response.Content, tt.wantText)
+			}
+			for _, l := range tt.layers {
+				if l.onError == pipeline.FailOpen && l.fn != nil && !strings.HasPrefix(tt.name, "fail_closed") && strings.Contains(tt.name, "fail_open") && len(skipped) != 1 {
+					t.Errorf("OnSkip calls = %q, want one", skipped)
+				}
+			}
+		})
+	}
+}
+
+func TestNextOutsideChain(t *testing.T) {
+	tc := pipeline.NewTurnContext(pipeline.TurnInfo{})
+	if _, err := tc.Next(context.Background()); !errors.Is(err, pipeline.ErrNextOutsideChain) {
+		t.Fatalf("err = %v, want ErrNextOutsideChain", err)
+	}
+	// A context kept after its layer returned cannot run the chain again.
+	var kept *pipeline.TurnContext
+	var b pipeline.Builder
+	b.Turn(pipeline.Owner{Extension: "keeper"}, func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		kept = t
+		return t.Next(ctx)
+	})
+	p, _ := b.Build(pipeline.Handlers{
+		Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			return &pipeline.TurnResult{}, nil
+		},
+		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+			return &pipeline.StepResult{}, nil
+		},
+	})
+	if _, err := p.RunTurn(context.Background(), pipeline.NewTurnContext(pipeline.TurnInfo{})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kept.Next(context.Background()); !errors.Is(err, pipeline.ErrNextOutsideChain) {
+		t.Fatalf("late Next err = %v, want ErrNextOutsideChain", err)
+	}
+}
+
+func TestHandlerPanicIsAnError(t *testing.T) {
+	var b pipeline.Builder
+	p, _ := b.Build(pipeline.Handlers{
+		Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) { panic("core bug") },
+		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+			return &pipeline.StepResult{}, nil
+		},
+	})
+	_, err := p.RunTurn(context.Background(), pipeline.NewTurnContext(pipeline.TurnInfo{}))
+	var pe *pipeline.PanicError
+	if err == nil || err.Error() != "turn handler: panic: core bug" || !errors.As(err, &pe) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestManyLayers(t *testing.T) {
+	// More than 64 layers exercises the overflow of the next-called bitmap.
+	const n = 130
+	var b pipeline.Builder
+	count := 0
+	for i := range n {
+		b.Turn(pipeline.Owner{Extension: fmt.Sprint("e", i)}, func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			count++
+			if i == n-1 {
+				if _, err := t.Next(ctx); err != nil {
+					return nil, err
+				}
+				return t.Next(ctx)
+			}
+			return t.Next(ctx)
+		})
+	}
+	p, _ := b.Build(pipeline.Handlers{
+		Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			return &pipeline.TurnResult{}, nil
+		},
+		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+			return &pipeline.StepResult{}, nil
+		},
+	})
+	for range 2 { // twice: the context's state must reset between runs
+		count = 0
+		_, err := p.RunTurn(context.Background(), pipeline.NewTurnContext(pipeline.TurnInfo{}))
+		if err == nil || err.Error() != `extension "e129": turn middleware: next called more than once` || count != n {
+			t.Fatalf("count=%d err=%v", count, err)
+		}
+	}
+}
