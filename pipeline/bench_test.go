@@ -19,10 +19,10 @@ func BenchmarkChain(b *testing.B) {
 	turnRes, stepRes, toolRes := &pipeline.TurnResult{}, &pipeline.StepResult{}, &pipeline.ToolResult{}
 	handlers := pipeline.Handlers{
 		Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) {
-			return &pipeline.TurnResult{}, nil
+			return turnRes, nil
 		},
 		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
-			return &pipeline.StepResult{}, nil
+			return stepRes, nil
 		},
 		ToolCall: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 			return toolRes, nil
