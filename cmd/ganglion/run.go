@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+)
+
+type runFlags struct {
+	agent    string
+	instance string
+	data     string
+	json     bool
+	logLevel string
+}
+
+func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [DIR] [MESSAGE]",
+		Short: "Send a message to an agent and stream its answer",
+		Long: `Run loads DIR/ganglion.yaml (DIR defaults to the current directory), sends
+MESSAGE to an agent and streams the answer as it comes, with the tool calls
+it makes. Without MESSAGE it reads one message per line from standard input.
+
+With one argument, it is DIR if it is a directory holding ganglion.yaml, and
+MESSAGE otherwise.
+
+Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
+		Args: cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, msg, interactive, err := splitRunArgs(args)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			return runAgent(cmd.Context(), f, dir, msg, interactive, stdin, stdout, stderr)
+		},
+	}
+	cmd.Flags().StringVar(&f.agent, "agent", "", "agent to talk to (default: the first in the config)")
+	cmd.Flags().StringVar(&f.instance, "instance", "default", "instance key: one conversation of the agent")
+	cmd.Flags().StringVar(&f.data, "data", runtime.DefaultDataDir, "data directory (overrides the config's data:)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON event per line instead of text")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+	return cmd
+}
+
+func splitRunArgs(args []string) (dir, msg string, interactive bool, err error) {
+	switch len(args) {
+	case 0:
+		return ".", "", true, nil
+	case 1:
+		if isConfigDir(args[0]) {
+			return args[0], "", true, nil
+		}
+		if args[0] == "" {
+			return "", "", false, usageError("the message is empty")
+		}
+		return ".", args[0], false, nil
+	default:
+		if args[1] == "" {
+			return "", "", false, usageError("the message is empty")
+		}
+		return args[0], args[1], false, nil
+	}
+}
+
+func isConfigDir(p string) bool {
+	st, err := os.Stat(filepath.Join(p, "ganglion.yaml"))
+	return err == nil && st.Mode().IsRegular()
+}
+
+func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) error {
+	logger, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(dir, "ganglion.yaml")
+	if _, err := os.Stat(cfgPath); err != nil {
+		return usageError("no ganglion.yaml in %s", dir)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return err
+	}
+	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithLogger(logger)}
+	if f.data != "" {
+		opts = append(opts, runtime.WithDataDir(f.data))
+	}
+	rt, err := runtime.New(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+
+	agent := f.agent
+	if agent == "" {
+		agent = rt.Agents()[0]
+	}
+	out := &printer{w: stdout, json: f.json, agent: agent, instance: f.instance}
+	unsub := rt.Events().Subscribe("*", out.event)
+	defer unsub()
+
+	send := func(text string) (*pipeline.TurnResult, error) {
+		res, err := rt.Send(ctx, agent, f.instance, runtime.UserMessage(text))
+		out.endTurn(res, err)
+		return res, err
+	}
+	if !interactive {
+		res, err := send(msg)
+		return turnExit(res, err)
+	}
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	prompt := func() {
+		if !f.json && isTerminal(stdin) {
+			fmt.Fprint(stderr, "> ")
+		}
+	}
+	for prompt(); sc.Scan(); prompt() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		if line == "/exit" || line == "/quit" {
+			return nil
+		}
+		res, err := send(line)
+		if err != nil {
+			if ctx.Err() != nil {
+				return turnExit(res, err)
+			}
+			fmt.Fprintln(stderr, "ganglion:", err)
+			continue
+		}
+		if res.FinishReason == pipeline.FinishPaused {
+			return turnExit(res, nil)
+		}
+	}
+	return sc.Err()
+}
+
+// turnExit maps a turn's outcome to the command's result.
+func turnExit(res *pipeline.TurnResult, err error) error {
+	if err != nil {
+		return &codeError{code: exitError, err: err}
+	}
+	if res.FinishReason == pipeline.FinishPaused {
+		return &codeError{code: exitPaused}
+	}
+	return nil
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// printer renders the runtime's events: text as it streams and the tool
+// calls, or one JSON object per event.
+type printer struct {
+	mu       sync.Mutex
+	w        io.Writer
+	json     bool
+	agent    string
+	instance string
+	midLine  bool // the last text written did not end a line
+}
+
+func (p *printer) event(ev events.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			b, _ = json.Marshal(events.Event{Topic: "cli.error", Time: ev.Time, Source: "cli", Data: "cannot encode event " + ev.Topic + ": " + err.Error()})
+		}
+		p.w.Write(append(b, '\n'))
+		return
+	}
+	if ev.Agent != p.agent || ev.Instance != p.instance {
+		return
+	}
+	data, _ := ev.Data.(map[string]any)
+	switch ev.Topic {
+	case events.ModelDelta:
+		if data["kind"] == "text" {
+			s, _ := data["text"].(string)
+			fmt.Fprint(p.w, s)
+			p.midLine = s != "" && !strings.HasSuffix(s, "\n")
+		}
+	case events.ToolStarted:
+		p.endLine()
+		fmt.Fprintf(p.w, "[tool] %s %s\n", data["tool"], oneLine(fmt.Sprint(data["arguments"]), 120))
+	case events.ToolFinished:
+		content, _ := data["content"].(string)
+		if isErr, _ := data["is_error"].(bool); isErr {
+			fmt.Fprintf(p.w, "[tool] %s failed: %s\n", data["tool"], oneLine(content, 200))
+		} else {
+			fmt.Fprintf(p.w, "[tool] %s -> %s\n", data["tool"], summary(content))
+		}
+	}
+}
+
+func (p *printer) endLine() {
+	if p.midLine {
+		fmt.Fprintln(p.w)
+		p.midLine = false
+	}
+}
+
+// endTurn finishes the text output of a turn.
+func (p *printer) endTurn(res *pipeline.TurnResult, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		return
+	}
+	p.endLine()
+	if err == nil && res.FinishReason == pipeline.FinishMaxSteps {
+		fmt.Fprintf(p.w, "[turn] stopped after %d steps (max_steps) without a final answer\n", res.Steps)
+	}
+}
+
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > max {
+		return s[:max] + "…"
+	}
+	return s
+}
+
+func summary(content string) string {
+	lines := strings.Count(content, "\n")
+	if content != "" && !strings.HasSuffix(content, "\n") {
+		lines++
+	}
+	if lines <= 1 {
+		return oneLine(content, 120)
+	}
+	return fmt.Sprintf("%d lines", lines)
+}
+

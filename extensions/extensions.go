@@ -1,0 +1,316 @@
+package extensions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+// Extension is what an agent loads: native Go code or, through the WASM
+// host, a WebAssembly module. Register is called once per agent that lists
+// the extension, with an [API] bound to that agent and extension; it
+// registers middleware and tools and may subscribe to events.
+type Extension interface {
+	Register(api *API) error
+}
+
+// Func adapts a function to [Extension].
+type Func func(api *API) error
+
+// Register calls f(api).
+func (f Func) Register(api *API) error { return f(api) }
+
+// Closer is implemented by extensions that hold resources; the runtime calls
+// Close once when it shuts down.
+type Closer interface {
+	Close() error
+}
+
+// Config is an extension's own settings from the agent's config.
+type Config interface {
+	// Decode decodes the settings into v (a pointer to a struct), refusing
+	// unknown fields. Errors carry the config file's line and column.
+	Decode(v any) error
+}
+
+// Factory makes an extension from its settings. It runs once per agent that
+// lists the extension.
+type Factory func(cfg Config) (Extension, error)
+
+// Registry maps extension names to factories. The runtime consults it for
+// every `name:` an agent's config lists. It is a value, not a global: an
+// app builds the one it wants.
+//
+// A Registry is safe for concurrent use.
+type Registry struct {
+	mu sync.RWMutex
+	m  map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{m: map[string]Factory{}} }
+
+// Register adds a factory under name. Names follow the agent-name rule
+// ([a-zA-Z0-9_.-]{1,64}); a name can be registered once.
+func (r *Registry) Register(name string, f Factory) error {
+	if err := store.ValidateName("extension", name); err != nil {
+		return err
+	}
+	if f == nil {
+		return fmt.Errorf("extension %q: nil factory", name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.m[name]; ok {
+		return fmt.Errorf("extension %q is already registered", name)
+	}
+	r.m[name] = f
+	return nil
+}
+
+// Lookup returns the factory registered under name.
+func (r *Registry) Lookup(name string) (Factory, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	f, ok := r.m[name]
+	return f, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.m))
+	for n := range r.m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Merge adds every factory of other that r does not have yet.
+func (r *Registry) Merge(other *Registry) {
+	if other == nil || other == r {
+		return
+	}
+	other.mu.RLock()
+	defer other.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n, f := range other.m {
+		if _, ok := r.m[n]; !ok {
+			r.m[n] = f
+		}
+	}
+}
+
+// API is what an extension registers through (seed 004's ExtensionApi):
+// pipeline middleware, tools, persistent state, events and a logger, all
+// bound to one agent and one extension.
+//
+// An API is safe for concurrent use once Register has returned: middleware
+// uses State, Events and Logger from many turns at once.
+type API struct {
+	// Name is the extension's name as configured.
+	Name string
+	// Agent is the agent the extension is loaded for.
+	Agent string
+	// Pipeline registers middleware.
+	Pipeline *Pipeline
+	// Tools registers tools for the agent.
+	Tools *Tools
+	// State keeps JSON per instance, persisted with the instance.
+	State *State
+	// Events publishes and subscribes to the runtime's event bus.
+	Events *Events
+	// Logger is the extension's logger; it carries the agent and extension names.
+	Logger *slog.Logger
+}
+
+// Host is what the runtime provides to build an [API]. Extension authors do
+// not use it.
+type Host struct {
+	Agent    string
+	Builder  *pipeline.Builder
+	Store    store.Store
+	Bus      *events.Bus
+	Logger   *slog.Logger
+	AddTool  func(pipeline.Tool) error
+	Priority int
+	OnError  pipeline.OnError
+}
+
+// NewAPI returns the API of extension name on h. The runtime calls it; so do
+// tests that drive an extension without a runtime.
+func NewAPI(name string, h Host) *API {
+	logger := h.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	logger = logger.With("agent", h.Agent, "extension", name)
+	return &API{
+		Name:     name,
+		Agent:    h.Agent,
+		Pipeline: &Pipeline{b: h.Builder, owner: pipeline.Owner{Extension: name, OnError: h.OnError}, priority: h.Priority},
+		Tools:    &Tools{add: h.AddTool, ext: name},
+		State:    &State{store: h.Store, agent: h.Agent, ext: name},
+		Events:   &Events{bus: h.Bus, agent: h.Agent, ext: name},
+		Logger:   logger,
+	}
+}
+
+// Pipeline registers middleware of one extension.
+type Pipeline struct {
+	b        *pipeline.Builder
+	owner    pipeline.Owner
+	priority int
+}
+
+func (p *Pipeline) opts(opts []pipeline.LayerOption) []pipeline.LayerOption {
+	// The extension's configured priority comes first, so that an explicit
+	// pipeline.Priority from the code overrides it.
+	return append([]pipeline.LayerOption{pipeline.Priority(p.priority)}, opts...)
+}
+
+// Turn registers a turn middleware.
+func (p *Pipeline) Turn(fn pipeline.TurnFunc, opts ...pipeline.LayerOption) {
+	p.b.Turn(p.owner, fn, p.opts(opts)...)
+}
+
+// Step registers a step middleware.
+func (p *Pipeline) Step(fn pipeline.StepFunc, opts ...pipeline.LayerOption) {
+	p.b.Step(p.owner, fn, p.opts(opts)...)
+}
+
+// ToolCall registers a toolCall middleware.
+func (p *Pipeline) ToolCall(fn pipeline.ToolCallFunc, opts ...pipeline.LayerOption) {
+	p.b.ToolCall(p.owner, fn, p.opts(opts)...)
+}
+
+// Tools registers tools that the agent offers to its model.
+type Tools struct {
+	add func(pipeline.Tool) error
+	ext string
+}
+
+// Register adds t to the agent's tools.
+func (t *Tools) Register(tool pipeline.Tool) error {
+	if t.add == nil {
+		return fmt.Errorf("extension %q: tools cannot be registered here", t.ext)
+	}
+	if err := t.add(tool); err != nil {
+		return fmt.Errorf("extension %q: register tool: %w", t.ext, err)
+	}
+	return nil
+}
+
+// MaxStateSize bounds one extension's state per instance.
+const MaxStateSize = 1 << 20
+
+// State is an extension's JSON state per instance, persisted in the store.
+type State struct {
+	store store.Store
+	agent string
+	ext   string
+}
+
+// Get returns the state of the instance, or nil if none was set.
+func (s *State) Get(ctx context.Context, instanceKey string) (json.RawMessage, error) {
+	b, err := s.store.GetState(ctx, s.agent, instanceKey, s.ext)
+	if err != nil {
+		return nil, fmt.Errorf("extension %q: get state: %w", s.ext, err)
+	}
+	return b, nil
+}
+
+// Set replaces the state of the instance. The value must be valid JSON of at
+// most [MaxStateSize] bytes; nil deletes the state.
+func (s *State) Set(ctx context.Context, instanceKey string, v json.RawMessage) error {
+	if v != nil {
+		if len(v) > MaxStateSize {
+			return fmt.Errorf("extension %q: set state: %d bytes is over the limit of %d", s.ext, len(v), MaxStateSize)
+		}
+		if !json.Valid(v) {
+			return fmt.Errorf("extension %q: set state: value is not valid JSON", s.ext)
+		}
+	}
+	if err := s.store.SetState(ctx, s.agent, instanceKey, s.ext, v); err != nil {
+		return fmt.Errorf("extension %q: set state: %w", s.ext, err)
+	}
+	return nil
+}
+
+// Load decodes the state of the instance into v and reports whether there was any.
+func (s *State) Load(ctx context.Context, instanceKey string, v any) (bool, error) {
+	b, err := s.Get(ctx, instanceKey)
+	if err != nil || b == nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return true, fmt.Errorf("extension %q: decode state: %w", s.ext, err)
+	}
+	return true, nil
+}
+
+// Save encodes v as the state of the instance.
+func (s *State) Save(ctx context.Context, instanceKey string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("extension %q: encode state: %w", s.ext, err)
+	}
+	return s.Set(ctx, instanceKey, b)
+}
+
+// Events publishes and subscribes for one extension. Its events carry the
+// extension's name as Source.
+type Events struct {
+	bus   *events.Bus
+	agent string
+	ext   string
+	mu    sync.Mutex
+	subs  []func()
+}
+
+// ErrNoBus is returned when the runtime gave the extension no event bus.
+var ErrNoBus = errors.New("no event bus")
+
+// Publish publishes data under topic for instance (which may be empty).
+func (e *Events) Publish(topic, instance string, data any) {
+	if e.bus == nil {
+		return
+	}
+	e.bus.Publish(events.Event{Topic: topic, Agent: e.agent, Instance: instance, Source: e.ext, Data: data})
+}
+
+// Subscribe calls fn for events matching pattern (see [events.Bus.Subscribe])
+// until the runtime closes or the returned function is called.
+func (e *Events) Subscribe(pattern string, fn events.Handler) (unsubscribe func(), err error) {
+	if e.bus == nil {
+		return nil, fmt.Errorf("extension %q: subscribe: %w", e.ext, ErrNoBus)
+	}
+	un := e.bus.Subscribe(pattern, fn)
+	e.mu.Lock()
+	e.subs = append(e.subs, un)
+	e.mu.Unlock()
+	return un, nil
+}
+
+// Close ends every subscription of the extension. The runtime calls it on shutdown.
+func (e *Events) Close() {
+	e.mu.Lock()
+	subs := slices.Clone(e.subs)
+	e.subs = nil
+	e.mu.Unlock()
+	for _, un := range subs {
+		un()
+	}
+}

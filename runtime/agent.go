@@ -1,0 +1,153 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/tool"
+)
+
+// agent is an agent as configured, with its model, tools and pipeline.
+// Immutable after buildAgent.
+type agent struct {
+	rt        *Runtime
+	name      string
+	system    string
+	model     model.Provider
+	modelName string
+	maxOutput int
+	maxSteps  int
+	tools     []pipeline.Tool
+	pipe      *pipeline.Pipeline
+	logger    *slog.Logger
+	apis      []*extensions.API
+	closers   []extensions.Closer
+}
+
+func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {
+	a := &agent{rt: r, name: ac.Name, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name)}
+	if a.maxSteps <= 0 {
+		a.maxSteps = config.DefaultMaxSteps
+	}
+	if err := a.openModel(o, ac, providers); err != nil {
+		return nil, fmt.Errorf("agent %q: model: %w", ac.Name, err)
+	}
+	tools, err := reg.Select(ac.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+	}
+	a.tools = tools
+
+	var b pipeline.Builder
+	for _, ec := range ac.Extensions {
+		if err := a.loadExtension(o, ec, &b); err != nil {
+			a.close()
+			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
+		}
+	}
+	a.tools = slices.Clip(a.tools)
+	a.pipe, err = b.Build(pipeline.Handlers{
+		Turn:     a.turnHandler,
+		Step:     a.stepHandler,
+		ToolCall: a.toolHandler,
+		OnSkip:   a.layerSkipped,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *agent) openModel(o *options, ac config.Agent, providers map[string]model.Provider) error {
+	if ac.Model != nil {
+		a.modelName = ac.Model.Name
+		a.maxOutput = ac.Model.MaxOutputTokens
+	}
+	if o.model != nil {
+		a.model = o.model
+		return nil
+	}
+	if ac.Model == nil {
+		return errors.New("no model configured")
+	}
+	f, ok := o.providers[ac.Model.Provider]
+	if !ok {
+		return fmt.Errorf("unknown provider %q", ac.Model.Provider)
+	}
+	p, err := f(*ac.Model)
+	if err != nil {
+		return err
+	}
+	a.model = p
+	return nil
+}
+
+func (a *agent) loadExtension(o *options, ec config.Extension, b *pipeline.Builder) error {
+	if ec.Wasm != "" {
+		return fmt.Errorf("extension %q: wasm: WebAssembly extensions are not supported yet", ec.Name)
+	}
+	f, ok := o.exts.Lookup(ec.Name)
+	if !ok {
+		return fmt.Errorf("unknown extension %q", ec.Name)
+	}
+	onErr, err := pipeline.ParseOnError(ec.OnError)
+	if err != nil {
+		return fmt.Errorf("extension %q: %w", ec.Name, err)
+	}
+	ext, err := f(ec)
+	if err != nil {
+		return fmt.Errorf("extension %q: %w", ec.Name, err)
+	}
+	api := extensions.NewAPI(ec.Name, extensions.Host{
+		Agent: a.name, Builder: b, Store: a.rt.store, Bus: a.rt.bus, Logger: a.rt.logger,
+		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
+	})
+	a.apis = append(a.apis, api)
+	if c, ok := ext.(extensions.Closer); ok {
+		a.closers = append(a.closers, c)
+	}
+	if err := ext.Register(api); err != nil {
+		return fmt.Errorf("extension %q: register: %w", ec.Name, err)
+	}
+	return nil
+}
+
+// addTool adds a tool an extension registers.
+func (a *agent) addTool(t pipeline.Tool) error {
+	if err := t.Validate(); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(a.tools, func(x pipeline.Tool) bool { return x.Name == t.Name }) {
+		return fmt.Errorf("agent %q already has a tool %q", a.name, t.Name)
+	}
+	a.tools = append(a.tools, t)
+	return nil
+}
+
+func (a *agent) layerSkipped(h pipeline.Hook, o pipeline.Owner, err error) {
+	a.logger.Warn("fail_open middleware failed; skipped", "extension", o.Extension, "hook", h.String(), "err", err)
+	if a.rt.bus.Active() {
+		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.name, Source: "runtime",
+			Data: map[string]any{"extension": o.Extension, "hook": h.String(), "error": err.Error()}})
+	}
+}
+
+func (a *agent) close() error {
+	var errs []error
+	for _, api := range a.apis {
+		api.Events.Close()
+	}
+	for _, c := range a.closers {
+		errs = append(errs, c.Close())
+	}
+	a.apis, a.closers = nil, nil
+	return errors.Join(errs...)
+}

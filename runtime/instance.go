@@ -1,0 +1,216 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+// instance is one conversation of an agent. Its turns run one at a time:
+// queue is a one-slot semaphore, and Go serves the goroutines blocked on a
+// channel send in arrival order, so queued turns run first come, first served.
+//
+// Everything below queue is owned by the turn that holds the slot.
+type instance struct {
+	agent *agent
+	key   string
+	queue chan struct{}
+
+	loaded  bool
+	meta    store.Meta
+	msgs    []pipeline.Message
+	seqs    []uint64 // seqs[i] is the store position of msgs[i]
+	pending store.Batch
+}
+
+func newInstance(a *agent, key string) *instance {
+	return &instance{agent: a, key: key, queue: make(chan struct{}, 1)}
+}
+
+// acquire waits for the instance's turn slot, or for ctx to end.
+func (in *instance) acquire(ctx context.Context) error {
+	select {
+	case in.queue <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case in.queue <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (in *instance) release() { <-in.queue }
+
+// load reads the instance from the store the first time it is used.
+func (in *instance) load(ctx context.Context, st store.Store) error {
+	if in.loaded {
+		return nil
+	}
+	meta, recs, found, err := st.LoadInstance(ctx, in.agent.name, in.key)
+	if err != nil {
+		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	}
+	if found {
+		in.meta = meta
+		in.msgs = make([]pipeline.Message, len(recs), len(recs)+8)
+		in.seqs = make([]uint64, len(recs), len(recs)+8)
+		for i, r := range recs {
+			in.msgs[i], in.seqs[i] = r.Message, r.Seq
+			if r.Seq >= in.meta.NextSeq {
+				in.meta.NextSeq = r.Seq + 1
+			}
+		}
+	}
+	in.loaded = true
+	return nil
+}
+
+// flush commits the changes made since the last flush, with the meta.
+func (in *instance) flush(ctx context.Context, st store.Store) error {
+	if in.pending.Empty() {
+		return nil
+	}
+	in.meta.UpdatedAt = in.agent.rt.now()
+	if in.meta.CreatedAt.IsZero() {
+		in.meta.CreatedAt = in.meta.UpdatedAt
+	}
+	meta := in.meta
+	in.pending.Meta = &meta
+	err := st.Commit(context.WithoutCancel(ctx), in.agent.name, in.key, in.pending)
+	in.pending.Put = in.pending.Put[:0]
+	in.pending.Delete = in.pending.Delete[:0]
+	in.pending.Meta = nil
+	if err != nil {
+		// The in-memory view is ahead of the store now; reload on next use.
+		in.loaded = false
+		in.msgs, in.seqs = nil, nil
+		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
+	}
+	return nil
+}
+
+// conversation is the [pipeline.Conversation] of a running turn.
+type conversation struct {
+	in *instance
+	ts *turnState
+	mu sync.Mutex // Apply may be called from parallel tool calls' middleware
+}
+
+var _ pipeline.Conversation = (*conversation)(nil)
+
+func (c *conversation) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.in.msgs)
+}
+
+func (c *conversation) At(i int) pipeline.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.in.msgs[i]
+}
+
+func (c *conversation) Apply(ev pipeline.MessageEvent) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.applyLocked(ev)
+}
+
+func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
+	in := c.in
+	switch ev.Type {
+	case pipeline.MessageAppend:
+		m := ev.Message
+		if err := validMessage(m); err != nil {
+			return fmt.Errorf("append message: %w", err)
+		}
+		seq := in.meta.NextSeq
+		in.meta.NextSeq++
+		if m.ID == "" {
+			m.ID = "msg-" + strconv.FormatUint(seq, 10)
+		} else if in.indexOf(m.ID) >= 0 {
+			return fmt.Errorf("append message: id %q is already in the conversation", m.ID)
+		}
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = in.agent.rt.now()
+		}
+		in.msgs = append(in.msgs, m)
+		in.seqs = append(in.seqs, seq)
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: m})
+		c.ts.published(m)
+		return nil
+	case pipeline.MessageReplace:
+		i := in.indexOf(ev.TargetID)
+		if i < 0 {
+			return fmt.Errorf("replace message: no message with id %q", ev.TargetID)
+		}
+		m := ev.Message
+		if err := validMessage(m); err != nil {
+			return fmt.Errorf("replace message %q: %w", ev.TargetID, err)
+		}
+		if m.ID == "" {
+			m.ID = ev.TargetID
+		} else if m.ID != ev.TargetID && in.indexOf(m.ID) >= 0 {
+			return fmt.Errorf("replace message %q: id %q is already in the conversation", ev.TargetID, m.ID)
+		}
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = in.msgs[i].CreatedAt
+		}
+		in.msgs[i] = m
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: in.seqs[i], Message: m})
+		return nil
+	case pipeline.MessageRemove:
+		i := in.indexOf(ev.TargetID)
+		if i < 0 {
+			return fmt.Errorf("remove message: no message with id %q", ev.TargetID)
+		}
+		in.pending.Delete = append(in.pending.Delete, in.seqs[i])
+		in.msgs = append(in.msgs[:i], in.msgs[i+1:]...)
+		in.seqs = append(in.seqs[:i], in.seqs[i+1:]...)
+		return nil
+	}
+	return fmt.Errorf("message event: unknown type %q (want append, replace or remove)", ev.Type)
+}
+
+// indexOf finds a message by ID, newest first: edits usually concern recent messages.
+func (in *instance) indexOf(id string) int {
+	for i := len(in.msgs) - 1; i >= 0; i-- {
+		if in.msgs[i].ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func validMessage(m pipeline.Message) error {
+	switch m.Role {
+	case pipeline.RoleSystem, pipeline.RoleUser, pipeline.RoleAssistant:
+	case pipeline.RoleTool:
+		if m.ToolCallID == "" {
+			return fmt.Errorf("a tool message needs tool_call_id")
+		}
+	case "":
+		return fmt.Errorf("message has no role")
+	default:
+		return fmt.Errorf("unknown role %q (want system, user, assistant or tool)", m.Role)
+	}
+	return nil
+}
+
+// published tells the bus about an appended message.
+func (ts *turnState) published(m pipeline.Message) {
+	bus := ts.agent.rt.bus
+	if !bus.Active() {
+		return
+	}
+	bus.Publish(events.Event{Topic: events.MessageAppended, Agent: ts.agent.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+		Data: map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "tool_calls": m.ToolCalls, "tool_call_id": m.ToolCallID, "is_error": m.IsError}})
+}

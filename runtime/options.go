@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+// Option configures [New].
+type Option interface{ apply(*options) }
+
+type optionFunc func(*options)
+
+func (f optionFunc) apply(o *options) { f(o) }
+
+// ProviderFactory makes a model provider from an agent's model settings.
+type ProviderFactory func(m config.Model) (model.Provider, error)
+
+type options struct {
+	cfg        *config.File
+	cfgPath    string
+	dataDir    string
+	store      store.Store
+	memory     bool
+	logger     *slog.Logger
+	bus        *events.Bus
+	exts       *extensions.Registry
+	tools      []pipeline.Tool
+	model      model.Provider
+	providers  map[string]ProviderFactory
+	workspace  string
+	now        func() time.Time
+	syncWrites bool
+}
+
+// WithConfig uses cfg, already loaded (and, for its positions, parsed by
+// [config.Load] or [config.Parse]).
+func WithConfig(cfg *config.File) Option { return optionFunc(func(o *options) { o.cfg = cfg }) }
+
+// WithConfigFile loads the config from path (a ganglion.yaml).
+func WithConfigFile(path string) Option { return optionFunc(func(o *options) { o.cfgPath = path }) }
+
+// WithDataDir keeps the data in a badger database under dir, overriding the
+// config's data setting. Default: the config's data, else [DefaultDataDir].
+func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dataDir = dir }) }
+
+// WithStore uses st for persistence. The runtime does not close it.
+func WithStore(st store.Store) Option { return optionFunc(func(o *options) { o.store = st }) }
+
+// WithMemoryStore keeps everything in memory, for tests and throw-away runs.
+func WithMemoryStore() Option { return optionFunc(func(o *options) { o.memory = true }) }
+
+// WithSyncWrites makes the badger store sync every commit to disk: slower, and
+// safe against a machine crash, not only a process crash.
+func WithSyncWrites(on bool) Option { return optionFunc(func(o *options) { o.syncWrites = on }) }
+
+// WithLogger sets the logger. Default: discard.
+func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.logger = l }) }
+
+// WithEvents uses bus as the event bus. Default: a new bus, see [Runtime.Events].
+func WithEvents(bus *events.Bus) Option { return optionFunc(func(o *options) { o.bus = bus }) }
+
+// WithExtensions adds the factories of reg to the built-in extensions.
+func WithExtensions(reg *extensions.Registry) Option {
+	return optionFunc(func(o *options) { o.exts.Merge(reg) })
+}
+
+// WithExtension registers one native extension factory under name, so that
+// an agent's config can list it.
+func WithExtension(name string, f extensions.Factory) Option {
+	return optionFunc(func(o *options) {
+		r := extensions.NewRegistry()
+		if err := r.Register(name, f); err != nil {
+			panic("runtime.WithExtension: " + err.Error()) // a programmer's error, at construction
+		}
+		o.exts.Merge(r)
+	})
+}
+
+// WithTool makes t available to agents that list its name in their tools.
+func WithTool(t pipeline.Tool) Option { return optionFunc(func(o *options) { o.tools = append(o.tools, t) }) }
+
+// WithModel makes every agent use p, whatever its config says. Tests and
+// benchmarks use it; apps choose providers in the config.
+func WithModel(p model.Provider) Option { return optionFunc(func(o *options) { o.model = p }) }
+
+// WithProvider makes a model provider available to configs as provider: name.
+func WithProvider(name string, f ProviderFactory) Option {
+	return optionFunc(func(o *options) { o.providers[name] = f })
+}
+
+// WithWorkspace confines the built-in tools to dir, overriding the config.
+func WithWorkspace(dir string) Option { return optionFunc(func(o *options) { o.workspace = dir }) }
+
+// WithClock sets the clock used for timestamps. Default: time.Now.
+func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }

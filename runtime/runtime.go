@@ -1,0 +1,397 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/extensions/audit"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/runtime/tool"
+)
+
+// DefaultDataDir is where the data lives when neither the config nor an
+// option says otherwise, relative to the working directory.
+const DefaultDataDir = ".ganglion/data"
+
+// Sentinel errors that callers branch on.
+var (
+	// ErrClosed is returned by calls on a closed runtime.
+	ErrClosed = errors.New("runtime: closed")
+	// ErrUnknownAgent is returned for an agent name the config does not define.
+	ErrUnknownAgent = errors.New("unknown agent")
+)
+
+// Runtime hosts agents and runs their turns. Build one with [New]; it is safe
+// for concurrent use. Turns of one instance run one at a time, in arrival
+// order; turns of different instances run in parallel.
+type Runtime struct {
+	store     store.Store
+	ownsStore bool
+	bus       *events.Bus
+	logger    *slog.Logger
+	now       func() time.Time
+	workspace *tool.Workspace
+	agents    map[string]*agent
+	order     []string
+
+	mu        sync.Mutex // guards instances
+	instances map[instanceID]*instance
+
+	closeMu sync.RWMutex // turns hold it shared; Close exclusively
+	closed  bool
+}
+
+type instanceID struct{ agent, key string }
+
+// BuiltinExtensions returns a registry with the extensions every runtime knows.
+func BuiltinExtensions() *extensions.Registry {
+	r := extensions.NewRegistry()
+	_ = r.Register(audit.Name, audit.New)
+	return r
+}
+
+// New builds a runtime from a config (see [WithConfig], [WithConfigFile]):
+// it opens the store, the workspace, the model providers, and loads every
+// agent's extensions. Close releases it all.
+func New(ctx context.Context, opts ...Option) (*Runtime, error) {
+	o := &options{exts: BuiltinExtensions(), providers: map[string]ProviderFactory{"scripted": scriptedProvider()}}
+	for _, opt := range opts {
+		opt.apply(o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.bus == nil {
+		o.bus = events.NewBus(events.WithLogger(o.logger))
+	}
+	cfg := o.cfg
+	if cfg == nil {
+		if o.cfgPath == "" {
+			return nil, errors.New("runtime: no config: use WithConfig or WithConfigFile")
+		}
+		var err error
+		if cfg, err = config.Load(o.cfgPath); err != nil {
+			return nil, err
+		}
+	}
+	toolNames := append([]string{}, builtinTools...)
+	for _, t := range o.tools {
+		toolNames = append(toolNames, t.Name)
+	}
+	slices.Sort(toolNames)
+	known := config.Known{
+		Tool:           func(n string) bool { _, ok := slices.BinarySearch(toolNames, n); return ok },
+		ToolNames:      func() []string { return toolNames },
+		Extension:      func(n string) bool { _, ok := o.exts.Lookup(n); return ok },
+		ExtensionNames: o.exts.Names,
+		Provider: func(n string) bool {
+			_, ok := o.providers[n]
+			return ok || o.model != nil
+		},
+	}
+	if err := cfg.Validate(known); err != nil {
+		return nil, err
+	}
+
+	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{}}
+	ok := false
+	defer func() {
+		if !ok {
+			r.release()
+		}
+	}()
+	if err := r.openStore(o, cfg); err != nil {
+		return nil, err
+	}
+	toolReg, err := r.openTools(o, cfg)
+	if err != nil {
+		return nil, err
+	}
+	providers := map[string]model.Provider{}
+	for _, ac := range cfg.Agents {
+		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
+		if err != nil {
+			return nil, err
+		}
+		r.agents[a.name] = a
+		r.order = append(r.order, a.name)
+	}
+	ok = true
+	return r, nil
+}
+
+func (r *Runtime) openStore(o *options, cfg *config.File) error {
+	switch {
+	case o.store != nil:
+		r.store = o.store
+		return nil
+	case o.memory:
+		r.store, r.ownsStore = store.NewMemory(), true
+		return nil
+	}
+	dir := o.dataDir
+	if dir == "" {
+		dir = cfg.Data
+	}
+	if dir == "" {
+		dir = DefaultDataDir
+	}
+	st, err := store.OpenBadger(dir, store.WithLogger(r.logger), store.WithSyncWrites(o.syncWrites))
+	if err != nil {
+		return err
+	}
+	r.store, r.ownsStore = st, true
+	return nil
+}
+
+// builtinTools are the workspace tools' names.
+var builtinTools = []string{"execute_command", "list_files", "read_file", "write_file"}
+
+// openTools opens the workspace and returns the registry of every tool an
+// agent may list: the workspace tools and the tools given with [WithTool].
+func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error) {
+	reg := tool.NewRegistry()
+	dir := o.workspace
+	if dir == "" {
+		dir = cfg.Workspace
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		ws, err := tool.OpenWorkspace(dir)
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		r.workspace = ws
+		for _, t := range ws.Tools() {
+			if err := reg.Add(t); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for _, n := range builtinTools {
+			err := reg.Add(pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: n, Description: "workspace tool (no workspace configured)", Category: pipeline.CategoryOther},
+				Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+					return nil, errors.New("no workspace is configured (set workspace: in the config)")
+				}})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, t := range o.tools {
+		if err := reg.Add(t); err != nil {
+			return nil, fmt.Errorf("runtime: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// Agents returns the names of the agents, in config order.
+func (r *Runtime) Agents() []string { return slices.Clone(r.order) }
+
+// Events returns the event bus the runtime publishes on.
+func (r *Runtime) Events() *events.Bus { return r.bus }
+
+// Workspace returns the directory the built-in tools are confined to, or "".
+func (r *Runtime) Workspace() string {
+	if r.workspace == nil {
+		return ""
+	}
+	return r.workspace.Dir()
+}
+
+// UserMessage returns the input event of a user's message.
+func UserMessage(text string) pipeline.InputEvent {
+	return pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: text}
+}
+
+func (r *Runtime) agent(name string) (*agent, error) {
+	a, ok := r.agents[name]
+	if !ok {
+		return nil, fmt.Errorf("%w %q (agents: %s)", ErrUnknownAgent, name, strings.Join(r.order, ", "))
+	}
+	return a, nil
+}
+
+func (r *Runtime) instance(a *agent, key string) *instance {
+	id := instanceID{a.name, key}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in, ok := r.instances[id]
+	if !ok {
+		in = newInstance(a, key)
+		r.instances[id] = in
+	}
+	return in
+}
+
+// Send runs one turn of agent in the instance keyed instanceKey, which is
+// created on first use, and returns its result.
+//
+// Turns of one instance run one at a time in arrival order; Send waits for
+// its place. Cancelling ctx aborts the turn (or its wait): the result's
+// finish reason is aborted and the error wraps ctx's error. A failed turn
+// returns a result with finish reason error, and the error.
+func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	r.closeMu.RLock()
+	defer r.closeMu.RUnlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	a, err := r.agent(agentName)
+	if err != nil {
+		return nil, err
+	}
+	if err := store.ValidateInstanceKey(instanceKey); err != nil {
+		return nil, err
+	}
+	inst := r.instance(a, instanceKey)
+	if err := inst.acquire(ctx); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
+	}
+	defer inst.release()
+	if err := inst.load(ctx, r.store); err != nil {
+		return nil, err
+	}
+	return a.runTurn(ctx, inst, in)
+}
+
+func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	r := a.rt
+	inst.meta.Turns++
+	ts := &turnState{agent: a, inst: inst, turnID: "turn-" + strconv.FormatInt(inst.meta.Turns, 10)}
+	ts.conv = conversation{in: inst, ts: ts}
+	ts.result.TurnID = ts.turnID
+	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
+		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
+	tc := pipeline.NewTurnContext(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts})
+	if r.bus.Active() {
+		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
+			Data: map[string]any{"kind": in.Kind, "text": in.Text}})
+	}
+	res, err := a.pipe.RunTurn(ctx, tc)
+	if ferr := inst.flush(ctx, r.store); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
+	if err != nil {
+		reason := pipeline.FinishError
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			reason = pipeline.FinishAborted
+		}
+		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.result.Steps, Usage: ts.result.Usage}
+		err = fmt.Errorf("agent %q instance %q %s: %w", a.name, inst.key, ts.turnID, err)
+		a.logger.Debug("turn failed", "instance", inst.key, "turn", ts.turnID, "err", err)
+	}
+	if r.bus.Active() {
+		data := map[string]any{"finish_reason": res.FinishReason, "steps": res.Steps, "usage": res.Usage, "response": res.Response.Content}
+		if err != nil {
+			data["error"] = err.Error()
+		}
+		r.bus.Publish(events.Event{Topic: events.TurnFinished, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
+	}
+	return res, err
+}
+
+// History returns the stored conversation of an instance, oldest first.
+func (r *Runtime) History(ctx context.Context, agentName, instanceKey string) ([]pipeline.Message, error) {
+	if _, err := r.agent(agentName); err != nil {
+		return nil, err
+	}
+	_, recs, _, err := r.store.LoadInstance(ctx, agentName, instanceKey)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]pipeline.Message, len(recs))
+	for i, rec := range recs {
+		out[i] = rec.Message
+	}
+	return out, nil
+}
+
+// Instances lists the instance keys of an agent that have anything stored.
+func (r *Runtime) Instances(ctx context.Context, agentName string) ([]string, error) {
+	if _, err := r.agent(agentName); err != nil {
+		return nil, err
+	}
+	return r.store.Instances(ctx, agentName)
+}
+
+// ExtensionState returns the state extension keeps for an instance, or nil.
+func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, extension string) (json.RawMessage, error) {
+	if _, err := r.agent(agentName); err != nil {
+		return nil, err
+	}
+	return r.store.GetState(ctx, agentName, instanceKey, extension)
+}
+
+// Close waits for running turns to end, then closes the extensions, the
+// workspace and the store (unless it came from [WithStore]). Later calls
+// return [ErrClosed]. Close is idempotent.
+func (r *Runtime) Close() error {
+	r.closeMu.Lock()
+	defer r.closeMu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	return r.release()
+}
+
+func (r *Runtime) release() error {
+	var errs []error
+	for _, name := range r.order {
+		errs = append(errs, r.agents[name].close())
+	}
+	if r.workspace != nil {
+		errs = append(errs, r.workspace.Close())
+	}
+	if r.ownsStore && r.store != nil {
+		errs = append(errs, r.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func scriptedProvider() ProviderFactory {
+	var mu sync.Mutex
+	cache := map[string]*model.Scripted{}
+	return func(m config.Model) (model.Provider, error) {
+		if m.Script == "" {
+			return nil, errors.New("the scripted model needs script: a YAML file of responses")
+		}
+		abs, err := filepath.Abs(m.Script)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if s, ok := cache[abs]; ok {
+			return s, nil
+		}
+		s, err := model.LoadScript(m.Script)
+		if err != nil {
+			return nil, err
+		}
+		cache[abs] = s
+		return s, nil
+	}
+}

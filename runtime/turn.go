@@ -1,0 +1,322 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/tool"
+)
+
+// turnState is the runtime's own state for one turn, reached from the
+// pipeline contexts through Host(). One allocation holds all of it.
+type turnState struct {
+	agent  *agent
+	inst   *instance
+	turnID string
+	conv   conversation
+	req    model.Request
+	result pipeline.TurnResult
+	step   *pipeline.StepContext
+	text   strings.Builder
+	calls  []partialCall
+}
+
+type partialCall struct {
+	id, name string
+	args     []byte
+}
+
+// turnHandler is the innermost turn handler: the loop of steps.
+func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+	ts := t.Host().(*turnState)
+	in := t.Input()
+	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
+	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: input}); err != nil {
+		return nil, err
+	}
+	res := &ts.result
+	if ts.step == nil {
+		ts.step = pipeline.NewStepContext(t, 1, a.tools)
+	}
+	for step := 1; step <= a.maxSteps; step++ {
+		ts.step.Reset(step, a.tools)
+		sr, err := a.pipe.RunStep(ctx, ts.step)
+		if err != nil {
+			return nil, err
+		}
+		res.Steps = step
+		res.Usage = res.Usage.Add(sr.Usage)
+		res.Response = sr.Message
+		if a.rt.bus.Active() {
+			a.rt.bus.Publish(events.Event{Topic: events.StepFinished, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+				Data: map[string]any{"step": step, "tool_calls": len(sr.Message.ToolCalls), "usage": sr.Usage}})
+		}
+		switch {
+		case sr.Stop != "":
+			res.FinishReason = sr.Stop
+			return res, nil
+		case len(sr.Message.ToolCalls) == 0:
+			res.FinishReason = pipeline.FinishText
+			return res, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	res.FinishReason = pipeline.FinishMaxSteps
+	return res, nil
+}
+
+func inputSource(in pipeline.InputEvent) pipeline.Source {
+	switch in.Kind {
+	case pipeline.InputAgentRequest, pipeline.InputDelegationReport:
+		caller, _ := in.Metadata["callerAgent"].(string)
+		return pipeline.Source{Type: pipeline.SourceAgent, Agent: caller}
+	case pipeline.InputResume:
+		return pipeline.Source{Type: pipeline.SourceRuntime}
+	}
+	return pipeline.Source{Type: pipeline.SourceUser}
+}
+
+// stepHandler is the innermost step handler: one model call, then the tools
+// it asked for.
+func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+	ts := s.Host().(*turnState)
+	msg, usage, err := a.callModel(ctx, ts, s)
+	if err != nil {
+		return nil, err
+	}
+	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: msg}); err != nil {
+		return nil, err
+	}
+	msg = ts.inst.msgs[len(ts.inst.msgs)-1] // with its ID and time
+	// The model's request for tools is stored before any tool runs, so a
+	// crash cannot run a tool whose call the history does not show.
+	if err := ts.inst.flush(ctx, a.rt.store); err != nil {
+		return nil, err
+	}
+	sr := &pipeline.StepResult{Message: msg, Usage: usage}
+	if len(msg.ToolCalls) == 0 {
+		return sr, nil
+	}
+	sr.ToolResults, err = a.runTools(ctx, ts, s, msg.ToolCalls)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range sr.ToolResults {
+		err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: pipeline.Message{
+			Role: pipeline.RoleTool, Content: r.Content, ToolCallID: r.CallID, Name: r.Name, IsError: r.IsError,
+			Source: pipeline.Source{Type: pipeline.SourceTool},
+		}})
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ts.inst.flush(ctx, a.rt.store); err != nil {
+		return nil, err
+	}
+	return sr, nil
+}
+
+// callModel streams one response and assembles it into a message.
+func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
+	req := &ts.req
+	req.Step = s.Index()
+	req.Messages = ts.inst.msgs
+	req.Tools = s.Tools().Tools()
+	stream, err := a.model.Stream(ctx, req)
+	if err != nil {
+		return pipeline.Message{}, pipeline.Usage{}, fmt.Errorf("model: %w", err)
+	}
+	defer stream.Close()
+
+	var (
+		usage     pipeline.Usage
+		reasoning strings.Builder
+		only      string // the text when it came in one chunk: no copy needed
+		chunks    int
+	)
+	ts.text.Reset()
+	ts.calls = ts.calls[:0]
+	bus := a.rt.bus
+	for {
+		c, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return pipeline.Message{}, usage, fmt.Errorf("model: %w", err)
+		}
+		switch c.Kind {
+		case model.KindText:
+			if chunks == 0 {
+				only = c.Text
+			} else {
+				if chunks == 1 {
+					ts.text.WriteString(only)
+				}
+				ts.text.WriteString(c.Text)
+			}
+			chunks++
+			if bus.Active() {
+				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: map[string]any{"kind": "text", "text": c.Text}})
+			}
+		case model.KindReasoning:
+			reasoning.WriteString(c.Text)
+			if bus.Active() {
+				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: map[string]any{"kind": "reasoning", "text": c.Text}})
+			}
+		case model.KindToolCallStart:
+			ts.calls = append(ts.calls, partialCall{id: c.ToolCallID, name: c.ToolName})
+		case model.KindToolCallDelta:
+			if pc := ts.findCall(c.ToolCallID); pc != nil {
+				pc.args = append(pc.args, c.ArgumentsDelta...)
+			} else {
+				return pipeline.Message{}, usage, fmt.Errorf("model: arguments for tool call %q that was never started", c.ToolCallID)
+			}
+		case model.KindToolCallEnd:
+			if ts.findCall(c.ToolCallID) == nil {
+				return pipeline.Message{}, usage, fmt.Errorf("model: end of tool call %q that was never started", c.ToolCallID)
+			}
+		case model.KindUsage:
+			usage = usage.Add(c.Usage)
+		case model.KindError:
+			return pipeline.Message{}, usage, fmt.Errorf("model: %w", c.Err)
+		}
+	}
+	text := only
+	if chunks > 1 {
+		text = ts.text.String()
+	}
+	msg := pipeline.Message{Role: pipeline.RoleAssistant, Content: text, Reasoning: reasoning.String(), Source: pipeline.Source{Type: pipeline.SourceModel}}
+	if len(ts.calls) > 0 {
+		msg.ToolCalls = make([]pipeline.ToolCall, len(ts.calls))
+		for i, pc := range ts.calls {
+			id := pc.id
+			if id == "" {
+				id = ts.turnID + "-call-" + strconv.Itoa(s.Index()) + "-" + strconv.Itoa(i+1)
+			}
+			msg.ToolCalls[i] = pipeline.ToolCall{ID: id, Name: pc.name, Arguments: pc.args}
+		}
+	}
+	return msg, usage, nil
+}
+
+func (ts *turnState) findCall(id string) *partialCall {
+	for i := len(ts.calls) - 1; i >= 0; i-- {
+		if ts.calls[i].id == id {
+			return &ts.calls[i]
+		}
+	}
+	return nil
+}
+
+// runTools runs the calls through the toolCall chain, concurrently when
+// there are several. Every call gets a result, so the history never holds a
+// tool call without its answer.
+func (a *agent) runTools(ctx context.Context, ts *turnState, s *pipeline.StepContext, calls []pipeline.ToolCall) ([]pipeline.ToolResult, error) {
+	results := make([]pipeline.ToolResult, len(calls))
+	errs := make([]error, len(calls))
+	run := func(i int) {
+		c := calls[i]
+		t, found := s.Tools().Lookup(c.Name)
+		cc := pipeline.NewToolCallContext(pipeline.ToolCallInfo{
+			Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Step: s.Index(),
+			Call: c, Tool: t, Found: found, Host: ts,
+		})
+		a.publishTool(ts, events.ToolStarted, c, nil, 0)
+		start := time.Now()
+		r, err := a.pipe.RunToolCall(ctx, cc)
+		if err != nil {
+			// A fail_closed toolCall middleware failed: the turn fails, but
+			// the call still gets an answer in the history.
+			errs[i] = err
+			results[i] = pipeline.ToolResult{CallID: c.ID, Name: c.Name, Content: "tool call failed: " + err.Error(), IsError: true}
+		} else {
+			results[i] = *r
+			if results[i].CallID == "" {
+				results[i].CallID = c.ID
+			}
+			if results[i].Name == "" {
+				results[i].Name = c.Name
+			}
+		}
+		a.publishTool(ts, events.ToolFinished, c, &results[i], time.Since(start))
+	}
+	if len(calls) == 1 {
+		run(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range calls {
+			wg.Go(func() { run(i) })
+		}
+		wg.Wait()
+	}
+	return results, errors.Join(errs...)
+}
+
+func (a *agent) publishTool(ts *turnState, topic string, c pipeline.ToolCall, r *pipeline.ToolResult, d time.Duration) {
+	bus := a.rt.bus
+	if !bus.Active() {
+		return
+	}
+	data := map[string]any{"call_id": c.ID, "tool": c.Name, "arguments": string(c.Arguments)}
+	if r != nil {
+		data["is_error"] = r.IsError
+		data["content"] = r.Content
+		data["duration_ms"] = d.Milliseconds()
+	}
+	bus.Publish(events.Event{Topic: topic, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
+}
+
+// toolHandler is the innermost toolCall handler: check the arguments against
+// the tool's schema and run the tool. A tool's failure — an error, a panic,
+// bad arguments, an unknown name — is a result the model reads, never a
+// failed turn.
+func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r *pipeline.ToolResult, err error) {
+	t, ok := c.Tool()
+	if !ok {
+		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true,
+			Content: fmt.Sprintf("unknown tool %q; the tools offered are: %s", c.Name(), toolNames(a, c))}, nil
+	}
+	if err := tool.CheckArguments(t, c.Arguments()); err != nil {
+		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q: %v", c.Name(), err)}, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			a.logger.Error("tool panicked", "tool", c.Name(), "panic", v)
+			r, err = &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: internal error", c.Name())}, nil
+		}
+	}()
+	r, err = t.Func(ctx, c)
+	if err != nil {
+		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: %v", c.Name(), err)}, nil
+	}
+	if r == nil {
+		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q returned no result", c.Name())}, nil
+	}
+	return r, nil
+}
+
+func toolNames(a *agent, c *pipeline.ToolCallContext) string {
+	ts, _ := c.Host().(*turnState)
+	var names []string
+	if ts != nil && ts.step != nil {
+		for _, t := range ts.step.Tools().Tools() {
+			names = append(names, t.Name)
+		}
+	}
+	if len(names) == 0 {
+		return "(none)"
+	}
+	return strings.Join(names, ", ")
+}
