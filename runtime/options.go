@@ -84,7 +84,9 @@ func WithExtension(name string, f extensions.Factory) Option {
 }
 
 // WithTool makes t available to agents that list its name in their tools.
-func WithTool(t pipeline.Tool) Option { return optionFunc(func(o *options) { o.tools = append(o.tools, t) }) }
+func WithTool(t pipeline.Tool) Option {
+	return optionFunc(func(o *options) { o.tools = append(o.tools, t) })
+}
 
 // WithModel makes every agent use p, whatever its config says. Tests and
 // benchmarks use it; apps choose providers in the config.

@@ -63,4 +63,3 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
-

@@ -259,4 +259,3 @@ func summary(content string) string {
 	}
 	return fmt.Sprintf("%d lines", lines)
 }
-

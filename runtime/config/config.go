@@ -7,6 +7,9 @@ import (
 // File is a ganglion.yaml: the agents of an app and where it keeps its data.
 //
 // Relative paths in the file are resolved against the file's directory by [Load].
+//
+// A File is plain data: reading it from several goroutines is safe, changing
+// it while others read it is not.
 type File struct {
 	// Path is the file the config was read from (set by Load).
 	Path string `yaml:"-"`
@@ -19,25 +22,32 @@ type File struct {
 	// Model is the default model of every agent that names none.
 	Model *Model `yaml:"model"`
 	// Agents are the agents, in order; the first is the CLI's default.
+	// A file needs at least one.
 	Agents []Agent `yaml:"agents"`
+
+	src *source // the text the file was parsed from, to position errors; nil if built in code
 }
 
 // Model selects a model provider and its settings.
 type Model struct {
-	// Provider is "scripted" (the offline default); later issues add real ones.
+	// Provider names the model provider; required. "scripted" (the
+	// offline default, [ScriptedProvider]) replays Script; later issues add
+	// real ones. [File.Validate] checks it against [Known].Provider.
 	Provider string `yaml:"provider"`
 	// Name is the provider's model name.
 	Name string `yaml:"name"`
-	// Script is the scripted model's YAML file.
+	// Script is the scripted model's YAML file; required by the scripted
+	// provider. Relative to the config file's directory.
 	Script string `yaml:"script"`
 	// BaseURL is the API endpoint of a networked provider.
 	BaseURL string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable that holds the API key. The
 	// key itself never appears in a config file.
 	APIKeyEnv string `yaml:"api_key_env"`
-	// ContextWindow is the model's context size in tokens.
+	// ContextWindow is the model's context size in tokens; 0: the
+	// provider's default.
 	ContextWindow int `yaml:"context_window"`
-	// MaxOutputTokens bounds an answer.
+	// MaxOutputTokens bounds an answer; 0: the provider's default.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
 }
 
@@ -49,32 +59,63 @@ type Agent struct {
 	Description string `yaml:"description"`
 	// System is the system prompt.
 	System string `yaml:"system"`
-	// Model overrides the file's default model.
+	// Model overrides the file's default model as a whole (its fields are
+	// not merged with the default's). Load sets an agent without a model to
+	// the file's Model: the same pointer, shared by all such agents.
 	Model *Model `yaml:"model"`
 	// Tools names the tools the agent may call: built-ins (read_file,
 	// write_file, list_files, execute_command) or tools registered in code.
+	// Each at most once.
 	Tools []string `yaml:"tools"`
 	// Extensions are loaded in this order; their middleware nests in this
 	// order unless a priority says otherwise.
 	Extensions []Extension `yaml:"extensions"`
-	// MaxSteps bounds the steps of a turn. Default 25.
+	// MaxSteps bounds the steps of a turn: 1 to [MaxStepsLimit]. Load sets
+	// 0 (absent) to [DefaultMaxSteps].
 	MaxSteps int `yaml:"max_steps"`
 }
 
 // Extension is one extension an agent loads.
+//
+// Name alone loads a native extension registered under that name; Wasm
+// loads a WebAssembly module, named Name if given (so that one module can be
+// loaded twice under two names), else after its file.
 type Extension struct {
 	// Name is a native extension's registered name, or the name given to a
-	// WASM module (default: the file name without .wasm).
+	// WASM module (default: the file name without .wasm, set by Load).
+	// Unique among the agent's extensions.
 	Name string `yaml:"name"`
-	// Wasm is the path of a WebAssembly module (a later issue).
+	// Wasm is the path of a WebAssembly module (a later issue), relative to
+	// the config file's directory.
 	Wasm string `yaml:"wasm"`
-	// OnError is fail_closed (default) or fail_open.
+	// OnError is fail_closed (default, set by Load) or fail_open: whether
+	// an error or trap in the extension's middleware fails the turn or is
+	// skipped. See [OnErrorFailClosed] and [OnErrorFailOpen].
 	OnError string `yaml:"on_error"`
 	// Priority orders the extension's middleware; lower runs outer. Default 0.
 	Priority int `yaml:"priority"`
-	// Config is the extension's own settings, decoded by the extension.
+	// Config is the extension's own settings, decoded by the extension
+	// with [Extension.Decode]. Nil when the file gives none.
 	Config ast.Node `yaml:"config"`
+
+	src   *source // the config file, to position Decode's errors
+	path  string  // YAML path of this entry, "$.agents[0].extensions[1]"
+	agent string  // name of the agent that loads it
 }
 
-// DefaultMaxSteps is an agent's max_steps when the config gives none.
-const DefaultMaxSteps = 25
+const (
+	// DefaultMaxSteps is an agent's max_steps when the config gives none.
+	DefaultMaxSteps = 25
+	// MaxStepsLimit is the largest max_steps [File.Validate] accepts.
+	MaxStepsLimit = 1000
+	// DefaultWorkspace is the workspace directory, relative to the config
+	// file, when the config gives none.
+	DefaultWorkspace = "workspace"
+	// ScriptedProvider is the offline model provider that replays a script;
+	// a model with this provider needs Script.
+	ScriptedProvider = "scripted"
+	// OnErrorFailClosed makes an extension's failure fail the turn.
+	OnErrorFailClosed = "fail_closed"
+	// OnErrorFailOpen makes an extension's failure skip the extension.
+	OnErrorFailOpen = "fail_open"
+)

@@ -16,8 +16,10 @@ type Meta struct {
 	// Turns counts the turns started in the instance.
 	Turns int64 `json:"turns"`
 	// NextSeq is the sequence number the next appended message gets.
-	NextSeq   uint64    `json:"next_seq"`
+	NextSeq uint64 `json:"next_seq"`
+	// CreatedAt is when the instance was created.
 	CreatedAt time.Time `json:"created_at"`
+	// UpdatedAt is when the instance last changed.
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
@@ -27,7 +29,9 @@ type Record struct {
 	Message pipeline.Message `json:"message"`
 }
 
-// Batch is a set of changes to one instance, committed atomically.
+// Batch is a set of changes to one instance, committed atomically. Put is
+// applied before Delete, so a Seq in both ends up deleted; of two records
+// with the same Seq in Put, the later wins.
 type Batch struct {
 	// Put inserts or overwrites the records at their Seq.
 	Put []Record
@@ -43,20 +47,26 @@ func (b *Batch) Empty() bool { return len(b.Put) == 0 && len(b.Delete) == 0 && b
 // Store persists instances: their history, their meta and their extensions'
 // state. Implementations are safe for concurrent use.
 //
-// Names are checked by the caller: agent and extension names match
-// [a-zA-Z0-9_.-]{1,64}; instance keys are 1–256 bytes of UTF-8 without NUL.
+// Agent and extension names match [a-zA-Z0-9_.-]{1,64}; instance keys are
+// 1–256 bytes of UTF-8 without NUL. Every method refuses other names with the
+// error of [ValidateName] or [ValidateInstanceKey], and every method of a
+// closed store fails with [ErrClosed].
 type Store interface {
 	// LoadInstance returns the instance's meta and its records in Seq order;
-	// found is false (and the rest zero) when nothing is stored for it.
+	// found is false (and the rest zero) when neither meta nor records are
+	// stored for it. State alone does not make an instance found.
 	LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error)
 	// Commit applies b atomically.
 	Commit(ctx context.Context, agent, key string, b Batch) error
-	// Instances lists the instance keys of agent that have anything stored, sorted.
+	// Instances lists the instance keys of agent that have anything stored
+	// (meta, records or state), sorted.
 	Instances(ctx context.Context, agent string) ([]string, error)
-	// GetState returns the state extension keeps for the instance, or nil if none.
+	// GetState returns the state extension keeps for the instance, or nil if
+	// none. The caller owns the returned slice.
 	GetState(ctx context.Context, agent, key, extension string) ([]byte, error)
-	// SetState replaces that state; a nil value deletes it.
+	// SetState replaces that state; a nil value deletes it, an empty non-nil
+	// one is stored. The store does not keep value.
 	SetState(ctx context.Context, agent, key, extension string, value []byte) error
-	// Close releases the store. Later calls fail with ErrClosed.
+	// Close releases the store. Later calls, Close included, fail with ErrClosed.
 	Close() error
 }
