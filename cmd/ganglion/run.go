@@ -40,7 +40,12 @@ With one argument, it is DIR if it is a directory holding ganglion.yaml, and
 MESSAGE otherwise.
 
 Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
-		Args: cobra.MaximumNArgs(2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 2 {
+				return usageError("too many arguments (%d): quote the message, as in: ganglion run DIR \"what is in notes.txt?\"", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, msg, interactive, err := splitRunArgs(args)
 			if err != nil {

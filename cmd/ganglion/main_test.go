@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+const testConfig = `workspace: workspace
+model:
+  provider: scripted
+  script: script.yaml
+agents:
+  - name: helper
+    tools: [read_file]
+    extensions: [{name: audit}]
+  - name: second
+`
+
+const testScript = `agents:
+  helper:
+    turns:
+      - match: "(?i)file"
+        steps:
+          - text: "Reading."
+            tool_calls:
+              - name: read_file
+                args: {path: hello.txt}
+          - text: "It says: {{ .LastMessage }}"
+      - match: "(?i)escape"
+        steps:
+          - tool_calls:
+              - name: read_file
+                args: {path: ../outside.txt}
+          - text: "Refused: {{ .LastMessage }}"
+    fallback:
+      steps:
+        - text: "echo {{ .Input }}"
+  second:
+    fallback:
+      steps:
+        - text: "second here"
+`
+
+// project writes a config directory and returns its path.
+func project(t *testing.T, cfg string) string {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "workspace"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "workspace", "hello.txt"), []byte("hello world\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(cfg), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(testScript), 0o644))
+	return dir
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(stdin), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// golden compares got with testdata/name.golden, after replacing dir with $DIR.
+func golden(t *testing.T, name, dir, got string) {
+	t.Helper()
+	got = strings.ReplaceAll(got, dir, "$DIR")
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		must(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s:\n--- got\n%s\n--- want\n%s", name, got, want)
+	}
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     func(dir, data string) []string
+		stdin    string
+		wantCode int
+	}{
+		{"text answer", func(dir, data string) []string { return []string{"run", dir, "--data", data, "hi there"} }, "", exitOK},
+		{"tool call", func(dir, data string) []string { return []string{"run", dir, "--data", data, "read the file"} }, "", exitOK},
+		{"escape refused", func(dir, data string) []string { return []string{"run", dir, "--data", data, "try to escape"} }, "", exitOK},
+		{"other agent", func(dir, data string) []string {
+			return []string{"run", dir, "--agent", "second", "--instance", "x", "--data", data, "hello"}
+		}, "", exitOK},
+		{"interactive", func(dir, data string) []string { return []string{"run", dir, "--data", data} }, "first\n\nread the file\n/exit\nnot sent\n", exitOK},
+		{"unknown agent", func(dir, data string) []string { return []string{"run", dir, "--agent", "nobody", "--data", data, "hi"} }, "", exitError},
+		{"empty message", func(dir, data string) []string { return []string{"run", dir, "--data", data, ""} }, "", exitUsage},
+		{"too many args", func(dir, data string) []string { return []string{"run", dir, "a", "b"} }, "", exitUsage},
+		{"unknown flag", func(dir, data string) []string { return []string{"run", "--frobnicate", dir} }, "", exitUsage},
+		{"bad log level", func(dir, data string) []string { return []string{"run", dir, "--log-level", "loud", "hi"} }, "", exitUsage},
+		{"no config", func(dir, data string) []string { return []string{"run", filepath.Join(dir, "workspace"), "hi"} }, "", exitUsage},
+		{"unknown command", func(dir, data string) []string { return []string{"fly"} }, "", exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := project(t, testConfig)
+			data := filepath.Join(t.TempDir(), "data")
+			r := runCLI(t, tt.stdin, tt.args(dir, data)...)
+			if r.code != tt.wantCode {
+				t.Errorf("exit code = %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			golden(t, "run_"+strings.ReplaceAll(tt.name, " ", "_"), dir, "stdout:\n"+r.stdout+"stderr:\n"+strings.ReplaceAll(r.stderr, data, "$DATA"))
+		})
+	}
+}
+
+func TestRunConfigErrors(t *testing.T) {
+	tests := []struct{ name, config string }{
+		{"unknown key", strings.Replace(testConfig, "    tools: [read_file]", "    tools: [read_file]\n    colour: blue", 1)},
+		{"unknown tool", strings.Replace(testConfig, "tools: [read_file]", "tools: [read_file, reed_file]", 1)},
+		{"unknown extension", strings.Replace(testConfig, "{name: audit}", "{name: audti}", 1)},
+		{"wrong type", strings.Replace(testConfig, "  - name: second", "  - name: second\n    max_steps: many", 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := project(t, tt.config)
+			r := runCLI(t, "", "run", dir, "--data", filepath.Join(t.TempDir(), "d"), "hi")
+			if r.code != exitError {
+				t.Errorf("exit code = %d, want %d", r.code, exitError)
+			}
+			golden(t, "config_"+strings.ReplaceAll(tt.name, " ", "_"), dir, r.stderr)
+		})
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	dir := project(t, testConfig)
+	r := runCLI(t, "", "run", dir, "--data", filepath.Join(t.TempDir(), "d"), "--json", "read the file")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var topics []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var ev struct {
+			Topic, Agent, Instance, Source string
+			TurnID                         string `json:"turn_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("line %q is not a JSON event: %v", line, err)
+		}
+		if ev.Agent != "helper" || ev.Instance != "default" || ev.TurnID != "turn-1" {
+			t.Errorf("event %q lacks its ids", line)
+		}
+		topics = append(topics, ev.Topic)
+	}
+	want := "turn.started message.appended model.delta message.appended tool.started tool.finished message.appended step.finished model.delta message.appended step.finished turn.finished"
+	if got := strings.Join(topics, " "); got != want {
+		t.Errorf("topics:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestRunPersists runs two processes' worth of turns on one data directory:
+// the second continues the first's conversation.
+func TestRunPersists(t *testing.T) {
+	dir := project(t, testConfig)
+	data := filepath.Join(t.TempDir(), "d")
+	for i := range 2 {
+		r := runCLI(t, "", "run", dir, "--data", data, "--json", []string{"one", "two"}[i])
+		if r.code != exitOK {
+			t.Fatalf("run %d: exit %d: %s", i, r.code, r.stderr)
+		}
+		if !strings.Contains(r.stdout, `"turn_id":"turn-`+[]string{"1", "2"}[i]+`"`) {
+			t.Errorf("run %d did not continue the conversation:\n%s", i, r.stdout)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := runCLI(t, "", "version")
+	if r.code != 0 || !regexp.MustCompile(`^ganglion \S+\n$`).MatchString(r.stdout) {
+		t.Fatalf("version: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}

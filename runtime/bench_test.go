@@ -1,0 +1,115 @@
+package runtime_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+)
+
+const benchScript = `
+agents:
+  bench:
+    fallback:
+      steps:
+        - tool_calls:
+            - name: lookup
+              args: {key: answer}
+        - text: "The answer is 42."
+`
+
+const benchConfig = `
+model: {provider: scripted, script: bench.yaml}   # replaced by WithModel
+agents:
+  - name: bench
+    tools: [lookup]
+    extensions: [{name: mw1}, {name: mw2}, {name: mw3}]
+`
+
+// passThrough is a native extension with one pass-through middleware on each kind.
+func passThrough(extensions.Config) (extensions.Extension, error) {
+	return extensions.Func(func(api *extensions.API) error {
+		api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) { return t.Next(ctx) })
+		api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) { return s.Next(ctx) })
+		api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) { return c.Next(ctx) })
+		return nil
+	}), nil
+}
+
+var lookupTool = pipeline.Tool{
+	ToolSpec: pipeline.ToolSpec{
+		Name: "lookup", Description: "Looks a key up.", Category: pipeline.CategoryRead,
+		Parameters: []byte(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`),
+	},
+	Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+		return &pipeline.ToolResult{Content: "42"}, nil
+	},
+}
+
+func newBenchRuntime(b testing.TB, storeOpt runtime.Option) *runtime.Runtime {
+	b.Helper()
+	script, err := model.ParseScript("bench.yaml", []byte(benchScript))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Parse(b.TempDir()+"/ganglion.yaml", []byte(benchConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), storeOpt, runtime.WithModel(script),
+		runtime.WithTool(lookupTool),
+		runtime.WithExtension("mw1", passThrough), runtime.WithExtension("mw2", passThrough), runtime.WithExtension("mw3", passThrough))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// BenchmarkTurn runs a full turn — two model calls (a tool call, then a text
+// answer), one tool call, three native pass-through middlewares on each of
+// turn, step and toolCall — with the scripted model.
+//
+// memory: one instance, in-memory store, one goroutine: the cost of a turn.
+// badger: persistence on, b.RunParallel over one instance per goroutine: the
+// throughput on the machine's cores, reported as turns/s.
+func BenchmarkTurn(b *testing.B) {
+	ctx := context.Background()
+	in := runtime.UserMessage("What is the answer?")
+	check := func(b *testing.B, res *pipeline.TurnResult, err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.FinishReason != pipeline.FinishText || res.Steps != 2 {
+			b.Fatalf("turn = %+v", res)
+		}
+	}
+	b.Run("memory", func(b *testing.B) {
+		rt := newBenchRuntime(b, runtime.WithMemoryStore())
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := rt.Send(ctx, "bench", "i", in)
+			check(b, res, err)
+		}
+	})
+	b.Run("badger", func(b *testing.B) {
+		rt := newBenchRuntime(b, runtime.WithDataDir(b.TempDir()))
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			key := "i" + strconv.FormatInt(next.Add(1), 10)
+			for pb.Next() {
+				res, err := rt.Send(ctx, "bench", key, in)
+				check(b, res, err)
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
+	})
+}
