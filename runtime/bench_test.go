@@ -37,7 +37,9 @@ func passThrough(extensions.Config) (extensions.Extension, error) {
 	return extensions.Func(func(api *extensions.API) error {
 		api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) { return t.Next(ctx) })
 		api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) { return s.Next(ctx) })
-		api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) { return c.Next(ctx) })
+		api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			return c.Next(ctx)
+		})
 		return nil
 	}), nil
 }

@@ -111,7 +111,9 @@ func TestRun(t *testing.T) {
 			return []string{"run", dir, "--agent", "second", "--instance", "x", "--data", data, "hello"}
 		}, "", exitOK},
 		{"interactive", func(dir, data string) []string { return []string{"run", dir, "--data", data} }, "first\n\nread the file\n/exit\nnot sent\n", exitOK},
-		{"unknown agent", func(dir, data string) []string { return []string{"run", dir, "--agent", "nobody", "--data", data, "hi"} }, "", exitError},
+		{"unknown agent", func(dir, data string) []string {
+			return []string{"run", dir, "--agent", "nobody", "--data", data, "hi"}
+		}, "", exitError},
 		{"empty message", func(dir, data string) []string { return []string{"run", dir, "--data", data, ""} }, "", exitUsage},
 		{"too many args", func(dir, data string) []string { return []string{"run", dir, "a", "b"} }, "", exitUsage},
 		{"unknown flag", func(dir, data string) []string { return []string{"run", "--frobnicate", dir} }, "", exitUsage},
