@@ -1,0 +1,257 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// The defaults of a [Workspace].
+const (
+	// DefaultCommandTimeout is how long execute_command lets a command run.
+	DefaultCommandTimeout = 60 * time.Second
+	// DefaultMaxOutput is how many bytes read_file and execute_command return.
+	DefaultMaxOutput = 64 << 10
+)
+
+// Workspace makes the tools that work in one directory: file tools that
+// cannot reach outside it, as they go through an [os.Root], and
+// execute_command, which starts there (see [Workspace.Tools] for what that
+// does and does not confine).
+//
+// # Concurrency
+//
+// A Workspace and its tools are safe for concurrent use. Close may be called
+// while tools run; calls that start afterwards fail with "the workspace is
+// closed".
+type Workspace struct {
+	dir    string
+	root   *os.Root
+	cfg    workspaceConfig
+	closed atomic.Bool
+}
+
+type workspaceConfig struct {
+	timeout   time.Duration
+	maxOutput int
+	env       []string
+}
+
+// WorkspaceOption configures [OpenWorkspace].
+type WorkspaceOption interface {
+	apply(*workspaceConfig) error
+}
+
+type workspaceOptionFunc func(*workspaceConfig) error
+
+func (f workspaceOptionFunc) apply(c *workspaceConfig) error { return f(c) }
+
+// WithCommandTimeout sets how long execute_command lets a command run
+// (default [DefaultCommandTimeout]). It is both the default and the maximum:
+// a model may ask for less, not more.
+func WithCommandTimeout(d time.Duration) WorkspaceOption {
+	return workspaceOptionFunc(func(c *workspaceConfig) error {
+		if d <= 0 {
+			return fmt.Errorf("command timeout must be positive, got %v", d)
+		}
+		c.timeout = d
+		return nil
+	})
+}
+
+// WithMaxOutput sets how many bytes of file content read_file returns and how
+// many bytes of output execute_command keeps (default [DefaultMaxOutput]).
+// A result that was cut says so in its text.
+func WithMaxOutput(bytes int) WorkspaceOption {
+	return workspaceOptionFunc(func(c *workspaceConfig) error {
+		if bytes <= 0 {
+			return fmt.Errorf("max output must be positive, got %d", bytes)
+		}
+		c.maxOutput = bytes
+		return nil
+	})
+}
+
+// WithEnv sets the environment of execute_command's commands, as "KEY=value"
+// entries. Commands see only these and PATH (the runtime's own, unless env
+// sets PATH). The slice is copied.
+func WithEnv(env []string) WorkspaceOption {
+	env = slices.Clone(env)
+	return workspaceOptionFunc(func(c *workspaceConfig) error {
+		for _, kv := range env {
+			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+				return fmt.Errorf("environment entry %q is not KEY=value", kv)
+			}
+		}
+		c.env = env
+		return nil
+	})
+}
+
+// OpenWorkspace opens dir, which must be an existing directory, as a
+// workspace. It creates nothing. The caller closes the workspace when done.
+func OpenWorkspace(dir string, opts ...WorkspaceOption) (*Workspace, error) {
+	cfg := workspaceConfig{timeout: DefaultCommandTimeout, maxOutput: DefaultMaxOutput}
+	for _, o := range opts {
+		if err := o.apply(&cfg); err != nil {
+			return nil, fmt.Errorf("open workspace: %w", err)
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace %q: %w", dir, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open workspace: %q is not a directory", dir)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open workspace: %w", err)
+	}
+	return &Workspace{dir: abs, root: root, cfg: cfg}, nil
+}
+
+// Dir returns the absolute path of the workspace directory.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Close releases the workspace. Tools called afterwards fail. Close is
+// idempotent.
+func (w *Workspace) Close() error {
+	if w.closed.Swap(true) {
+		return nil
+	}
+	return w.root.Close()
+}
+
+// Tools returns the workspace's tools, in this order:
+//
+//   - read_file (read): the text of a file, or some of its lines;
+//   - write_file (write): create or replace a file, creating its directory;
+//   - list_files (read): the entries of a directory, optionally recursive;
+//   - execute_command (execute): run a shell command in the workspace.
+//
+// Paths are relative to the workspace. The file tools refuse absolute paths,
+// paths that climb out with "..", and symbolic links that lead outside
+// (symbolic links must be relative to be followed at all).
+//
+// execute_command runs "sh -c" with the workspace as its working directory,
+// in its own process group, which is killed when the command times out, when
+// ctx is cancelled, and when the shell exits (so background children do not
+// outlive the call). Its environment holds only what [WithEnv] gives, plus
+// PATH. The shell itself is not confined: it can read and write anywhere the
+// process can. Approval rules are what gate it.
+//
+// # Errors
+//
+// The tools never return a Go error: every failure is a result with IsError
+// set and a message for the model, such as
+//
+//	path "../x" escapes the workspace
+func (w *Workspace) Tools() []pipeline.Tool {
+	return []pipeline.Tool{w.readFileTool(), w.writeFileTool(), w.listFilesTool(), w.executeCommandTool()}
+}
+
+// newTool returns the tool of spec whose function checks the arguments,
+// decodes them into A, calls run, and reports every failure as a result with
+// IsError set.
+func newTool[A any](w *Workspace, spec pipeline.ToolSpec, run func(ctx context.Context, args A) (string, error)) pipeline.Tool {
+	t := pipeline.Tool{ToolSpec: spec}
+	t.Func = func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+		res := &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name()}
+		if res.Name == "" {
+			res.Name = spec.Name
+		}
+		text, err := func() (string, error) {
+			if w.closed.Load() {
+				return "", errClosed
+			}
+			if err := CheckArguments(t, c.Arguments()); err != nil {
+				return "", err
+			}
+			var a A
+			if err := json.Unmarshal(c.Arguments(), &a); err != nil {
+				// The schema has passed them: only a number too large for
+				// a float64 gets here.
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) {
+					return "", fmt.Errorf("arguments do not match the schema: /%s: %s is out of range", te.Field, te.Value)
+				}
+				return "", fmt.Errorf("arguments do not match the schema: %v", err)
+			}
+			return run(ctx, a)
+		}()
+		if err != nil {
+			res.Content, res.IsError = err.Error(), true
+		} else {
+			res.Content = text
+		}
+		return res, nil
+	}
+	return t
+}
+
+var errClosed = errors.New("the workspace is closed")
+
+// checkPath refuses paths that are lexically outside the workspace. Symbolic
+// links are the os.Root's business; see pathError.
+func checkPath(p string) error {
+	if p == "" {
+		return errors.New("path is empty")
+	}
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") {
+		return fmt.Errorf("path %q is absolute; paths are relative to the workspace", p)
+	}
+	if !filepath.IsLocal(p) {
+		return fmt.Errorf("path %q escapes the workspace", p)
+	}
+	return nil
+}
+
+// pathError turns an error from the os.Root into a message that names the
+// path the model wrote, without the system call's name.
+func (w *Workspace) pathError(p string, err error) error {
+	switch {
+	case isEscape(err):
+		return fmt.Errorf("path %q escapes the workspace", p)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("path %q does not exist", p)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("path %q: permission denied", p)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("path %q: a parent is not a directory", p)
+	case errors.Is(err, fs.ErrClosed) || w.closed.Load():
+		return errClosed
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("path %q: %v", p, err)
+}
+
+// isEscape reports whether err is os.Root's refusal to leave the root. The
+// os package does not export that error, so it is recognised by its text;
+// the tests pin it.
+func isEscape(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if err.Error() == "path escapes from parent" {
+			return true
+		}
+	}
+	return false
+}
