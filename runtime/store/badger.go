@@ -1,0 +1,481 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// ErrInUse is matched (with [errors.Is]) by the error of [OpenBadger] when
+// another process, or another [Badger] in this one, holds the directory.
+var ErrInUse = errors.New("it is in use by another process (another ganglion running?)")
+
+// schemaVersion is the version of the key layout and encoding this file
+// reads and writes; see doc.go. Bump it, and write a migration, when either
+// changes incompatibly.
+const schemaVersion = 1
+
+// checkCtxEvery is how many records LoadInstance reads between checks of
+// its context.
+const checkCtxEvery = 256
+
+// Badger is a [Store] kept in a Badger key-value database, on disk
+// ([OpenBadger]) or in memory ([OpenBadgerInMemory]). The key layout is
+// described in the package documentation; records, meta and the schema
+// version are stored as JSON, state verbatim.
+//
+// # Durability
+//
+// A commit is one Badger transaction: after a crash a batch is either all
+// there or not at all. By default ([WithSyncWrites] false) Commit returns
+// once the write is in the operating system's page cache: a committed batch
+// survives the process crashing or being killed, but the last commits may be
+// lost if the machine loses power or the kernel crashes. With sync writes,
+// every commit waits for the disk, which costs a few milliseconds per commit
+// on most drives.
+//
+// # Concurrency
+//
+// A Badger is safe for concurrent use; commits to different instances run in
+// parallel. Two commits to the same instance do not conflict: each is
+// applied whole, the later one wins key by key. Close waits for the calls in
+// progress.
+type Badger struct {
+	db  *badger.DB
+	dir string // "" in memory
+
+	mu     sync.RWMutex // held for reading by every call, for writing by Close
+	closed bool
+}
+
+// BadgerOption configures [OpenBadger] and [OpenBadgerInMemory].
+// It is implemented only by this package's With functions.
+type BadgerOption interface {
+	apply(*badgerConfig)
+}
+
+type badgerConfig struct {
+	logger     *slog.Logger
+	syncWrites bool
+}
+
+type badgerOptionFunc func(*badgerConfig)
+
+func (f badgerOptionFunc) apply(c *badgerConfig) { f(c) }
+
+// WithLogger sends Badger's own log to logger: its errors at
+// [slog.LevelError], its warnings at [slog.LevelWarn], the rest (table
+// loading, compaction, flushes) at [slog.LevelDebug]. By default Badger's log
+// is discarded; it never goes to standard output or standard error. A nil
+// logger restores the default.
+func WithLogger(logger *slog.Logger) BadgerOption {
+	return badgerOptionFunc(func(c *badgerConfig) { c.logger = logger })
+}
+
+// WithSyncWrites makes every commit wait until its data is on disk
+// (default false). See the Durability section of [Badger] for the trade-off.
+// It has no effect in memory.
+func WithSyncWrites(on bool) BadgerOption {
+	return badgerOptionFunc(func(c *badgerConfig) { c.syncWrites = on })
+}
+
+// OpenBadger opens the store in directory dir, creating the directory and
+// the store if need be.
+//
+// # Errors
+//
+// Only one process, and one Badger in a process, may hold a directory: if
+// another does, OpenBadger fails at once with an error matching [ErrInUse]:
+//
+//	store: open data directory "/x": it is in use by another process (another ganglion running?): <badger's error>
+//
+// It also fails if the directory holds a store of another schema version,
+// or data that is not a store.
+func OpenBadger(dir string, opts ...BadgerOption) (*Badger, error) {
+	b, err := openBadger(badger.DefaultOptions(dir), dir, opts)
+	if err != nil {
+		if isLockError(err) {
+			return nil, fmt.Errorf("store: open data directory %q: %w: %w", dir, ErrInUse, err)
+		}
+		return nil, fmt.Errorf("store: open data directory %q: %w", dir, err)
+	}
+	return b, nil
+}
+
+// OpenBadgerInMemory opens an empty store that Badger keeps in memory and
+// forgets on Close. It behaves as [OpenBadger]'s, encoding included, so
+// tests can use it in place of a directory. One limit differs: Badger refuses
+// a single record whose encoding exceeds 1 MiB in memory.
+func OpenBadgerInMemory(opts ...BadgerOption) (*Badger, error) {
+	b, err := openBadger(badger.DefaultOptions("").WithInMemory(true), "", opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: open in-memory store: %w", err)
+	}
+	return b, nil
+}
+
+func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*Badger, error) {
+	var c badgerConfig
+	for _, o := range opts {
+		o.apply(&c)
+	}
+	var logger badger.Logger // nil: Badger logs nothing
+	if c.logger != nil {
+		logger = badgerLogger{c.logger}
+	}
+	bopts = bopts.
+		WithLogger(logger).
+		WithSyncWrites(c.syncWrites).
+		// Commits write blindly and never read in their transaction, so
+		// there is nothing to detect.
+		WithDetectConflicts(false).
+		// Badger's metrics are process-wide expvars; nothing reads them.
+		WithMetricsEnabled(false)
+	db, err := badger.Open(bopts)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSchema(db); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return &Badger{db: db, dir: dir}, nil
+}
+
+// isLockError reports whether err is Badger failing to lock its directory.
+// Badger flattens the cause into its text, so the text is all there is.
+func isLockError(err error) bool {
+	return strings.Contains(err.Error(), "Another process is using this Badger database")
+}
+
+// checkSchema writes the schema version into an empty database and checks it
+// in any other.
+func checkSchema(db *badger.DB) error {
+	return db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(versionKey)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			opts := badger.DefaultIteratorOptions
+			opts.PrefetchValues = false
+			it := txn.NewIterator(opts)
+			it.Rewind()
+			var first []byte
+			if it.Valid() {
+				first = it.Item().KeyCopy(nil)
+			}
+			it.Close()
+			if first != nil {
+				return fmt.Errorf("no schema version but data (first key %q): not a ganglion store", first)
+			}
+			return txn.Set(versionKey, []byte(fmt.Sprint(schemaVersion)))
+		}
+		if err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		var v int
+		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &v) }); err != nil {
+			return fmt.Errorf("corrupt schema version at key %q: %w", versionKey, err)
+		}
+		if v != schemaVersion {
+			return fmt.Errorf("schema version is %d, this build reads version %d", v, schemaVersion)
+		}
+		return nil
+	})
+}
+
+// begin takes the read lock and checks that the store is open; end releases
+// the lock.
+func (s *Badger) begin() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Badger) end() { s.mu.RUnlock() }
+
+// LoadInstance implements [Store]. found is true when the instance has meta
+// or records.
+//
+// It fails, naming the key, if a stored value cannot be decoded.
+func (s *Badger) LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error) {
+	if err := s.begin(); err != nil {
+		return Meta{}, nil, false, err
+	}
+	defer s.end()
+	if err := validate(agent, key); err != nil {
+		return Meta{}, nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Meta{}, nil, false, err
+	}
+	err = s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(metaKey(agent, key))
+		switch {
+		case err == nil:
+			found = true
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &meta) }); err != nil {
+				return corrupt(item.Key(), err)
+			}
+		case !errors.Is(err, badger.ErrKeyNotFound):
+			return err
+		}
+
+		prefix := messagePrefix(agent, key)
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = prefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if len(records)%checkCtxEvery == checkCtxEvery-1 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			item := it.Item()
+			k := item.Key()
+			if len(k) != len(prefix)+seqLen {
+				return fmt.Errorf("%w %q: wrong length for a message key", errBadKey, k)
+			}
+			seq := binary.BigEndian.Uint64(k[len(prefix):])
+			var r Record
+			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
+				return corrupt(k, err)
+			}
+			if r.Seq != seq {
+				return corrupt(k, fmt.Errorf("record has seq %d", r.Seq))
+			}
+			records = append(records, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
+	}
+	found = found || len(records) > 0
+	return meta, records, found, nil
+}
+
+// corrupt is the error for a value under key that cannot be decoded.
+func corrupt(key []byte, err error) error {
+	return fmt.Errorf("corrupt value at key %q: %w", key, err)
+}
+
+// Commit implements [Store], in one Badger transaction.
+//
+// # Errors
+//
+// A batch that does not fit in one transaction (about 10 MB of encoded
+// records) fails with an error matching [badger.ErrTxnTooBig], as does a
+// record Badger refuses or JSON cannot encode; in every case nothing of the
+// batch is written.
+func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := validate(agent, key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		for i := range b.Put {
+			r := &b.Put[i]
+			v, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("encode record %d: %w", r.Seq, err)
+			}
+			if err := txn.Set(messageKey(agent, key, r.Seq), v); err != nil {
+				return fmt.Errorf("write record %d: %w", r.Seq, err)
+			}
+		}
+		for _, seq := range b.Delete {
+			if err := txn.Delete(messageKey(agent, key, seq)); err != nil {
+				return fmt.Errorf("delete record %d: %w", seq, err)
+			}
+		}
+		if b.Meta != nil {
+			v, err := json.Marshal(b.Meta)
+			if err != nil {
+				return fmt.Errorf("encode meta: %w", err)
+			}
+			if err := txn.Set(metaKey(agent, key), v); err != nil {
+				return fmt.Errorf("write meta: %w", err)
+			}
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction, nothing written: %w",
+			agent, key, len(b.Put), len(b.Delete), err)
+	case err != nil:
+		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
+	}
+	return nil
+}
+
+// Instances implements [Store]. It reads only the agent's keys, and of
+// those, one per instance and kind. It returns nil when agent has no
+// instance.
+func (s *Badger) Instances(ctx context.Context, agent string) ([]string, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	if err := ValidateName("agent name", agent); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var keys []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		for _, kind := range [...]byte{kindMeta, kindMessage, kindState} {
+			opts := badger.DefaultIteratorOptions
+			opts.PrefetchValues = false
+			opts.Prefix = agentPrefix(kind, agent)
+			if err := scanInstances(ctx, txn, opts, &keys); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: instances of agent %q: %w", agent, err)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys), nil
+}
+
+// scanInstances appends to keys the instance key of every key under
+// opts.Prefix, reading one key per instance: after each it seeks past the
+// instance, whose key cannot contain the NUL that ends it.
+func scanInstances(ctx context.Context, txn *badger.Txn, opts badger.IteratorOptions, keys *[]string) error {
+	it := txn.NewIterator(opts)
+	defer it.Close()
+	for it.Rewind(); it.Valid(); {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k, err := decodeKey(it.Item().Key())
+		if err != nil {
+			return err
+		}
+		*keys = append(*keys, k.instance)
+		next := append(slices.Clone(opts.Prefix), k.instance...)
+		it.Seek(append(next, sep+1))
+	}
+	return nil
+}
+
+// GetState implements [Store]. An empty stored value is returned as an
+// empty, non-nil slice.
+func (s *Badger) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	if err := validateState(agent, key, extension); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var value []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(stateKey(agent, key, extension))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		value, err = item.ValueCopy([]byte{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: get state of extension %q for agent %q instance %q: %w", extension, agent, key, err)
+	}
+	return value, nil
+}
+
+// SetState implements [Store]. The value is stored verbatim.
+func (s *Badger) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := validateState(agent, key, extension); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k := stateKey(agent, key, extension)
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if value == nil {
+			return txn.Delete(k)
+		}
+		// Badger keeps the slice until the transaction commits.
+		return txn.Set(k, bytes.Clone(value))
+	})
+	if err != nil {
+		return fmt.Errorf("store: set state of extension %q for agent %q instance %q: %w", extension, agent, key, err)
+	}
+	return nil
+}
+
+// Close waits for the calls in progress, then closes the database and
+// releases the directory. Later calls, Close included, fail with [ErrClosed].
+func (s *Badger) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	if err := s.db.Close(); err != nil {
+		if s.dir == "" {
+			return fmt.Errorf("store: close in-memory store: %w", err)
+		}
+		return fmt.Errorf("store: close data directory %q: %w", s.dir, err)
+	}
+	return nil
+}
+
+// badgerLogger passes Badger's log to a [slog.Logger].
+type badgerLogger struct{ l *slog.Logger }
+
+func (b badgerLogger) log(level slog.Level, format string, args []any) {
+	ctx := context.Background()
+	if !b.l.Enabled(ctx, level) {
+		return
+	}
+	b.l.Log(ctx, level, "badger: "+strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+func (b badgerLogger) Errorf(f string, a ...any)   { b.log(slog.LevelError, f, a) }
+func (b badgerLogger) Warningf(f string, a ...any) { b.log(slog.LevelWarn, f, a) }
+func (b badgerLogger) Infof(f string, a ...any)    { b.log(slog.LevelDebug, f, a) }
+func (b badgerLogger) Debugf(f string, a ...any)   { b.log(slog.LevelDebug, f, a) }
+
+var (
+	_ Store         = (*Badger)(nil)
+	_ badger.Logger = badgerLogger{}
+)

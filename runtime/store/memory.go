@@ -1,0 +1,334 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// Memory is a [Store] that keeps everything in maps and loses it on exit. It
+// serves tests, benchmarks and one-shot runs.
+//
+// Memory stores records and meta by value and encodes nothing, so a commit
+// costs a few map lookups and an append. The price is that a stored
+// [pipeline.Message] shares its slices and maps (ToolCalls, Arguments,
+// Metadata) with the caller's copy: callers must treat a message as immutable
+// once committed, and must not change one returned by LoadInstance. State
+// values are copied in and out, since callers reuse byte buffers.
+//
+// Memory checks names as [Badger] does, but since it does not encode, it
+// accepts a message that JSON cannot encode (say, a NaN in Metadata), which
+// Badger refuses.
+//
+// # Concurrency
+//
+// A Memory is safe for concurrent use. One read-write lock guards it: loads
+// run in parallel, commits one at a time.
+type Memory struct {
+	closed atomic.Bool // fast path; mu guards the truth
+	mu     sync.RWMutex
+	agents map[string]map[string]*memInstance // agent → instance key → instance
+}
+
+// chunkLen is the length of a full chunk of records. Keeping an instance's
+// history in chunks rather than one slice spares a growing instance the copy
+// of its whole history, and the garbage collector the discarded copies.
+const chunkLen = 64
+
+// memInstance is what Memory keeps for one instance. It is removed from its
+// agent's map when it holds nothing.
+type memInstance struct {
+	meta    Meta
+	hasMeta bool
+	// chunks hold the records ordered by Seq, without duplicates: every chunk
+	// is non-empty and ends below the next one's first Seq.
+	chunks [][]Record
+	n      int // number of records
+	state  map[string][]byte
+}
+
+func (in *memInstance) empty() bool {
+	return !in.hasMeta && in.n == 0 && len(in.state) == 0
+}
+
+// put inserts r or replaces the record with its Seq. Appending a Seq above
+// the last one, the usual case, is O(1) amortised and copies no record.
+func (in *memInstance) put(r Record) {
+	k := len(in.chunks)
+	if k == 0 {
+		// A first chunk starts small: most instances are short.
+		in.chunks = append(in.chunks, append(make([]Record, 0, 2), r))
+		in.n++
+		return
+	}
+	if last := in.chunks[k-1]; last[len(last)-1].Seq < r.Seq {
+		if len(last) < chunkLen {
+			in.chunks[k-1] = append(last, r)
+		} else {
+			in.chunks = append(in.chunks, append(make([]Record, 0, chunkLen), r))
+		}
+		in.n++
+		return
+	}
+	ci, i, found := in.search(r.Seq) // ci < k: r.Seq is not above the last
+	c := in.chunks[ci]
+	if found {
+		c[i] = r
+		return
+	}
+	in.n++
+	if len(c) < chunkLen {
+		in.chunks[ci] = slices.Insert(c, i, r)
+		return
+	}
+	// Split the full chunk, then insert into the half r belongs to.
+	const half = chunkLen / 2
+	right := append(make([]Record, 0, chunkLen), c[half:]...)
+	clear(c[half:])
+	left := c[:half]
+	if i <= half {
+		left = slices.Insert(left, i, r)
+	} else {
+		right = slices.Insert(right, i-half, r)
+	}
+	in.chunks[ci] = left
+	in.chunks = slices.Insert(in.chunks, ci+1, right)
+}
+
+// delete removes the record with seq, if any.
+func (in *memInstance) delete(seq uint64) {
+	ci, i, found := in.search(seq)
+	if !found {
+		return
+	}
+	in.n--
+	if c := slices.Delete(in.chunks[ci], i, i+1); len(c) > 0 {
+		in.chunks[ci] = c
+	} else {
+		in.chunks = slices.Delete(in.chunks, ci, ci+1)
+	}
+}
+
+// search finds where seq is or would go: chunk ci, index i in it. When seq
+// is above every record, ci is len(in.chunks).
+func (in *memInstance) search(seq uint64) (ci, i int, found bool) {
+	ci = sort.Search(len(in.chunks), func(j int) bool {
+		c := in.chunks[j]
+		return c[len(c)-1].Seq >= seq
+	})
+	if ci == len(in.chunks) {
+		return ci, 0, false
+	}
+	c := in.chunks[ci]
+	i = sort.Search(len(c), func(j int) bool { return c[j].Seq >= seq })
+	return ci, i, c[i].Seq == seq
+}
+
+// records returns a copy of the records, or nil if there are none.
+func (in *memInstance) records() []Record {
+	if in.n == 0 {
+		return nil
+	}
+	out := make([]Record, 0, in.n)
+	for _, c := range in.chunks {
+		out = append(out, c...)
+	}
+	return out
+}
+
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory {
+	return &Memory{agents: make(map[string]map[string]*memInstance)}
+}
+
+// lookup returns the instance, or nil. m.mu must be held.
+func (m *Memory) lookup(agent, key string) *memInstance {
+	return m.agents[agent][key]
+}
+
+// obtain returns the instance, creating it. m.mu must be held for writing.
+func (m *Memory) obtain(agent, key string) *memInstance {
+	instances := m.agents[agent]
+	if instances == nil {
+		instances = make(map[string]*memInstance)
+		m.agents[agent] = instances
+	}
+	in := instances[key]
+	if in == nil {
+		in = &memInstance{}
+		instances[key] = in
+	}
+	return in
+}
+
+// prune forgets the instance if it holds nothing. m.mu must be held for writing.
+func (m *Memory) prune(agent, key string, in *memInstance) {
+	if !in.empty() {
+		return
+	}
+	instances := m.agents[agent]
+	delete(instances, key)
+	if len(instances) == 0 {
+		delete(m.agents, agent)
+	}
+}
+
+// LoadInstance implements [Store]. The returned slice is the caller's; the
+// messages in it share their slices and maps with the stored ones.
+func (m *Memory) LoadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
+	if m.closed.Load() {
+		return Meta{}, nil, false, ErrClosed
+	}
+	if err := validate(agent, key); err != nil {
+		return Meta{}, nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Meta{}, nil, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return Meta{}, nil, false, ErrClosed
+	}
+	in := m.lookup(agent, key)
+	if in == nil || !in.hasMeta && in.n == 0 {
+		return Meta{}, nil, false, nil
+	}
+	return in.meta, in.records(), true, nil
+}
+
+// Commit implements [Store]. It stores the batch's records by value: see
+// [Memory] on immutability.
+func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := validate(agent, key); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return ErrClosed
+	}
+	if b.Empty() {
+		return nil
+	}
+	in := m.obtain(agent, key)
+	for _, r := range b.Put {
+		in.put(r)
+	}
+	for _, seq := range b.Delete {
+		in.delete(seq)
+	}
+	if b.Meta != nil {
+		in.meta, in.hasMeta = *b.Meta, true
+	}
+	m.prune(agent, key, in)
+	return nil
+}
+
+// Instances implements [Store]. It returns nil when agent has no instance.
+func (m *Memory) Instances(ctx context.Context, agent string) ([]string, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := ValidateName("agent name", agent); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	if m.agents == nil {
+		m.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	var keys []string
+	if instances := m.agents[agent]; len(instances) > 0 {
+		keys = make([]string, 0, len(instances))
+		for k := range instances {
+			keys = append(keys, k)
+		}
+	}
+	m.mu.RUnlock()
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// GetState implements [Store]. The returned slice is a copy.
+func (m *Memory) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := validateState(agent, key, extension); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return nil, ErrClosed
+	}
+	in := m.lookup(agent, key)
+	if in == nil {
+		return nil, nil
+	}
+	v, ok := in.state[extension]
+	if !ok {
+		return nil, nil
+	}
+	return append([]byte{}, v...), nil
+}
+
+// SetState implements [Store]. It stores a copy of value.
+func (m *Memory) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := validateState(agent, key, extension); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return ErrClosed
+	}
+	if value == nil {
+		if in := m.lookup(agent, key); in != nil {
+			delete(in.state, extension)
+			m.prune(agent, key, in)
+		}
+		return nil
+	}
+	in := m.obtain(agent, key)
+	if in.state == nil {
+		in.state = make(map[string][]byte)
+	}
+	in.state[extension] = append([]byte{}, value...)
+	return nil
+}
+
+// Close drops everything the store holds. Later calls, Close included, fail
+// with [ErrClosed].
+func (m *Memory) Close() error {
+	if m.closed.Swap(true) {
+		return ErrClosed
+	}
+	m.mu.Lock()
+	m.agents = nil
+	m.mu.Unlock()
+	return nil
+}
+
+var _ Store = (*Memory)(nil)

@@ -1,0 +1,556 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+// implementations are the stores the conformance suite runs against.
+var implementations = []struct {
+	name string
+	open func(t testing.TB) store.Store
+}{
+	{"memory", func(t testing.TB) store.Store { return store.NewMemory() }},
+	{"badger-in-memory", func(t testing.TB) store.Store {
+		s, err := store.OpenBadgerInMemory()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+	{"badger-on-disk", func(t testing.TB) store.Store { return openDisk(t, t.TempDir()) }},
+}
+
+func openDisk(t testing.TB, dir string) *store.Badger {
+	t.Helper()
+	s, err := store.OpenBadger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// closeStore closes s at the end of the test unless the test did.
+func closeStore(t testing.TB, s store.Store) {
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
+			t.Errorf("close: %v", err)
+		}
+	})
+}
+
+// TestConformance runs every case of conformance against every store.
+func TestConformance(t *testing.T) {
+	for _, impl := range implementations {
+		t.Run(impl.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range conformance {
+				t.Run(c.name, func(t *testing.T) {
+					s := impl.open(t)
+					closeStore(t, s)
+					c.run(t, s)
+				})
+			}
+		})
+	}
+}
+
+var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
+
+// msg returns a message that exercises every field JSON must round-trip.
+func msg(id string, role pipeline.Role, content string) pipeline.Message {
+	m := pipeline.Message{
+		ID:        id,
+		Role:      role,
+		Content:   content,
+		Source:    pipeline.Source{Type: pipeline.SourceUser},
+		CreatedAt: t0,
+	}
+	if role == pipeline.RoleAssistant {
+		m.Reasoning = "thinking about " + content
+		m.Source = pipeline.Source{Type: pipeline.SourceModel}
+		m.ToolCalls = []pipeline.ToolCall{{ID: "call-" + id, Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)}}
+		m.Metadata = map[string]any{"memo.injected": "yes"}
+	}
+	return m
+}
+
+func rec(seq uint64, content string) store.Record {
+	role := pipeline.RoleUser
+	if seq%2 == 1 {
+		role = pipeline.RoleAssistant
+	}
+	return store.Record{Seq: seq, Message: msg(fmt.Sprintf("m%d", seq), role, content)}
+}
+
+func meta(turns int64, next uint64) *store.Meta {
+	return &store.Meta{Turns: turns, NextSeq: next, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(turns) * time.Second)}
+}
+
+func commit(t *testing.T, s store.Store, agent, key string, b store.Batch) {
+	t.Helper()
+	if err := s.Commit(context.Background(), agent, key, b); err != nil {
+		t.Fatalf("commit %s/%s: %v", agent, key, err)
+	}
+}
+
+// wantInstance loads agent/key and compares it with want; a nil want means
+// not found.
+func wantInstance(t *testing.T, s store.Store, agent, key string, wantMeta *store.Meta, want []store.Record) {
+	t.Helper()
+	m, records, found, err := s.LoadInstance(context.Background(), agent, key)
+	if err != nil {
+		t.Fatalf("load %s/%s: %v", agent, key, err)
+	}
+	wantFound := wantMeta != nil || len(want) > 0
+	if found != wantFound {
+		t.Fatalf("load %s/%s: found = %v, want %v", agent, key, found, wantFound)
+	}
+	if wantMeta == nil {
+		wantMeta = &store.Meta{}
+	}
+	if m != *wantMeta {
+		t.Errorf("load %s/%s: meta = %+v, want %+v", agent, key, m, *wantMeta)
+	}
+	if len(want) == 0 {
+		want = nil
+	}
+	if !reflect.DeepEqual(records, want) {
+		t.Errorf("load %s/%s: records\n got: %s\nwant: %s", agent, key, seqs(records), seqs(want))
+		for i := range min(len(records), len(want)) {
+			if !reflect.DeepEqual(records[i], want[i]) {
+				t.Errorf("record %d\n got: %+v\nwant: %+v", i, records[i], want[i])
+			}
+		}
+	}
+}
+
+// seqs describes records briefly, for failure messages.
+func seqs(records []store.Record) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i, r := range records {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%d:%s", r.Seq, r.Message.Content)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+func wantState(t *testing.T, s store.Store, agent, key, ext string, want []byte) {
+	t.Helper()
+	got, err := s.GetState(context.Background(), agent, key, ext)
+	if err != nil {
+		t.Fatalf("get state %s/%s/%s: %v", agent, key, ext, err)
+	}
+	if (got == nil) != (want == nil) || string(got) != string(want) {
+		t.Fatalf("get state %s/%s/%s = %q (nil %v), want %q (nil %v)", agent, key, ext, got, got == nil, want, want == nil)
+	}
+}
+
+func wantInstances(t *testing.T, s store.Store, agent string, want ...string) {
+	t.Helper()
+	got, err := s.Instances(context.Background(), agent)
+	if err != nil {
+		t.Fatalf("instances of %s: %v", agent, err)
+	}
+	if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+		t.Fatalf("instances of %s = %q, want %q", agent, got, want)
+	}
+}
+
+var conformance = []struct {
+	name string
+	run  func(t *testing.T, s store.Store)
+}{
+	{"load unknown instance", func(t *testing.T, s store.Store) {
+		m, records, found, err := s.LoadInstance(context.Background(), "a", "nobody")
+		if err != nil || found || m != (store.Meta{}) || records != nil {
+			t.Fatalf("got %+v, %v, %v, %v; want zero, nil, false, nil", m, records, found, err)
+		}
+	}},
+	{"commit records and meta then load", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "hello"), rec(1, "hi")}, Meta: meta(1, 2)})
+		wantInstance(t, s, "a", "k", meta(1, 2), []store.Record{rec(0, "hello"), rec(1, "hi")})
+	}},
+	{"records come back in seq order", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(5, "five"), rec(3, "three"), rec(300, "300")}})
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(4, "four"), rec(256, "256")}})
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "zero")}})
+		wantInstance(t, s, "a", "k", nil, []store.Record{
+			rec(0, "zero"), rec(3, "three"), rec(4, "four"), rec(5, "five"), rec(256, "256"), rec(300, "300"),
+		})
+	}},
+	{"overwrite at same seq", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "old"), rec(1, "kept")}, Meta: meta(1, 2)})
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "new")}})
+		wantInstance(t, s, "a", "k", meta(1, 2), []store.Record{rec(0, "new"), rec(1, "kept")})
+	}},
+	{"later duplicate in one batch wins", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(2, "first"), rec(2, "second")}})
+		wantInstance(t, s, "a", "k", nil, []store.Record{rec(2, "second")})
+	}},
+	{"delete", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "a"), rec(1, "b"), rec(2, "c")}, Meta: meta(1, 3)})
+		commit(t, s, "a", "k", store.Batch{Delete: []uint64{1, 99}, Meta: meta(2, 3)})
+		wantInstance(t, s, "a", "k", meta(2, 3), []store.Record{rec(0, "a"), rec(2, "c")})
+	}},
+	{"put and delete of one seq in one batch deletes", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "a"), rec(1, "b")}, Delete: []uint64{1}})
+		wantInstance(t, s, "a", "k", nil, []store.Record{rec(0, "a")})
+	}},
+	{"batch without meta keeps meta", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Meta: meta(3, 0)})
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "a")}})
+		wantInstance(t, s, "a", "k", meta(3, 0), []store.Record{rec(0, "a")})
+	}},
+	{"meta alone is found", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Meta: &store.Meta{}})
+		m, records, found, err := s.LoadInstance(context.Background(), "a", "k")
+		if err != nil || !found || m != (store.Meta{}) || records != nil {
+			t.Fatalf("got %+v, %v, %v, %v; want zero, nil, true, nil", m, records, found, err)
+		}
+		wantInstances(t, s, "a", "k")
+	}},
+	{"empty batch stores nothing", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{})
+		commit(t, s, "a", "k", store.Batch{Delete: []uint64{0}})
+		wantInstance(t, s, "a", "k", nil, nil)
+		wantInstances(t, s, "a")
+	}},
+	{"deleting every record forgets the instance", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "a")}})
+		commit(t, s, "a", "k", store.Batch{Delete: []uint64{0}})
+		wantInstance(t, s, "a", "k", nil, nil)
+		wantInstances(t, s, "a")
+	}},
+	{"loaded records belong to the caller", func(t *testing.T, s store.Store) {
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "a"), rec(1, "b")}})
+		_, records, _, err := s.LoadInstance(context.Background(), "a", "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		records[0].Message.Content = "changed"
+		records[1] = rec(1, "replaced")
+		_ = append(records[:1], rec(7, "appended"))
+		wantInstance(t, s, "a", "k", nil, []store.Record{rec(0, "a"), rec(1, "b")})
+	}},
+	{"committed batch belongs to the caller", func(t *testing.T, s store.Store) {
+		m := meta(1, 2)
+		b := store.Batch{Put: []store.Record{rec(0, "a"), rec(1, "b")}, Meta: m}
+		commit(t, s, "a", "k", b)
+		b.Put[0].Message.Content = "changed"
+		b.Put[1] = rec(1, "replaced")
+		m.Turns = 99
+		wantInstance(t, s, "a", "k", meta(1, 2), []store.Record{rec(0, "a"), rec(1, "b")})
+	}},
+	{"commit is atomic", testAtomicCommit},
+	{"state", testState},
+	{"state is the caller's", func(t *testing.T, s store.Store) {
+		ctx := context.Background()
+		in := []byte("v1")
+		if err := s.SetState(ctx, "a", "k", "e", in); err != nil {
+			t.Fatal(err)
+		}
+		in[0] = 'X'
+		out, err := s.GetState(ctx, "a", "k", "e")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[0] = 'Y'
+		wantState(t, s, "a", "k", "e", []byte("v1"))
+	}},
+	{"state alone is listed but not found", func(t *testing.T, s store.Store) {
+		if err := s.SetState(context.Background(), "a", "k", "e", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		wantInstances(t, s, "a", "k")
+		wantInstance(t, s, "a", "k", nil, nil)
+		if err := s.SetState(context.Background(), "a", "k", "e", nil); err != nil {
+			t.Fatal(err)
+		}
+		wantInstances(t, s, "a")
+	}},
+	{"instances sorted and prefix-safe", testInstances},
+	{"invalid names refused", testInvalidNames},
+	{"closed store", testClosed},
+	{"cancelled context", testCancelled},
+	{"concurrent commits", testConcurrentCommits},
+}
+
+// testAtomicCommit loads an instance while another goroutine commits to it,
+// and checks every load sees whole batches: meta.NextSeq always equals the
+// number of records, and the records are 0..NextSeq-1.
+func testAtomicCommit(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const turns = 100
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		defer close(done)
+		for turn := range int64(turns) {
+			seq := uint64(turn) * 2
+			err := s.Commit(ctx, "a", "k", store.Batch{
+				Put:  []store.Record{rec(seq, "q"), rec(seq+1, "a")},
+				Meta: meta(turn+1, seq+2),
+			})
+			if err != nil {
+				t.Errorf("commit: %v", err)
+				return
+			}
+		}
+	})
+	loads := 0
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true // one more load after the last commit
+		default:
+		}
+		m, records, found, err := s.LoadInstance(ctx, "a", "k")
+		if err != nil {
+			t.Fatalf("load: %v", err)
+		}
+		loads++
+		if found && m.NextSeq != uint64(len(records)) {
+			t.Fatalf("load %d: meta.NextSeq = %d but %d records: saw part of a batch", loads, m.NextSeq, len(records))
+		}
+		for i, r := range records {
+			if r.Seq != uint64(i) {
+				t.Fatalf("load %d: record %d has seq %d", loads, i, r.Seq)
+			}
+		}
+		if finished && m.NextSeq != 2*turns {
+			t.Fatalf("after the last commit: meta.NextSeq = %d, want %d", m.NextSeq, 2*turns)
+		}
+	}
+}
+
+func testState(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	set := func(agent, key, ext string, v []byte) {
+		t.Helper()
+		if err := s.SetState(ctx, agent, key, ext, v); err != nil {
+			t.Fatalf("set state %s/%s/%s: %v", agent, key, ext, err)
+		}
+	}
+	wantState(t, s, "a", "k", "e", nil)
+	set("a", "k", "e", nil) // deleting nothing is fine
+
+	set("a", "k", "e", []byte(`{"n":1}`))
+	set("a", "k", "other", []byte("other"))
+	set("a", "k2", "e", []byte("k2"))
+	set("ab", "k", "e", []byte("ab"))
+	wantState(t, s, "a", "k", "e", []byte(`{"n":1}`))
+	wantState(t, s, "a", "k", "other", []byte("other"))
+	wantState(t, s, "a", "k2", "e", []byte("k2"))
+	wantState(t, s, "ab", "k", "e", []byte("ab"))
+	wantState(t, s, "a", "k", "e2", nil)
+
+	set("a", "k", "e", []byte(`{"n":2}`))
+	wantState(t, s, "a", "k", "e", []byte(`{"n":2}`))
+
+	set("a", "k", "e", []byte{})
+	wantState(t, s, "a", "k", "e", []byte{})
+
+	set("a", "k", "e", nil)
+	wantState(t, s, "a", "k", "e", nil)
+	wantState(t, s, "a", "k", "other", []byte("other"))
+	wantState(t, s, "a", "k2", "e", []byte("k2"))
+
+	// State does not touch history.
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "x")}})
+	wantState(t, s, "a", "k", "other", []byte("other"))
+	wantInstance(t, s, "a", "k", nil, []store.Record{rec(0, "x")})
+}
+
+func testInstances(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	wantInstances(t, s, "a")
+	// Instance keys chosen so that byte order, prefix overlap and odd
+	// characters all matter.
+	for _, key := range []string{"k2", "k", "K", "k-1", "k 1", "ключ", "k/x", "kk"} {
+		commit(t, s, "a", key, store.Batch{Put: []store.Record{rec(0, key)}})
+	}
+	commit(t, s, "a", "meta-only", store.Batch{Meta: meta(1, 0)})
+	if err := s.SetState(ctx, "a", "state-only", "e", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// Many records on one instance, listed once.
+	var many []store.Record
+	for i := range uint64(300) {
+		many = append(many, rec(i, "m"))
+	}
+	commit(t, s, "a", "many", store.Batch{Put: many, Meta: meta(150, 300)})
+	if err := s.SetState(ctx, "a", "many", "e", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	// Neighbouring agents.
+	commit(t, s, "ab", "only-ab", store.Batch{Put: []store.Record{rec(0, "x")}})
+	commit(t, s, "a.b", "only-a.b", store.Batch{Meta: meta(1, 0)})
+	if err := s.SetState(ctx, "a-", "only-a-", "e", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+
+	wantInstances(t, s, "a", "K", "k", "k 1", "k-1", "k/x", "k2", "kk", "many", "meta-only", "state-only", "ключ")
+	wantInstances(t, s, "ab", "only-ab")
+	wantInstances(t, s, "a.b", "only-a.b")
+	wantInstances(t, s, "a-", "only-a-")
+	wantInstances(t, s, "b")
+	wantInstance(t, s, "a", "k", nil, []store.Record{rec(0, "k")})
+	wantInstance(t, s, "a", "many", meta(150, 300), many)
+}
+
+func testInvalidNames(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	longKey := strings.Repeat("k", 257)
+	tests := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"load: empty agent", func() error { _, _, _, err := s.LoadInstance(ctx, "", "k"); return err },
+			`store: invalid agent name "": empty ` + nameRule},
+		{"load: NUL in key", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k\x00"); return err },
+			`store: invalid instance key "k\x00": NUL at offset 1 ` + keyRule},
+		{"commit: agent with space", func() error { return s.Commit(ctx, "a b", "k", store.Batch{Meta: meta(1, 0)}) },
+			`store: invalid agent name "a b": character " " at offset 1 not allowed ` + nameRule},
+		{"commit: long key", func() error { return s.Commit(ctx, "a", longKey, store.Batch{Meta: meta(1, 0)}) },
+			`store: invalid instance key "` + longKey[:80] + `"...: 257 bytes long ` + keyRule},
+		{"commit: empty key", func() error { return s.Commit(ctx, "a", "", store.Batch{}) },
+			`store: invalid instance key "": empty ` + keyRule},
+		{"instances: non-ASCII agent", func() error { _, err := s.Instances(ctx, "agént"); return err },
+			`store: invalid agent name "agént": character "é" at offset 2 not allowed ` + nameRule},
+		{"get state: empty extension", func() error { _, err := s.GetState(ctx, "a", "k", ""); return err },
+			`store: invalid extension name "": empty ` + nameRule},
+		{"get state: bad key", func() error { _, err := s.GetState(ctx, "a", "\xff", "e"); return err },
+			`store: invalid instance key "\xff": not valid UTF-8 ` + keyRule},
+		{"set state: slash in extension", func() error { return s.SetState(ctx, "a", "k", "ext/1", []byte("x")) },
+			`store: invalid extension name "ext/1": character "/" at offset 3 not allowed ` + nameRule},
+		{"set state: bad agent", func() error { return s.SetState(ctx, "a\x00b", "k", "e", nil) },
+			`store: invalid agent name "a\x00b": character "\x00" at offset 1 not allowed ` + nameRule},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkNameError(t, tt.call(), tt.want)
+		})
+	}
+	// Nothing was written by the refused calls.
+	wantInstances(t, s, "a")
+}
+
+func testClosed(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	commit(t, s, "a", "k", store.Batch{Meta: meta(1, 0)})
+	if err := s.Close(); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"LoadInstance", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k"); return err }},
+		{"Commit", func() error { return s.Commit(ctx, "a", "k", store.Batch{Meta: meta(2, 0)}) }},
+		{"Commit empty", func() error { return s.Commit(ctx, "a", "k", store.Batch{}) }},
+		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
+		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
+		{"SetState", func() error { return s.SetState(ctx, "a", "k", "e", []byte("x")) }},
+		{"Close", func() error { return s.Close() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if !errors.Is(err, store.ErrClosed) {
+				t.Fatalf("got %v, want ErrClosed", err)
+			}
+			if err.Error() != "store: closed" {
+				t.Fatalf("error text %q, want %q", err, "store: closed")
+			}
+		})
+	}
+}
+
+func testCancelled(t *testing.T, s store.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		call func() error
+	}{
+		{"LoadInstance", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k"); return err }},
+		{"Commit", func() error { return s.Commit(ctx, "a", "k", store.Batch{Meta: meta(1, 0)}) }},
+		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
+		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
+		{"SetState", func() error { return s.SetState(ctx, "a", "k", "e", []byte("x")) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("got %v, want context.Canceled", err)
+			}
+		})
+	}
+	wantInstances(t, s, "a")
+}
+
+// testConcurrentCommits hammers the store from many goroutines, each turn
+// on its own instance, with readers alongside; run it under -race.
+func testConcurrentCommits(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	const workers, turns = 8, 40
+	var wg sync.WaitGroup
+	for w := range workers {
+		key := fmt.Sprintf("k%d", w)
+		wg.Go(func() {
+			for turn := range int64(turns) {
+				seq := uint64(turn) * 2
+				err := s.Commit(ctx, "a", key, store.Batch{
+					Put:  []store.Record{rec(seq, key), rec(seq+1, key)},
+					Meta: meta(turn+1, seq+2),
+				})
+				if err != nil {
+					t.Errorf("commit %s: %v", key, err)
+					return
+				}
+				if err := s.SetState(ctx, "a", key, "e", []byte(key)); err != nil {
+					t.Errorf("set state %s: %v", key, err)
+					return
+				}
+				if _, _, _, err := s.LoadInstance(ctx, "a", key); err != nil {
+					t.Errorf("load %s: %v", key, err)
+					return
+				}
+				if _, err := s.Instances(ctx, "a"); err != nil {
+					t.Errorf("instances: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var keys []string
+	for w := range workers {
+		key := fmt.Sprintf("k%d", w)
+		keys = append(keys, key)
+		var want []store.Record
+		for seq := range uint64(2 * turns) {
+			want = append(want, rec(seq, key))
+		}
+		wantInstance(t, s, "a", key, meta(turns, 2*turns), want)
+		wantState(t, s, "a", key, "e", []byte(key))
+	}
+	wantInstances(t, s, "a", keys...)
+}
