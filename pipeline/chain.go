@@ -106,6 +106,23 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
+// Skip describes the failure of a fail_open layer that was skipped.
+type Skip struct {
+	Hook        Hook
+	Owner       Owner
+	Err         error
+	Agent       string
+	InstanceKey string
+	TurnID      string
+}
+
+// identity is what every context tells about its turn.
+type identity interface {
+	Agent() string
+	InstanceKey() string
+	TurnID() string
+}
+
 // Owner identifies who registered a layer and how its failures are handled.
 type Owner struct {
 	Extension string
@@ -123,7 +140,7 @@ type chain[C any, R comparable] struct {
 	hook   Hook
 	layers []layer[C, R]
 	final  func(context.Context, C) (R, error)
-	onSkip func(Hook, Owner, error)
+	onSkip func(Skip)
 }
 
 // cursor is the per-call state of a chain run, kept in the context so that
@@ -266,7 +283,11 @@ func (ch *chain[C, R]) callOpen(ctx context.Context, c C, cur *cursor[R], i int)
 // skip reports the failure err of fail_open layer i and goes on without it.
 func (ch *chain[C, R]) skip(ctx context.Context, c C, cur *cursor[R], i int, err error) (R, error) {
 	if ch.onSkip != nil {
-		ch.onSkip(ch.hook, ch.layers[i].owner, ch.blame(i, err))
+		sk := Skip{Hook: ch.hook, Owner: ch.layers[i].owner, Err: ch.blame(i, err)}
+		if id, ok := any(c).(identity); ok {
+			sk.Agent, sk.InstanceKey, sk.TurnID = id.Agent(), id.InstanceKey(), id.TurnID()
+		}
+		ch.onSkip(sk)
 	}
 	if cur.hasCalled(i) {
 		return cur.nextRes, cur.nextErr

@@ -237,8 +237,11 @@ func TestTurnChain(t *testing.T) {
 				Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
 					return &pipeline.StepResult{}, nil
 				},
-				OnSkip: func(h pipeline.Hook, o pipeline.Owner, err error) {
-					skipped = append(skipped, o.Extension+": "+err.Error())
+				OnSkip: func(sk pipeline.Skip) {
+					if sk.TurnID != "t1" || sk.Agent != "a" || sk.Hook != pipeline.HookTurn {
+						t.Errorf("skip without its turn: %+v", sk)
+					}
+					skipped = append(skipped, sk.Owner.Extension+": "+sk.Err.Error())
 				},
 			})
 			if err != nil {

@@ -66,7 +66,7 @@ type Handlers struct {
 	ToolCall ToolCallFunc
 	// OnSkip, if set, is told about each failure of a fail_open layer that
 	// was skipped. It must not block.
-	OnSkip func(h Hook, o Owner, err error)
+	OnSkip func(Skip)
 }
 
 // Build returns the pipeline of the layers registered so far around h.

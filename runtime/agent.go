@@ -132,11 +132,12 @@ func (a *agent) addTool(t pipeline.Tool) error {
 	return nil
 }
 
-func (a *agent) layerSkipped(h pipeline.Hook, o pipeline.Owner, err error) {
-	a.logger.Warn("fail_open middleware failed; skipped", "extension", o.Extension, "hook", h.String(), "err", err)
+func (a *agent) layerSkipped(sk pipeline.Skip) {
+	a.logger.Warn("fail_open middleware failed; skipped", "instance", sk.InstanceKey, "turn", sk.TurnID,
+		"extension", sk.Owner.Extension, "hook", sk.Hook.String(), "err", sk.Err)
 	if a.rt.bus.Active() {
-		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.name, Source: "runtime",
-			Data: map[string]any{"extension": o.Extension, "hook": h.String(), "error": err.Error()}})
+		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.name, Instance: sk.InstanceKey, TurnID: sk.TurnID, Source: "runtime",
+			Data: map[string]any{"extension": sk.Owner.Extension, "hook": sk.Hook.String(), "error": sk.Err.Error()}})
 	}
 }
 

@@ -25,7 +25,6 @@ agents:
 `
 
 const benchConfig = `
-model: {provider: scripted, script: bench.yaml}   # replaced by WithModel
 agents:
   - name: bench
     tools: [lookup]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/events"
@@ -19,7 +20,10 @@ import (
 type instance struct {
 	agent *agent
 	key   string
-	queue chan struct{}
+	// waiting counts the turns blocked in acquire, for tests that need to
+	// know a turn has queued before sending the next.
+	waiting atomic.Int32
+	queue   chan struct{}
 
 	loaded  bool
 	meta    store.Meta
@@ -39,6 +43,8 @@ func (in *instance) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
+	in.waiting.Add(1)
+	defer in.waiting.Add(-1)
 	select {
 	case in.queue <- struct{}{}:
 		return nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,8 +53,7 @@ type Runtime struct {
 	mu        sync.Mutex // guards instances
 	instances map[instanceID]*instance
 
-	closeMu sync.RWMutex // turns hold it shared; Close exclusively
-	closed  bool
+	gate gate // running turns; Close waits for them
 }
 
 type instanceID struct{ agent, key string }
@@ -106,6 +106,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			_, ok := o.providers[n]
 			return ok || o.model != nil
 		},
+		ProviderNames: func() []string { return slices.Sorted(maps.Keys(o.providers)) },
+		ModelSupplied: o.model != nil,
 	}
 	if err := cfg.Validate(known); err != nil {
 		return nil, err
@@ -253,11 +255,10 @@ func (r *Runtime) instance(a *agent, key string) *instance {
 // finish reason is aborted and the error wraps ctx's error. A failed turn
 // returns a result with finish reason error, and the error.
 func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	r.closeMu.RLock()
-	defer r.closeMu.RUnlock()
-	if r.closed {
+	if !r.gate.enter() {
 		return nil, ErrClosed
 	}
+	defer r.gate.leave()
 	a, err := r.agent(agentName)
 	if err != nil {
 		return nil, err
@@ -271,7 +272,7 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 	}
 	defer inst.release()
 	if err := inst.load(ctx, r.store); err != nil {
-		return nil, err
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
 	return a.runTurn(ctx, inst, in)
 }
@@ -279,6 +280,9 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	r := a.rt
 	inst.meta.Turns++
+	// Save the count even if the turn adds no message, so that turn IDs stay
+	// unique across restarts.
+	inst.pending.Meta = &inst.meta
 	ts := &turnState{agent: a, inst: inst, turnID: "turn-" + strconv.FormatInt(inst.meta.Turns, 10)}
 	ts.conv = conversation{in: inst, ts: ts}
 	ts.result.TurnID = ts.turnID
@@ -348,13 +352,61 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 // workspace and the store (unless it came from [WithStore]). Later calls
 // return [ErrClosed]. Close is idempotent.
 func (r *Runtime) Close() error {
-	r.closeMu.Lock()
-	defer r.closeMu.Unlock()
-	if r.closed {
+	if !r.gate.close() {
 		return nil
 	}
-	r.closed = true
 	return r.release()
+}
+
+// gate admits turns until it is closed, and lets its closer wait for the
+// turns already admitted. Unlike a RWMutex, a turn that starts another turn
+// (an agent calling an agent) while Close waits is refused, not deadlocked.
+type gate struct {
+	mu      sync.Mutex
+	closed  bool
+	running int
+	drained chan struct{}
+}
+
+func (g *gate) enter() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	g.running++
+	return true
+}
+
+func (g *gate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running--
+	if g.running == 0 && g.drained != nil {
+		close(g.drained)
+		g.drained = nil
+	}
+}
+
+// close closes the gate and waits for the running turns; it reports false
+// if the gate was already closed.
+func (g *gate) close() bool {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return false
+	}
+	g.closed = true
+	var wait chan struct{}
+	if g.running > 0 {
+		wait = make(chan struct{})
+		g.drained = wait
+	}
+	g.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	return true
 }
 
 func (r *Runtime) release() error {

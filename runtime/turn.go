@@ -108,10 +108,10 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if len(msg.ToolCalls) == 0 {
 		return sr, nil
 	}
-	sr.ToolResults, err = a.runTools(ctx, ts, s, msg.ToolCalls)
-	if err != nil {
-		return nil, err
-	}
+	// A failed toolCall middleware fails the turn, but only after every call's
+	// result is in the history.
+	results, toolErr := a.runTools(ctx, ts, s, msg.ToolCalls)
+	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
 		err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: pipeline.Message{
 			Role: pipeline.RoleTool, Content: r.Content, ToolCallID: r.CallID, Name: r.Name, IsError: r.IsError,
@@ -123,6 +123,9 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	}
 	if err := ts.inst.flush(ctx, a.rt.store); err != nil {
 		return nil, err
+	}
+	if toolErr != nil {
+		return nil, toolErr
 	}
 	return sr, nil
 }
@@ -242,13 +245,9 @@ func (a *agent) runTools(ctx context.Context, ts *turnState, s *pipeline.StepCon
 			errs[i] = err
 			results[i] = pipeline.ToolResult{CallID: c.ID, Name: c.Name, Content: "tool call failed: " + err.Error(), IsError: true}
 		} else {
+			// The result answers this call, whatever a middleware put in it.
 			results[i] = *r
-			if results[i].CallID == "" {
-				results[i].CallID = c.ID
-			}
-			if results[i].Name == "" {
-				results[i].Name = c.Name
-			}
+			results[i].CallID, results[i].Name = c.ID, c.Name
 		}
 		a.publishTool(ts, events.ToolFinished, c, &results[i], time.Since(start))
 	}

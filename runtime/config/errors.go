@@ -1,0 +1,269 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Error is one problem in a config file, positioned at the offending node.
+//
+// Its Error method renders a header line and, when the source is known, an
+// excerpt of the file with a caret under the column:
+//
+//	ganglion.yaml:7:7: agent "assistant": unknown tool "reed_file" (known: read_file, write_file)
+//	   4 | agents:
+//	   5 | - name: assistant
+//	   6 |   tools:
+//	>  7 |     - reed_file
+//	             ^
+//
+// An Error is immutable once returned and safe for concurrent use.
+type Error struct {
+	// File is the config file's path as given to [Load] or [Parse]; empty
+	// when the config was not read from a file.
+	File string
+	// Line and Column locate the problem, both from 1. Column counts
+	// characters (runes), not bytes. Both are 0 when the position is
+	// unknown, as for a [File] built in code.
+	Line, Column int
+	// Path is the YAML path of the offending node, like
+	// "$.agents[0].tools[1]"; empty when unknown.
+	Path string
+	// Msg says what is wrong, without the position.
+	Msg string
+	// Snippet is the source excerpt rendered under the header: up to three
+	// numbered lines either side of Line, the line itself marked with ">",
+	// and a caret under Column. Empty when the source is unknown.
+	Snippet string
+
+	err error // the YAML library's error this one was made from, if any
+}
+
+// Error renders the header "file:line:col: msg" and, below it, the Snippet.
+// Parts that are unknown (file, position) are left out of the header.
+func (e *Error) Error() string {
+	h := e.header()
+	if e.Snippet == "" {
+		return h
+	}
+	return h + "\n" + e.Snippet
+}
+
+// header is the first line of Error.
+func (e *Error) header() string {
+	loc := e.File
+	if e.Line > 0 {
+		if loc != "" {
+			loc += ":"
+		}
+		loc += strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Column)
+	}
+	if loc == "" {
+		return e.Msg
+	}
+	return loc + ": " + e.Msg
+}
+
+// Unwrap returns the YAML library's error this one was converted from, or nil.
+func (e *Error) Unwrap() error { return e.err }
+
+// ErrorList is every problem found in one config file, sorted by position.
+// [Parse], [Load], [File.Validate] and [Extension.Decode] report problems as
+// a non-empty ErrorList; [errors.As] finds its first *[Error] too.
+type ErrorList []*Error
+
+// Error renders every error, separated by a blank line.
+func (l ErrorList) Error() string {
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// Unwrap returns the errors of the list, for [errors.Is] and [errors.As].
+func (l ErrorList) Unwrap() []error {
+	errs := make([]error, len(l))
+	for i, e := range l {
+		errs[i] = e
+	}
+	return errs
+}
+
+// sort orders the list by position; errors at the same position (or without
+// one) keep the order they were found in.
+func (l ErrorList) sort() {
+	sort.SliceStable(l, func(i, j int) bool {
+		if l[i].Line != l[j].Line {
+			return l[i].Line < l[j].Line
+		}
+		return l[i].Column < l[j].Column
+	})
+}
+
+// err returns the list as an error: nil when it is empty.
+func (l ErrorList) err() error {
+	if len(l) == 0 {
+		return nil
+	}
+	l.sort()
+	return l
+}
+
+// contextLines is how many source lines a snippet shows on each side of the
+// offending one.
+const contextLines = 3
+
+// source is the text of a config file, kept to position and render errors.
+// It is never changed after parse, so Files and Extensions share it freely.
+type source struct {
+	name  string    // path as given
+	data  []byte    // the whole file
+	lines []string  // data split into lines, without line ends
+	ast   *ast.File // the parsed file, nil if it did not parse
+}
+
+func newSource(name string, data []byte) *source {
+	text := strings.TrimSuffix(string(data), "\n")
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSuffix(l, "\r")
+	}
+	return &source{name: name, data: data, lines: lines}
+}
+
+// errorAt returns an Error at line and col (from 1) of s; s may be nil.
+func (s *source) errorAt(line, col int, path, msg string) *Error {
+	e := &Error{Line: line, Column: col, Path: path, Msg: msg}
+	if s != nil {
+		e.File = s.name
+		e.Snippet = s.snippet(line, col)
+	}
+	return e
+}
+
+// errorAtNode returns an Error at node n. Without a source (a File built in
+// code) it has no position; with one, a node without a position (or nil)
+// stands for the start of the file.
+func (s *source) errorAtNode(n ast.Node, path, msg string) *Error {
+	if s == nil {
+		return &Error{Path: path, Msg: msg}
+	}
+	line, col := position(n)
+	if line < 1 {
+		line, col = 1, 1
+	}
+	return s.errorAt(line, col, path, msg)
+}
+
+// fromYAML converts an error of the YAML library into an Error at path,
+// prefixing its message with prefix. An error without a position (such as
+// one from a type's own UnmarshalText) is put at fallback, or at line 1.
+func (s *source) fromYAML(err error, fallback ast.Node, path, prefix string) *Error {
+	line, col := position(fallback)
+	if line < 1 {
+		line, col = 1, 1
+	}
+	msg := err.Error()
+	var ye yaml.Error
+	if errors.As(err, &ye) {
+		msg = ye.GetMessage()
+		if tk := ye.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
+			line, col = tk.Position.Line, max(tk.Position.Column, 1)
+		}
+		var se *yaml.SyntaxError
+		if errors.As(err, &se) {
+			msg = "syntax error: " + msg
+		}
+	}
+	e := s.errorAt(line, col, path, prefix+msg)
+	e.err = err
+	return e
+}
+
+// snippet renders the lines around line with a caret under col; "" if line
+// is not in the file.
+func (s *source) snippet(line, col int) string {
+	if line < 1 || line > len(s.lines) {
+		return ""
+	}
+	first := max(1, line-contextLines)
+	last := min(len(s.lines), line+contextLines)
+	width := max(2, len(strconv.Itoa(last)))
+	var b strings.Builder
+	for n := first; n <= last; n++ {
+		mark := " "
+		if n == line {
+			mark = ">"
+		}
+		prefix := fmt.Sprintf("%s %*d | ", mark, width, n)
+		text := s.lines[n-1]
+		if n > first {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strings.TrimRight(prefix+text, " \t"))
+		if n == line {
+			b.WriteByte('\n')
+			b.WriteString(strings.Repeat(" ", len(prefix)))
+			b.WriteString(caretPad(text, col))
+			b.WriteByte('^')
+		}
+	}
+	return b.String()
+}
+
+// caretPad returns the blanks that put a caret under column col of text:
+// a tab for each tab of text (so the caret lines up however tabs render)
+// and a space for anything else.
+func caretPad(text string, col int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range text {
+		if n >= col-1 {
+			break
+		}
+		if r == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+		n++
+	}
+	for ; n < col-1; n++ {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// position returns where node n starts, for errors: a mapping is placed at
+// its first key (the YAML library places it at the first ':'), a key-value
+// pair at its key.
+func position(n ast.Node) (line, col int) {
+	for n != nil {
+		switch m := n.(type) {
+		case *ast.MappingNode:
+			if len(m.Values) > 0 {
+				n = m.Values[0].Key
+				continue
+			}
+		case *ast.MappingValueNode:
+			n = m.Key
+			continue
+		}
+		break
+	}
+	if n == nil {
+		return 0, 0
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
+		return 0, 0
+	}
+	return tk.Position.Line, max(tk.Position.Column, 1)
+}

@@ -1,0 +1,81 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Decode decodes the extension's Config into v, a non-nil pointer, as
+// strictly as [Load] decodes the file: an unknown field or a value of the
+// wrong type is an error. Types that decode themselves (an UnmarshalYAML or
+// UnmarshalText method, time.Duration, time.Time) get the YAML library's
+// rules. A nil or null Config decodes nothing and returns nil.
+//
+// # Errors
+//
+// Problems in the config are an [ErrorList] positioned in the original
+// config file, with messages naming the agent and the extension:
+//
+//	ganglion.yaml:12:18: agent "assistant": extension "audit": config.limit: expected an integer, found string "lots"
+//
+// Decode is safe for concurrent use.
+func (e Extension) Decode(v any) error {
+	if e.Config == nil || e.Config.Type() == ast.NullType {
+		return nil
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("decode extension %q config: need a non-nil pointer, got %T", e.Name, v)
+	}
+	prefix := fmt.Sprintf("extension %q: ", e.Name)
+	if e.agent != "" {
+		prefix = fmt.Sprintf("agent %q: ", e.agent) + prefix
+	}
+	path := "$.config"
+	if e.path != "" {
+		path = e.path + ".config"
+	}
+
+	// Anchors may be defined outside the config: no alias check here.
+	c := checker{src: e.src}
+	c.check(e.Config, rv.Type().Elem(), where{path: path, prefix: prefix, rel: "config"})
+	if err := c.errs.err(); err != nil {
+		return err
+	}
+	// The library resolves an alias only to an anchor it has seen, so let
+	// it see the whole file.
+	var opts []yaml.DecodeOption
+	if e.src != nil && hasAlias(e.Config) {
+		opts = append(opts, yaml.ReferenceReaders(bytes.NewReader(e.src.data)))
+	}
+	if err := decode(e.Config, v, opts...); err != nil {
+		return ErrorList{e.src.fromYAML(err, e.Config, path, prefix+"config: ")}
+	}
+	return nil
+}
+
+// hasAlias reports whether the tree under n holds an alias.
+func hasAlias(n ast.Node) bool {
+	found := false
+	ast.Walk(visitFunc(func(n ast.Node) bool {
+		if n.Type() == ast.AliasType {
+			found = true
+		}
+		return !found
+	}), n)
+	return found
+}
+
+// visitFunc adapts a func to [ast.Visitor]; it descends while f returns true.
+type visitFunc func(ast.Node) bool
+
+func (f visitFunc) Visit(n ast.Node) ast.Visitor {
+	if n == nil || !f(n) {
+		return nil
+	}
+	return f
+}

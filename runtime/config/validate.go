@@ -1,0 +1,257 @@
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Known tells [File.Validate] which tools, extensions and model providers
+// exist. The runtime fills it from its registries.
+//
+// For each kind, the "has" func (Tool, Extension, Provider) answers whether
+// a name exists, and the optional "names" func (ToolNames, ExtensionNames,
+// ProviderNames) lists them all, so that an error can say which names are
+// known. If the has func is nil but the names func is set, membership in the
+// list decides. If both are nil, names of that kind are not checked.
+//
+// Validate calls the funcs before it returns, from its own goroutine, and
+// calls each names func at most once.
+type Known struct {
+	// Tool reports whether a tool of that name is registered.
+	Tool func(name string) bool
+	// ToolNames lists the registered tools.
+	ToolNames func() []string
+	// Extension reports whether a native (Go) extension of that name is
+	// registered. WASM extensions are not checked against it.
+	Extension func(name string) bool
+	// ExtensionNames lists the registered native extensions.
+	ExtensionNames func() []string
+	// Provider reports whether a model provider of that name is registered.
+	Provider func(name string) bool
+	// ProviderNames lists the registered model providers.
+	ProviderNames func() []string
+	// ModelSupplied says that the caller gives every agent a model of its own
+	// (as runtime.WithModel does), so an agent without a model is fine.
+	ModelSupplied bool
+}
+
+// nameSet is one kind of Known, prepared for one Validate call.
+type nameSet struct {
+	has   func(string) bool
+	names []string // sorted; nil if the kind cannot list its names
+}
+
+func newNameSet(has func(string) bool, names func() []string) nameSet {
+	s := nameSet{has: has}
+	if names != nil {
+		s.names = slices.Clone(names())
+		if s.names == nil {
+			s.names = []string{}
+		}
+		slices.Sort(s.names)
+		s.names = slices.Compact(s.names)
+		if s.has == nil {
+			s.has = func(name string) bool { _, ok := slices.BinarySearch(s.names, name); return ok }
+		}
+	}
+	return s
+}
+
+// unknown reports whether name is known not to exist.
+func (s nameSet) unknown(name string) bool { return s.has != nil && !s.has(name) }
+
+// hint is " (known: a, b)" when the names are known.
+func (s nameSet) hint() string {
+	switch {
+	case s.names == nil:
+		return ""
+	case len(s.names) == 0:
+		return " (none are registered)"
+	}
+	return " (known: " + strings.Join(s.names, ", ") + ")"
+}
+
+// Validate checks f for problems that decoding cannot see: names, limits,
+// required settings, duplicates, and names unknown to k. It reports every
+// problem it finds, not just the first, as an [ErrorList] sorted by
+// position; nil means f is valid.
+//
+// Positions refer to the file as [Load] or [Parse] read it; for a File built
+// in code (or changed since) errors carry the YAML path but no position.
+//
+// Validate does not change f and is safe for concurrent use as long as no
+// one changes f.
+func (f *File) Validate(k Known) error {
+	v := validator{
+		f:             f,
+		tools:         newNameSet(k.Tool, k.ToolNames),
+		extensions:    newNameSet(k.Extension, k.ExtensionNames),
+		providers:     newNameSet(k.Provider, k.ProviderNames),
+		modelSupplied: k.ModelSupplied,
+	}
+	if f.Model != nil {
+		v.model(f.Model, "$.model", "model: ")
+	}
+	firstAgent := map[string]int{}
+	for i := range f.Agents {
+		v.agent(i, firstAgent)
+	}
+	return v.errs.err()
+}
+
+type validator struct {
+	f                            *File
+	tools, extensions, providers nameSet
+	modelSupplied                bool
+	errs                         ErrorList
+}
+
+// errorf records a problem at the node at path, or at its nearest parent
+// present in the file.
+func (v *validator) errorf(path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if v.f.src == nil {
+		v.errs = append(v.errs, &Error{File: v.f.Path, Path: path, Msg: msg})
+		return
+	}
+	v.errs = append(v.errs, v.f.src.errorAtNode(lookup(v.f.src.ast, path), path, msg))
+}
+
+// firstAt describes where the node at path is, for "first at ..." hints:
+// its line if known, else the path.
+func (v *validator) firstAt(path string) string {
+	if v.f.src != nil {
+		if line, _ := position(lookup(v.f.src.ast, path)); line > 0 {
+			return "line " + strconv.Itoa(line)
+		}
+	}
+	return strings.TrimPrefix(path, "$.")
+}
+
+func (v *validator) agent(i int, firstAgent map[string]int) {
+	a := &v.f.Agents[i]
+	path := "$.agents[" + strconv.Itoa(i) + "]"
+	pre := fmt.Sprintf("agent %q: ", a.Name)
+	switch {
+	case a.Name == "":
+		pre = "agents[" + strconv.Itoa(i) + "]: "
+		v.errorf(path+".name", "%sname is required", pre)
+	case !validAgentName(a.Name):
+		v.errorf(path+".name", "invalid agent name %q: use 1 to 64 letters, digits, '_', '.' or '-'", a.Name)
+	default:
+		if j, dup := firstAgent[a.Name]; dup {
+			v.errorf(path+".name", "duplicate agent name %q (first at %s)",
+				a.Name, v.firstAt("$.agents["+strconv.Itoa(j)+"].name"))
+		} else {
+			firstAgent[a.Name] = i
+		}
+	}
+
+	switch {
+	case a.Model == nil && v.f.Model == nil && !v.modelSupplied:
+		v.errorf(path, `%sno model: set "model" on the agent or at the top level`, pre)
+	case a.Model != nil && a.Model != v.f.Model:
+		v.model(a.Model, path+".model", pre+"model: ")
+	}
+
+	if a.MaxSteps < 0 || a.MaxSteps > MaxStepsLimit {
+		v.errorf(path+".max_steps", "%smax_steps must be between 1 and %d, got %d", pre, MaxStepsLimit, a.MaxSteps)
+	}
+
+	firstTool := map[string]int{}
+	for j, t := range a.Tools {
+		tp := path + ".tools[" + strconv.Itoa(j) + "]"
+		if j0, dup := firstTool[t]; dup {
+			v.errorf(tp, "%sduplicate tool %q (first at %s)", pre, t, v.firstAt(path+".tools["+strconv.Itoa(j0)+"]"))
+			continue
+		}
+		firstTool[t] = j
+		switch {
+		case t == "":
+			v.errorf(tp, "%stools[%d]: empty tool name", pre, j)
+		case v.tools.unknown(t):
+			v.errorf(tp, "%sunknown tool %q%s", pre, t, v.tools.hint())
+		}
+	}
+
+	firstExt := map[string]int{}
+	for j := range a.Extensions {
+		v.extension(a, path, j, pre, firstExt)
+	}
+}
+
+func (v *validator) extension(a *Agent, agentPath string, j int, pre string, firstExt map[string]int) {
+	e := &a.Extensions[j]
+	path := agentPath + ".extensions[" + strconv.Itoa(j) + "]"
+	name := e.Name
+	if name == "" && e.Wasm != "" {
+		name = strings.TrimSuffix(filepath.Base(e.Wasm), ".wasm")
+	}
+	if name == "" {
+		v.errorf(path, `%sextensions[%d]: set "name" (a native extension) or "wasm" (a WebAssembly module)`, pre, j)
+	} else {
+		if e.Wasm == "" && v.extensions.unknown(name) {
+			v.errorf(path+".name", "%sunknown extension %q%s", pre, name, v.extensions.hint())
+		}
+		if j0, dup := firstExt[name]; dup {
+			at := path + ".name"
+			if e.Wasm != "" && !v.inFile(at) {
+				at = path + ".wasm" // the name comes from the file name
+			}
+			v.errorf(at, "%sduplicate extension %q (first at %s); give one of them another name",
+				pre, name, v.firstAt(agentPath+".extensions["+strconv.Itoa(j0)+"]"))
+		} else {
+			firstExt[name] = j
+		}
+	}
+	switch e.OnError {
+	case "", OnErrorFailClosed, OnErrorFailOpen:
+	default:
+		epre := pre + "extensions[" + strconv.Itoa(j) + "]: "
+		if name != "" {
+			epre = pre + fmt.Sprintf("extension %q: ", name)
+		}
+		v.errorf(path+".on_error", "%son_error must be %s or %s, got %q", epre, OnErrorFailClosed, OnErrorFailOpen, e.OnError)
+	}
+}
+
+// inFile reports whether the file has a node at path.
+func (v *validator) inFile(path string) bool {
+	return v.f.src != nil && find(v.f.src.ast, path) != nil
+}
+
+func (v *validator) model(m *Model, path, pre string) {
+	switch {
+	case m.Provider == "":
+		v.errorf(path+".provider", "%sprovider is required%s", pre, v.providers.hint())
+	case v.providers.unknown(m.Provider):
+		v.errorf(path+".provider", "%sunknown provider %q%s", pre, m.Provider, v.providers.hint())
+	case m.Provider == ScriptedProvider && m.Script == "":
+		v.errorf(path+".provider", `%sthe scripted provider needs "script", the file of its responses`, pre)
+	}
+	if m.ContextWindow < 0 {
+		v.errorf(path+".context_window", "%scontext_window must not be negative, got %d", pre, m.ContextWindow)
+	}
+	if m.MaxOutputTokens < 0 {
+		v.errorf(path+".max_output_tokens", "%smax_output_tokens must not be negative, got %d", pre, m.MaxOutputTokens)
+	}
+}
+
+// validAgentName reports whether name matches [a-zA-Z0-9_.-]{1,64}.
+func validAgentName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

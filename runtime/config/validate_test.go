@@ -1,0 +1,329 @@
+package config_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/runtime/config"
+)
+
+// validateCases are files that decode but do not validate against known;
+// each has a golden file validate_<name>.golden with the rendered errors.
+var validateCases = []struct {
+	name, src string
+	// first is the header of the first error, checked exactly.
+	first string
+}{
+	{"unknown_tool", `model:
+  provider: scripted
+  script: script.yaml
+agents:
+- name: assistant
+  tools:
+    - reed_file
+`, `ganglion.yaml:7:7: agent "assistant": unknown tool "reed_file" (known: execute_command, list_files, read_file, write_file)`},
+	{"empty_tool_name", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    tools: [read_file, ""]
+`, `ganglion.yaml:4:24: agent "assistant": tools[1]: empty tool name`},
+	{"duplicate_tool", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    tools:
+      - read_file
+      - write_file
+      - read_file
+`, `ganglion.yaml:7:9: agent "assistant": duplicate tool "read_file" (first at line 5)`},
+	{"agent_name_invalid", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: my assistant
+`, `ganglion.yaml:3:11: invalid agent name "my assistant": use 1 to 64 letters, digits, '_', '.' or '-'`},
+	{"agent_name_too_long", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: ` + strings.Repeat("a", 65) + `
+`, `ganglion.yaml:3:11: invalid agent name "` + strings.Repeat("a", 65) + `": use 1 to 64 letters, digits, '_', '.' or '-'`},
+	{"agent_name_missing", `model: {provider: scripted, script: s.yaml}
+agents:
+  - description: nameless
+`, `ganglion.yaml:3:5: agents[0]: name is required`},
+	{"agent_name_duplicate", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+  - name: helper
+  - name: assistant
+`, `ganglion.yaml:5:11: duplicate agent name "assistant" (first at line 3)`},
+	{"unknown_extension", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audti
+`, `ganglion.yaml:5:15: agent "assistant": unknown extension "audti" (known: approval, audit)`},
+	{"extension_without_name_or_wasm", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - on_error: fail_open
+`, `ganglion.yaml:5:9: agent "assistant": extensions[0]: set "name" (a native extension) or "wasm" (a WebAssembly module)`},
+	{"extension_on_error", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audit
+        on_error: ignore
+`, `ganglion.yaml:6:19: agent "assistant": extension "audit": on_error must be fail_closed or fail_open, got "ignore"`},
+	{"extension_duplicate_name", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audit
+      - name: audit
+        priority: 1
+`, `ganglion.yaml:6:15: agent "assistant": duplicate extension "audit" (first at line 5); give one of them another name`},
+	{"extension_duplicate_wasm_name", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - wasm: a/guard.wasm
+      - wasm: b/guard.wasm
+`, `ganglion.yaml:6:15: agent "assistant": duplicate extension "guard" (first at line 5); give one of them another name`},
+	{"max_steps_negative", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    max_steps: -1
+`, `ganglion.yaml:4:16: agent "assistant": max_steps must be between 1 and 1000, got -1`},
+	{"max_steps_too_many", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    max_steps: 1001
+`, `ganglion.yaml:4:16: agent "assistant": max_steps must be between 1 and 1000, got 1001`},
+	{"no_model", `agents:
+  - name: assistant
+    tools: [read_file]
+`, `ganglion.yaml:2:5: agent "assistant": no model: set "model" on the agent or at the top level`},
+	{"unknown_provider", `model:
+  provider: anthropic
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:13: model: unknown provider "anthropic" (known: openai, scripted)`},
+	{"unknown_agent_provider", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    model:
+      provider: anthropic
+      name: claude
+`, `ganglion.yaml:5:17: agent "assistant": model: unknown provider "anthropic" (known: openai, scripted)`},
+	{"missing_provider", `model:
+  name: gpt-4o
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:3: model: provider is required (known: openai, scripted)`},
+	{"scripted_without_script", `agents:
+  - name: assistant
+    model:
+      provider: scripted
+`, `ganglion.yaml:4:17: agent "assistant": model: the scripted provider needs "script", the file of its responses`},
+	{"negative_tokens", `model:
+  provider: openai
+  context_window: -1
+  max_output_tokens: -2
+agents:
+  - name: assistant
+`, `ganglion.yaml:3:19: model: context_window must not be negative, got -1`},
+	{"many", `model:
+  provider: scripted
+agents:
+  - name: assistant
+    tools: [read_file, reed_file, read_file]
+    max_steps: 5000
+    extensions:
+      - name: audit
+        on_error: never
+      - name: sentry
+  - name: assistant
+    model:
+      provider: nope
+  - name: bad name!
+    tools: [list_files]
+`, `ganglion.yaml:2:13: model: the scripted provider needs "script", the file of its responses`},
+}
+
+func TestValidate(t *testing.T) {
+	for _, tt := range validateCases {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustParse(t, tt.src)
+			err := f.Validate(known)
+			list := errorList(t, err)
+			if got := firstLines(list)[0]; got != tt.first {
+				t.Errorf("first error:\ngot  %s\nwant %s", got, tt.first)
+			}
+			golden(t, "validate_"+tt.name, err.Error())
+		})
+	}
+}
+
+func TestValidateManyInOrder(t *testing.T) {
+	var src string
+	for _, tt := range validateCases {
+		if tt.name == "many" {
+			src = tt.src
+		}
+	}
+	err := mustParse(t, src).Validate(known)
+	got := firstLines(errorList(t, err))
+	want := []string{
+		`ganglion.yaml:2:13: model: the scripted provider needs "script", the file of its responses`,
+		`ganglion.yaml:5:24: agent "assistant": unknown tool "reed_file" (known: execute_command, list_files, read_file, write_file)`,
+		`ganglion.yaml:5:35: agent "assistant": duplicate tool "read_file" (first at line 5)`,
+		`ganglion.yaml:6:16: agent "assistant": max_steps must be between 1 and 1000, got 5000`,
+		`ganglion.yaml:9:19: agent "assistant": extension "audit": on_error must be fail_closed or fail_open, got "never"`,
+		`ganglion.yaml:10:15: agent "assistant": unknown extension "sentry" (known: approval, audit)`,
+		`ganglion.yaml:11:11: duplicate agent name "assistant" (first at line 4)`,
+		`ganglion.yaml:13:17: agent "assistant": model: unknown provider "nope" (known: openai, scripted)`,
+		`ganglion.yaml:14:11: invalid agent name "bad name!": use 1 to 64 letters, digits, '_', '.' or '-'`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func TestValidateValid(t *testing.T) {
+	f := mustParse(t, `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    tools: [read_file, write_file]
+    max_steps: 1000
+    extensions:
+      - name: audit
+        on_error: fail_open
+      - wasm: guard.wasm
+      - name: guard2
+        wasm: guard.wasm
+  - name: helper-2.v1_x
+    model: {provider: openai, name: gpt-4o}
+`)
+	if err := f.Validate(known); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestValidateKnown(t *testing.T) {
+	f := mustParse(t, `model: {provider: mystery}
+agents:
+  - name: assistant
+    tools: [anything]
+    extensions: [{name: whatever}]
+`)
+	tests := []struct {
+		name  string
+		known config.Known
+		want  []string
+	}{
+		{name: "nothing known checks nothing", known: config.Known{}},
+		{
+			name: "has funcs without names",
+			known: config.Known{
+				Tool:      func(string) bool { return false },
+				Extension: func(string) bool { return false },
+				Provider:  func(string) bool { return false },
+			},
+			want: []string{
+				`ganglion.yaml:1:19: model: unknown provider "mystery"`,
+				`ganglion.yaml:4:13: agent "assistant": unknown tool "anything"`,
+				`ganglion.yaml:5:25: agent "assistant": unknown extension "whatever"`,
+			},
+		},
+		{
+			name: "has func wins over names",
+			known: config.Known{
+				Tool:      func(name string) bool { return name == "anything" },
+				ToolNames: func() []string { return []string{"read_file"} },
+			},
+		},
+		{
+			name: "empty names",
+			known: config.Known{
+				ToolNames: func() []string { return nil },
+			},
+			want: []string{`ganglion.yaml:4:13: agent "assistant": unknown tool "anything" (none are registered)`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := f.Validate(tt.known)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			if got := firstLines(errorList(t, err)); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestValidateBuiltInCode(t *testing.T) {
+	m := &config.Model{Provider: "scripted"}
+	f := &config.File{
+		Path:  "app.yaml",
+		Model: m,
+		Agents: []config.Agent{
+			{Name: "a", Tools: []string{"nope"}},
+			{Name: "b", Extensions: []config.Extension{{}}},
+		},
+	}
+	err := f.Validate(known)
+	var list config.ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("got %T, want ErrorList", err)
+	}
+	want := []struct{ path, text string }{
+		{"$.model.provider", `app.yaml: model: the scripted provider needs "script", the file of its responses`},
+		{"$.agents[0].tools[0]", `app.yaml: agent "a": unknown tool "nope" (known: execute_command, list_files, read_file, write_file)`},
+		{"$.agents[1].extensions[0]", `app.yaml: agent "b": extensions[0]: set "name" (a native extension) or "wasm" (a WebAssembly module)`},
+	}
+	if len(list) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(list), len(want), err)
+	}
+	for i, w := range want {
+		if list[i].Path != w.path || list[i].Error() != w.text || list[i].Line != 0 {
+			t.Errorf("error %d = %q at %q line %d, want %q at %q", i, list[i].Error(), list[i].Path, list[i].Line, w.text, w.path)
+		}
+	}
+}
+
+func TestErrorFields(t *testing.T) {
+	var src string
+	for _, tt := range validateCases {
+		if tt.name == "unknown_tool" {
+			src = tt.src
+		}
+	}
+	err := mustParse(t, src).Validate(known)
+	var e *config.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("errors.As(%T, *config.Error) failed", err)
+	}
+	want := config.Error{
+		File:   "ganglion.yaml",
+		Line:   7,
+		Column: 7,
+		Path:   "$.agents[0].tools[0]",
+		Msg:    `agent "assistant": unknown tool "reed_file" (known: execute_command, list_files, read_file, write_file)`,
+		Snippet: `   4 | agents:
+   5 | - name: assistant
+   6 |   tools:
+>  7 |     - reed_file
+             ^`,
+	}
+	if e.File != want.File || e.Line != want.Line || e.Column != want.Column || e.Path != want.Path || e.Msg != want.Msg || e.Snippet != want.Snippet {
+		t.Errorf("got  %#v\nwant %#v", *e, want)
+	}
+	if e.Unwrap() != nil {
+		t.Errorf("Unwrap() = %v, want nil for a semantic error", e.Unwrap())
+	}
+}

@@ -1,0 +1,14 @@
+package runtime
+
+// QueuedTurns reports how many turns of the instance are waiting for its
+// slot: the Sends blocked behind the running turn. Tests poll it to send the
+// next turn only once the previous one has queued.
+func QueuedTurns(r *Runtime, agent, instanceKey string) int {
+	r.mu.Lock()
+	in := r.instances[instanceID{agent, instanceKey}]
+	r.mu.Unlock()
+	if in == nil {
+		return 0
+	}
+	return int(in.waiting.Load())
+}
