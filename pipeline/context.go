@@ -89,7 +89,16 @@ type TurnContext struct {
 
 // NewTurnContext returns a context for a turn described by info.
 func NewTurnContext(info TurnInfo) *TurnContext {
-	return &TurnContext{info: info, cur: cursor[*TurnResult]{depth: -1}}
+	t := new(TurnContext)
+	t.Reset(info)
+	return t
+}
+
+// Reset makes t the context of the turn described by info, so that a
+// runtime can embed contexts in its own per-turn state instead of
+// allocating them. It must not be called while t's chain runs.
+func (t *TurnContext) Reset(info TurnInfo) {
+	*t = TurnContext{info: info, cur: cursor[*TurnResult]{depth: -1, more: t.cur.more[:0]}}
 }
 
 // Agent returns the agent's name.
@@ -141,9 +150,15 @@ type StepContext struct {
 // NewStepContext returns the context of step index (1-based) of turn t,
 // offering tools. The runtime may reuse it for the next step with [StepContext.Reset].
 func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
-	s := &StepContext{turn: t, cur: cursor[*StepResult]{depth: -1}}
-	s.Reset(index, tools)
+	s := new(StepContext)
+	s.Init(t, index, tools)
 	return s
+}
+
+// Init makes s the context of step index of turn t; see [TurnContext.Reset].
+func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
+	*s = StepContext{turn: t, cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0]}}
+	s.Reset(index, tools)
 }
 
 // Reset makes s the context of step index, offering tools.
@@ -214,7 +229,14 @@ type ToolCallContext struct {
 
 // NewToolCallContext returns the context of the call described by info.
 func NewToolCallContext(info ToolCallInfo) *ToolCallContext {
-	return &ToolCallContext{info: info, cur: cursor[*ToolResult]{depth: -1}}
+	c := new(ToolCallContext)
+	c.Reset(info)
+	return c
+}
+
+// Reset makes c the context of the call described by info; see [TurnContext.Reset].
+func (c *ToolCallContext) Reset(info ToolCallInfo) {
+	*c = ToolCallContext{info: info, cur: cursor[*ToolResult]{depth: -1, more: c.cur.more[:0]}}
 }
 
 // Agent returns the agent's name.

@@ -99,6 +99,25 @@ type MessageEvent struct {
 	Message Message `json:"message,omitzero"`
 }
 
+// MessageList is read-only access to a sequence of messages, oldest first.
+// It lets a reader take only the messages it needs, without a copy of the
+// whole conversation.
+type MessageList interface {
+	// Len reports the number of messages.
+	Len() int
+	// At returns a copy of message i, 0 <= i < Len().
+	At(i int) Message
+}
+
+// MessageSlice adapts a slice to [MessageList].
+type MessageSlice []Message
+
+// Len returns len(s).
+func (s MessageSlice) Len() int { return len(s) }
+
+// At returns s[i].
+func (s MessageSlice) At(i int) Message { return s[i] }
+
 // Conversation is read access to one instance's history plus the one way to
 // change it. The runtime implements it; middleware reads only what it needs,
 // so the cost of a call does not grow with the conversation.
@@ -106,10 +125,7 @@ type MessageEvent struct {
 // A Conversation belongs to the turn that handed it out: it is safe to use from
 // that turn's middleware and tools, not after the turn has finished.
 type Conversation interface {
-	// Len reports the number of messages.
-	Len() int
-	// At returns a copy of message i, 0 <= i < Len().
-	At(i int) Message
+	MessageList
 	// Apply makes the change. It fails, changing nothing, when TargetID names
 	// no message or the message is invalid.
 	Apply(ev MessageEvent) error

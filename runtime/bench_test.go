@@ -77,9 +77,18 @@ func newBenchRuntime(b testing.TB, storeOpt runtime.Option) *runtime.Runtime {
 // answer), one tool call, three native pass-through middlewares on each of
 // turn, step and toolCall — with the scripted model.
 //
-// memory: one instance, in-memory store, one goroutine: the cost of a turn.
+// memory: in-memory store, one goroutine: the cost of a turn. A new
+// instance starts every turnsPerInstance turns and a new runtime every
+// turnsPerRuntime turns (outside the timer), so conversations (up to ~1,000
+// messages) and the live heap (~25 MB) stay at realistic sizes instead of
+// growing with b.N.
 // badger: persistence on, b.RunParallel over one instance per goroutine: the
 // throughput on the machine's cores, reported as turns/s.
+const (
+	turnsPerInstance = 256
+	turnsPerRuntime  = 16 * turnsPerInstance
+)
+
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
 	in := runtime.UserMessage("What is the answer?")
@@ -92,10 +101,24 @@ func BenchmarkTurn(b *testing.B) {
 		}
 	}
 	b.Run("memory", func(b *testing.B) {
-		rt := newBenchRuntime(b, runtime.WithMemoryStore())
+		var rt *runtime.Runtime
+		key := ""
 		b.ReportAllocs()
-		for b.Loop() {
-			res, err := rt.Send(ctx, "bench", "i", in)
+		for i := range b.N {
+			if i%turnsPerRuntime == 0 {
+				// The memory store keeps every message; a fresh runtime keeps
+				// the live heap at a realistic size instead of growing with b.N.
+				b.StopTimer()
+				if rt != nil {
+					rt.Close()
+				}
+				rt = newBenchRuntime(b, runtime.WithMemoryStore())
+				b.StartTimer()
+			}
+			if i%turnsPerInstance == 0 {
+				key = "i" + strconv.Itoa(i)
+			}
+			res, err := rt.Send(ctx, "bench", key, in)
 			check(b, res, err)
 		}
 	})

@@ -27,9 +27,9 @@ type instance struct {
 
 	loaded  bool
 	meta    store.Meta
-	msgs    []pipeline.Message
-	seqs    []uint64 // seqs[i] is the store position of msgs[i]
+	hist    history
 	pending store.Batch
+	metaBuf store.Meta // what pending.Meta points to, so a flush allocates nothing
 }
 
 func newInstance(a *agent, key string) *instance {
@@ -66,10 +66,8 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	}
 	if found {
 		in.meta = meta
-		in.msgs = make([]pipeline.Message, len(recs), len(recs)+8)
-		in.seqs = make([]uint64, len(recs), len(recs)+8)
-		for i, r := range recs {
-			in.msgs[i], in.seqs[i] = r.Message, r.Seq
+		for _, r := range recs {
+			in.hist.append(entry{msg: r.Message, seq: r.Seq})
 			if r.Seq >= in.meta.NextSeq {
 				in.meta.NextSeq = r.Seq + 1
 			}
@@ -79,7 +77,9 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	return nil
 }
 
-// flush commits the changes made since the last flush, with the meta.
+// flush commits the changes made since the last flush, with the meta. ctx
+// should not be cancellable: what a turn did is saved even when its caller
+// gave up.
 func (in *instance) flush(ctx context.Context, st store.Store) error {
 	if in.pending.Empty() {
 		return nil
@@ -88,16 +88,16 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	if in.meta.CreatedAt.IsZero() {
 		in.meta.CreatedAt = in.meta.UpdatedAt
 	}
-	meta := in.meta
-	in.pending.Meta = &meta
-	err := st.Commit(context.WithoutCancel(ctx), in.agent.name, in.key, in.pending)
+	in.metaBuf = in.meta
+	in.pending.Meta = &in.metaBuf
+	err := st.Commit(ctx, in.agent.name, in.key, in.pending)
 	in.pending.Put = in.pending.Put[:0]
 	in.pending.Delete = in.pending.Delete[:0]
 	in.pending.Meta = nil
 	if err != nil {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
-		in.msgs, in.seqs = nil, nil
+		in.hist.reset()
 		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
 	}
 	return nil
@@ -115,13 +115,13 @@ var _ pipeline.Conversation = (*conversation)(nil)
 func (c *conversation) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.in.msgs)
+	return c.in.hist.len()
 }
 
 func (c *conversation) At(i int) pipeline.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.in.msgs[i]
+	return c.in.hist.at(i).msg
 }
 
 func (c *conversation) Apply(ev pipeline.MessageEvent) error {
@@ -142,19 +142,18 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 		in.meta.NextSeq++
 		if m.ID == "" {
 			m.ID = "msg-" + strconv.FormatUint(seq, 10)
-		} else if in.indexOf(m.ID) >= 0 {
+		} else if in.hist.indexOf(m.ID) >= 0 {
 			return fmt.Errorf("append message: id %q is already in the conversation", m.ID)
 		}
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = in.agent.rt.now()
 		}
-		in.msgs = append(in.msgs, m)
-		in.seqs = append(in.seqs, seq)
+		in.hist.append(entry{msg: m, seq: seq})
 		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: m})
 		c.ts.published(m)
 		return nil
 	case pipeline.MessageReplace:
-		i := in.indexOf(ev.TargetID)
+		i := in.hist.indexOf(ev.TargetID)
 		if i < 0 {
 			return fmt.Errorf("replace message: no message with id %q", ev.TargetID)
 		}
@@ -164,36 +163,26 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 		}
 		if m.ID == "" {
 			m.ID = ev.TargetID
-		} else if m.ID != ev.TargetID && in.indexOf(m.ID) >= 0 {
+		} else if m.ID != ev.TargetID && in.hist.indexOf(m.ID) >= 0 {
 			return fmt.Errorf("replace message %q: id %q is already in the conversation", ev.TargetID, m.ID)
 		}
 		if m.CreatedAt.IsZero() {
-			m.CreatedAt = in.msgs[i].CreatedAt
+			m.CreatedAt = in.hist.at(i).msg.CreatedAt
 		}
-		in.msgs[i] = m
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: in.seqs[i], Message: m})
+		e := in.hist.at(i)
+		e.msg = m
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: m})
 		return nil
 	case pipeline.MessageRemove:
-		i := in.indexOf(ev.TargetID)
+		i := in.hist.indexOf(ev.TargetID)
 		if i < 0 {
 			return fmt.Errorf("remove message: no message with id %q", ev.TargetID)
 		}
-		in.pending.Delete = append(in.pending.Delete, in.seqs[i])
-		in.msgs = append(in.msgs[:i], in.msgs[i+1:]...)
-		in.seqs = append(in.seqs[:i], in.seqs[i+1:]...)
+		in.pending.Delete = append(in.pending.Delete, in.hist.at(i).seq)
+		in.hist.remove(i)
 		return nil
 	}
 	return fmt.Errorf("message event: unknown type %q (want append, replace or remove)", ev.Type)
-}
-
-// indexOf finds a message by ID, newest first: edits usually concern recent messages.
-func (in *instance) indexOf(id string) int {
-	for i := len(in.msgs) - 1; i >= 0; i-- {
-		if in.msgs[i].ID == id {
-			return i
-		}
-	}
-	return -1
 }
 
 func validMessage(m pipeline.Message) error {

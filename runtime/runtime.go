@@ -283,18 +283,19 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	// Save the count even if the turn adds no message, so that turn IDs stay
 	// unique across restarts.
 	inst.pending.Meta = &inst.meta
-	ts := &turnState{agent: a, inst: inst, turnID: "turn-" + strconv.FormatInt(inst.meta.Turns, 10)}
+	ts := &turnState{agent: a, inst: inst, turnID: "turn-" + strconv.FormatInt(inst.meta.Turns, 10), storeCtx: context.WithoutCancel(ctx)}
 	ts.conv = conversation{in: inst, ts: ts}
 	ts.result.TurnID = ts.turnID
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
-	tc := pipeline.NewTurnContext(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts})
+	tc := &ts.turn
+	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts})
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
 			Data: map[string]any{"kind": in.Kind, "text": in.Text}})
 	}
 	res, err := a.pipe.RunTurn(ctx, tc)
-	if ferr := inst.flush(ctx, r.store); ferr != nil {
+	if ferr := inst.flush(ts.storeCtx, r.store); ferr != nil {
 		err = errors.Join(err, ferr)
 	}
 	if err != nil {
@@ -410,6 +411,9 @@ func (g *gate) close() bool {
 }
 
 func (r *Runtime) release() error {
+	r.mu.Lock()
+	r.instances = nil // no turn runs any more; let the histories go
+	r.mu.Unlock()
 	var errs []error
 	for _, name := range r.order {
 		errs = append(errs, r.agents[name].close())

@@ -185,8 +185,9 @@ type seenRequest struct {
 
 func (r *recorder) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
 	s := seenRequest{Agent: req.Agent, Instance: req.InstanceKey, TurnID: req.TurnID, System: req.System,
-		Turn: req.Turn, Step: req.Step, Messages: make([]pipeline.Message, len(req.Messages))}
-	for i, m := range req.Messages {
+		Turn: req.Turn, Step: req.Step, Messages: make([]pipeline.Message, req.Messages.Len())}
+	for i := range req.Messages.Len() {
+		m := req.Messages.At(i)
 		m.ToolCalls = slices.Clone(m.ToolCalls)
 		for j := range m.ToolCalls {
 			m.ToolCalls[j].Arguments = slices.Clone(m.ToolCalls[j].Arguments)

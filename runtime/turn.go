@@ -22,12 +22,17 @@ type turnState struct {
 	agent  *agent
 	inst   *instance
 	turnID string
-	conv   conversation
-	req    model.Request
-	result pipeline.TurnResult
-	step   *pipeline.StepContext
-	text   strings.Builder
-	calls  []partialCall
+	// storeCtx is the turn's context without its cancellation: what a turn
+	// did is saved even when its caller gives up.
+	storeCtx context.Context
+	conv     conversation
+	req      model.Request
+	result   pipeline.TurnResult
+	turn     pipeline.TurnContext
+	step     pipeline.StepContext
+	call     pipeline.ToolCallContext // for the common step with one tool call
+	text     strings.Builder
+	calls    []partialCall
 }
 
 type partialCall struct {
@@ -44,12 +49,10 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		return nil, err
 	}
 	res := &ts.result
-	if ts.step == nil {
-		ts.step = pipeline.NewStepContext(t, 1, a.tools)
-	}
+	ts.step.Init(t, 1, a.tools)
 	for step := 1; step <= a.maxSteps; step++ {
 		ts.step.Reset(step, a.tools)
-		sr, err := a.pipe.RunStep(ctx, ts.step)
+		sr, err := a.pipe.RunStep(ctx, &ts.step)
 		if err != nil {
 			return nil, err
 		}
@@ -98,10 +101,10 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: msg}); err != nil {
 		return nil, err
 	}
-	msg = ts.inst.msgs[len(ts.inst.msgs)-1] // with its ID and time
+	msg = ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
 	// The model's request for tools is stored before any tool runs, so a
 	// crash cannot run a tool whose call the history does not show.
-	if err := ts.inst.flush(ctx, a.rt.store); err != nil {
+	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
 		return nil, err
 	}
 	sr := &pipeline.StepResult{Message: msg, Usage: usage}
@@ -121,7 +124,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 			return nil, err
 		}
 	}
-	if err := ts.inst.flush(ctx, a.rt.store); err != nil {
+	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
 		return nil, err
 	}
 	if toolErr != nil {
@@ -134,7 +137,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
 	req := &ts.req
 	req.Step = s.Index()
-	req.Messages = ts.inst.msgs
+	req.Messages = &ts.conv
 	req.Tools = s.Tools().Tools()
 	stream, err := a.model.Stream(ctx, req)
 	if err != nil {
@@ -228,39 +231,48 @@ func (ts *turnState) findCall(id string) *partialCall {
 // tool call without its answer.
 func (a *agent) runTools(ctx context.Context, ts *turnState, s *pipeline.StepContext, calls []pipeline.ToolCall) ([]pipeline.ToolResult, error) {
 	results := make([]pipeline.ToolResult, len(calls))
-	errs := make([]error, len(calls))
-	run := func(i int) {
-		c := calls[i]
-		t, found := s.Tools().Lookup(c.Name)
-		cc := pipeline.NewToolCallContext(pipeline.ToolCallInfo{
-			Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Step: s.Index(),
-			Call: c, Tool: t, Found: found, Host: ts,
-		})
-		a.publishTool(ts, events.ToolStarted, c, nil, 0)
-		start := time.Now()
-		r, err := a.pipe.RunToolCall(ctx, cc)
-		if err != nil {
-			// A fail_closed toolCall middleware failed: the turn fails, but
-			// the call still gets an answer in the history.
-			errs[i] = err
-			results[i] = pipeline.ToolResult{CallID: c.ID, Name: c.Name, Content: "tool call failed: " + err.Error(), IsError: true}
-		} else {
-			// The result answers this call, whatever a middleware put in it.
-			results[i] = *r
-			results[i].CallID, results[i].Name = c.ID, c.Name
-		}
-		a.publishTool(ts, events.ToolFinished, c, &results[i], time.Since(start))
-	}
 	if len(calls) == 1 {
-		run(0)
-	} else {
-		var wg sync.WaitGroup
-		for i := range calls {
-			wg.Go(func() { run(i) })
-		}
-		wg.Wait()
+		return results, a.runTool(ctx, ts, s, &ts.call, calls[0], &results[0])
 	}
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() {
+			errs[i] = a.runTool(ctx, ts, s, new(pipeline.ToolCallContext), calls[i], &results[i])
+		})
+	}
+	wg.Wait()
 	return results, errors.Join(errs...)
+}
+
+// runTool runs one call through the toolCall chain into *out, using cc as
+// its context.
+func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepContext, cc *pipeline.ToolCallContext, c pipeline.ToolCall, out *pipeline.ToolResult) error {
+	t, found := s.Tools().Lookup(c.Name)
+	cc.Reset(pipeline.ToolCallInfo{
+		Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Step: s.Index(),
+		Call: c, Tool: t, Found: found, Host: ts,
+	})
+	bus := a.rt.bus
+	var start time.Time
+	if bus.Active() {
+		a.publishTool(ts, events.ToolStarted, c, nil, 0)
+		start = time.Now()
+	}
+	r, err := a.pipe.RunToolCall(ctx, cc)
+	if err != nil {
+		// A fail_closed toolCall middleware failed: the turn fails, but
+		// the call still gets an answer in the history.
+		*out = pipeline.ToolResult{CallID: c.ID, Name: c.Name, Content: "tool call failed: " + err.Error(), IsError: true}
+	} else {
+		// The result answers this call, whatever a middleware put in it.
+		*out = *r
+		out.CallID, out.Name = c.ID, c.Name
+	}
+	if bus.Active() {
+		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
+	}
+	return err
 }
 
 func (a *agent) publishTool(ts *turnState, topic string, c pipeline.ToolCall, r *pipeline.ToolResult, d time.Duration) {
@@ -309,7 +321,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 func toolNames(a *agent, c *pipeline.ToolCallContext) string {
 	ts, _ := c.Host().(*turnState)
 	var names []string
-	if ts != nil && ts.step != nil {
+	if ts != nil {
 		for _, t := range ts.step.Tools().Tools() {
 			names = append(names, t.Name)
 		}

@@ -30,7 +30,7 @@ agents:
 		Agent: "assistant",
 		Turn:  1,
 		Step:  1,
-		Messages: []pipeline.Message{
+		Messages: pipeline.MessageSlice{
 			{Role: pipeline.RoleUser, Content: "What is in my notes?"},
 		},
 	}
@@ -88,7 +88,7 @@ func ExampleLoadScript() {
 		Agent:    "assistant",
 		Turn:     5,
 		Step:     1,
-		Messages: []pipeline.Message{{Role: pipeline.RoleUser, Content: "Will it rain? What's the weather?"}},
+		Messages: pipeline.MessageSlice{{Role: pipeline.RoleUser, Content: "Will it rain? What's the weather?"}},
 	}
 	st, err := s.Stream(context.Background(), req)
 	if err != nil {

@@ -51,8 +51,8 @@ type Chunk struct {
 
 // Request is one model call.
 //
-// Messages and Tools are read-only views owned by the runtime; a provider must
-// not change or keep them after Stream returns its [Stream]'s last chunk.
+// Messages and Tools are read-only views owned by the runtime; a provider
+// must not change or keep them after its [Stream] has returned its last chunk.
 type Request struct {
 	Agent       string
 	InstanceKey string
@@ -65,8 +65,9 @@ type Request struct {
 	Model string
 	// System is the agent's system prompt.
 	System string
-	// Messages is the history the model sees, oldest first.
-	Messages []pipeline.Message
+	// Messages is the history the model sees, oldest first. It is a view, so
+	// a request costs nothing per message until a provider reads them.
+	Messages pipeline.MessageList
 	// Tools is the catalog offered for this step.
 	Tools []pipeline.Tool
 	// MaxOutputTokens bounds the answer; 0 means the provider's default.

@@ -285,13 +285,21 @@ func plural(n int, one, many string) string {
 }
 
 // lastUserContent returns the content of the last user message, or "".
-func lastUserContent(msgs []pipeline.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == pipeline.RoleUser {
-			return msgs[i].Content
+func lastUserContent(msgs pipeline.MessageList) string {
+	for i := msgLen(msgs) - 1; i >= 0; i-- {
+		if m := msgs.At(i); m.Role == pipeline.RoleUser {
+			return m.Content
 		}
 	}
 	return ""
+}
+
+// msgLen is msgs.Len(), with no messages for a nil list.
+func msgLen(msgs pipeline.MessageList) int {
+	if msgs == nil {
+		return 0
+	}
+	return msgs.Len()
 }
 
 // render computes the chunks of a step with a template for req.
@@ -303,8 +311,8 @@ func (st *scriptStep) render(req *Request) []Chunk {
 		Step:     req.Step,
 		Input:    lastUserContent(req.Messages),
 	}
-	if n := len(req.Messages); n > 0 {
-		data.LastMessage = req.Messages[n-1].Content
+	if n := msgLen(req.Messages); n > 0 {
+		data.LastMessage = req.Messages.At(n - 1).Content
 	}
 	return st.appendChunks(make([]Chunk, 0, 2+3*len(st.calls)+2), req.Turn, req.Step, &data)
 }

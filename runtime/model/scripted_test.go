@@ -32,7 +32,7 @@ func mustParse(t testing.TB, src string) *model.Scripted {
 // request builds a request for agent's turn and step whose history ends with
 // the given messages, alternately user and tool messages.
 func request(agent string, turn, step int, msgs ...pipeline.Message) *model.Request {
-	return &model.Request{Agent: agent, InstanceKey: agent + "/main", Turn: turn, Step: step, Messages: msgs}
+	return &model.Request{Agent: agent, InstanceKey: agent + "/main", Turn: turn, Step: step, Messages: pipeline.MessageSlice(msgs)}
 }
 
 func user(s string) pipeline.Message { return pipeline.Message{Role: pipeline.RoleUser, Content: s} }

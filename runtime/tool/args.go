@@ -63,6 +63,9 @@ func CheckArguments(t pipeline.Tool, args json.RawMessage) error {
 	if cs.schema == nil {
 		return checkObject(args)
 	}
+	if cs.flat != nil && cs.flat.accepts(args) {
+		return nil
+	}
 	v, err := decodeObject(args)
 	if err != nil {
 		return err
@@ -221,6 +224,7 @@ type schemaCache struct {
 // schema with a nil error accepts any object.
 type compiledSchema struct {
 	schema *jsonschema.Schema
+	flat   *flatSchema // non-nil when the fast check applies
 	err    error
 }
 
@@ -275,7 +279,7 @@ func compileSchema(text []byte) (cs *compiledSchema) {
 		}
 		return &compiledSchema{err: fmt.Errorf("parameters schema does not compile: %v", err)}
 	}
-	return &compiledSchema{schema: sch}
+	return &compiledSchema{schema: sch, flat: newFlatSchema(doc)}
 }
 
 // isAnyObject reports whether a schema document accepts every object

@@ -1,0 +1,136 @@
+package tool
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+const flatTestSchema = `{"type":"object","description":"d","properties":{
+	"path":{"type":"string","description":"p"},
+	"offset":{"type":"integer"},
+	"ratio":{"type":"number"},
+	"flag":{"type":["boolean","null"]},
+	"opts":{"type":"object"},
+	"list":{"type":"array"},
+	"any":{"description":"anything"}},
+	"required":["path"],"additionalProperties":false}`
+
+// fullCheck runs the library path alone, without the fast check.
+func fullCheck(t testing.TB, schema string, args []byte) error {
+	cs := compileSchema([]byte(schema))
+	if cs.err != nil {
+		t.Fatal(cs.err)
+	}
+	saved := cs.flat
+	cs.flat = nil
+	defer func() { cs.flat = saved }()
+	v, err := decodeObject(args)
+	if err != nil {
+		return err
+	}
+	if _, _, huge := hugeNumber(v, nil, false); huge {
+		return errHuge
+	}
+	return cs.validate(v)
+}
+
+var errHuge = json.Unmarshal([]byte("x"), new(any))
+
+func TestFlatSchemaShape(t *testing.T) {
+	tests := []struct {
+		name, schema string
+		flat         bool
+	}{
+		{"typed properties", flatTestSchema, true},
+		{"open object", `{"type":"object","properties":{"a":{"type":"string"}}}`, true},
+		{"enum", `{"type":"object","properties":{"a":{"type":"string","enum":["x"]}}}`, false},
+		{"minimum", `{"type":"object","properties":{"a":{"type":"integer","minimum":1}}}`, false},
+		{"nested constraint", `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}}}}}`, false},
+		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"string"}}`, false},
+		{"not an object schema", `{"type":"array"}`, false},
+		{"false property", `{"type":"object","properties":{"a":false}}`, false},
+		{"ref", `{"type":"object","properties":{"a":{"$ref":"#/x"}}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cs := compileSchema([]byte(tt.schema))
+			if got := cs.flat != nil; got != tt.flat {
+				t.Errorf("flat = %v, want %v", got, tt.flat)
+			}
+		})
+	}
+}
+
+func TestFlatSchemaAcceptsOnlyWhatTheLibraryAccepts(t *testing.T) {
+	tests := []struct {
+		args   string
+		accept bool // whether the fast check decides alone
+	}{
+		{`{"path":"a"}`, true},
+		{` { "path" : "a" , "offset" : 3 , "flag" : null } `, true},
+		{`{"path":"a","ratio":1.5,"flag":true,"opts":{"x":[1,{"y":"}"}]},"list":[1,"]",{}],"any":3}`, true},
+		{`{"path":"a","offset":-7,"ratio":2e10}`, true},
+		{`{"path":"a\"b"}`, true},
+		{`{}`, false},                             // missing required
+		{`{"path":3}`, false},                     // wrong type
+		{`{"path":"a","offset":1.0}`, false},      // integral? the library decides
+		{`{"path":"a","offset":"3"}`, false},      // wrong type
+		{`{"path":"a","extra":1}`, false},         // closed object
+		{`{"pa\u0074h":"a"}`, false},              // escaped key
+		{`{"path":"a","list":[1e999999]}`, false}, // huge nested number
+		{`{"path":"a","ratio":1e401}`, false},     // huge exponent
+		{`{"path":"a"`, false},                    // not JSON
+		{`["path"]`, false},                       // not an object
+		{`{"path":"a","flag":"yes"}`, false},      // not in the type list
+	}
+	cs := compileSchema([]byte(flatTestSchema))
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			got := cs.flat.accepts([]byte(tt.args))
+			if got != tt.accept {
+				t.Errorf("accepts = %v, want %v", got, tt.accept)
+			}
+			if got {
+				if err := fullCheck(t, flatTestSchema, []byte(tt.args)); err != nil {
+					t.Errorf("the fast check accepted what the library refuses: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckArgumentsErrorsUnchanged: refusals still read as the library's.
+func TestCheckArgumentsErrorsUnchanged(t *testing.T) {
+	tool := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "t", Parameters: []byte(flatTestSchema)}}
+	err := CheckArguments(tool, []byte(`{"path":3}`))
+	if err == nil || err.Error() != "arguments do not match the schema: /path: got number, want string" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestFlatCheckAllocatesNothing(t *testing.T) {
+	cs := compileSchema([]byte(flatTestSchema))
+	args := []byte(`{"path":"notes.txt","offset":10,"ratio":0.5,"flag":true,"list":[1,2]}`)
+	if n := testing.AllocsPerRun(100, func() { cs.flat.accepts(args) }); n != 0 {
+		t.Errorf("allocs = %v, want 0", n)
+	}
+}
+
+// FuzzFlatCheck: whatever the fast check accepts, the library accepts.
+func FuzzFlatCheck(f *testing.F) {
+	for _, s := range []string{`{"path":"a"}`, `{"path":"a","offset":1.0}`, `{"path":"a","opts":{"a":[1,"x"]}}`, `{"pa\u0074h":1}`, `{}`, `[]`, `{"path":"a","list":[-0.0e-5]}`} {
+		f.Add([]byte(s))
+	}
+	cs := compileSchema([]byte(flatTestSchema))
+	f.Fuzz(func(t *testing.T, args []byte) {
+		if !cs.flat.accepts(args) {
+			return
+		}
+		if err := fullCheck(t, flatTestSchema, bytes.Clone(args)); err != nil {
+			t.Fatalf("fast check accepted %q, library says %v", args, err)
+		}
+	})
+}
