@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/events"
@@ -25,11 +26,13 @@ type instance struct {
 	waiting atomic.Int32
 	queue   chan struct{}
 
-	loaded  bool
-	meta    store.Meta
-	hist    history
-	pending store.Batch
-	metaBuf store.Meta // what pending.Meta points to, so a flush allocates nothing
+	loaded     bool
+	meta       store.Meta
+	hist       history
+	pending    store.Batch
+	metaBuf    store.Meta // what pending.Meta points to, so a flush allocates nothing
+	lastChange time.Time  // when pending last changed; the next flush stamps it
+	ts         turnState  // reused by every turn of the instance
 }
 
 func newInstance(a *agent, key string) *instance {
@@ -84,7 +87,11 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	if in.pending.Empty() {
 		return nil
 	}
-	in.meta.UpdatedAt = in.agent.rt.now()
+	if in.lastChange.IsZero() {
+		in.lastChange = in.agent.rt.now()
+	}
+	in.meta.UpdatedAt = in.lastChange
+	in.lastChange = time.Time{}
 	if in.meta.CreatedAt.IsZero() {
 		in.meta.CreatedAt = in.meta.UpdatedAt
 	}
@@ -148,6 +155,7 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = in.agent.rt.now()
 		}
+		in.lastChange = m.CreatedAt
 		in.hist.append(entry{msg: m, seq: seq})
 		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: m})
 		c.ts.published(m)

@@ -283,9 +283,13 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	// Save the count even if the turn adds no message, so that turn IDs stay
 	// unique across restarts.
 	inst.pending.Meta = &inst.meta
-	ts := &turnState{agent: a, inst: inst, turnID: "turn-" + strconv.FormatInt(inst.meta.Turns, 10), storeCtx: context.WithoutCancel(ctx)}
-	ts.conv = conversation{in: inst, ts: ts}
-	ts.result.TurnID = ts.turnID
+	// The instance's turns run one at a time, so its turn state is reused.
+	ts := &inst.ts
+	ts.agent, ts.inst = a, inst
+	ts.turnID = "turn-" + strconv.FormatInt(inst.meta.Turns, 10)
+	ts.storeCtx = context.WithoutCancel(ctx)
+	ts.conv.in, ts.conv.ts = inst, ts
+	ts.steps, ts.usage = 0, pipeline.Usage{}
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
 	tc := &ts.turn
@@ -303,7 +307,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			reason = pipeline.FinishAborted
 		}
-		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.result.Steps, Usage: ts.result.Usage}
+		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.steps, Usage: ts.usage}
 		err = fmt.Errorf("agent %q instance %q %s: %w", a.name, inst.key, ts.turnID, err)
 		a.logger.Debug("turn failed", "instance", inst.key, "turn", ts.turnID, "err", err)
 	}
@@ -314,6 +318,10 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		}
 		r.bus.Publish(events.Event{Topic: events.TurnFinished, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
 	}
+	// Drop what the turn referenced: the caller's context and input.
+	ts.storeCtx = nil
+	ts.turn.Reset(pipeline.TurnInfo{})
+	ts.req.Messages, ts.req.Tools = nil, nil
 	return res, err
 }
 

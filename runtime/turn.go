@@ -17,7 +17,8 @@ import (
 )
 
 // turnState is the runtime's own state for one turn, reached from the
-// pipeline contexts through Host(). One allocation holds all of it.
+// pipeline contexts through Host(). Each instance owns one and reuses it for
+// every turn, since its turns run one at a time.
 type turnState struct {
 	agent  *agent
 	inst   *instance
@@ -27,7 +28,9 @@ type turnState struct {
 	storeCtx context.Context
 	conv     conversation
 	req      model.Request
-	result   pipeline.TurnResult
+	steps    int            // steps run so far
+	usage    pipeline.Usage // usage so far
+	stepRes  pipeline.StepResult
 	turn     pipeline.TurnContext
 	step     pipeline.StepContext
 	call     pipeline.ToolCallContext // for the common step with one tool call
@@ -48,7 +51,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: input}); err != nil {
 		return nil, err
 	}
-	res := &ts.result
+	res := &pipeline.TurnResult{TurnID: ts.turnID} // the caller keeps it
 	ts.step.Init(t, 1, a.tools)
 	for step := 1; step <= a.maxSteps; step++ {
 		ts.step.Reset(step, a.tools)
@@ -56,8 +59,8 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		if err != nil {
 			return nil, err
 		}
-		res.Steps = step
-		res.Usage = res.Usage.Add(sr.Usage)
+		ts.steps, ts.usage = step, ts.usage.Add(sr.Usage)
+		res.Steps, res.Usage = ts.steps, ts.usage
 		res.Response = sr.Message
 		if a.rt.bus.Active() {
 			a.rt.bus.Publish(events.Event{Topic: events.StepFinished, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
@@ -107,7 +110,8 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
 		return nil, err
 	}
-	sr := &pipeline.StepResult{Message: msg, Usage: usage}
+	sr := &ts.stepRes // valid until the next step
+	*sr = pipeline.StepResult{Message: msg, Usage: usage}
 	if len(msg.ToolCalls) == 0 {
 		return sr, nil
 	}
