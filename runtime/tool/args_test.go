@@ -138,6 +138,9 @@ func BenchmarkCheckArguments(b *testing.B) {
 	}{
 		{name: "no schema", args: `{"path":"src/main.go","offset":10,"limit":20}`},
 		{name: "schema/valid", schema: fileSchema, args: `{"path":"src/main.go","offset":10,"tags":["a","b"]}`},
+		// A schema of typed properties only, the common shape: the fast check.
+		{name: "flat schema/valid", schema: `{"type":"object","properties":{"path":{"type":"string","description":"p"},"offset":{"type":"integer"},"tags":{"type":"array"}},"required":["path"],"additionalProperties":false}`,
+			args: `{"path":"src/main.go","offset":10,"tags":["a","b"]}`},
 		{name: "schema/invalid", schema: fileSchema, args: `{"path":7,"offset":"x"}`},
 	}
 	for _, bb := range benches {
