@@ -2,13 +2,14 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 )
 
 // Error is one problem in a config file, positioned at the offending node.
@@ -116,10 +117,6 @@ func (l ErrorList) err() error {
 	return l
 }
 
-// contextLines is how many source lines a snippet shows on each side of the
-// offending one.
-const contextLines = 3
-
 // source is the text of a config file, kept to position and render errors.
 // It is never changed after parse, so Files and Extensions share it freely.
 type source struct {
@@ -130,12 +127,7 @@ type source struct {
 }
 
 func newSource(name string, data []byte) *source {
-	text := strings.TrimSuffix(string(data), "\n")
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimSuffix(l, "\r")
-	}
-	return &source{name: name, data: data, lines: lines}
+	return &source{name: name, data: data, lines: yamlsrc.Lines(data)}
 }
 
 // errorAt returns an Error at line and col (from 1) of s; s may be nil.
@@ -189,57 +181,7 @@ func (s *source) fromYAML(err error, fallback ast.Node, path, prefix string) *Er
 
 // snippet renders the lines around line with a caret under col; "" if line
 // is not in the file.
-func (s *source) snippet(line, col int) string {
-	if line < 1 || line > len(s.lines) {
-		return ""
-	}
-	first := max(1, line-contextLines)
-	last := min(len(s.lines), line+contextLines)
-	width := max(2, len(strconv.Itoa(last)))
-	var b strings.Builder
-	for n := first; n <= last; n++ {
-		mark := " "
-		if n == line {
-			mark = ">"
-		}
-		prefix := fmt.Sprintf("%s %*d | ", mark, width, n)
-		text := s.lines[n-1]
-		if n > first {
-			b.WriteByte('\n')
-		}
-		b.WriteString(strings.TrimRight(prefix+text, " \t"))
-		if n == line {
-			b.WriteByte('\n')
-			b.WriteString(strings.Repeat(" ", len(prefix)))
-			b.WriteString(caretPad(text, col))
-			b.WriteByte('^')
-		}
-	}
-	return b.String()
-}
-
-// caretPad returns the blanks that put a caret under column col of text:
-// a tab for each tab of text (so the caret lines up however tabs render)
-// and a space for anything else.
-func caretPad(text string, col int) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range text {
-		if n >= col-1 {
-			break
-		}
-		if r == '\t' {
-			b.WriteByte('\t')
-		} else {
-			b.WriteByte(' ')
-		}
-		n++
-	}
-	for ; n < col-1; n++ {
-		b.WriteByte(' ')
-	}
-	return b.String()
-}
+func (s *source) snippet(line, col int) string { return yamlsrc.Snippet(s.lines, line, col) }
 
 // position returns where node n starts, for errors: a mapping is placed at
 // its first key (the YAML library places it at the first ':'), a key-value

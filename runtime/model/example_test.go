@@ -70,10 +70,11 @@ agents:
 	fmt.Println(err)
 	// Output:
 	// script.yaml:7:17: tool call has no name
-	//     5 |       - steps:
-	//     6 |           - tool_calls:
-	// >   7 |               - args: {path: notes.txt}
-	//       |                 ^
+	//    4 |     turns:
+	//    5 |       - steps:
+	//    6 |           - tool_calls:
+	// >  7 |               - args: {path: notes.txt}
+	//                        ^
 }
 
 func ExampleLoadScript() {

@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
 
+	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -326,45 +327,10 @@ func newScriptError(file string, src []byte, tk *token.Token, msg string) *scrip
 		return e
 	}
 	e.line, e.col = tk.Position.Line, tk.Position.Column
-	e.excerpt = excerpt(src, e.line, e.col)
+	e.excerpt = yamlsrc.Snippet(yamlsrc.Lines(src), e.line, e.col)
 	return e
 }
 
-// excerpt renders up to three source lines ending at line, marked with ">",
-// and a caret under col (1-based, in characters).
-//
-//	   4 |       - steps:
-//	>  5 |           - text: {a: b}
-//	     |                   ^
-func excerpt(src []byte, line, col int) string {
-	lines := strings.Split(string(src), "\n")
-	if line > len(lines) {
-		return ""
-	}
-	var b strings.Builder
-	for n := max(1, line-2); n <= line; n++ {
-		mark := "  "
-		if n == line {
-			mark = "> "
-		}
-		fmt.Fprintf(&b, "%s%3d | %s\n", mark, n, strings.TrimRight(lines[n-1], " \t\r"))
-	}
-	b.WriteString("      | ")
-	for i, r := range []rune(lines[line-1]) {
-		if i >= col-1 {
-			break
-		}
-		if r == '\t' {
-			b.WriteByte('\t')
-		} else {
-			b.WriteByte(' ')
-		}
-	}
-	b.WriteByte('^')
-	return b.String()
-}
-
-// errorf returns a scriptError at node n.
 func (l *loader) errorf(n ast.Node, format string, args ...any) error {
 	tk := nodeToken(n)
 	if et := l.entryTok[n]; et != nil {
