@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/events"
@@ -50,7 +52,8 @@ type Factory func(cfg Config) (Extension, error)
 // every `name:` an agent's config lists. It is a value, not a global: an
 // app builds the one it wants.
 //
-// A Registry is safe for concurrent use.
+// The zero Registry is empty and ready to use. A Registry is safe for
+// concurrent use.
 type Registry struct {
 	mu sync.RWMutex
 	m  map[string]Factory
@@ -62,7 +65,7 @@ func NewRegistry() *Registry { return &Registry{m: map[string]Factory{}} }
 // Register adds a factory under name. Names follow the agent-name rule
 // ([a-zA-Z0-9_.-]{1,64}); a name can be registered once.
 func (r *Registry) Register(name string, f Factory) error {
-	if err := store.ValidateName("extension", name); err != nil {
+	if err := store.ValidateName("extension name", name); err != nil {
 		return err
 	}
 	if f == nil {
@@ -70,6 +73,9 @@ func (r *Registry) Register(name string, f Factory) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]Factory{}
+	}
 	if _, ok := r.m[name]; ok {
 		return fmt.Errorf("extension %q is already registered", name)
 	}
@@ -102,11 +108,17 @@ func (r *Registry) Merge(other *Registry) {
 	if other == nil || other == r {
 		return
 	}
+	// Copy first: holding both locks at once would deadlock a.Merge(b)
+	// against b.Merge(a).
 	other.mu.RLock()
-	defer other.mu.RUnlock()
+	add := maps.Clone(other.m)
+	other.mu.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for n, f := range other.m {
+	if r.m == nil {
+		r.m = map[string]Factory{}
+	}
+	for n, f := range add {
 		if _, ok := r.m[n]; !ok {
 			r.m[n] = f
 		}
@@ -239,7 +251,7 @@ func (s *State) Set(ctx context.Context, instanceKey string, v json.RawMessage) 
 		if len(v) > MaxStateSize {
 			return fmt.Errorf("extension %q: set state: %d bytes is over the limit of %d", s.ext, len(v), MaxStateSize)
 		}
-		if !json.Valid(v) {
+		if !json.Valid(v) || !utf8.Valid(v) {
 			return fmt.Errorf("extension %q: set state: value is not valid JSON", s.ext)
 		}
 	}

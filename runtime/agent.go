@@ -50,6 +50,9 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 	for _, ec := range ac.Extensions {
 		if err := a.loadExtension(o, ec, &b); err != nil {
 			a.close()
+			if positioned(err) {
+				return nil, err
+			}
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}
 	}
@@ -104,6 +107,9 @@ func (a *agent) loadExtension(o *options, ec config.Extension, b *pipeline.Build
 	}
 	ext, err := f(ec)
 	if err != nil {
+		if positioned(err) {
+			return err // it names the file, line, agent and extension already
+		}
 		return fmt.Errorf("extension %q: %w", ec.Name, err)
 	}
 	api := extensions.NewAPI(ec.Name, extensions.Host{
@@ -151,4 +157,12 @@ func (a *agent) close() error {
 	}
 	a.apis, a.closers = nil, nil
 	return errors.Join(errs...)
+}
+
+// positioned reports whether err points into the config file (as an
+// extension's config.Decode error does), so that it must not be prefixed:
+// its first line starts with file:line:col.
+func positioned(err error) bool {
+	var ce *config.Error
+	return errors.As(err, &ce)
 }

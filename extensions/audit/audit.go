@@ -2,7 +2,12 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -32,62 +37,92 @@ func New(cfg extensions.Config) (extensions.Extension, error) {
 		return nil, err
 	}
 	return extensions.Func(func(api *extensions.API) error {
-		api.Pipeline.Turn(countTurn(api))
-		api.Pipeline.ToolCall(logToolCall(api, s))
+		a := &auditor{api: api, settings: s}
+		api.Pipeline.Turn(a.turn)
+		api.Pipeline.ToolCall(a.toolCall)
 		return nil
 	}), nil
 }
 
-// countTurn counts the turn and the tool results it added, with one state
-// write per turn. It reads only the messages the turn appended.
-func countTurn(api *extensions.API) pipeline.TurnFunc {
-	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
-		conv := t.Conversation()
-		before := conv.Len()
-		res, err := t.Next(ctx)
-		var c Counts
-		if _, lerr := api.State.Load(ctx, t.InstanceKey(), &c); lerr != nil {
-			api.Logger.Error("audit: state unreadable; counting from zero", "instance", t.InstanceKey(), "err", lerr)
-		}
-		c.Turns++
-		for i := before; i < conv.Len(); i++ {
-			if m := conv.At(i); m.Role == pipeline.RoleTool {
-				c.ToolCalls++
-				if m.IsError {
-					c.ToolErrors++
-				}
-			}
-		}
-		if serr := api.State.Save(ctx, t.InstanceKey(), c); serr != nil && err == nil {
-			return res, serr
-		}
-		return res, err
-	}
+// auditor is the extension loaded for one agent.
+type auditor struct {
+	api      *extensions.API
+	settings Settings
+	running  sync.Map // instance + "\x00" + turn ID → *turnCounts
 }
 
-func logToolCall(api *extensions.API, s Settings) pipeline.ToolCallFunc {
-	return func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-		start := time.Now()
-		r, err := c.Next(ctx)
-		attrs := []any{"instance", c.InstanceKey(), "turn", c.TurnID(), "tool", c.Name(), "call_id", c.CallID(), "duration", time.Since(start)}
-		if s.LogArguments {
-			attrs = append(attrs, "arguments", string(c.Arguments()))
-		}
-		switch {
-		case err != nil:
-			api.Logger.Warn("tool call failed", append(attrs, "err", err)...)
-		case r.IsError:
-			api.Logger.Info("tool call returned an error", append(attrs, "result", truncate(r.Content, 200))...)
-		default:
-			api.Logger.Info("tool call", append(attrs, "result_bytes", len(r.Content))...)
-		}
-		return r, err
+// turnCounts are the tool calls of a running turn, counted by the toolCall
+// layer (possibly concurrently) and saved once by the turn layer.
+type turnCounts struct{ calls, errors atomic.Int64 }
+
+func runningKey(instance, turnID string) string { return instance + "\x00" + turnID }
+
+// turn counts the turn and its tool calls, with one state write per turn.
+func (a *auditor) turn(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+	key := runningKey(t.InstanceKey(), t.TurnID())
+	tc := new(turnCounts)
+	a.running.Store(key, tc)
+	res, err := t.Next(ctx)
+	a.running.Delete(key)
+
+	// A cancelled turn still happened: count it whatever ctx says.
+	sctx := context.WithoutCancel(ctx)
+	raw, gerr := a.api.State.Get(sctx, t.InstanceKey())
+	if gerr != nil {
+		// Leave the stored counts alone rather than overwrite them from zero.
+		a.api.Logger.Error("audit: cannot read state; turn not counted", "instance", t.InstanceKey(), "turn", t.TurnID(), "err", gerr)
+		return res, errors.Join(err, gerr)
 	}
+	var c Counts
+	if raw != nil {
+		if derr := json.Unmarshal(raw, &c); derr != nil {
+			a.api.Logger.Error("audit: state unreadable; counting from zero", "instance", t.InstanceKey(), "err", derr)
+			c = Counts{}
+		}
+	}
+	c.Turns++
+	c.ToolCalls += tc.calls.Load()
+	c.ToolErrors += tc.errors.Load()
+	if serr := a.api.State.Save(sctx, t.InstanceKey(), c); serr != nil {
+		return res, errors.Join(err, serr)
+	}
+	return res, err
 }
 
+// toolCall logs the call and counts it for its turn.
+func (a *auditor) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+	start := time.Now()
+	r, err := c.Next(ctx)
+	failed := err != nil || r.IsError
+	if v, ok := a.running.Load(runningKey(c.InstanceKey(), c.TurnID())); ok {
+		tc := v.(*turnCounts)
+		tc.calls.Add(1)
+		if failed {
+			tc.errors.Add(1)
+		}
+	}
+	attrs := []any{"instance", c.InstanceKey(), "turn", c.TurnID(), "tool", c.Name(), "call_id", c.CallID(), "duration", time.Since(start)}
+	if a.settings.LogArguments {
+		attrs = append(attrs, "arguments", string(c.Arguments()))
+	}
+	switch {
+	case err != nil:
+		a.api.Logger.Warn("tool call failed", append(attrs, "err", err)...)
+	case r.IsError:
+		a.api.Logger.Info("tool call returned an error", append(attrs, "result", truncate(r.Content, 200))...)
+	default:
+		a.api.Logger.Info("tool call", append(attrs, "result_bytes", len(r.Content))...)
+	}
+	return r, err
+}
+
+// truncate cuts s to at most n bytes, at a character boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }
