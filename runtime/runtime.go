@@ -175,6 +175,10 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 	if dir == "" {
 		dir = cfg.Workspace
 	}
+	// Touch the workspace (creating it if needed) only if an agent uses it.
+	if !usesWorkspace(cfg) {
+		dir = ""
+	}
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
@@ -206,6 +210,17 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 		}
 	}
 	return reg, nil
+}
+
+func usesWorkspace(cfg *config.File) bool {
+	for _, a := range cfg.Agents {
+		for _, t := range a.Tools {
+			if slices.Contains(builtinTools, t) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Agents returns the names of the agents, in config order.

@@ -886,3 +886,32 @@ agents:
 		}
 	})
 }
+
+// TestWorkspaceOnlyWhenUsed: a config whose agents use no workspace tool
+// leaves the file system alone; one that does gets its workspace created.
+func TestWorkspaceOnlyWhenUsed(t *testing.T) {
+	for _, tt := range []struct {
+		name, tools string
+		created     bool
+	}{
+		{"no workspace tool", "", false},
+		{"a workspace tool", "    tools: [list_files]\n", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := parseConfig(t, dir, "agents:\n  - name: a\n"+tt.tools)
+			rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithModel(&recorder{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			_, statErr := os.Stat(filepath.Join(dir, "workspace"))
+			if created := statErr == nil; created != tt.created {
+				t.Errorf("workspace created = %v, want %v", created, tt.created)
+			}
+			if want := map[bool]string{true: filepath.Join(dir, "workspace"), false: ""}[tt.created]; rt.Workspace() != want {
+				t.Errorf("Workspace() = %q, want %q", rt.Workspace(), want)
+			}
+		})
+	}
+}
