@@ -325,6 +325,12 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.steps, Usage: ts.usage}
 		err = fmt.Errorf("agent %q instance %q %s: %w", a.name, inst.key, ts.turnID, err)
 		a.logger.Debug("turn failed", "instance", inst.key, "turn", ts.turnID, "err", err)
+	} else {
+		// A middleware that answered the turn itself may leave these out.
+		res.TurnID = ts.turnID
+		if res.FinishReason == "" {
+			res.FinishReason = pipeline.FinishText
+		}
 	}
 	if r.bus.Active() {
 		data := map[string]any{"finish_reason": res.FinishReason, "steps": res.Steps, "usage": res.Usage, "response": res.Response.Content}

@@ -481,6 +481,16 @@ func TestMiddlewareEffects(t *testing.T) {
 			want:  pipeline.TurnResult{TurnID: "turn-1", FinishReason: pipeline.FinishText, Response: assistant("Not today.")},
 		},
 		{
+			name: "short-circuit without turn ID or finish reason",
+			register: func(api *extensions.API) {
+				api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+					return &pipeline.TurnResult{Response: assistant("Filled in.")}, nil
+				})
+			},
+			steps: `[{text: "never said"}]`,
+			want:  pipeline.TurnResult{TurnID: "turn-1", FinishReason: pipeline.FinishText, Response: assistant("Filled in.")},
+		},
+		{
 			name: "turn middleware adds a system message",
 			register: func(api *extensions.API) {
 				api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
