@@ -12,3 +12,10 @@ func QueuedTurns(r *Runtime, agent, instanceKey string) int {
 	}
 	return int(in.waiting.Load())
 }
+
+// CachedInstances reports how many instances the runtime keeps in memory.
+func CachedInstances(r *Runtime) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.instances)
+}

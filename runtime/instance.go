@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"container/list"
 	"context"
 	"fmt"
 	"strconv"
@@ -19,6 +20,11 @@ import (
 //
 // Everything below queue is owned by the turn that holds the slot.
 type instance struct {
+	// refs counts the Sends using the instance; elem is its place in the
+	// runtime's cache. Both are guarded by Runtime.mu.
+	refs int
+	elem *list.Element
+
 	agent *agent
 	key   string
 	// waiting counts the turns blocked in acquire, for tests that need to

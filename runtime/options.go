@@ -23,20 +23,32 @@ func (f optionFunc) apply(o *options) { f(o) }
 type ProviderFactory func(m config.Model) (model.Provider, error)
 
 type options struct {
-	cfg        *config.File
-	cfgPath    string
-	dataDir    string
-	store      store.Store
-	memory     bool
-	logger     *slog.Logger
-	bus        *events.Bus
-	exts       *extensions.Registry
-	tools      []pipeline.Tool
-	model      model.Provider
-	providers  map[string]ProviderFactory
-	workspace  string
-	now        func() time.Time
-	syncWrites bool
+	cfg          *config.File
+	cfgPath      string
+	dataDir      string
+	store        store.Store
+	memory       bool
+	logger       *slog.Logger
+	bus          *events.Bus
+	exts         *extensions.Registry
+	tools        []pipeline.Tool
+	model        model.Provider
+	providers    map[string]ProviderFactory
+	workspace    string
+	now          func() time.Time
+	syncWrites   bool
+	maxInstances int
+}
+
+// DefaultInstanceCache is how many instances a runtime keeps in memory by default.
+const DefaultInstanceCache = 1024
+
+// WithInstanceCache keeps at most n instances' histories in memory (at least
+// 1; default [DefaultInstanceCache]). The least recently used idle ones are
+// dropped and loaded again from the store when next used; an instance with a
+// running or queued turn is always kept, so the cache may briefly exceed n.
+func WithInstanceCache(n int) Option {
+	return optionFunc(func(o *options) { o.maxInstances = max(1, n) })
 }
 
 // WithConfig uses cfg, already loaded (and, for its positions, parsed by

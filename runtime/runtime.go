@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -50,8 +51,10 @@ type Runtime struct {
 	agents    map[string]*agent
 	order     []string
 
-	mu        sync.Mutex // guards instances
-	instances map[instanceID]*instance
+	mu           sync.Mutex // guards instances, lru and instance.refs
+	instances    map[instanceID]*instance
+	lru          list.List // of *instance, most recently used first
+	maxInstances int
 
 	gate gate // running turns; Close waits for them
 }
@@ -69,7 +72,7 @@ func BuiltinExtensions() *extensions.Registry {
 // it opens the store, the workspace, the model providers, and loads every
 // agent's extensions. Close releases it all.
 func New(ctx context.Context, opts ...Option) (*Runtime, error) {
-	o := &options{exts: BuiltinExtensions(), providers: map[string]ProviderFactory{"scripted": scriptedProvider()}}
+	o := &options{exts: BuiltinExtensions(), providers: map[string]ProviderFactory{"scripted": scriptedProvider()}, maxInstances: DefaultInstanceCache}
 	for _, opt := range opts {
 		opt.apply(o)
 	}
@@ -113,7 +116,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{}}
+	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{},
+		maxInstances: o.maxInstances}
 	ok := false
 	defer func() {
 		if !ok {
@@ -250,6 +254,8 @@ func (r *Runtime) agent(name string) (*agent, error) {
 	return a, nil
 }
 
+// instance returns the instance, loaded or not, and holds it in the cache
+// until [Runtime.unhold].
 func (r *Runtime) instance(a *agent, key string) *instance {
 	id := instanceID{a.name, key}
 	r.mu.Lock()
@@ -258,8 +264,36 @@ func (r *Runtime) instance(a *agent, key string) *instance {
 	if !ok {
 		in = newInstance(a, key)
 		r.instances[id] = in
+		in.elem = r.lru.PushFront(in)
+	} else {
+		r.lru.MoveToFront(in.elem)
 	}
+	in.refs++
+	r.evictLocked()
 	return in
+}
+
+// unhold lets the cache evict the instance again once nobody uses it.
+func (r *Runtime) unhold(in *instance) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	in.refs--
+	r.evictLocked()
+}
+
+// evictLocked drops the least recently used idle instances beyond the
+// cache's size. An instance with a running or queued turn is never dropped,
+// so there is never more than one object for an instance; a dropped one is
+// loaded again from the store when it is next used.
+func (r *Runtime) evictLocked() {
+	for e := r.lru.Back(); e != nil && len(r.instances) > r.maxInstances; {
+		prev := e.Prev()
+		if in := e.Value.(*instance); in.refs == 0 {
+			delete(r.instances, instanceID{in.agent.name, in.key})
+			r.lru.Remove(e)
+		}
+		e = prev
+	}
 }
 
 // Send runs one turn of agent in the instance keyed instanceKey, which is
@@ -282,6 +316,7 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 		return nil, err
 	}
 	inst := r.instance(a, instanceKey)
+	defer r.unhold(inst)
 	if err := inst.acquire(ctx); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
 	}
@@ -442,6 +477,7 @@ func (g *gate) close() bool {
 func (r *Runtime) release() error {
 	r.mu.Lock()
 	r.instances = nil // no turn runs any more; let the histories go
+	r.lru.Init()
 	r.mu.Unlock()
 	var errs []error
 	for _, name := range r.order {

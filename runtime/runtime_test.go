@@ -915,3 +915,60 @@ func TestWorkspaceOnlyWhenUsed(t *testing.T) {
 		})
 	}
 }
+
+// TestInstanceCache: idle instances beyond the cache's size are dropped and
+// come back from the store intact; a busy one is never dropped.
+func TestInstanceCache(t *testing.T) {
+	started, release := make(chan string, 1), make(chan struct{})
+	h := newHarness(t, `
+agents:
+  - name: a
+    tools: [wait]
+`, queueScript, runtime.WithTool(waitTool("wait", started, release)), runtime.WithInstanceCache(2))
+	for _, key := range []string{"i1", "i2", "i3"} {
+		h.mustSend("a", key, "hello "+key)
+	}
+	if n := runtime.CachedInstances(h.rt); n != 2 {
+		t.Errorf("cached instances = %d, want 2", n)
+	}
+	// i1 was dropped: it comes back from the store with its history and turn count.
+	res := h.mustSend("a", "i1", "again")
+	if res.TurnID != "turn-2" {
+		t.Errorf("TurnID = %q, want turn-2", res.TurnID)
+	}
+	checkLines(t, "history of i1", h.history("a", "i1"), []string{
+		"user: hello i1", "assistant: hello i1 done", "user: again", "assistant: again done",
+	})
+	// A running turn keeps its instance, however many others come and go.
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.send(context.Background(), "a", "busy", "first")
+		done <- err
+	}()
+	<-started
+	for _, key := range []string{"j1", "j2", "j3", "j4"} {
+		h.mustSend("a", key, "hello "+key)
+	}
+	if n := runtime.CachedInstances(h.rt); n != 2 {
+		t.Errorf("cached instances with one busy = %d, want 2 (the busy one and the newest)", n)
+	}
+	// The busy instance is still the same object: a second turn queues
+	// behind the running one instead of running beside it.
+	second := make(chan error, 1)
+	go func() {
+		_, err := h.send(context.Background(), "a", "busy", "second")
+		second <- err
+	}()
+	waitQueued(t, h.rt, "a", "busy", 1)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	checkLines(t, "history of busy", h.history("a", "busy"), []string{
+		"user: first", "assistant: +call(w1 wait {})", "tool(w1 wait): released", "assistant: first done",
+		"user: second", "assistant: second done",
+	})
+}
