@@ -5,9 +5,10 @@ import "github.com/ganglion-dev/ganglion/pipeline"
 // historyChunk is how many messages a chunk of a history holds.
 const historyChunk = 64
 
-// entry is a message and its position in the store.
+// entry is a message and its position in the store. The message is the
+// one the store keeps too (store.Record): immutable once appended.
 type entry struct {
-	msg pipeline.Message
+	msg *pipeline.Message
 	seq uint64
 }
 

@@ -20,7 +20,7 @@ func TestHistoryMatchesASlice(t *testing.T) {
 			h.remove(i)
 			want = append(want[:i], want[i+1:]...)
 		} else {
-			e := entry{msg: pipeline.Message{ID: "m" + strconv.Itoa(step)}, seq: uint64(step)}
+			e := entry{msg: &pipeline.Message{ID: "m" + strconv.Itoa(step)}, seq: uint64(step)}
 			h.append(e)
 			want = append(want, e)
 		}

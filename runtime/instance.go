@@ -134,7 +134,7 @@ func (c *conversation) Len() int {
 func (c *conversation) At(i int) pipeline.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.in.hist.at(i).msg
+	return *c.in.hist.at(i).msg
 }
 
 func (c *conversation) Apply(ev pipeline.MessageEvent) error {
@@ -162,8 +162,9 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 			m.CreatedAt = in.agent.rt.now()
 		}
 		in.lastChange = m.CreatedAt
-		in.hist.append(entry{msg: m, seq: seq})
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: m})
+		p := &m // one copy, shared by the history and the store
+		in.hist.append(entry{msg: p, seq: seq})
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
 		c.ts.published(m)
 		return nil
 	case pipeline.MessageReplace:
@@ -184,8 +185,8 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 			m.CreatedAt = in.hist.at(i).msg.CreatedAt
 		}
 		e := in.hist.at(i)
-		e.msg = m
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: m})
+		e.msg = &m // a new message: the old one may still be shared
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: e.msg})
 		return nil
 	case pipeline.MessageRemove:
 		i := in.hist.indexOf(ev.TargetID)

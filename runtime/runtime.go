@@ -392,7 +392,7 @@ func (r *Runtime) History(ctx context.Context, agentName, instanceKey string) ([
 	}
 	out := make([]pipeline.Message, len(recs))
 	for i, rec := range recs {
-		out[i] = rec.Message
+		out[i] = *rec.Message
 	}
 	return out, nil
 }

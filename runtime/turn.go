@@ -104,7 +104,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: msg}); err != nil {
 		return nil, err
 	}
-	msg = ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
+	msg = *ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
 	// The model's request for tools is stored before any tool runs, so a
 	// crash cannot run a tool whose call the history does not show.
 	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {

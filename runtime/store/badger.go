@@ -255,6 +255,9 @@ func (s *Badger) LoadInstance(ctx context.Context, agent, key string) (meta Meta
 			if r.Seq != seq {
 				return corrupt(k, fmt.Errorf("record has seq %d", r.Seq))
 			}
+			if r.Message == nil {
+				return corrupt(k, errors.New("record has no message"))
+			}
 			records = append(records, r)
 		}
 		return nil
@@ -288,6 +291,9 @@ func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.check(); err != nil {
 		return err
 	}
 	if b.Empty() {

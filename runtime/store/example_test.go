@@ -29,8 +29,8 @@ func ExampleOpenBadger() {
 	}
 	err = s.Commit(ctx, "support", "ticket-42", store.Batch{
 		Put: []store.Record{
-			{Seq: 0, Message: pipeline.Message{ID: "m0", Role: pipeline.RoleUser, Content: "My order is late.", CreatedAt: now}},
-			{Seq: 1, Message: pipeline.Message{ID: "m1", Role: pipeline.RoleAssistant, Content: "Let me look.", CreatedAt: now}},
+			{Seq: 0, Message: &pipeline.Message{ID: "m0", Role: pipeline.RoleUser, Content: "My order is late.", CreatedAt: now}},
+			{Seq: 1, Message: &pipeline.Message{ID: "m1", Role: pipeline.RoleAssistant, Content: "Let me look.", CreatedAt: now}},
 		},
 		Meta: &store.Meta{Turns: 1, NextSeq: 2, CreatedAt: now, UpdatedAt: now},
 	})

@@ -11,11 +11,11 @@ import (
 // Memory is a [Store] that keeps everything in maps and loses it on exit. It
 // serves tests, benchmarks and one-shot runs.
 //
-// Memory stores records and meta by value and encodes nothing, so a commit
-// costs a few map lookups and an append. The price is that a stored
-// [pipeline.Message] shares its slices and maps (ToolCalls, Arguments,
-// Metadata) with the caller's copy: callers must treat a message as immutable
-// once committed, and must not change one returned by LoadInstance. State
+// Memory keeps records as they come, with their message pointers, and
+// encodes nothing, so a commit costs a few map lookups and an append, and a
+// message is not copied. The price is that a stored [pipeline.Message] is
+// the caller's: callers must treat a message as immutable once committed,
+// and must not change one returned by LoadInstance. State
 // values are copied in and out, since callers reuse byte buffers.
 //
 // Memory checks names as [Badger] does, but since it does not encode, it
@@ -209,6 +209,9 @@ func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := b.check(); err != nil {
 		return err
 	}
 	m.mu.Lock()

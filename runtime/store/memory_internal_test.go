@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -41,13 +42,12 @@ func TestMemInstanceChunks(t *testing.T) {
 					delete(want, seq)
 				case rng.IntN(100) < tt.appends:
 					next += 1 + rng.Uint64N(3)
-					in.put(Record{Seq: next})
+					in.put(Record{Seq: next, Message: &pipeline.Message{}})
 					want[next] = ""
 				default:
 					seq := rng.Uint64N(tt.seqs)
 					id := string(rune('a' + op%26))
-					r := Record{Seq: seq}
-					r.Message.ID = id
+					r := Record{Seq: seq, Message: &pipeline.Message{ID: id}}
 					in.put(r)
 					want[seq] = id
 					next = max(next, seq)

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -25,8 +26,11 @@ type Meta struct {
 
 // Record is a message with its position in the instance's history.
 type Record struct {
-	Seq     uint64           `json:"seq"`
-	Message pipeline.Message `json:"message"`
+	Seq uint64 `json:"seq"`
+	// Message is shared, not copied: a store may keep the pointer, so
+	// nobody changes a message once it is committed (a change is a new
+	// message under the same Seq). Never nil.
+	Message *pipeline.Message `json:"message"`
 }
 
 // Batch is a set of changes to one instance, committed atomically. Put is
@@ -39,6 +43,16 @@ type Batch struct {
 	Delete []uint64
 	// Meta, if not nil, replaces the instance's meta.
 	Meta *Meta
+}
+
+// check refuses a batch that cannot be stored as it is.
+func (b *Batch) check() error {
+	for _, r := range b.Put {
+		if r.Message == nil {
+			return fmt.Errorf("store: record %d has no message", r.Seq)
+		}
+	}
+	return nil
 }
 
 // Empty reports whether b changes nothing.

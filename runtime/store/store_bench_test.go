@@ -23,11 +23,11 @@ type benchTurn struct {
 
 func newBenchTurn() *benchTurn {
 	var t benchTurn
-	t.records[0].Message = pipeline.Message{
+	t.records[0].Message = &pipeline.Message{
 		ID: "u", Role: pipeline.RoleUser, Content: "What is the weather in Paris tomorrow?",
 		Source: pipeline.Source{Type: pipeline.SourceUser}, CreatedAt: t0,
 	}
-	t.records[1].Message = pipeline.Message{
+	t.records[1].Message = &pipeline.Message{
 		ID: "a", Role: pipeline.RoleAssistant,
 		Content: "Tomorrow in Paris: cloudy in the morning, sunny spells after noon, 14 to 19 °C, light westerly wind.",
 		Source:  pipeline.Source{Type: pipeline.SourceModel}, CreatedAt: t0,

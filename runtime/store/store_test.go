@@ -90,7 +90,8 @@ func rec(seq uint64, content string) store.Record {
 	if seq%2 == 1 {
 		role = pipeline.RoleAssistant
 	}
-	return store.Record{Seq: seq, Message: msg(fmt.Sprintf("m%d", seq), role, content)}
+	m := msg(fmt.Sprintf("m%d", seq), role, content)
+	return store.Record{Seq: seq, Message: &m}
 }
 
 func meta(turns int64, next uint64) *store.Meta {
@@ -242,7 +243,9 @@ var conformance = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		records[0].Message.Content = "changed"
+		// The slice is the caller's; the messages are shared and immutable
+		// (store.Record), so the caller replaces rather than changes them.
+		records[0] = rec(0, "changed")
 		records[1] = rec(1, "replaced")
 		_ = append(records[:1], rec(7, "appended"))
 		wantInstance(t, s, "a", "k", nil, []store.Record{rec(0, "a"), rec(1, "b")})
@@ -251,10 +254,17 @@ var conformance = []struct {
 		m := meta(1, 2)
 		b := store.Batch{Put: []store.Record{rec(0, "a"), rec(1, "b")}, Meta: m}
 		commit(t, s, "a", "k", b)
-		b.Put[0].Message.Content = "changed"
+		b.Put[0] = rec(0, "changed")
 		b.Put[1] = rec(1, "replaced")
 		m.Turns = 99
 		wantInstance(t, s, "a", "k", meta(1, 2), []store.Record{rec(0, "a"), rec(1, "b")})
+	}},
+	{"record without a message", func(t *testing.T, s store.Store) {
+		err := s.Commit(context.Background(), "a", "k", store.Batch{Put: []store.Record{rec(0, "ok"), {Seq: 1}}, Meta: meta(1, 2)})
+		if err == nil || err.Error() != "store: record 1 has no message" {
+			t.Fatalf("err = %v", err)
+		}
+		wantInstance(t, s, "a", "k", nil, nil)
 	}},
 	{"commit is atomic", testAtomicCommit},
 	{"state", testState},
