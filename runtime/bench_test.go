@@ -86,7 +86,7 @@ func newBenchRuntime(b testing.TB, storeOpt runtime.Option) *runtime.Runtime {
 // throughput on the machine's cores, reported as turns/s.
 const (
 	turnsPerInstance = 256
-	turnsPerRuntime  = 16 * turnsPerInstance
+	turnsPerRuntime  = 64 * turnsPerInstance
 )
 
 func BenchmarkTurn(b *testing.B) {

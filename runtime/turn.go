@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ type turnState struct {
 	steps    int            // steps run so far
 	usage    pipeline.Usage // usage so far
 	stepRes  pipeline.StepResult
+	results  []pipeline.ToolResult // the current step's tool results
 	turn     pipeline.TurnContext
 	step     pipeline.StepContext
 	call     pipeline.ToolCallContext // for the common step with one tool call
@@ -234,7 +236,9 @@ func (ts *turnState) findCall(id string) *partialCall {
 // there are several. Every call gets a result, so the history never holds a
 // tool call without its answer.
 func (a *agent) runTools(ctx context.Context, ts *turnState, s *pipeline.StepContext, calls []pipeline.ToolCall) ([]pipeline.ToolResult, error) {
-	results := make([]pipeline.ToolResult, len(calls))
+	// The step's results live until the next step, like its StepResult.
+	results := slices.Grow(ts.results[:0], len(calls))[:len(calls)]
+	ts.results = results
 	if len(calls) == 1 {
 		return results, a.runTool(ctx, ts, s, &ts.call, calls[0], &results[0])
 	}
