@@ -140,33 +140,50 @@ func (c *conversation) At(i int) pipeline.Message {
 func (c *conversation) Apply(ev pipeline.MessageEvent) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if ev.Type == pipeline.MessageAppend {
+		return c.appendLocked(&ev.Message)
+	}
 	return c.applyLocked(ev)
 }
 
+// append adds the runtime's own message m (input, model answer, tool
+// result) without going through a MessageEvent: a message is ~200 bytes,
+// and this path copies it once, into the one place history and store share.
+func (c *conversation) append(m *pipeline.Message) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.appendLocked(m)
+}
+
+func (c *conversation) appendLocked(src *pipeline.Message) error {
+	in := c.in
+	if err := validMessage(*src); err != nil {
+		return fmt.Errorf("append message: %w", err)
+	}
+	if src.ID != "" && in.hist.indexOf(src.ID) >= 0 {
+		return fmt.Errorf("append message: id %q is already in the conversation", src.ID)
+	}
+	p := new(pipeline.Message) // the one copy, shared by the history and the store
+	*p = *src
+	seq := in.meta.NextSeq
+	in.meta.NextSeq++
+	if p.ID == "" {
+		p.ID = "msg-" + strconv.FormatUint(seq, 10)
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = in.agent.rt.now()
+	}
+	in.lastChange = p.CreatedAt
+	in.hist.append(entry{msg: p, seq: seq})
+	in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
+	c.ts.published(p)
+	return nil
+}
+
+// applyLocked makes a replace or remove; appends go through appendLocked.
 func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 	in := c.in
 	switch ev.Type {
-	case pipeline.MessageAppend:
-		m := ev.Message
-		if err := validMessage(m); err != nil {
-			return fmt.Errorf("append message: %w", err)
-		}
-		seq := in.meta.NextSeq
-		in.meta.NextSeq++
-		if m.ID == "" {
-			m.ID = "msg-" + strconv.FormatUint(seq, 10)
-		} else if in.hist.indexOf(m.ID) >= 0 {
-			return fmt.Errorf("append message: id %q is already in the conversation", m.ID)
-		}
-		if m.CreatedAt.IsZero() {
-			m.CreatedAt = in.agent.rt.now()
-		}
-		in.lastChange = m.CreatedAt
-		p := &m // one copy, shared by the history and the store
-		in.hist.append(entry{msg: p, seq: seq})
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
-		c.ts.published(m)
-		return nil
 	case pipeline.MessageReplace:
 		i := in.hist.indexOf(ev.TargetID)
 		if i < 0 {
@@ -216,7 +233,7 @@ func validMessage(m pipeline.Message) error {
 }
 
 // published tells the bus about an appended message.
-func (ts *turnState) published(m pipeline.Message) {
+func (ts *turnState) published(m *pipeline.Message) {
 	bus := ts.agent.rt.bus
 	if !bus.Active() {
 		return

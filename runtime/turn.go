@@ -50,7 +50,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	ts := t.Host().(*turnState)
 	in := t.Input()
 	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
-	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: input}); err != nil {
+	if err := ts.conv.append(&input); err != nil {
 		return nil, err
 	}
 	res := &pipeline.TurnResult{TurnID: ts.turnID} // the caller keeps it
@@ -103,7 +103,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if err != nil {
 		return nil, err
 	}
-	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: msg}); err != nil {
+	if err := ts.conv.append(&msg); err != nil {
 		return nil, err
 	}
 	msg = *ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
@@ -122,10 +122,10 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	results, toolErr := a.runTools(ctx, ts, s, msg.ToolCalls)
 	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
-		err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: pipeline.Message{
+		err := ts.conv.append(&pipeline.Message{
 			Role: pipeline.RoleTool, Content: r.Content, ToolCallID: r.CallID, Name: r.Name, IsError: r.IsError,
 			Source: pipeline.Source{Type: pipeline.SourceTool},
-		}})
+		})
 		if err != nil {
 			return nil, err
 		}
