@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -45,7 +46,47 @@ type ToolCall struct {
 	Name string `json:"name"`
 	// Arguments is the JSON object the model produced, verbatim. It may be
 	// malformed JSON: the runtime reports that back to the model as a tool error.
+	// In JSON it is a string holding those bytes, as providers send it.
 	Arguments json.RawMessage `json:"arguments"`
+}
+
+// toolCallWire is a ToolCall as JSON: the arguments as a string, so that
+// malformed arguments can be stored and every byte comes back as it was.
+type toolCallWire struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// MarshalJSON encodes c with its arguments as a JSON string.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	return json.Marshal(toolCallWire{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
+}
+
+// UnmarshalJSON decodes what MarshalJSON encodes; it also accepts arguments
+// given as a JSON object.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID        string          `json:"id"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	c.ID, c.Name, c.Arguments = w.ID, w.Name, nil
+	switch {
+	case len(w.Arguments) == 0 || string(w.Arguments) == "null":
+	case w.Arguments[0] == '"':
+		var s string
+		if err := json.Unmarshal(w.Arguments, &s); err != nil {
+			return fmt.Errorf("tool call %q: arguments: %w", w.ID, err)
+		}
+		c.Arguments = json.RawMessage(s)
+	default:
+		c.Arguments = w.Arguments
+	}
+	return nil
 }
 
 // Message is one entry of a conversation.

@@ -215,3 +215,30 @@ func TestDataDirInUse(t *testing.T) {
 		t.Errorf("history has %d messages after reopening, want 4", n)
 	}
 }
+
+// TestMalformedArgumentsArePersisted: a tool call whose arguments are not
+// JSON goes back to the model as a tool error and is stored byte for byte
+// on badger too (encoding it as raw JSON used to fail the whole turn).
+func TestMalformedArgumentsArePersisted(t *testing.T) {
+	p := newPersistent(t, restartConfig, `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: echo, id: bad1, arguments: '{"text": <oops'}]
+        - text: "I will fix my call."
+`, runtime.WithTool(echoTool()))
+	rt := p.mustOpen()
+	res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("go"))
+	if err != nil || res.FinishReason != pipeline.FinishText {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	mustClose(t, rt)
+	rt = p.mustOpen()
+	checkLines(t, "history after restart", describeAll(mustHistory(t, rt, "a", "k")), []string{
+		"user: go",
+		`assistant: +call(bad1 echo {"text": <oops)`,
+		`tool!(bad1 echo): tool "echo": arguments are not valid JSON: invalid character '<' looking for beginning of value`,
+		"assistant: I will fix my call.",
+	})
+}

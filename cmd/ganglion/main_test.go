@@ -201,3 +201,40 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("version: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+func TestHistory(t *testing.T) {
+	dir := project(t, testConfig)
+	data := filepath.Join(t.TempDir(), "d")
+	for _, msg := range []string{"read the file", "hi there"} {
+		if r := runCLI(t, "", "run", dir, "--data", data, msg); r.code != exitOK {
+			t.Fatalf("run %q: exit %d: %s", msg, r.code, r.stderr)
+		}
+	}
+	r := runCLI(t, "", "history", dir, "--data", data)
+	if r.code != exitOK {
+		t.Fatalf("history: exit %d: %s", r.code, r.stderr)
+	}
+	golden(t, "history", dir, r.stdout)
+
+	r = runCLI(t, "", "history", dir, "--data", data, "--json")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != exitOK || len(lines) != 6 {
+		t.Fatalf("history --json: exit %d, %d lines:\n%s", r.code, len(lines), r.stdout)
+	}
+	var m struct {
+		Role      string
+		ToolCalls []struct{ Name, Arguments string } `json:"tool_calls"`
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil || m.Role != "assistant" || len(m.ToolCalls) != 1 || m.ToolCalls[0].Arguments != `{"path":"hello.txt"}` {
+		t.Errorf("second message = %+v, %v", m, err)
+	}
+
+	r = runCLI(t, "", "history", dir, "--data", data, "--instance", "nobody")
+	if r.code != exitOK || r.stdout != "" || r.stderr != "no messages stored for agent \"helper\" instance \"nobody\"\n" {
+		t.Errorf("empty instance: %+v", r)
+	}
+	r = runCLI(t, "", "history", dir, "--data", data, "--agent", "ghost")
+	if r.code != exitError || r.stderr != "ganglion: unknown agent \"ghost\" (agents: helper, second)\n" {
+		t.Errorf("unknown agent: %+v", r)
+	}
+}

@@ -57,12 +57,47 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
 			return runAgent(cmd.Context(), f, dir, msg, interactive, stdin, stdout, stderr)
 		},
 	}
+	addRuntimeFlags(cmd, &f)
+	return cmd
+}
+
+// openRuntime loads DIR/ganglion.yaml and starts a runtime on it, as the
+// flags say; it returns the agent the flags name (default: the first).
+func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer) (*runtime.Runtime, string, error) {
+	logger, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		return nil, "", err
+	}
+	cfgPath := filepath.Join(dir, "ganglion.yaml")
+	if _, err := os.Stat(cfgPath); err != nil {
+		return nil, "", usageError("no ganglion.yaml in %s", dir)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithLogger(logger)}
+	if f.data != "" {
+		opts = append(opts, runtime.WithDataDir(f.data))
+	}
+	rt, err := runtime.New(ctx, opts...)
+	if err != nil {
+		return nil, "", err
+	}
+	agent := f.agent
+	if agent == "" {
+		agent = rt.Agents()[0]
+	}
+	return rt, agent, nil
+}
+
+// addRuntimeFlags adds the flags that say which runtime, agent and instance.
+func addRuntimeFlags(cmd *cobra.Command, f *runFlags) {
 	cmd.Flags().StringVar(&f.agent, "agent", "", "agent to talk to (default: the first in the config)")
 	cmd.Flags().StringVar(&f.instance, "instance", "default", "instance key: one conversation of the agent")
 	cmd.Flags().StringVar(&f.data, "data", runtime.DefaultDataDir, "data directory (overrides the config's data:)")
-	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON event per line instead of text")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
-	return cmd
 }
 
 func splitRunArgs(args []string) (dir, msg string, interactive bool, err error) {
@@ -91,32 +126,11 @@ func isConfigDir(p string) bool {
 }
 
 func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	logger, err := newLogger(stderr, f.logLevel)
-	if err != nil {
-		return err
-	}
-	cfgPath := filepath.Join(dir, "ganglion.yaml")
-	if _, err := os.Stat(cfgPath); err != nil {
-		return usageError("no ganglion.yaml in %s", dir)
-	}
-	cfg, err := config.Load(cfgPath)
-	if err != nil {
-		return err
-	}
-	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithLogger(logger)}
-	if f.data != "" {
-		opts = append(opts, runtime.WithDataDir(f.data))
-	}
-	rt, err := runtime.New(ctx, opts...)
+	rt, agent, err := openRuntime(ctx, f, dir, stderr)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-
-	agent := f.agent
-	if agent == "" {
-		agent = rt.Agents()[0]
-	}
 	out := &printer{w: stdout, json: f.json, agent: agent, instance: f.instance}
 	unsub := rt.Events().Subscribe("*", out.event)
 	defer unsub()

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "history [DIR]",
+		Short: "Print the stored conversation of an instance",
+		Long: `History prints the messages stored for one instance of an agent of
+DIR/ganglion.yaml (DIR defaults to the current directory), oldest first: one
+line per message, or one JSON object per line with --json.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			rt, agent, err := openRuntime(cmd.Context(), f, dir, stderr)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			msgs, err := rt.History(cmd.Context(), agent, f.instance)
+			if err != nil {
+				return err
+			}
+			if len(msgs) == 0 && !f.json {
+				fmt.Fprintf(stderr, "no messages stored for agent %q instance %q\n", agent, f.instance)
+			}
+			for _, m := range msgs {
+				if f.json {
+					b, err := json.Marshal(m)
+					if err != nil {
+						return fmt.Errorf("encode message %s: %w", m.ID, err)
+					}
+					fmt.Fprintf(stdout, "%s\n", b)
+					continue
+				}
+				printMessage(stdout, m)
+			}
+			return nil
+		},
+	}
+	addRuntimeFlags(cmd, &f)
+	return cmd
+}
+
+// printMessage renders a message for people: its role, its text, the tool
+// calls it asks for, each on a line of its own.
+func printMessage(w io.Writer, m pipeline.Message) {
+	who := string(m.Role)
+	switch {
+	case m.Role == pipeline.RoleTool && m.IsError:
+		who = "tool " + m.Name + " (error)"
+	case m.Role == pipeline.RoleTool:
+		who = "tool " + m.Name
+	case m.Source.Type == pipeline.SourceExtension:
+		who += " (from " + m.Source.Extension + ")"
+	}
+	text := strings.TrimRight(m.Content, "\n")
+	if m.Role == pipeline.RoleTool {
+		text = oneLine(text, 200)
+	}
+	fmt.Fprintf(w, "%s: %s\n", who, strings.ReplaceAll(text, "\n", "\n  "))
+	for _, c := range m.ToolCalls {
+		fmt.Fprintf(w, "  -> %s %s\n", c.Name, oneLine(string(c.Arguments), 200))
+	}
+}
