@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -236,5 +239,36 @@ func TestHistory(t *testing.T) {
 	r = runCLI(t, "", "history", dir, "--data", data, "--agent", "ghost")
 	if r.code != exitError || r.stderr != "ganglion: unknown agent \"ghost\" (agents: helper, second)\n" {
 		t.Errorf("unknown agent: %+v", r)
+	}
+}
+
+// TestTurnExit: how a turn's outcome maps to the exit code. Nothing in the
+// CLI pauses a turn yet (the protocol extension will), so paused is checked here.
+func TestTurnExit(t *testing.T) {
+	tests := []struct {
+		reason pipeline.FinishReason
+		err    error
+		want   int
+	}{
+		{pipeline.FinishText, nil, exitOK},
+		{pipeline.FinishMaxSteps, nil, exitOK},
+		{pipeline.FinishPaused, nil, exitPaused},
+		{pipeline.FinishError, errors.New("model: down"), exitError},
+		{pipeline.FinishAborted, context.Canceled, exitError},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.reason), func(t *testing.T) {
+			code := exitOK
+			if err := turnExit(&pipeline.TurnResult{FinishReason: tt.reason}, tt.err); err != nil {
+				var ce *codeError
+				if !errors.As(err, &ce) {
+					t.Fatalf("err = %v, want a codeError", err)
+				}
+				code = ce.code
+			}
+			if code != tt.want {
+				t.Errorf("exit code = %d, want %d", code, tt.want)
+			}
+		})
 	}
 }
