@@ -242,3 +242,73 @@ agents:
 		"assistant: I will fix my call.",
 	})
 }
+
+// TestEmitMessageEditsArePersisted: replace and remove through a
+// middleware's EmitMessage change the history the model sees and what is
+// stored, and bad edits are refused with a clear error, changing nothing.
+func TestEmitMessageEditsArePersisted(t *testing.T) {
+	var errs []string
+	editor := extension(func(api *extensions.API) error {
+		api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			if tc.Input().Text != "edit" {
+				return tc.Next(ctx)
+			}
+			conv := tc.Conversation()
+			first, second := conv.At(0), conv.At(1)
+			edits := []pipeline.MessageEvent{
+				{Type: pipeline.MessageReplace, TargetID: first.ID, Message: pipeline.Message{Role: pipeline.RoleUser, Content: "first, redacted"}},
+				{Type: pipeline.MessageRemove, TargetID: second.ID},
+				// Refused, each changing nothing:
+				{Type: pipeline.MessageReplace, TargetID: "nope", Message: pipeline.Message{Role: pipeline.RoleUser}},
+				{Type: pipeline.MessageRemove, TargetID: "nope"},
+				{Type: pipeline.MessageAppend, Message: pipeline.Message{ID: first.ID, Role: pipeline.RoleSystem}},
+				{Type: pipeline.MessageAppend, Message: pipeline.Message{Role: "robot"}},
+				{Type: pipeline.MessageAppend, Message: pipeline.Message{Role: pipeline.RoleTool, Content: "orphan"}},
+				{Type: "rename", TargetID: first.ID},
+			}
+			for _, ev := range edits {
+				if err := tc.EmitMessage(ev); err != nil {
+					errs = append(errs, err.Error())
+				}
+			}
+			return tc.Next(ctx)
+		})
+		return nil
+	})
+	p := newPersistent(t, modelLine+`
+data: data
+agents:
+  - name: a
+    extensions: [{name: editor}]
+`, `
+agents:
+  a:
+    fallback:
+      steps:
+        - text: "seen {{ .LastMessage }}"
+`, runtime.WithExtension("editor", editor))
+	rt := p.mustOpen()
+	for _, in := range []string{"one", "edit"} {
+		if _, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(in)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErrs := []string{
+		`replace message: no message with id "nope"`,
+		`remove message: no message with id "nope"`,
+		`append message: id "msg-0" is already in the conversation`,
+		`append message: unknown role "robot" (want system, user, assistant or tool)`,
+		`append message: a tool message needs tool_call_id`,
+		`message event: unknown type "rename" (want append, replace or remove)`,
+	}
+	checkLines(t, "refused edits", errs, wantErrs)
+	want := []string{"user: first, redacted", "user: edit", "assistant: seen edit"}
+	checkLines(t, "history", describeAll(mustHistory(t, rt, "a", "k")), want)
+	mustClose(t, rt)
+	rt = p.mustOpen()
+	checkLines(t, "history after restart", describeAll(mustHistory(t, rt, "a", "k")), want)
+	msgs := mustHistory(t, rt, "a", "k")
+	if msgs[0].ID != "msg-0" {
+		t.Errorf("a replaced message keeps its ID: got %q", msgs[0].ID)
+	}
+}
