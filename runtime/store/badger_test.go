@@ -58,6 +58,9 @@ func TestBadgerReopenKeepsEverything(t *testing.T) {
 	if err := s.SetState(ctx, "a", "only-state", "memo", []byte{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.PutPending(ctx, store.PendingRecord{ID: "q1", Agent: "a", Instance: "k", Data: []byte(`{"status":"pending"}`)}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +73,9 @@ func TestBadgerReopenKeepsEverything(t *testing.T) {
 	wantState(t, s, "a", "only-state", "memo", []byte{})
 	wantInstances(t, s, "a", "k", "only-state")
 	wantInstances(t, s, "b", "k")
+	if r, found, err := s.GetPending(ctx, "q1"); err != nil || !found || string(r.Data) != `{"status":"pending"}` || r.Instance != "k" {
+		t.Errorf("pending item after reopen = %+v, %v, %v", r, found, err)
+	}
 
 	// The reopened store carries on.
 	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(3, "a2")}, Meta: meta(2, 4)})

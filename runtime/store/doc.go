@@ -31,6 +31,7 @@
 //	i \x00 <agent> \x00 <key>                    instance Meta, JSON
 //	m \x00 <agent> \x00 <key> \x00 <seq:8>       one Record, JSON (Seq included)
 //	s \x00 <agent> \x00 <key> \x00 <extension>   extension state, verbatim bytes
+//	p \x00 <id>                                 one PendingRecord, JSON
 //
 // All the keys of one agent and kind share the prefix "<kind>\x00<agent>\x00",
 // which no other agent's keys start with (agent "a" ends its prefix with a

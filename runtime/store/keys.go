@@ -16,6 +16,7 @@ const (
 	kindMeta    byte = 'i' // an instance's Meta
 	kindMessage byte = 'm' // one Record
 	kindState   byte = 's' // one extension's state for an instance
+	kindPending byte = 'p' // one pending item, by ID
 )
 
 // sep separates the parts of a key. Names cannot contain it.
@@ -34,6 +35,7 @@ type storeKey struct {
 	instance  string
 	seq       uint64 // kindMessage only
 	extension string // kindState only
+	id        string // kindPending only (no agent or instance in the key)
 }
 
 // encode returns the key's bytes. The names must be valid.
@@ -47,6 +49,8 @@ func (k storeKey) encode() []byte {
 		return messageKey(k.agent, k.instance, k.seq)
 	case kindState:
 		return stateKey(k.agent, k.instance, k.extension)
+	case kindPending:
+		return pendingKey(k.id)
 	}
 	panic(fmt.Sprintf("store: encode key of unknown kind %q", k.kind))
 }
@@ -87,6 +91,14 @@ func stateKey(agent, instance, extension string) []byte {
 	return append(b, extension...)
 }
 
+// pendingPrefix is the prefix of every pending item's key.
+var pendingPrefix = []byte{kindPending, sep}
+
+// pendingKey is p\x00<id>.
+func pendingKey(id string) []byte {
+	return append(bytes.Clone(pendingPrefix), id...)
+}
+
 // errBadKey is wrapped by every error of decodeKey.
 var errBadKey = errors.New("malformed key")
 
@@ -105,6 +117,16 @@ func decodeKey(b []byte) (storeKey, error) {
 			return bad("trailing bytes after version tag")
 		}
 		return storeKey{kind: kindVersion}, nil
+	}
+	if kind == kindPending {
+		if len(b) < 2 || b[1] != sep {
+			return bad("no separator after kind")
+		}
+		k := storeKey{kind: kindPending, id: string(b[2:])}
+		if err := ValidateName("pending item ID", k.id); err != nil {
+			return bad(err.Error())
+		}
+		return k, nil
 	}
 	if kind != kindMeta && kind != kindMessage && kind != kindState {
 		return bad("unknown kind")

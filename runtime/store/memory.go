@@ -27,9 +27,10 @@ import (
 // A Memory is safe for concurrent use. One read-write lock guards it: loads
 // run in parallel, commits one at a time.
 type Memory struct {
-	closed atomic.Bool // fast path; mu guards the truth
-	mu     sync.RWMutex
-	agents map[string]map[string]*memInstance // agent → instance key → instance
+	closed  atomic.Bool // fast path; mu guards the truth
+	mu      sync.RWMutex
+	agents  map[string]map[string]*memInstance // agent → instance key → instance
+	pending map[string]PendingRecord           // pending items by ID
 }
 
 // chunkLen is the length of a full chunk of records. Keeping an instance's

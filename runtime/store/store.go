@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -81,6 +82,43 @@ type Store interface {
 	// SetState replaces that state; a nil value deletes it, an empty non-nil
 	// one is stored. The store does not keep value.
 	SetState(ctx context.Context, agent, key, extension string, value []byte) error
+	// PutPending stores r under r.ID, replacing any record with that ID.
+	PutPending(ctx context.Context, r PendingRecord) error
+	// GetPending returns the pending record with id; found is false if none.
+	GetPending(ctx context.Context, id string) (r PendingRecord, found bool, err error)
+	// ListPending returns the pending records of agent's instance key,
+	// sorted by ID; an empty key lists all of agent's, an empty agent all.
+	ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error)
 	// Close releases the store. Later calls, Close included, fail with ErrClosed.
 	Close() error
+}
+
+// PendingRecord is what a store keeps of one pending item (a question, a
+// dependency, an approval a paused turn waits for): its ID, the instance it
+// belongs to, and the item itself as JSON, which the store does not read.
+type PendingRecord struct {
+	// ID matches [a-zA-Z0-9_.-]{1,64}.
+	ID       string          `json:"id"`
+	Agent    string          `json:"agent"`
+	Instance string          `json:"instance"`
+	Data     json.RawMessage `json:"data"`
+}
+
+// check refuses a record a store cannot keep.
+func (r *PendingRecord) check() error {
+	if err := ValidateName("pending item ID", r.ID); err != nil {
+		return err
+	}
+	if err := validate(r.Agent, r.Instance); err != nil {
+		return err
+	}
+	if !json.Valid(r.Data) {
+		return fmt.Errorf("store: pending item %q: data is not valid JSON", r.ID)
+	}
+	return nil
+}
+
+// matches reports whether r belongs to agent's instance key ("" matches any).
+func (r *PendingRecord) matches(agent, key string) bool {
+	return (agent == "" || r.Agent == agent) && (key == "" || r.Instance == key)
 }

@@ -268,6 +268,7 @@ var conformance = []struct {
 	}},
 	{"commit is atomic", testAtomicCommit},
 	{"state", testState},
+	{"pending items", testPending},
 	{"state is the caller's", func(t *testing.T, s store.Store) {
 		ctx := context.Background()
 		in := []byte("v1")
@@ -563,4 +564,70 @@ func testConcurrentCommits(t *testing.T, s store.Store) {
 		wantState(t, s, "a", key, "e", []byte(key))
 	}
 	wantInstances(t, s, "a", keys...)
+}
+
+func testPending(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	put := func(id, agent, key, data string) {
+		t.Helper()
+		if err := s.PutPending(ctx, store.PendingRecord{ID: id, Agent: agent, Instance: key, Data: json.RawMessage(data)}); err != nil {
+			t.Fatalf("PutPending(%s): %v", id, err)
+		}
+	}
+	ids := func(agent, key string) string {
+		t.Helper()
+		rs, err := s.ListPending(ctx, agent, key)
+		if err != nil {
+			t.Fatalf("ListPending(%q, %q): %v", agent, key, err)
+		}
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	if _, found, err := s.GetPending(ctx, "q1"); found || err != nil {
+		t.Fatalf("GetPending of nothing = %v, %v", found, err)
+	}
+	buf := []byte(`{"status":"pending"}`)
+	put("q2", "a", "k", string(buf))
+	put("q1", "a", "k", `{"status":"pending"}`)
+	put("q3", "a", "other", `{}`)
+	put("q4", "ab", "k", `{}`)
+	buf[0] = 'X' // the store keeps its own copy
+	put("q1", "a", "k", `{"status":"answered"}`) // replace
+	r, found, err := s.GetPending(ctx, "q1")
+	if err != nil || !found || r.Agent != "a" || r.Instance != "k" || string(r.Data) != `{"status":"answered"}` {
+		t.Errorf("GetPending(q1) = %+v, %v, %v", r, found, err)
+	}
+	if r, _, _ := s.GetPending(ctx, "q2"); string(r.Data) != `{"status":"pending"}` {
+		t.Errorf("q2 data = %s", r.Data)
+	}
+	for _, tt := range []struct{ agent, key, want string }{
+		{"", "", "q1,q2,q3,q4"},
+		{"a", "", "q1,q2,q3"},
+		{"a", "k", "q1,q2"},
+		{"ab", "", "q4"},
+		{"", "k", "q1,q2,q4"},
+		{"nobody", "", ""},
+	} {
+		if got := ids(tt.agent, tt.key); got != tt.want {
+			t.Errorf("ListPending(%q, %q) = %q, want %q", tt.agent, tt.key, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		r    store.PendingRecord
+		want string
+	}{
+		{store.PendingRecord{ID: "bad id", Agent: "a", Instance: "k", Data: json.RawMessage(`{}`)}, `store: invalid pending item ID "bad id": character " " at offset 3 not allowed (want [a-zA-Z0-9_.-]{1,64})`},
+		{store.PendingRecord{ID: "q9", Agent: "a b", Instance: "k", Data: json.RawMessage(`{}`)}, `store: invalid agent name "a b": character " " at offset 1 not allowed (want [a-zA-Z0-9_.-]{1,64})`},
+		{store.PendingRecord{ID: "q9", Agent: "a", Instance: "k", Data: json.RawMessage(`{`)}, `store: pending item "q9": data is not valid JSON`},
+	} {
+		if err := s.PutPending(ctx, tt.r); err == nil || err.Error() != tt.want {
+			t.Errorf("PutPending(%+v) = %v, want %q", tt.r, err, tt.want)
+		}
+	}
+	if got := ids("", ""); got != "q1,q2,q3,q4" {
+		t.Errorf("refused puts changed the store: %q", got)
+	}
 }

@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// This file holds both stores' pending-item methods.
+
+// PutPending implements [Store].
+func (m *Memory) PutPending(ctx context.Context, r PendingRecord) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.Data = bytes.Clone(r.Data) // callers reuse buffers
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return ErrClosed
+	}
+	if m.pending == nil {
+		m.pending = map[string]PendingRecord{}
+	}
+	m.pending[r.ID] = r
+	return nil
+}
+
+// GetPending implements [Store].
+func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+	if m.closed.Load() {
+		return PendingRecord{}, false, ErrClosed
+	}
+	if err := ValidateName("pending item ID", id); err != nil {
+		return PendingRecord{}, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return PendingRecord{}, false, ErrClosed
+	}
+	r, ok := m.pending[id]
+	r.Data = bytes.Clone(r.Data)
+	return r, ok, nil
+}
+
+// ListPending implements [Store].
+func (m *Memory) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := validateFilter(agent, key); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return nil, ErrClosed
+	}
+	var out []PendingRecord
+	for _, r := range m.pending {
+		if r.matches(agent, key) {
+			r.Data = bytes.Clone(r.Data)
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b PendingRecord) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// validateFilter checks a ListPending filter: "" or a valid name each.
+func validateFilter(agent, key string) error {
+	if agent != "" {
+		if err := ValidateName("agent name", agent); err != nil {
+			return err
+		}
+	}
+	if key != "" {
+		if err := ValidateInstanceKey(key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// PutPending implements [Store].
+func (s *Badger) PutPending(ctx context.Context, r PendingRecord) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := r.check(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	v, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("store: encode pending item %q: %w", r.ID, err)
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(pendingKey(r.ID), v) }); err != nil {
+		return fmt.Errorf("store: put pending item %q: %w", r.ID, err)
+	}
+	return nil
+}
+
+// GetPending implements [Store].
+func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+	if err := s.begin(); err != nil {
+		return PendingRecord{}, false, err
+	}
+	defer s.end()
+	if err := ValidateName("pending item ID", id); err != nil {
+		return PendingRecord{}, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return PendingRecord{}, false, err
+	}
+	var r PendingRecord
+	found := false
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(pendingKey(id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return decodePending(item, &r)
+	})
+	if err != nil {
+		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
+	}
+	return r, found, nil
+}
+
+// ListPending implements [Store].
+func (s *Badger) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	if err := validateFilter(agent, key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []PendingRecord
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = pendingPrefix
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var r PendingRecord
+			if err := decodePending(it.Item(), &r); err != nil {
+				return err
+			}
+			if r.matches(agent, key) {
+				out = append(out, r) // keys, and so IDs, come sorted
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list pending items: %w", err)
+	}
+	return out, nil
+}
+
+// decodePending decodes the record under item, checking it is the one its
+// key names.
+func decodePending(item *badger.Item, r *PendingRecord) error {
+	k := item.KeyCopy(nil)
+	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, r) }); err != nil {
+		return corrupt(k, err)
+	}
+	if want := string(k[len(pendingPrefix):]); r.ID != want {
+		return corrupt(k, fmt.Errorf("record has ID %q", r.ID))
+	}
+	return nil
+}
