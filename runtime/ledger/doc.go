@@ -1,0 +1,19 @@
+// Package ledger is Ganglion's pause ledger: the one place where the items
+// a paused turn waits for — a question, a dependency, a tool approval — are
+// kept, with the instance, turn, step and tool call they belong to, their
+// status and their timestamps.
+//
+// An item is created pending and resolved once: answered, provided,
+// rejected, skipped, timed out or failed. A second answer, an answer to an
+// unknown item or an answer meant for another instance is refused and
+// changes nothing. Every change is published on the event bus
+// ("pending.created", "pending.answered", ...).
+//
+// The ledger persists through the runtime's store, so items survive a
+// restart; [Ledger.Expire] handles the ones whose time ran out, also while
+// the process was down. What a resolution means for the paused turn (how it
+// resumes) belongs to the extension that created the item.
+//
+// Items never hold secrets: a provided dependency's value is kept apart,
+// encrypted, by the code that receives it.
+package ledger

@@ -1,0 +1,294 @@
+package ledger_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+var base = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// clock is a settable clock.
+type clock struct{ at atomic.Int64 }
+
+func (c *clock) now() time.Time          { return base.Add(time.Duration(c.at.Load())) }
+func (c *clock) advance(d time.Duration) { c.at.Add(int64(d)) }
+
+type fixture struct {
+	l      *ledger.Ledger
+	clock  *clock
+	mu     sync.Mutex
+	topics []string
+}
+
+func newFixture(t *testing.T, st store.Store) *fixture {
+	f := &fixture{clock: &clock{}}
+	bus := events.NewBus()
+	bus.Subscribe("pending.*", func(ev events.Event) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		it := ev.Data.(ledger.Item)
+		f.topics = append(f.topics, ev.Topic+":"+it.ID)
+	})
+	f.l = ledger.New(st, ledger.WithEvents(bus), ledger.WithClock(f.clock.now))
+	return f
+}
+
+func question(id string) ledger.Item {
+	return ledger.Item{ID: id, Kind: "question", Agent: "a", Instance: "k", TurnID: "turn-1", Step: 2,
+		Request: json.RawMessage(`{"question":"Which plan?","options":["free","pro"]}`), Required: true}
+}
+
+func TestLifecycle(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	it, err := f.l.Create(ctx, ledger.Item{Kind: "question", Agent: "a", Instance: "k", TurnID: "turn-1", Step: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(it.ID) != len("p-")+12 || it.Status != ledger.Pending || !it.CreatedAt.Equal(base) || string(it.Request) != "null" {
+		t.Errorf("created = %+v", it)
+	}
+	f.clock.advance(time.Minute)
+	done, err := f.l.Resolve(ctx, it.ID, ledger.Resolution{Status: ledger.Answered, Answer: "pro", Agent: "a", Instance: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Status != ledger.Answered || done.Answer != "pro" || !done.UpdatedAt.Equal(base.Add(time.Minute)) || !done.CreatedAt.Equal(base) {
+		t.Errorf("resolved = %+v", done)
+	}
+	got, err := f.l.Get(ctx, it.ID)
+	if err != nil || got.Status != ledger.Answered {
+		t.Errorf("Get = %+v, %v", got, err)
+	}
+	want := []string{"pending.created:" + it.ID, "pending.answered:" + it.ID}
+	if len(f.topics) != 2 || f.topics[0] != want[0] || f.topics[1] != want[1] {
+		t.Errorf("events = %q, want %q", f.topics, want)
+	}
+}
+
+func TestRefusals(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	if _, err := f.l.Create(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Create(ctx, question("q2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Resolve(ctx, "q2", ledger.Resolution{Status: ledger.Skipped}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		do      func() error
+		want    string
+		wantErr error
+	}{
+		{"create without kind", func() error { _, err := f.l.Create(ctx, ledger.Item{Agent: "a", Instance: "k"}); return err },
+			"ledger: an item needs a kind", nil},
+		{"create with bad request", func() error {
+			_, err := f.l.Create(ctx, ledger.Item{Kind: "question", Agent: "a", Instance: "k", Request: json.RawMessage(`{`)})
+			return err
+		}, "ledger: question item: request is not valid JSON", nil},
+		{"create an existing ID", func() error { _, err := f.l.Create(ctx, question("q1")); return err },
+			`ledger: pending item "q1" already exists`, nil},
+		{"create with a bad ID", func() error { _, err := f.l.Create(ctx, question("q 3")); return err },
+			`ledger: store: invalid pending item ID "q 3": character " " at offset 1 not allowed (want [a-zA-Z0-9_.-]{1,64})`, nil},
+		{"create for a bad instance", func() error {
+			it := question("q4")
+			it.Instance = ""
+			_, err := f.l.Create(ctx, it)
+			return err
+		}, `ledger: store: invalid instance key "": empty (want 1 to 256 bytes of UTF-8 without NUL)`, nil},
+		{"get unknown", func() error { _, err := f.l.Get(ctx, "nope"); return err },
+			`pending item "nope": not found`, ledger.ErrNotFound},
+		{"resolve unknown", func() error {
+			_, err := f.l.Resolve(ctx, "nope", ledger.Resolution{Status: ledger.Answered})
+			return err
+		},
+			`pending item "nope": not found`, ledger.ErrNotFound},
+		{"resolve twice", func() error { _, err := f.l.Resolve(ctx, "q2", ledger.Resolution{Status: ledger.Answered}); return err },
+			`pending item "q2" is skipped already: already resolved`, ledger.ErrResolved},
+		{"resolve for another instance", func() error {
+			_, err := f.l.Resolve(ctx, "q1", ledger.Resolution{Status: ledger.Answered, Agent: "a", Instance: "other"})
+			return err
+		}, `pending item "q1" belongs to another instance: it is agent "a" instance "k"'s, not agent "a" instance "other"'s`, ledger.ErrWrongInstance},
+		{"resolve as pending", func() error { _, err := f.l.Resolve(ctx, "q1", ledger.Resolution{Status: ledger.Pending}); return err },
+			`pending item "q1": cannot resolve as "pending" (want answered, provided, rejected, skipped, timeout or failed)`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.do()
+			if err == nil || err.Error() != tt.want {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("errors.Is(%v, %v) = false", err, tt.wantErr)
+			}
+		})
+	}
+	// Nothing changed.
+	if it, _ := f.l.Get(ctx, "q1"); it.Status != ledger.Pending {
+		t.Errorf("q1 = %+v after refused resolutions", it)
+	}
+	if it, _ := f.l.Get(ctx, "q2"); it.Status != ledger.Skipped || it.Answer != "" {
+		t.Errorf("q2 = %+v after a refused second answer", it)
+	}
+}
+
+func TestList(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	for _, it := range []ledger.Item{
+		{ID: "a1", Kind: "question", Agent: "a", Instance: "k"},
+		{ID: "a2", Kind: "dependency", Agent: "a", Instance: "j"},
+		{ID: "b1", Kind: "approval", Agent: "b", Instance: "k"},
+	} {
+		if _, err := f.l.Create(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.l.Resolve(ctx, "a2", ledger.Resolution{Status: ledger.Provided}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		f    ledger.Filter
+		want string
+	}{
+		{ledger.Filter{}, "a1 a2 b1"},
+		{ledger.Filter{Agent: "a"}, "a1 a2"},
+		{ledger.Filter{Agent: "a", Instance: "k"}, "a1"},
+		{ledger.Filter{Status: ledger.Pending}, "a1 b1"},
+		{ledger.Filter{Status: ledger.Provided}, "a2"},
+		{ledger.Filter{Agent: "c"}, ""},
+	}
+	for _, tt := range tests {
+		items, err := f.l.List(ctx, tt.f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for i, it := range items {
+			if i > 0 {
+				got += " "
+			}
+			got += it.ID
+		}
+		if got != tt.want {
+			t.Errorf("List(%+v) = %q, want %q", tt.f, got, tt.want)
+		}
+	}
+}
+
+func TestExpire(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	mk := func(id string, expires time.Duration) {
+		it := question(id)
+		if expires != 0 {
+			it.ExpiresAt = base.Add(expires)
+		}
+		if _, err := f.l.Create(ctx, it); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("soon", time.Hour)
+	mk("later", 2*time.Hour)
+	mk("never", 0)
+	mk("answered", time.Hour)
+	if _, err := f.l.Resolve(ctx, "answered", ledger.Resolution{Status: ledger.Answered, Answer: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.l.Expire(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Expire before any deadline = %v, %v", got, err)
+	}
+	f.clock.advance(time.Hour) // exactly at the deadline
+	got, err := f.l.Expire(ctx)
+	if err != nil || len(got) != 1 || got[0].ID != "soon" || got[0].Status != ledger.Timeout || got[0].Reason != "no answer by 2026-03-04T06:06:07Z" {
+		t.Fatalf("Expire = %+v, %v", got, err)
+	}
+	f.clock.advance(24 * time.Hour)
+	got, _ = f.l.Expire(ctx)
+	if len(got) != 1 || got[0].ID != "later" {
+		t.Fatalf("second Expire = %+v", got)
+	}
+	for id, want := range map[string]ledger.Status{"soon": ledger.Timeout, "later": ledger.Timeout, "never": ledger.Pending, "answered": ledger.Answered} {
+		if it, _ := f.l.Get(ctx, id); it.Status != want {
+			t.Errorf("%s = %s, want %s", id, it.Status, want)
+		}
+	}
+}
+
+// TestResolveOnce: many answers at once, one wins.
+func TestResolveOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	if _, err := f.l.Create(ctx, question("q1")); err != nil {
+		t.Fatal(err)
+	}
+	var wins, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			_, err := f.l.Resolve(ctx, "q1", ledger.Resolution{Status: ledger.Answered, Answer: "free"})
+			switch {
+			case err == nil:
+				wins.Add(1)
+			case errors.Is(err, ledger.ErrResolved):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if wins.Load() != 1 || refused.Load() != 31 {
+		t.Errorf("wins = %d, refused = %d", wins.Load(), refused.Load())
+	}
+}
+
+// TestSurvivesRestart: items live in the store; one that expired while the
+// process was down is handled when the next one starts.
+func TestSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, err := store.OpenBadger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, st)
+	it := question("q1")
+	it.ExpiresAt = base.Add(time.Hour)
+	created, err := f.l.Create(ctx, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err = store.OpenBadger(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	f = newFixture(t, st)
+	got, err := f.l.Get(ctx, "q1")
+	if err != nil || got.Status != ledger.Pending || string(got.Request) != string(created.Request) || !got.CreatedAt.Equal(created.CreatedAt) || got.Step != 2 {
+		t.Fatalf("after restart = %+v, %v", got, err)
+	}
+	f.clock.advance(2 * time.Hour)
+	expired, err := f.l.Expire(ctx)
+	if err != nil || len(expired) != 1 || expired[0].Status != ledger.Timeout {
+		t.Fatalf("Expire after restart = %+v, %v", expired, err)
+	}
+}
