@@ -86,7 +86,9 @@ func runCLI(t *testing.T, stdin string, args ...string) result {
 // golden compares got with testdata/name.golden, after replacing dir with $DIR.
 func golden(t *testing.T, name, dir, got string) {
 	t.Helper()
-	got = strings.ReplaceAll(got, dir, "$DIR")
+	if dir != "" {
+		got = strings.ReplaceAll(got, dir, "$DIR")
+	}
 	path := filepath.Join("testdata", name+".golden")
 	if *update {
 		must(t, os.WriteFile(path, []byte(got), 0o644))
@@ -268,6 +270,48 @@ func TestTurnExit(t *testing.T) {
 			}
 			if code != tt.want {
 				t.Errorf("exit code = %d, want %d", code, tt.want)
+			}
+		})
+	}
+}
+
+func TestProtocolParse(t *testing.T) {
+	input := filepath.Join("testdata", "protocol_input.txt")
+	text, err := os.ReadFile(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		stdin    string
+		wantCode int
+		golden   string
+	}{
+		{"file", []string{"protocol", "parse", input}, "", exitError, "protocol_parse"},
+		{"stdin", []string{"protocol", "parse"}, string(text), exitError, "protocol_parse"},
+		{"dash is stdin", []string{"protocol", "parse", "-"}, string(text), exitError, "protocol_parse"},
+		{"no blocks", []string{"protocol", "parse"}, "Just prose, with [brackets] and [USER_QUESTION] inline.\n", exitOK, "protocol_parse_none"},
+		{"missing file", []string{"protocol", "parse", "nope.txt"}, "", exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, tt.stdin, tt.args...)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tt.wantCode, r.stderr)
+			}
+			if tt.golden != "" {
+				golden(t, tt.golden, "", r.stdout)
+			}
+			switch tt.wantCode {
+			case exitError:
+				if !strings.HasSuffix(r.stderr, ": 2 protocol error(s)\n") {
+					t.Errorf("stderr = %q", r.stderr)
+				}
+			case exitUsage:
+				if r.stderr != "ganglion: open nope.txt: no such file or directory\n" {
+					t.Errorf("stderr = %q", r.stderr)
+				}
 			}
 		})
 	}

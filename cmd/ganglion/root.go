@@ -23,7 +23,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(stdin, stdout, stderr), newHistoryCmd(stdout, stderr), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdin, stdout, stderr), newHistoryCmd(stdout, stderr), newProtocolCmd(stdin, stdout), newVersionCmd(stdout))
 	return root
 }
 
