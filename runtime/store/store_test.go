@@ -594,7 +594,7 @@ func testPending(t *testing.T, s store.Store) {
 	put("q1", "a", "k", `{"status":"pending"}`)
 	put("q3", "a", "other", `{}`)
 	put("q4", "ab", "k", `{}`)
-	buf[0] = 'X' // the store keeps its own copy
+	buf[0] = 'X'                                 // the store keeps its own copy
 	put("q1", "a", "k", `{"status":"answered"}`) // replace
 	r, found, err := s.GetPending(ctx, "q1")
 	if err != nil || !found || r.Agent != "a" || r.Instance != "k" || string(r.Data) != `{"status":"answered"}` {
