@@ -1,7 +1,6 @@
 package protocol_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -90,7 +89,7 @@ func benchScan(b *testing.B, reg *protocol.Registry, in string, chunk, wantBlock
 		}
 		s.Close()
 		if blocks != wantBlocks {
-			b.Fatal(fmt.Sprintf("%d blocks, want %d", blocks, wantBlocks))
+			b.Fatalf("%d blocks, want %d", blocks, wantBlocks)
 		}
 	}
 }
