@@ -1,20 +1,34 @@
 package tool
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
 
 // flatSchema is a parameters schema simple enough to check without the
-// schema library: an object whose properties are constrained by their type
-// alone, with optional required and additionalProperties. Most tool schemas
-// have this shape.
+// schema library: an object whose properties are constrained by their type,
+// integer minimum/maximum and minLength/maxLength alone, with optional
+// required and additionalProperties. Most tool schemas have this shape.
 //
 // The fast check only ever accepts: whenever it is not certain — an escape in
 // a key, a fraction where an integer is wanted, a huge number, any violation
 // — it reports false and the library decides, so error texts always come from
 // one place.
 type flatSchema struct {
-	props    map[string]kindMask
+	props    map[string]propRule
 	required map[string]int // property → bit in the seen mask
 	closed   bool           // additionalProperties: false
+}
+
+// propRule is what a flat schema asks of one property.
+type propRule struct {
+	kinds          kindMask
+	minLen, maxLen int // in characters; -1: none (strings only)
+	min, max       int64
+	hasMin, hasMax bool // integer bounds (numbers only)
 }
 
 type kindMask uint8
@@ -49,7 +63,7 @@ func newFlatSchema(doc any) *flatSchema {
 	if !ok || root["type"] != "object" {
 		return nil
 	}
-	f := &flatSchema{props: map[string]kindMask{}, required: map[string]int{}}
+	f := &flatSchema{props: map[string]propRule{}, required: map[string]int{}}
 	for k, v := range root {
 		switch {
 		case k == "type" || annotations[k]:
@@ -59,11 +73,11 @@ func newFlatSchema(doc any) *flatSchema {
 				return nil
 			}
 			for name, ps := range props {
-				m, ok := propKinds(ps)
+				rule, ok := propRuleOf(ps)
 				if !ok {
 					return nil
 				}
-				f.props[name] = m
+				f.props[name] = rule
 			}
 		case k == "required":
 			req, ok := v.([]any)
@@ -92,28 +106,58 @@ func newFlatSchema(doc any) *flatSchema {
 	return f
 }
 
-// propKinds reads a property schema made of "type" and annotations only.
-func propKinds(ps any) (kindMask, bool) {
+// propRuleOf reads a property schema made of "type", integer bounds,
+// length bounds and annotations only.
+func propRuleOf(ps any) (propRule, bool) {
+	rule := propRule{kinds: kAny, minLen: -1, maxLen: -1}
 	switch s := ps.(type) {
 	case bool:
-		return kAny, s // false accepts nothing: leave it to the library
+		return rule, s // false accepts nothing: leave it to the library
 	case map[string]any:
-		m := kAny
 		for k, v := range s {
+			var ok bool
 			switch {
 			case annotations[k]:
+				ok = true
 			case k == "type":
-				var ok bool
-				if m, ok = typeKinds(v); !ok {
-					return 0, false
-				}
-			default:
-				return 0, false
+				rule.kinds, ok = typeKinds(v)
+			case k == "minLength":
+				rule.minLen, ok = count(v)
+			case k == "maxLength":
+				rule.maxLen, ok = count(v)
+			case k == "minimum":
+				rule.min, ok = integer(v)
+				rule.hasMin = ok
+			case k == "maximum":
+				rule.max, ok = integer(v)
+				rule.hasMax = ok
+			}
+			if !ok {
+				return propRule{}, false
 			}
 		}
-		return m, true
+		return rule, true
 	}
-	return 0, false
+	return propRule{}, false
+}
+
+// integer reads a schema number that is an integer within int64.
+func integer(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	return i, err == nil
+}
+
+// count reads a schema number that is a non-negative integer.
+func count(v any) (int, bool) {
+	i, ok := integer(v)
+	if !ok || i < 0 || i > math.MaxInt32 {
+		return 0, false
+	}
+	return int(i), true
 }
 
 func typeKinds(v any) (kindMask, bool) {
@@ -162,13 +206,14 @@ func (f *flatSchema) accepts(args []byte) bool {
 		s.ws()
 		s.eat(':')
 		s.ws()
+		start := s.i
 		kind, ok := s.value()
 		if !ok {
 			return false
 		}
 		// m[string(b)] looks up without allocating.
-		if want, known := f.props[string(key)]; known {
-			if kind&want == 0 {
+		if rule, known := f.props[string(key)]; known {
+			if kind&rule.kinds == 0 || !rule.bounds(kind, args[start:s.i]) {
 				return false
 			}
 		} else if f.closed {
@@ -338,4 +383,48 @@ func numberInBounds(n []byte) bool {
 		return true
 	}
 	return true
+}
+
+// bounds reports whether value (its JSON text, of kind k) certainly meets
+// the rule's length and integer bounds; false leaves it to the library.
+func (r propRule) bounds(k kindMask, value []byte) bool {
+	switch {
+	case k == kString && (r.minLen >= 0 || r.maxLen >= 0):
+		body := value[1 : len(value)-1]
+		if bytes.IndexByte(body, '\\') >= 0 {
+			return false // escapes: count after decoding, in the library
+		}
+		n := utf8.RuneCount(body)
+		return (r.minLen < 0 || n >= r.minLen) && (r.maxLen < 0 || n <= r.maxLen)
+	case k&kNumber != 0 && (r.hasMin || r.hasMax):
+		if k&kInteger == 0 {
+			return false // a fraction or exponent: compared exactly by the library
+		}
+		n, ok := parseInt(value)
+		return ok && (!r.hasMin || n >= r.min) && (!r.hasMax || n <= r.max)
+	}
+	return true
+}
+
+// parseInt parses an integer token without allocating; ok is false if it
+// does not fit in an int64.
+func parseInt(b []byte) (int64, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false // 18 digits always fit
+	}
+	var n int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }

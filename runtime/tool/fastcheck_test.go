@@ -47,7 +47,11 @@ func TestFlatSchemaShape(t *testing.T) {
 		{"typed properties", flatTestSchema, true},
 		{"open object", `{"type":"object","properties":{"a":{"type":"string"}}}`, true},
 		{"enum", `{"type":"object","properties":{"a":{"type":"string","enum":["x"]}}}`, false},
-		{"minimum", `{"type":"object","properties":{"a":{"type":"integer","minimum":1}}}`, false},
+		{"integer bounds", `{"type":"object","properties":{"a":{"type":"integer","minimum":1,"maximum":10}}}`, true},
+		{"length bounds", `{"type":"object","properties":{"a":{"type":"string","minLength":1,"maxLength":3}}}`, true},
+		{"fractional minimum", `{"type":"object","properties":{"a":{"type":"number","minimum":0.5}}}`, false},
+		{"exclusiveMinimum", `{"type":"object","properties":{"a":{"type":"integer","exclusiveMinimum":1}}}`, false},
+		{"negative minLength", `{"type":"object","properties":{"a":{"type":"string","minLength":-1}}}`, false},
 		{"nested constraint", `{"type":"object","properties":{"a":{"type":"object","properties":{"b":{"type":"string"}}}}}`, false},
 		{"additionalProperties schema", `{"type":"object","additionalProperties":{"type":"string"}}`, false},
 		{"not an object schema", `{"type":"array"}`, false},
@@ -102,6 +106,58 @@ func TestFlatSchemaAcceptsOnlyWhatTheLibraryAccepts(t *testing.T) {
 	}
 }
 
+// boundedTestSchema has the workspace tools' keywords: length and integer bounds.
+const boundedTestSchema = `{"type":"object","properties":{
+	"path":{"type":"string","minLength":1,"maxLength":8},
+	"offset":{"type":"integer","minimum":1,"maximum":1000},
+	"ratio":{"type":["number","string"],"minimum":-5}},
+	"required":["path"],"additionalProperties":false}`
+
+func TestFlatSchemaBounds(t *testing.T) {
+	tests := []struct {
+		args   string
+		accept bool
+	}{
+		{`{"path":"a"}`, true},
+		{`{"path":"abcdefgh","offset":1000}`, true},
+		{`{"path":"héllo","offset":1}`, true}, // 5 characters, 6 bytes
+		{`{"path":"日本語日本語日本"}`, true},         // 8 characters, 24 bytes
+		{`{"path":"","offset":5}`, false},     // too short
+		{`{"path":"abcdefghi"}`, false},       // too long
+		{`{"path":"a\u0062"}`, false},         // escape: the library counts
+		{`{"path":"a","offset":0}`, false},    // below minimum
+		{`{"path":"a","offset":1001}`, false}, // above maximum
+		{`{"path":"a","offset":-3}`, false},
+		{`{"path":"a","offset":10.0}`, false},                  // integral? the library decides
+		{`{"path":"a","offset":1e2}`, false},                   // exponent: the library
+		{`{"path":"a","offset":123456789012345678901}`, false}, // beyond int64
+		{`{"path":"a","ratio":-5}`, true},
+		{`{"path":"a","ratio":-6}`, false},
+		{`{"path":"a","ratio":-5.5}`, false},      // fraction: the library
+		{`{"path":"a","ratio":"any text"}`, true}, // minimum does not apply to strings
+	}
+	cs := compileSchema([]byte(boundedTestSchema))
+	if cs.flat == nil {
+		t.Fatal("the bounded schema is not flat")
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			got := cs.flat.accepts([]byte(tt.args))
+			if got != tt.accept {
+				t.Errorf("accepts = %v, want %v", got, tt.accept)
+			}
+			if got {
+				if err := fullCheck(t, boundedTestSchema, []byte(tt.args)); err != nil {
+					t.Errorf("the fast check accepted what the library refuses: %v", err)
+				}
+			}
+		})
+	}
+	if n := testing.AllocsPerRun(100, func() { cs.flat.accepts([]byte(`{"path":"héllo","offset":42,"ratio":-1}`)) }); n != 0 {
+		t.Errorf("allocs = %v, want 0", n)
+	}
+}
+
 // TestCheckArgumentsErrorsUnchanged: refusals still read as the library's.
 func TestCheckArgumentsErrorsUnchanged(t *testing.T) {
 	tool := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "t", Parameters: []byte(flatTestSchema)}}
@@ -124,13 +180,25 @@ func FuzzFlatCheck(f *testing.F) {
 	for _, s := range []string{`{"path":"a"}`, `{"path":"a","offset":1.0}`, `{"path":"a","opts":{"a":[1,"x"]}}`, `{"pa\u0074h":1}`, `{}`, `[]`, `{"path":"a","list":[-0.0e-5]}`} {
 		f.Add([]byte(s))
 	}
-	cs := compileSchema([]byte(flatTestSchema))
-	f.Fuzz(func(t *testing.T, args []byte) {
-		if !cs.flat.accepts(args) {
-			return
+	schemas := []string{flatTestSchema, boundedTestSchema}
+	var flats []*flatSchema
+	for _, schema := range schemas {
+		cs := compileSchema([]byte(schema))
+		if cs.flat == nil {
+			f.Fatalf("schema is not flat: %s", schema)
 		}
-		if err := fullCheck(t, flatTestSchema, bytes.Clone(args)); err != nil {
-			t.Fatalf("fast check accepted %q, library says %v", args, err)
+		flats = append(flats, cs.flat)
+	}
+	f.Add([]byte(`{"path":"héllo","offset":1000,"ratio":-5}`))
+	f.Add([]byte(`{"path":"","offset":0}`))
+	f.Fuzz(func(t *testing.T, args []byte) {
+		for i, flat := range flats {
+			if !flat.accepts(args) {
+				continue
+			}
+			if err := fullCheck(t, schemas[i], bytes.Clone(args)); err != nil {
+				t.Fatalf("fast check accepted %q for %s; library says %v", args, schemas[i], err)
+			}
 		}
 	})
 }
