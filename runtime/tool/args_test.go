@@ -141,6 +141,9 @@ func BenchmarkCheckArguments(b *testing.B) {
 		// A schema of typed properties only, the common shape: the fast check.
 		{name: "flat schema/valid", schema: `{"type":"object","properties":{"path":{"type":"string","description":"p"},"offset":{"type":"integer"},"tags":{"type":"array"}},"required":["path"],"additionalProperties":false}`,
 			args: `{"path":"src/main.go","offset":10,"tags":["a","b"]}`},
+		// The workspace tools' shape: length and integer bounds.
+		{name: "bounded schema/valid", schema: `{"type":"object","properties":{"path":{"type":"string","minLength":1},"offset":{"type":"integer","minimum":1},"limit":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`,
+			args: `{"path":"src/main.go","offset":10,"limit":20}`},
 		{name: "schema/invalid", schema: fileSchema, args: `{"path":7,"offset":"x"}`},
 	}
 	for _, bb := range benches {
