@@ -108,6 +108,7 @@ func TestTurnChain(t *testing.T) {
 		wantText  string
 		wantErr   string
 		wantExt   string
+		skips     int // fail_open failures reported to OnSkip
 	}{
 		{
 			name:      "no layers",
@@ -187,6 +188,7 @@ func TestTurnChain(t *testing.T) {
 			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "wild", onError: pipeline.FailOpen, fn: panicking}, {ext: "c", fn: passthrough}},
 			wantTrace: "a> wild!! c> core <c <a",
 			wantText:  "core:hello",
+			skips:     1,
 		},
 		{
 			name:      "fail_closed panic under a fail_open layer is not skipped",
@@ -200,18 +202,21 @@ func TestTurnChain(t *testing.T) {
 			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "flaky", onError: pipeline.FailOpen, fn: failing}, {ext: "c", fn: passthrough}},
 			wantTrace: "a> flakyx c> core <c <a",
 			wantText:  "core:hello",
+			skips:     1,
 		},
 		{
 			name:      "fail_open panic is skipped",
 			layers:    []layerSpec{{ext: "wild", onError: pipeline.FailOpen, fn: panicking}},
 			wantTrace: "wild!! core",
 			wantText:  "core:hello",
+			skips:     1,
 		},
 		{
 			name:      "fail_open after next keeps next's outcome",
 			layers:    []layerSpec{{ext: "late", onError: pipeline.FailOpen, fn: failingAfterNext}},
 			wantTrace: "late> core latex",
 			wantText:  "core:hello",
+			skips:     1,
 		},
 		{
 			name:      "fail_closed after next fails the turn",
@@ -252,6 +257,9 @@ func TestTurnChain(t *testing.T) {
 			if got := strings.Join(trace, " "); got != tt.wantTrace {
 				t.Errorf("trace = %q, want %q", got, tt.wantTrace)
 			}
+			if len(skipped) != tt.skips {
+				t.Errorf("OnSkip calls = %q, want %d", skipped, tt.skips)
+			}
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -267,11 +275,6 @@ func TestTurnChain(t *testing.T) {
 			}
 			if res.Response.Content != tt.wantText {
 				t.Errorf("response = %q, want %q", res.Response.Content, tt.wantText)
-			}
-			for _, l := range tt.layers {
-				if l.onError == pipeline.FailOpen && l.fn != nil && !strings.HasPrefix(tt.name, "fail_closed") && strings.Contains(tt.name, "fail_open") && len(skipped) != 1 {
-					t.Errorf("OnSkip calls = %q, want one", skipped)
-				}
 			}
 		})
 	}

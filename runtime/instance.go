@@ -38,6 +38,7 @@ type instance struct {
 	pending    store.Batch
 	metaBuf    store.Meta // what pending.Meta points to, so a flush allocates nothing
 	lastChange time.Time  // when pending last changed; the next flush stamps it
+	metaDirty  bool       // meta changed with no message to save (a turn was counted)
 	ts         turnState  // reused by every turn of the instance
 }
 
@@ -90,9 +91,10 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 // should not be cancellable: what a turn did is saved even when its caller
 // gave up.
 func (in *instance) flush(ctx context.Context, st store.Store) error {
-	if in.pending.Empty() {
+	if in.pending.Empty() && !in.metaDirty {
 		return nil
 	}
+	in.metaDirty = false
 	if in.lastChange.IsZero() {
 		in.lastChange = in.agent.rt.now()
 	}

@@ -95,7 +95,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	toolNames := append([]string{}, builtinTools...)
+	toolNames := append([]string{}, tool.WorkspaceToolNames...)
 	for _, t := range o.tools {
 		toolNames = append(toolNames, t.Name)
 	}
@@ -168,9 +168,6 @@ func (r *Runtime) openStore(o *options, cfg *config.File) error {
 	return nil
 }
 
-// builtinTools are the workspace tools' names.
-var builtinTools = []string{"execute_command", "list_files", "read_file", "write_file"}
-
 // openTools opens the workspace and returns the registry of every tool an
 // agent may list: the workspace tools and the tools given with [WithTool].
 func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error) {
@@ -198,7 +195,7 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 			}
 		}
 	} else {
-		for _, n := range builtinTools {
+		for _, n := range tool.WorkspaceToolNames {
 			err := reg.Add(pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: n, Description: "workspace tool (no workspace configured)", Category: pipeline.CategoryOther},
 				Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 					return nil, errors.New("no workspace is configured (set workspace: in the config)")
@@ -219,7 +216,7 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 func usesWorkspace(cfg *config.File) bool {
 	for _, a := range cfg.Agents {
 		for _, t := range a.Tools {
-			if slices.Contains(builtinTools, t) {
+			if slices.Contains(tool.WorkspaceToolNames, t) {
 				return true
 			}
 		}
@@ -332,7 +329,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	inst.meta.Turns++
 	// Save the count even if the turn adds no message, so that turn IDs stay
 	// unique across restarts.
-	inst.pending.Meta = &inst.meta
+	inst.metaDirty = true
 	// The instance's turns run one at a time, so its turn state is reused.
 	ts := &inst.ts
 	ts.agent, ts.inst = a, inst

@@ -305,7 +305,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 	t, ok := c.Tool()
 	if !ok {
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true,
-			Content: fmt.Sprintf("unknown tool %q; the tools offered are: %s", c.Name(), toolNames(a, c))}, nil
+			Content: fmt.Sprintf("unknown tool %q; the tools offered are: %s", c.Name(), toolNames(c))}, nil
 	}
 	if err := tool.CheckArguments(t, c.Arguments()); err != nil {
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q: %v", c.Name(), err)}, nil
@@ -326,7 +326,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 	return r, nil
 }
 
-func toolNames(a *agent, c *pipeline.ToolCallContext) string {
+func toolNames(c *pipeline.ToolCallContext) string {
 	ts, _ := c.Host().(*turnState)
 	var names []string
 	if ts != nil {

@@ -46,6 +46,9 @@ func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool
 	if err := ValidateName("pending item ID", id); err != nil {
 		return PendingRecord{}, false, err
 	}
+	if err := ctx.Err(); err != nil {
+		return PendingRecord{}, false, err
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -62,6 +65,9 @@ func (m *Memory) ListPending(ctx context.Context, agent, key string) ([]PendingR
 		return nil, ErrClosed
 	}
 	if err := validateFilter(agent, key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	m.mu.RLock()

@@ -150,3 +150,22 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// TestWorkspaceToolNames: the exported list is exactly what a workspace
+// offers, so a config checked against it before a workspace opens is
+// checked against the real tools.
+func TestWorkspaceToolNames(t *testing.T) {
+	ws, err := tool.OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var names []string
+	for _, tl := range ws.Tools() {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, tool.WorkspaceToolNames) {
+		t.Errorf("Tools() names = %q, WorkspaceToolNames = %q", names, tool.WorkspaceToolNames)
+	}
+}

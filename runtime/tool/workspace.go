@@ -166,6 +166,10 @@ func (w *Workspace) Tools() []pipeline.Tool {
 	return []pipeline.Tool{w.readFileTool(), w.writeFileTool(), w.listFilesTool(), w.executeCommandTool()}
 }
 
+// WorkspaceToolNames are the names of the tools [Workspace.Tools] returns,
+// sorted. A config can be checked against them before a workspace is open.
+var WorkspaceToolNames = []string{"execute_command", "list_files", "read_file", "write_file"}
+
 // newTool returns the tool of spec whose function checks the arguments,
 // decodes them into A, calls run, and reports every failure as a result with
 // IsError set.
