@@ -31,7 +31,7 @@ const checkCtxEvery = 256
 // Badger is a [Store] kept in a Badger key-value database, on disk
 // ([OpenBadger]) or in memory ([OpenBadgerInMemory]). The key layout is
 // described in the package documentation; records, meta and the schema
-// version are stored as JSON, state verbatim.
+// version are stored as JSON, state and sealed secrets verbatim.
 //
 // # Durability
 //
@@ -337,8 +337,8 @@ func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
 }
 
 // Instances implements [Store]. It reads only the agent's keys, and of
-// those, one per instance and kind. It returns nil when agent has no
-// instance.
+// those, one per instance and kind; it skips the secret kind, as secrets do
+// not make an instance exist. It returns nil when agent has no instance.
 func (s *Badger) Instances(ctx context.Context, agent string) ([]string, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
@@ -352,7 +352,7 @@ func (s *Badger) Instances(ctx context.Context, agent string) ([]string, error) 
 	}
 	var keys []string
 	err := s.db.View(func(txn *badger.Txn) error {
-		for _, kind := range [...]byte{kindMeta, kindMessage, kindState} {
+		for _, kind := range [...]byte{kindMeta, kindMessage, kindState} { // not kindSecret
 			opts := badger.DefaultIteratorOptions
 			opts.PrefetchValues = false
 			opts.Prefix = agentPrefix(kind, agent)
@@ -443,6 +443,114 @@ func (s *Badger) SetState(ctx context.Context, agent, key, extension string, val
 	})
 	if err != nil {
 		return fmt.Errorf("store: set state of extension %q for agent %q instance %q: %w", extension, agent, key, err)
+	}
+	return nil
+}
+
+// PutSecret implements [Store]. The sealed value is stored verbatim.
+func (s *Badger) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := validateSecret(agent, key, name); err != nil {
+		return err
+	}
+	if err := checkSealed(name, sealed); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Badger keeps the slice until the transaction commits.
+	v := bytes.Clone(sealed)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(secretKey(agent, key, name), v) }); err != nil {
+		return fmt.Errorf("store: put secret %q of agent %q instance %q: %w", name, agent, key, err)
+	}
+	return nil
+}
+
+// GetSecret implements [Store].
+func (s *Badger) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+	if err := s.begin(); err != nil {
+		return nil, false, err
+	}
+	defer s.end()
+	if err := validateSecret(agent, key, name); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	var sealed []byte
+	found := false
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(secretKey(agent, key, name))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		sealed, err = item.ValueCopy(nil)
+		return err
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get secret %q of agent %q instance %q: %w", name, agent, key, err)
+	}
+	return sealed, found, nil
+}
+
+// ListSecrets implements [Store]. It reads the instance's secret keys, not
+// their values.
+func (s *Badger) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	if err := validate(agent, key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var names []string
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = secretPrefix(agent, key)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			k, err := decodeKey(it.Item().Key())
+			if err != nil {
+				return err
+			}
+			names = append(names, k.name) // keys, and so names, come sorted
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: list secrets of agent %q instance %q: %w", agent, key, err)
+	}
+	return names, nil
+}
+
+// DeleteSecret implements [Store].
+func (s *Badger) DeleteSecret(ctx context.Context, agent, key, name string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := validateSecret(agent, key, name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(secretKey(agent, key, name)) }); err != nil {
+		return fmt.Errorf("store: delete secret %q of agent %q instance %q: %w", name, agent, key, err)
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
 // Package store persists Ganglion's instances: each instance's message
-// history, its [Meta] (turn count, next sequence number, timestamps) and the
-// state its extensions keep. The runtime loads an instance when it first
-// needs it, and after each turn commits what changed as one [Batch], applied
-// atomically.
+// history, its [Meta] (turn count, next sequence number, timestamps), the
+// state its extensions keep and the secrets given to it. The runtime loads
+// an instance when it first needs it, and after each turn commits what
+// changed as one [Batch], applied atomically.
 //
 // [Store] is the interface the runtime consumes. Two implementations ship:
 // [Memory], plain maps for tests, benchmarks and one-shot runs, and
@@ -12,8 +12,9 @@
 // # Names
 //
 // An instance is named by its agent and its key; extension state also by the
-// extension. Agent and extension names match [a-zA-Z0-9_.-]{1,64}; an
-// instance key is 1 to 256 bytes of valid UTF-8 without NUL. Every store
+// extension, a secret by its name. Agent, extension and secret names match
+// [a-zA-Z0-9_.-]{1,64} (environment-variable names like OPENAI_API_KEY fit);
+// an instance key is 1 to 256 bytes of valid UTF-8 without NUL. Every store
 // method refuses other names with an error from [ValidateName] or
 // [ValidateInstanceKey], which the runtime can call itself to check names
 // early.
@@ -31,6 +32,7 @@
 //	i \x00 <agent> \x00 <key>                    instance Meta, JSON
 //	m \x00 <agent> \x00 <key> \x00 <seq:8>       one Record, JSON (Seq included)
 //	s \x00 <agent> \x00 <key> \x00 <extension>   extension state, verbatim bytes
+//	c \x00 <agent> \x00 <key> \x00 <name>        sealed secret, verbatim bytes
 //	p \x00 <id>                                 one PendingRecord, JSON
 //
 // All the keys of one agent and kind share the prefix "<kind>\x00<agent>\x00",
@@ -41,6 +43,19 @@
 //
 // A database without the version key is taken as new only if it is empty;
 // a database with another version is refused.
+//
+// # Secrets
+//
+// A secret (an API key a human gives a paused agent, say) is stored as the
+// caller hands it over: sealed, that is encrypted and authenticated, by the
+// runtime before it reaches the store, so neither [Memory] nor the Badger
+// files ever hold its plaintext. The store does not read the sealed bytes.
+//
+// Secrets belong to an instance but do not make it exist: [Store.Instances]
+// does not scan the c keys, so an instance with secrets and nothing else is
+// not listed, and LoadInstance does not find it. The c keys came after
+// schema version 1 without changing it: a build that predates them never
+// reads them, since it looks keys up only by its own kinds' prefixes.
 //
 // # Concurrency
 //

@@ -17,6 +17,7 @@ const (
 	kindMessage byte = 'm' // one Record
 	kindState   byte = 's' // one extension's state for an instance
 	kindPending byte = 'p' // one pending item, by ID
+	kindSecret  byte = 'c' // one sealed secret of an instance
 )
 
 // sep separates the parts of a key. Names cannot contain it.
@@ -35,6 +36,7 @@ type storeKey struct {
 	instance  string
 	seq       uint64 // kindMessage only
 	extension string // kindState only
+	name      string // kindSecret only
 	id        string // kindPending only (no agent or instance in the key)
 }
 
@@ -51,6 +53,8 @@ func (k storeKey) encode() []byte {
 		return stateKey(k.agent, k.instance, k.extension)
 	case kindPending:
 		return pendingKey(k.id)
+	case kindSecret:
+		return secretKey(k.agent, k.instance, k.name)
 	}
 	panic(fmt.Sprintf("store: encode key of unknown kind %q", k.kind))
 }
@@ -91,6 +95,18 @@ func stateKey(agent, instance, extension string) []byte {
 	return append(b, extension...)
 }
 
+// secretPrefix is c\x00<agent>\x00<instance>\x00, the prefix of the
+// instance's secret keys.
+func secretPrefix(agent, instance string) []byte {
+	return append(instancePrefix(kindSecret, agent, instance, 1), sep)
+}
+
+// secretKey is c\x00<agent>\x00<instance>\x00<name>.
+func secretKey(agent, instance, name string) []byte {
+	b := append(instancePrefix(kindSecret, agent, instance, 1+len(name)), sep)
+	return append(b, name...)
+}
+
 // pendingPrefix is the prefix of every pending item's key.
 var pendingPrefix = []byte{kindPending, sep}
 
@@ -128,7 +144,7 @@ func decodeKey(b []byte) (storeKey, error) {
 		}
 		return k, nil
 	}
-	if kind != kindMeta && kind != kindMessage && kind != kindState {
+	if kind != kindMeta && kind != kindMessage && kind != kindState && kind != kindSecret {
 		return bad("unknown kind")
 	}
 	if len(b) < 2 || b[1] != sep {
@@ -160,6 +176,15 @@ func decodeKey(b []byte) (storeKey, error) {
 		}
 		k.instance, k.extension = string(rest[:i]), string(rest[i+1:])
 		if err := ValidateName("extension name", k.extension); err != nil {
+			return bad(err.Error())
+		}
+	case kindSecret:
+		i := bytes.IndexByte(rest, sep)
+		if i < 0 {
+			return bad("no separator after instance key")
+		}
+		k.instance, k.name = string(rest[:i]), string(rest[i+1:])
+		if err := ValidateName("secret name", k.name); err != nil {
 			return bad(err.Error())
 		}
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sort"
@@ -16,7 +17,8 @@ import (
 // message is not copied. The price is that a stored [pipeline.Message] is
 // the caller's: callers must treat a message as immutable once committed,
 // and must not change one returned by LoadInstance. State
-// values are copied in and out, since callers reuse byte buffers.
+// values and sealed secrets are copied in and out, since callers reuse byte
+// buffers.
 //
 // Memory checks names as [Badger] does, but since it does not encode, it
 // accepts a message that JSON cannot encode (say, a NaN in Metadata), which
@@ -31,7 +33,13 @@ type Memory struct {
 	mu      sync.RWMutex
 	agents  map[string]map[string]*memInstance // agent → instance key → instance
 	pending map[string]PendingRecord           // pending items by ID
+	// secrets are kept apart from agents so that they do not make an
+	// instance exist (see Store.Instances). No inner map is empty.
+	secrets map[instanceID]map[string][]byte // instance → name → sealed value
 }
+
+// instanceID names an instance.
+type instanceID struct{ agent, key string }
 
 // chunkLen is the length of a full chunk of records. Keeping an instance's
 // history in chunks rather than one slice spares a growing instance the copy
@@ -323,6 +331,111 @@ func (m *Memory) SetState(ctx context.Context, agent, key, extension string, val
 	return nil
 }
 
+// PutSecret implements [Store]. It stores a copy of sealed.
+func (m *Memory) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := validateSecret(agent, key, name); err != nil {
+		return err
+	}
+	if err := checkSealed(name, sealed); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sealed = bytes.Clone(sealed)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return ErrClosed
+	}
+	id := instanceID{agent, key}
+	if m.secrets == nil {
+		m.secrets = make(map[instanceID]map[string][]byte)
+	}
+	if m.secrets[id] == nil {
+		m.secrets[id] = make(map[string][]byte)
+	}
+	m.secrets[id][name] = sealed
+	return nil
+}
+
+// GetSecret implements [Store]. The returned slice is a copy.
+func (m *Memory) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+	if m.closed.Load() {
+		return nil, false, ErrClosed
+	}
+	if err := validateSecret(agent, key, name); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return nil, false, ErrClosed
+	}
+	v, ok := m.secrets[instanceID{agent, key}][name]
+	return bytes.Clone(v), ok, nil
+}
+
+// ListSecrets implements [Store].
+func (m *Memory) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
+	if m.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := validate(agent, key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	if m.agents == nil {
+		m.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	var names []string
+	if secrets := m.secrets[instanceID{agent, key}]; len(secrets) > 0 {
+		names = make([]string, 0, len(secrets))
+		for name := range secrets {
+			names = append(names, name)
+		}
+	}
+	m.mu.RUnlock()
+	slices.Sort(names)
+	return names, nil
+}
+
+// DeleteSecret implements [Store].
+func (m *Memory) DeleteSecret(ctx context.Context, agent, key, name string) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	if err := validateSecret(agent, key, name); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return ErrClosed
+	}
+	id := instanceID{agent, key}
+	if secrets := m.secrets[id]; secrets != nil {
+		delete(secrets, name)
+		if len(secrets) == 0 {
+			delete(m.secrets, id)
+		}
+	}
+	return nil
+}
+
 // Close drops everything the store holds. Later calls, Close included, fail
 // with [ErrClosed].
 func (m *Memory) Close() error {
@@ -331,6 +444,7 @@ func (m *Memory) Close() error {
 	}
 	m.mu.Lock()
 	m.agents = nil
+	m.secrets = nil
 	m.mu.Unlock()
 	return nil
 }

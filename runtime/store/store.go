@@ -59,13 +59,14 @@ func (b *Batch) check() error {
 // Empty reports whether b changes nothing.
 func (b *Batch) Empty() bool { return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil }
 
-// Store persists instances: their history, their meta and their extensions'
-// state. Implementations are safe for concurrent use.
+// Store persists instances: their history, their meta, their extensions'
+// state and their sealed secrets. Implementations are safe for concurrent
+// use.
 //
-// Agent and extension names match [a-zA-Z0-9_.-]{1,64}; instance keys are
-// 1–256 bytes of UTF-8 without NUL. Every method refuses other names with the
-// error of [ValidateName] or [ValidateInstanceKey], and every method of a
-// closed store fails with [ErrClosed].
+// Agent, extension and secret names match [a-zA-Z0-9_.-]{1,64}; instance
+// keys are 1–256 bytes of UTF-8 without NUL. Every method refuses other names
+// with the error of [ValidateName] or [ValidateInstanceKey], and every method
+// of a closed store fails with [ErrClosed].
 type Store interface {
 	// LoadInstance returns the instance's meta and its records in Seq order;
 	// found is false (and the rest zero) when neither meta nor records are
@@ -73,8 +74,9 @@ type Store interface {
 	LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error)
 	// Commit applies b atomically.
 	Commit(ctx context.Context, agent, key string, b Batch) error
-	// Instances lists the instance keys of agent that have anything stored
-	// (meta, records or state), sorted.
+	// Instances lists the instance keys of agent that have meta, records or
+	// state stored, sorted. Secrets alone do not list an instance: they are
+	// kept for it, but do not make it exist.
 	Instances(ctx context.Context, agent string) ([]string, error)
 	// GetState returns the state extension keeps for the instance, or nil if
 	// none. The caller owns the returned slice.
@@ -89,6 +91,21 @@ type Store interface {
 	// ListPending returns the pending records of agent's instance key,
 	// sorted by ID; an empty key lists all of agent's, an empty agent all.
 	ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error)
+	// PutSecret stores a sealed (encrypted) secret value of the instance
+	// under name, replacing any. The store never sees plaintext: callers seal
+	// values first. A sealed value is never empty, so an empty one is refused
+	// (it is not a deletion, unlike a nil value to SetState). The store does
+	// not keep sealed.
+	PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error
+	// GetSecret returns the sealed value; found is false if none. The caller
+	// owns the slice.
+	GetSecret(ctx context.Context, agent, key, name string) (sealed []byte, found bool, err error)
+	// ListSecrets returns the names of the instance's secrets, sorted; nil
+	// if none.
+	ListSecrets(ctx context.Context, agent, key string) ([]string, error)
+	// DeleteSecret removes the secret; deleting a missing one is not an
+	// error.
+	DeleteSecret(ctx context.Context, agent, key, name string) error
 	// Close releases the store. Later calls, Close included, fail with ErrClosed.
 	Close() error
 }
@@ -121,4 +138,20 @@ func (r *PendingRecord) check() error {
 // matches reports whether r belongs to agent's instance key ("" matches any).
 func (r *PendingRecord) matches(agent, key string) bool {
 	return (agent == "" || r.Agent == agent) && (key == "" || r.Instance == key)
+}
+
+// validateSecret checks the names the secret methods receive.
+func validateSecret(agent, key, name string) error {
+	if err := validate(agent, key); err != nil {
+		return err
+	}
+	return ValidateName("secret name", name)
+}
+
+// checkSealed refuses an empty sealed value.
+func checkSealed(name string, sealed []byte) error {
+	if len(sealed) == 0 {
+		return fmt.Errorf("store: secret %q: empty sealed value (DeleteSecret deletes)", name)
+	}
+	return nil
 }

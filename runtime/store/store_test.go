@@ -269,6 +269,8 @@ var conformance = []struct {
 	{"commit is atomic", testAtomicCommit},
 	{"state", testState},
 	{"pending items", testPending},
+	{"secrets", testSecrets},
+	{"secrets alone are neither listed nor found", testSecretsAreNotInstances},
 	{"state is the caller's", func(t *testing.T, s store.Store) {
 		ctx := context.Background()
 		in := []byte("v1")
@@ -453,6 +455,22 @@ func testInvalidNames(t *testing.T, s store.Store) {
 			`store: invalid extension name "ext/1": character "/" at offset 3 not allowed ` + nameRule},
 		{"set state: bad agent", func() error { return s.SetState(ctx, "a\x00b", "k", "e", nil) },
 			`store: invalid agent name "a\x00b": character "\x00" at offset 1 not allowed ` + nameRule},
+		{"put secret: space in name", func() error { return s.PutSecret(ctx, "a", "k", "OPENAI API KEY", []byte("sealed")) },
+			`store: invalid secret name "OPENAI API KEY": character " " at offset 6 not allowed ` + nameRule},
+		{"put secret: long name", func() error { return s.PutSecret(ctx, "a", "k", strings.Repeat("K", 65), []byte("sealed")) },
+			`store: invalid secret name "` + strings.Repeat("K", 65) + `": 65 bytes long ` + nameRule},
+		{"put secret: empty key before empty value", func() error { return s.PutSecret(ctx, "a", "", "K", nil) },
+			`store: invalid instance key "": empty ` + keyRule},
+		{"get secret: empty name", func() error { _, _, err := s.GetSecret(ctx, "a", "k", ""); return err },
+			`store: invalid secret name "": empty ` + nameRule},
+		{"get secret: bad agent", func() error { _, _, err := s.GetSecret(ctx, "a/b", "k", "K"); return err },
+			`store: invalid agent name "a/b": character "/" at offset 1 not allowed ` + nameRule},
+		{"list secrets: NUL in key", func() error { _, err := s.ListSecrets(ctx, "a", "k\x00K"); return err },
+			`store: invalid instance key "k\x00K": NUL at offset 1 ` + keyRule},
+		{"list secrets: empty agent", func() error { _, err := s.ListSecrets(ctx, "", "k"); return err },
+			`store: invalid agent name "": empty ` + nameRule},
+		{"delete secret: NUL in name", func() error { return s.DeleteSecret(ctx, "a", "k", "K\x00") },
+			`store: invalid secret name "K\x00": character "\x00" at offset 1 not allowed ` + nameRule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,6 +479,7 @@ func testInvalidNames(t *testing.T, s store.Store) {
 	}
 	// Nothing was written by the refused calls.
 	wantInstances(t, s, "a")
+	wantSecrets(t, s, "a", "k")
 }
 
 func testClosed(t *testing.T, s store.Store) {
@@ -479,6 +498,10 @@ func testClosed(t *testing.T, s store.Store) {
 		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
 		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
 		{"SetState", func() error { return s.SetState(ctx, "a", "k", "e", []byte("x")) }},
+		{"PutSecret", func() error { return s.PutSecret(ctx, "a", "k", "K", []byte("sealed")) }},
+		{"GetSecret", func() error { _, _, err := s.GetSecret(ctx, "a", "k", "K"); return err }},
+		{"ListSecrets", func() error { _, err := s.ListSecrets(ctx, "a", "k"); return err }},
+		{"DeleteSecret", func() error { return s.DeleteSecret(ctx, "a", "k", "K") }},
 		{"Close", func() error { return s.Close() }},
 	}
 	for _, tt := range tests {
@@ -506,6 +529,10 @@ func testCancelled(t *testing.T, s store.Store) {
 		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
 		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
 		{"SetState", func() error { return s.SetState(ctx, "a", "k", "e", []byte("x")) }},
+		{"PutSecret", func() error { return s.PutSecret(ctx, "a", "k", "K", []byte("sealed")) }},
+		{"GetSecret", func() error { _, _, err := s.GetSecret(ctx, "a", "k", "K"); return err }},
+		{"ListSecrets", func() error { _, err := s.ListSecrets(ctx, "a", "k"); return err }},
+		{"DeleteSecret", func() error { return s.DeleteSecret(ctx, "a", "k", "K") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -515,6 +542,7 @@ func testCancelled(t *testing.T, s store.Store) {
 		})
 	}
 	wantInstances(t, s, "a")
+	wantSecrets(t, s, "a", "k")
 }
 
 // testConcurrentCommits hammers the store from many goroutines, each turn
@@ -540,6 +568,14 @@ func testConcurrentCommits(t *testing.T, s store.Store) {
 					t.Errorf("set state %s: %v", key, err)
 					return
 				}
+				if err := s.PutSecret(ctx, "a", key, fmt.Sprintf("S%d", turn%4), []byte(key)); err != nil {
+					t.Errorf("put secret %s: %v", key, err)
+					return
+				}
+				if _, _, err := s.GetSecret(ctx, "a", key, "S0"); err != nil {
+					t.Errorf("get secret %s: %v", key, err)
+					return
+				}
 				if _, _, _, err := s.LoadInstance(ctx, "a", key); err != nil {
 					t.Errorf("load %s: %v", key, err)
 					return
@@ -562,6 +598,7 @@ func testConcurrentCommits(t *testing.T, s store.Store) {
 		}
 		wantInstance(t, s, "a", key, meta(turns, 2*turns), want)
 		wantState(t, s, "a", key, "e", []byte(key))
+		wantSecrets(t, s, "a", key, "S0", "S1", "S2", "S3")
 	}
 	wantInstances(t, s, "a", keys...)
 }
@@ -630,4 +667,140 @@ func testPending(t *testing.T, s store.Store) {
 	if got := ids("", ""); got != "q1,q2,q3,q4" {
 		t.Errorf("refused puts changed the store: %q", got)
 	}
+}
+
+func putSecret(t *testing.T, s store.Store, agent, key, name, sealed string) {
+	t.Helper()
+	if err := s.PutSecret(context.Background(), agent, key, name, []byte(sealed)); err != nil {
+		t.Fatalf("put secret %s/%s/%s: %v", agent, key, name, err)
+	}
+}
+
+func deleteSecret(t *testing.T, s store.Store, agent, key, name string) {
+	t.Helper()
+	if err := s.DeleteSecret(context.Background(), agent, key, name); err != nil {
+		t.Fatalf("delete secret %s/%s/%s: %v", agent, key, name, err)
+	}
+}
+
+// wantSecret checks the sealed value of a secret; a nil want means none.
+func wantSecret(t *testing.T, s store.Store, agent, key, name string, want []byte) {
+	t.Helper()
+	got, found, err := s.GetSecret(context.Background(), agent, key, name)
+	if err != nil {
+		t.Fatalf("get secret %s/%s/%s: %v", agent, key, name, err)
+	}
+	if found != (want != nil) || string(got) != string(want) || !found && got != nil {
+		t.Fatalf("get secret %s/%s/%s = %q, %v; want %q, %v", agent, key, name, got, found, want, want != nil)
+	}
+}
+
+// wantSecrets checks the names of the instance's secrets.
+func wantSecrets(t *testing.T, s store.Store, agent, key string, want ...string) {
+	t.Helper()
+	got, err := s.ListSecrets(context.Background(), agent, key)
+	if err != nil {
+		t.Fatalf("list secrets %s/%s: %v", agent, key, err)
+	}
+	if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+		t.Fatalf("list secrets %s/%s = %q, want %q", agent, key, got, want)
+	}
+}
+
+func testSecrets(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", nil)
+	wantSecrets(t, s, "a", "k")
+	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY") // deleting nothing is fine
+
+	// The store keeps its own copy of what it is given...
+	buf := []byte("sealed-openai")
+	if err := s.PutSecret(ctx, "a", "k", "OPENAI_API_KEY", buf); err != nil {
+		t.Fatal(err)
+	}
+	buf[0] = 'X'
+	// ...and hands out copies.
+	got, _, err := s.GetSecret(ctx, "a", "k", "OPENAI_API_KEY")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got[0] = 'Y'
+	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", []byte("sealed-openai"))
+
+	// Neighbouring instances and agents, and every byte value.
+	binary := "\x01\x00\xff\xfe sealed \x00"
+	putSecret(t, s, "a", "k", "GITHUB_TOKEN", "sealed-github")
+	putSecret(t, s, "a", "k", "bin.v-1", binary)
+	putSecret(t, s, "a", "k2", "OPENAI_API_KEY", "sealed-k2")
+	putSecret(t, s, "a", "k\x01", "OPENAI_API_KEY", "sealed-k1")
+	putSecret(t, s, "ab", "k", "OPENAI_API_KEY", "sealed-ab")
+	wantSecret(t, s, "a", "k", "bin.v-1", []byte(binary))
+	wantSecret(t, s, "a", "k2", "OPENAI_API_KEY", []byte("sealed-k2"))
+	wantSecret(t, s, "a", "k\x01", "OPENAI_API_KEY", []byte("sealed-k1"))
+	wantSecret(t, s, "ab", "k", "OPENAI_API_KEY", []byte("sealed-ab"))
+	wantSecret(t, s, "ab", "k", "GITHUB_TOKEN", nil)
+	wantSecret(t, s, "a", "k", "openai_api_key", nil) // names are case-sensitive
+	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin.v-1")
+	wantSecrets(t, s, "a", "k2", "OPENAI_API_KEY")
+	wantSecrets(t, s, "ab", "k", "OPENAI_API_KEY")
+	wantSecrets(t, s, "a", "other")
+	wantSecrets(t, s, "b", "k")
+
+	// Replace.
+	putSecret(t, s, "a", "k", "OPENAI_API_KEY", "sealed-openai-2")
+	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", []byte("sealed-openai-2"))
+	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin.v-1")
+
+	// An empty sealed value is refused, not taken as a deletion.
+	for _, v := range [][]byte{nil, {}} {
+		err := s.PutSecret(ctx, "a", "k", "GITHUB_TOKEN", v)
+		if want := `store: secret "GITHUB_TOKEN": empty sealed value (DeleteSecret deletes)`; err == nil || err.Error() != want {
+			t.Fatalf("PutSecret(%q) = %v, want %q", v, err, want)
+		}
+	}
+	wantSecret(t, s, "a", "k", "GITHUB_TOKEN", []byte("sealed-github"))
+
+	// Delete one; the others stay.
+	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY")
+	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY")
+	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", nil)
+	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "bin.v-1")
+	wantSecret(t, s, "a", "k2", "OPENAI_API_KEY", []byte("sealed-k2"))
+	wantSecret(t, s, "ab", "k", "OPENAI_API_KEY", []byte("sealed-ab"))
+	deleteSecret(t, s, "a", "k", "GITHUB_TOKEN")
+	deleteSecret(t, s, "a", "k", "bin.v-1")
+	wantSecrets(t, s, "a", "k")
+	wantSecrets(t, s, "a", "k2", "OPENAI_API_KEY")
+
+	// Secrets do not touch history or state.
+	wantInstance(t, s, "a", "k", nil, nil)
+	wantState(t, s, "a", "k", "OPENAI_API_KEY", nil)
+}
+
+// testSecretsAreNotInstances: a secret is kept for an instance, but does not
+// make it exist; the instance's other data coming and going does not disturb
+// its secrets.
+func testSecretsAreNotInstances(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	putSecret(t, s, "a", "k", "K", "sealed")
+	wantInstances(t, s, "a")
+	wantInstance(t, s, "a", "k", nil, nil)
+
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "hi")}})
+	if err := s.SetState(ctx, "a", "k", "e", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	wantInstances(t, s, "a", "k")
+	wantSecret(t, s, "a", "k", "K", []byte("sealed"))
+
+	// With its history and state gone, the instance is unlisted again, and
+	// its secret stays.
+	commit(t, s, "a", "k", store.Batch{Delete: []uint64{0}})
+	if err := s.SetState(ctx, "a", "k", "e", nil); err != nil {
+		t.Fatal(err)
+	}
+	wantInstances(t, s, "a")
+	wantInstance(t, s, "a", "k", nil, nil)
+	wantSecrets(t, s, "a", "k", "K")
+	wantSecret(t, s, "a", "k", "K", []byte("sealed"))
 }
