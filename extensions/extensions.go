@@ -146,6 +146,13 @@ type API struct {
 	Events *Events
 	// Logger is the extension's logger; it carries the agent and extension names.
 	Logger *slog.Logger
+	// Pending pauses turns on what a human must answer.
+	Pending *Pending
+	// Secrets reads the secrets the config grants the extension.
+	Secrets *Secrets
+	// Workspace is the directory the agent's file tools are confined to,
+	// or "" if it has none.
+	Workspace string
 }
 
 // Host is what the runtime provides to build an [API]. Extension authors do
@@ -159,6 +166,14 @@ type Host struct {
 	AddTool  func(pipeline.Tool) error
 	Priority int
 	OnError  pipeline.OnError
+	// Pending and Secrets may be nil: the API's Pending and Secrets then
+	// refuse every call with a clear error.
+	Pending PendingHost
+	Secrets SecretsHost
+	// Grants names the secrets the extension may read.
+	Grants []string
+	// Workspace is the agent's workspace directory, if any.
+	Workspace string
 }
 
 // NewAPI returns the API of extension name on h. The runtime calls it; so do
@@ -177,6 +192,10 @@ func NewAPI(name string, h Host) *API {
 		State:    &State{store: h.Store, agent: h.Agent, ext: name},
 		Events:   &Events{bus: h.Bus, agent: h.Agent, ext: name},
 		Logger:   logger,
+		Pending:  &Pending{host: h.Pending, ext: name},
+		Secrets:  &Secrets{host: h.Secrets, agent: h.Agent, ext: name, grants: slices.Clone(h.Grants)},
+
+		Workspace: h.Workspace,
 	}
 }
 

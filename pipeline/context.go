@@ -45,6 +45,11 @@ type StepResult struct {
 	// Stop, when set, ends the turn after this step with that finish reason,
 	// even if the model asked for tools. A step middleware may set it.
 	Stop FinishReason
+	// Continue, when set, runs another step even though the model answered
+	// in text: a middleware that added a message for the model to read (a
+	// correction, a reminder) sets it. The turn's max_steps still bounds the
+	// loop. Stop wins over Continue.
+	Continue bool
 }
 
 // ToolResult is the outcome of one tool call.
@@ -140,11 +145,12 @@ func (t *TurnContext) Next(ctx context.Context) (*TurnResult, error) {
 //
 // A StepContext is used by one goroutine at a time: the turn's own.
 type StepContext struct {
-	turn    *TurnContext
-	index   int
-	catalog ToolCatalog
-	p       *Pipeline
-	cur     cursor[*StepResult]
+	turn     *TurnContext
+	index    int
+	catalog  ToolCatalog
+	watchers []func(delta string)
+	p        *Pipeline
+	cur      cursor[*StepResult]
 }
 
 // NewStepContext returns the context of step index (1-based) of turn t,
@@ -157,7 +163,7 @@ func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
 
 // Init makes s the context of step index of turn t; see [TurnContext.Reset].
 func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
-	*s = StepContext{turn: t, cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0]}}
+	*s = StepContext{turn: t, watchers: s.watchers[:0], cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0]}}
 	s.Reset(index, tools)
 }
 
@@ -165,7 +171,31 @@ func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
 func (s *StepContext) Reset(index int, tools []Tool) {
 	s.index = index
 	s.catalog.Reset(tools)
+	clear(s.watchers)
+	s.watchers = s.watchers[:0]
 }
+
+// WatchText calls fn with each piece of the model's text as it streams in
+// this step, in order, before [StepContext.Next] returns: a middleware
+// that reads the output while it streams (a protocol parser) registers it
+// before calling Next. The pieces are cut wherever the provider cut them,
+// even inside a UTF-8 sequence. fn runs on the turn's goroutine and must
+// not block.
+func (s *StepContext) WatchText(fn func(delta string)) {
+	s.watchers = append(s.watchers, fn)
+}
+
+// PublishText hands delta to the functions registered with
+// [StepContext.WatchText]. The runtime calls it for every text chunk of
+// the model's stream; middleware has no use for it.
+func (s *StepContext) PublishText(delta string) {
+	for _, fn := range s.watchers {
+		fn(delta)
+	}
+}
+
+// Watching reports whether any function watches the step's text.
+func (s *StepContext) Watching() bool { return len(s.watchers) > 0 }
 
 // Index returns the step's number within its turn, from 1.
 func (s *StepContext) Index() int { return s.index }

@@ -30,10 +30,14 @@ type agent struct {
 	logger    *slog.Logger
 	apis      []*extensions.API
 	closers   []extensions.Closer
+	// kinds are the pending-item kinds its extensions handle; written only
+	// while they register.
+	kinds map[kindKey]extensions.PendingKind
 }
 
 func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {
-	a := &agent{rt: r, name: ac.Name, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name)}
+	a := &agent{rt: r, name: ac.Name, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name),
+		kinds: map[kindKey]extensions.PendingKind{}}
 	if a.maxSteps <= 0 {
 		a.maxSteps = config.DefaultMaxSteps
 	}
@@ -115,6 +119,7 @@ func (a *agent) loadExtension(o *options, ec config.Extension, b *pipeline.Build
 	api := extensions.NewAPI(ec.Name, extensions.Host{
 		Agent: a.name, Builder: b, Store: a.rt.store, Bus: a.rt.bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
+		Pending: pendingHost{a}, Secrets: pendingHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
 	})
 	a.apis = append(a.apis, api)
 	if c, ok := ext.(extensions.Closer); ok {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/events"
 	"github.com/ganglion-dev/ganglion/runtime/store"
@@ -40,6 +41,13 @@ type instance struct {
 	lastChange time.Time  // when pending last changed; the next flush stamps it
 	metaDirty  bool       // meta changed with no message to save (a turn was counted)
 	ts         turnState  // reused by every turn of the instance
+
+	// paused maps the instance's open pending items to their turns.
+	paused map[string]string
+	// The instance's provided secrets, read once per load (see loadSecrets).
+	secretsLoaded bool
+	secretVals    map[string]string
+	redactor      *secret.Redactor
 }
 
 func newInstance(a *agent, key string) *instance {
@@ -74,6 +82,10 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	if err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
+	if err := in.loadPaused(ctx, in.agent.rt.ledger); err != nil {
+		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	}
+	in.dropSecrets()
 	if found {
 		in.meta = meta
 		for _, r := range recs {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -38,6 +39,32 @@ type options struct {
 	now          func() time.Time
 	syncWrites   bool
 	maxInstances int
+
+	secretKey     []byte
+	secretKeyFile string
+	noExpiryTimer bool
+}
+
+// WithSecretKey seals provided secrets with key (32 bytes, AES-256-GCM)
+// instead of the key from the environment ([SecretKeyEnv]) or the key file.
+func WithSecretKey(key []byte) Option {
+	key = slices.Clone(key)
+	return optionFunc(func(o *options) { o.secretKey = key })
+}
+
+// WithSecretKeyFile reads the key that seals provided secrets from path,
+// creating it (mode 0600) if it does not exist. Default: the data
+// directory's path with ".key" added (.ganglion/data.key). [SecretKeyEnv], when set, wins over the file.
+func WithSecretKeyFile(path string) Option {
+	return optionFunc(func(o *options) { o.secretKeyFile = path })
+}
+
+// WithoutExpiryTimer stops the runtime from expiring pending items on its
+// own while it runs; [Runtime.ExpirePending] still does, and New still
+// expires the items whose deadline passed while no process ran. Tests that
+// drive deadlines with an injected clock use it.
+func WithoutExpiryTimer() Option {
+	return optionFunc(func(o *options) { o.noExpiryTimer = true })
 }
 
 // DefaultInstanceCache is how many instances a runtime keeps in memory by default.

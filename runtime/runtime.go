@@ -18,9 +18,12 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/audit"
+	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/store"
 	"github.com/ganglion-dev/ganglion/runtime/tool"
@@ -50,6 +53,13 @@ type Runtime struct {
 	workspace *tool.Workspace
 	agents    map[string]*agent
 	order     []string
+	ledger    *ledger.Ledger
+	keyring   *secret.Keyring
+
+	// The expiry loop (see expiryLoop); nil channels when it does not run.
+	expiryWake chan struct{}
+	expiryStop chan struct{}
+	expiryDone chan struct{}
 
 	mu           sync.Mutex // guards instances, lru and instance.refs
 	instances    map[instanceID]*instance
@@ -65,6 +75,7 @@ type instanceID struct{ agent, key string }
 func BuiltinExtensions() *extensions.Registry {
 	r := extensions.NewRegistry()
 	_ = r.Register(audit.Name, audit.New)
+	_ = r.Register(protocol.Name, protocol.Factory(nil))
 	return r
 }
 
@@ -124,9 +135,14 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			r.release()
 		}
 	}()
-	if err := r.openStore(o, cfg); err != nil {
+	dataDir, err := r.openStore(o, cfg)
+	if err != nil {
 		return nil, err
 	}
+	if err := r.openKeyring(o, dataDir); err != nil {
+		return nil, err
+	}
+	r.ledger = ledger.New(r.store, ledger.WithEvents(r.bus), ledger.WithClock(r.now))
 	toolReg, err := r.openTools(o, cfg)
 	if err != nil {
 		return nil, err
@@ -141,17 +157,31 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.order = append(r.order, a.name)
 	}
 	ok = true
+	// Pending items outlive processes: finish the resumes a stopped process
+	// left undone, and handle the deadlines that passed meanwhile.
+	if err := r.recoverResumes(ctx); err != nil {
+		r.logger.Error("resume of answered pending items failed", "err", err)
+	}
+	if _, err := r.ExpirePending(ctx); err != nil {
+		r.logger.Error("expiry of pending items failed", "err", err)
+	}
+	if !o.noExpiryTimer {
+		r.expiryWake, r.expiryStop, r.expiryDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		go r.expiryLoop()
+	}
 	return r, nil
 }
 
-func (r *Runtime) openStore(o *options, cfg *config.File) error {
+// openStore opens the store and returns the data directory, "" when the
+// store is not on disk.
+func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	switch {
 	case o.store != nil:
 		r.store = o.store
-		return nil
+		return "", nil
 	case o.memory:
 		r.store, r.ownsStore = store.NewMemory(), true
-		return nil
+		return "", nil
 	}
 	dir := o.dataDir
 	if dir == "" {
@@ -162,10 +192,10 @@ func (r *Runtime) openStore(o *options, cfg *config.File) error {
 	}
 	st, err := store.OpenBadger(dir, store.WithLogger(r.logger), store.WithSyncWrites(o.syncWrites))
 	if err != nil {
-		return err
+		return "", err
 	}
 	r.store, r.ownsStore = st, true
-	return nil
+	return dir, nil
 }
 
 // openTools opens the workspace and returns the registry of every tool an
@@ -184,7 +214,7 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
-		ws, err := tool.OpenWorkspace(dir)
+		ws, err := tool.OpenWorkspace(dir, tool.WithCallEnv(r.callEnv))
 		if err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
@@ -321,6 +351,9 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 	if err := inst.load(ctx, r.store); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
+	if len(inst.paused) > 0 {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, inst.pausedError()
+	}
 	return a.runTurn(ctx, inst, in)
 }
 
@@ -416,6 +449,10 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 func (r *Runtime) Close() error {
 	if !r.gate.close() {
 		return nil
+	}
+	if r.expiryStop != nil {
+		close(r.expiryStop)
+		<-r.expiryDone
 	}
 	return r.release()
 }

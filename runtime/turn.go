@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,8 +51,25 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	ts := t.Host().(*turnState)
 	in := t.Input()
 	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
+	if in.Kind == pipeline.InputResume {
+		input.Metadata = maps.Clone(in.Metadata)
+		if input.Metadata == nil {
+			input.Metadata = map[string]any{}
+		}
+		input.Metadata["turn_id"] = ts.turnID
+	}
 	if err := ts.conv.append(&input); err != nil {
 		return nil, err
+	}
+	if in.Kind == pipeline.InputResume {
+		// The resume is on record before anything else of the turn runs:
+		// the stored message is what says the paused turn was resumed.
+		if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
+			return nil, err
+		}
+		if reason, _ := in.Metadata["failed"].(string); reason != "" {
+			return nil, fmt.Errorf("%w: %s", ErrTaskFailed, reason)
+		}
 	}
 	res := &pipeline.TurnResult{TurnID: ts.turnID} // the caller keeps it
 	ts.step.Init(t, 1, a.tools)
@@ -72,7 +90,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		case sr.Stop != "":
 			res.FinishReason = sr.Stop
 			return res, nil
-		case len(sr.Message.ToolCalls) == 0:
+		case len(sr.Message.ToolCalls) == 0 && !sr.Continue:
 			res.FinishReason = pipeline.FinishText
 			return res, nil
 		}
@@ -116,6 +134,10 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	*sr = pipeline.StepResult{Message: msg, Usage: usage}
 	if len(msg.ToolCalls) == 0 {
 		return sr, nil
+	}
+	// Commands receive the instance's secrets, and results are redacted of them.
+	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
+		return nil, err
 	}
 	// A failed toolCall middleware fails the turn, but only after every call's
 	// result is in the history.
@@ -179,6 +201,9 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 				ts.text.WriteString(c.Text)
 			}
 			chunks++
+			if s.Watching() {
+				s.PublishText(c.Text)
+			}
 			if bus.Active() {
 				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: map[string]any{"kind": "text", "text": c.Text}})
 			}
@@ -277,6 +302,9 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 		*out = *r
 		out.CallID, out.Name = c.ID, c.Name
 	}
+	// No tool result shows a provided secret: not to the model, the
+	// history, the events or the logs.
+	out.Content = ts.inst.redactor.Redact(out.Content)
 	if bus.Active() {
 		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
 	}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -297,4 +298,37 @@ func (f *Fields) value(name string) *fieldValue {
 		return &f.vals[i]
 	}
 	return nil
+}
+
+// MarshalJSON encodes the fields that are set as one JSON object, in the
+// kind's field order: text as a string, bool as a boolean, list as an
+// array. Blocks of a kind without Build reach event subscribers so.
+func (f *Fields) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, spec := range f.kind.fields {
+		v := &f.vals[i]
+		if !v.set {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(spec.Name)
+		b = append(append(b, name...), ':')
+		var val any
+		switch spec.Type {
+		case BoolField:
+			val = v.b
+		case ListField:
+			val = v.list
+		default:
+			val = v.text
+		}
+		enc, err := json.Marshal(val)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, enc...)
+	}
+	return append(b, '}'), nil
 }

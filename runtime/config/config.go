@@ -94,6 +94,9 @@ type Extension struct {
 	OnError string `yaml:"on_error"`
 	// Priority orders the extension's middleware; lower runs outer. Default 0.
 	Priority int `yaml:"priority"`
+	// Secrets names the provided secrets (dependency values such as
+	// OPENAI_API_KEY) the extension may read. Default: none.
+	Secrets []string `yaml:"secrets"`
 	// Config is the extension's own settings, decoded by the extension
 	// with [Extension.Decode]. Nil when the file gives none.
 	Config ast.Node `yaml:"config"`

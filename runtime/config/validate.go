@@ -207,15 +207,35 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 			firstExt[name] = j
 		}
 	}
+	epre := pre + "extensions[" + strconv.Itoa(j) + "]: "
+	if name != "" {
+		epre = pre + fmt.Sprintf("extension %q: ", name)
+	}
 	switch e.OnError {
 	case "", OnErrorFailClosed, OnErrorFailOpen:
 	default:
-		epre := pre + "extensions[" + strconv.Itoa(j) + "]: "
-		if name != "" {
-			epre = pre + fmt.Sprintf("extension %q: ", name)
-		}
 		v.errorf(path+".on_error", "%son_error must be %s or %s, got %q", epre, OnErrorFailClosed, OnErrorFailOpen, e.OnError)
 	}
+	for k, s := range e.Secrets {
+		if !envName(s) {
+			v.errorf(path+".secrets["+strconv.Itoa(k)+"]", "%ssecrets: %q is not an environment variable name (letters, digits and _, not starting with a digit)", epre, s)
+		}
+	}
+}
+
+// envName reports whether s is an environment variable name, as secrets are named.
+func envName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
 }
 
 // inFile reports whether the file has a node at path.

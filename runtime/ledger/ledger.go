@@ -50,6 +50,8 @@ var (
 type Item struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"` // e.g. "question", "dependency", "approval"
+	// Extension is the extension that created the item and resolves it.
+	Extension string `json:"extension,omitempty"`
 	// Where the item belongs: the turn, step and tool call that paused.
 	Agent    string `json:"agent"`
 	Instance string `json:"instance"`
@@ -60,10 +62,26 @@ type Item struct {
 	Request  json.RawMessage `json:"request"`
 	Required bool            `json:"required"`
 	Status   Status          `json:"status"`
+	// Open is true while the item can be resolved: from its creation until
+	// it is resolved, and after a timeout that leaves it open (a required
+	// question keeps waiting for its answer).
+	Open bool `json:"open"`
+	// Checkpoint is the ID of the last message of the instance's history
+	// when the turn paused: where the resume continues.
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// Answer is the answer given, for items whose answer is not secret.
 	// A secret (a dependency's value) is never put here.
-	Answer    string    `json:"answer,omitempty"`
-	Reason    string    `json:"reason,omitempty"`
+	Answer string `json:"answer,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Message is what the model reads about the resolution when the turn
+	// resumes. It never holds a secret.
+	Message string `json:"message,omitempty"`
+	// Fails is set when the resolution fails the paused task (a required
+	// dependency rejected or timed out); Reason says why.
+	Fails bool `json:"fails,omitempty"`
+	// ResumedBy is the ID of the turn that resumed the paused turn once all
+	// its items were resolved.
+	ResumedBy string    `json:"resumed_by,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// ExpiresAt, if set, is when a pending item times out (see Expire).
@@ -75,6 +93,13 @@ type Resolution struct {
 	Status Status
 	Answer string
 	Reason string
+	// Message is what the model reads about it; see [Item.Message].
+	Message string
+	// KeepOpen leaves the item open to a later resolution: a required
+	// question that timed out still waits for its answer.
+	KeepOpen bool
+	// Fails fails the paused task; see [Item.Fails].
+	Fails bool
 	// Agent and Instance, if set, must be the item's: an answer meant for
 	// another instance is refused.
 	Agent, Instance string
@@ -133,7 +158,7 @@ func (l *Ledger) Create(ctx context.Context, it Item) (Item, error) {
 		return Item{}, fmt.Errorf("ledger: pending item %q already exists", it.ID)
 	}
 	now := l.now()
-	it.Status, it.Answer, it.Reason = Pending, "", ""
+	it.Status, it.Open, it.Answer, it.Reason, it.Message, it.Fails, it.ResumedBy = Pending, true, "", "", "", false, ""
 	it.CreatedAt, it.UpdatedAt = now, now
 	if err := l.put(ctx, it); err != nil {
 		return Item{}, err
@@ -158,6 +183,10 @@ func (l *Ledger) Get(ctx context.Context, id string) (Item, error) {
 type Filter struct {
 	Agent, Instance string
 	Status          Status
+	// Open, if set, selects the items that can still be resolved.
+	Open bool
+	// TurnID, if set, selects the items of one paused turn.
+	TurnID string
 }
 
 // List returns the items that match f, by ID.
@@ -172,15 +201,15 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Item, error) {
 		if err != nil {
 			return nil, err
 		}
-		if f.Status == "" || it.Status == f.Status {
+		if (f.Status == "" || it.Status == f.Status) && (!f.Open || it.Open) && (f.TurnID == "" || it.TurnID == f.TurnID) {
 			out = append(out, it)
 		}
 	}
 	return out, nil
 }
 
-// Resolve ends the pending item id as r says and returns it. Nothing
-// changes when it fails: for an unknown ID ([ErrNotFound]), an item already
+// Resolve ends the open item id as r says and returns it. Nothing changes
+// when it fails: for an unknown ID ([ErrNotFound]), an item already
 // resolved ([ErrResolved]), an item of another instance
 // ([ErrWrongInstance]), or a status that does not end an item.
 func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, error) {
@@ -197,10 +226,10 @@ func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, er
 		return Item{}, fmt.Errorf("pending item %q %w: it is agent %q instance %q's, not agent %q instance %q's",
 			id, ErrWrongInstance, it.Agent, it.Instance, r.Agent, r.Instance)
 	}
-	if it.Status != Pending {
+	if !it.Open {
 		return Item{}, fmt.Errorf("pending item %q is %s already: %w", id, it.Status, ErrResolved)
 	}
-	it.Status, it.Answer, it.Reason = r.Status, r.Answer, r.Reason
+	it.Status, it.Answer, it.Reason, it.Message, it.Open, it.Fails = r.Status, r.Answer, r.Reason, r.Message, r.KeepOpen, r.Fails
 	it.UpdatedAt = l.now()
 	if err := l.put(ctx, it); err != nil {
 		return Item{}, err
@@ -209,12 +238,13 @@ func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, er
 	return it, nil
 }
 
-// Expire resolves as [Timeout] every pending item whose ExpiresAt has
-// passed, and returns them. What a timeout means for the paused turn
-// (resume with a default, fail the task, stay paused) is the caller's to
-// decide; the runtime calls Expire at start-up, so items that expired while
-// the process was down are handled too.
-func (l *Ledger) Expire(ctx context.Context) ([]Item, error) {
+// Expire resolves every pending item whose ExpiresAt has passed, and
+// returns them. decide says how each ends (nil: as [Timeout], closed); what
+// the timeout means for the paused turn (resume with a default, fail the
+// task, stay paused) is the caller's to act on. The runtime calls Expire at
+// start-up, so items that expired while the process was down are handled
+// too. An item whose resolution keeps it open is not expired again.
+func (l *Ledger) Expire(ctx context.Context, decide func(Item) Resolution) ([]Item, error) {
 	items, err := l.List(ctx, Filter{Status: Pending})
 	if err != nil {
 		return nil, err
@@ -225,7 +255,14 @@ func (l *Ledger) Expire(ctx context.Context) ([]Item, error) {
 		if it.ExpiresAt.IsZero() || it.ExpiresAt.After(now) {
 			continue
 		}
-		done, err := l.Resolve(ctx, it.ID, Resolution{Status: Timeout, Reason: "no answer by " + it.ExpiresAt.UTC().Format(time.RFC3339)})
+		r := Resolution{Status: Timeout}
+		if decide != nil {
+			r = decide(it)
+		}
+		if r.Reason == "" {
+			r.Reason = "no answer by " + it.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		done, err := l.Resolve(ctx, it.ID, r)
 		if errors.Is(err, ErrResolved) {
 			continue // answered meanwhile
 		}
@@ -235,6 +272,30 @@ func (l *Ledger) Expire(ctx context.Context) ([]Item, error) {
 		out = append(out, done)
 	}
 	return out, nil
+}
+
+// MarkResumed records that turnID resumed the paused turn of the items
+// ids, which must all be resolved. Items marked already keep their mark.
+func (l *Ledger) MarkResumed(ctx context.Context, ids []string, turnID string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		it, err := l.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if it.Open {
+			return fmt.Errorf("pending item %q is still open; it cannot be marked resumed", id)
+		}
+		if it.ResumedBy != "" {
+			continue
+		}
+		it.ResumedBy = turnID
+		if err := l.put(ctx, it); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (l *Ledger) put(ctx context.Context, it Item) error {

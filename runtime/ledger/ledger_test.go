@@ -208,16 +208,16 @@ func TestExpire(t *testing.T) {
 	if _, err := f.l.Resolve(ctx, "answered", ledger.Resolution{Status: ledger.Answered, Answer: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := f.l.Expire(ctx); err != nil || len(got) != 0 {
+	if got, err := f.l.Expire(ctx, nil); err != nil || len(got) != 0 {
 		t.Fatalf("Expire before any deadline = %v, %v", got, err)
 	}
 	f.clock.advance(time.Hour) // exactly at the deadline
-	got, err := f.l.Expire(ctx)
+	got, err := f.l.Expire(ctx, nil)
 	if err != nil || len(got) != 1 || got[0].ID != "soon" || got[0].Status != ledger.Timeout || got[0].Reason != "no answer by 2026-03-04T06:06:07Z" {
 		t.Fatalf("Expire = %+v, %v", got, err)
 	}
 	f.clock.advance(24 * time.Hour)
-	got, _ = f.l.Expire(ctx)
+	got, _ = f.l.Expire(ctx, nil)
 	if len(got) != 1 || got[0].ID != "later" {
 		t.Fatalf("second Expire = %+v", got)
 	}
@@ -287,8 +287,47 @@ func TestSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart = %+v, %v", got, err)
 	}
 	f.clock.advance(2 * time.Hour)
-	expired, err := f.l.Expire(ctx)
+	expired, err := f.l.Expire(ctx, nil)
 	if err != nil || len(expired) != 1 || expired[0].Status != ledger.Timeout {
 		t.Fatalf("Expire after restart = %+v, %v", expired, err)
+	}
+}
+
+// TestExpireKeepOpen: a timeout that keeps the item open (a required
+// question) records the timeout, is not expired twice, and can still be
+// answered, once.
+func TestExpireKeepOpen(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	it := question("q")
+	it.ExpiresAt = base.Add(time.Hour)
+	if _, err := f.l.Create(ctx, it); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.advance(2 * time.Hour)
+	decide := func(it ledger.Item) ledger.Resolution {
+		return ledger.Resolution{Status: ledger.Timeout, KeepOpen: it.Required, Message: "still waiting"}
+	}
+	got, err := f.l.Expire(ctx, decide)
+	if err != nil || len(got) != 1 || got[0].Status != ledger.Timeout || !got[0].Open || got[0].Message != "still waiting" {
+		t.Fatalf("Expire = %+v, %v", got, err)
+	}
+	if again, err := f.l.Expire(ctx, decide); err != nil || len(again) != 0 {
+		t.Fatalf("second Expire = %+v, %v; want nothing", again, err)
+	}
+	open, err := f.l.List(ctx, ledger.Filter{Open: true, TurnID: "turn-1"})
+	if err != nil || len(open) != 1 || open[0].ID != "q" {
+		t.Fatalf("List(open) = %+v, %v", open, err)
+	}
+	done, err := f.l.Resolve(ctx, "q", ledger.Resolution{Status: ledger.Answered, Answer: "pro"})
+	if err != nil || done.Open || done.Status != ledger.Answered || done.Message != "" {
+		t.Fatalf("Resolve after timeout = %+v, %v", done, err)
+	}
+	_, err = f.l.Resolve(ctx, "q", ledger.Resolution{Status: ledger.Answered, Answer: "free"})
+	if !errors.Is(err, ledger.ErrResolved) || err.Error() != `pending item "q" is answered already: already resolved` {
+		t.Fatalf("second Resolve: %v", err)
+	}
+	if open, _ := f.l.List(ctx, ledger.Filter{Open: true}); len(open) != 0 {
+		t.Fatalf("open after answer = %+v", open)
 	}
 }

@@ -24,7 +24,26 @@ type executeCommandArgs struct {
 	TimeoutSeconds float64 `json:"timeout_seconds"`
 }
 
+// callEnvKey carries a call's extra environment (see WithCallEnv) to executeCommand.
+type callEnvKey struct{}
+
 func (w *Workspace) executeCommandTool() pipeline.Tool {
+	t := w.executeCommandSpec()
+	if w.cfg.callEnv == nil {
+		return t
+	}
+	run := t.Func
+	t.Func = func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+		env, err := w.cfg.callEnv(ctx, c)
+		if err != nil {
+			return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: "cannot prepare the command's environment: " + err.Error()}, nil
+		}
+		return run(context.WithValue(ctx, callEnvKey{}, env), c)
+	}
+	return t
+}
+
+func (w *Workspace) executeCommandSpec() pipeline.Tool {
 	return newTool(w, pipeline.ToolSpec{
 		Name: "execute_command",
 		Description: fmt.Sprintf("Run a shell command with sh -c in the workspace directory. "+
@@ -78,6 +97,9 @@ func (w *Workspace) executeCommand(ctx context.Context, a executeCommandArgs) (s
 	cmd := exec.CommandContext(runCtx, "sh", "-c", a.Command)
 	cmd.Dir = w.dir
 	cmd.Env = w.commandEnv()
+	if extra, _ := ctx.Value(callEnvKey{}).([]string); len(extra) > 0 {
+		cmd.Env = append(cmd.Env, extra...) // later entries win in os/exec
+	}
 	cmd.Stdout, cmd.Stderr = pw, pw // an *os.File: the shell writes to it directly
 	setProcessGroup(cmd)
 	cmd.Cancel = func() error { return killGroup(cmd.Process) }

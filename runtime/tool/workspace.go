@@ -46,6 +46,7 @@ type workspaceConfig struct {
 	timeout   time.Duration
 	maxOutput int
 	env       []string
+	callEnv   func(ctx context.Context, c *pipeline.ToolCallContext) ([]string, error)
 }
 
 // WorkspaceOption configures [OpenWorkspace].
@@ -95,6 +96,18 @@ func WithEnv(env []string) WorkspaceOption {
 			}
 		}
 		c.env = env
+		return nil
+	})
+}
+
+// WithCallEnv adds, to each execute_command call's environment, the
+// "KEY=value" entries fn returns for the call: the runtime gives an
+// instance's provided secrets this way. They override [WithEnv]'s entries
+// of the same key. An error fails the call with its text, so it must not
+// hold a secret.
+func WithCallEnv(fn func(ctx context.Context, c *pipeline.ToolCallContext) ([]string, error)) WorkspaceOption {
+	return workspaceOptionFunc(func(c *workspaceConfig) error {
+		c.callEnv = fn
 		return nil
 	})
 }

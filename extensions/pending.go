@@ -1,0 +1,154 @@
+package extensions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
+)
+
+// ActionKind is what a human does with a pending item.
+type ActionKind string
+
+// The actions on a pending item.
+const (
+	ActionAnswer  ActionKind = "answer"  // answer a question (or an approval)
+	ActionSkip    ActionKind = "skip"    // take a question's default
+	ActionProvide ActionKind = "provide" // give a dependency's value
+	ActionReject  ActionKind = "reject"  // refuse a dependency (or an approval)
+)
+
+// Action is a human's action on a pending item.
+type Action struct {
+	Kind ActionKind
+	// Value is the answer, or the provided value. A provided value may be a
+	// secret: a kind's Resolve never puts it in an error or in the
+	// resolution.
+	Value string
+	// Reason says why, for a rejection.
+	Reason string
+}
+
+// Outcome is what a [PendingKind] makes of an action or a timeout.
+type Outcome struct {
+	// Resolution is how the item ends in the ledger. Its Message is what the
+	// model reads when the turn resumes, and never holds a secret; its Fails
+	// fails the task: the resume turn ends with finish reason error, with
+	// Reason as the cause.
+	Resolution ledger.Resolution
+	// Secret, if set, is a value the runtime keeps encrypted for the
+	// instance: execute_command receives it as the environment variable
+	// Secret.Name, and extensions granted it read it with [Secrets.Get].
+	Secret *Secret
+}
+
+// Secret is a named secret value. Name is an environment variable name.
+type Secret struct {
+	Name, Value string
+}
+
+// PendingKind is a kind of pending item and what its resolutions mean.
+// The extension that creates items of the kind registers it; the runtime
+// calls it when a human acts on an item (through the Go API, the CLI) or
+// when the item times out, also after a restart.
+type PendingKind struct {
+	// Name is the ledger kind of the items ("question", "dependency").
+	Name string
+	// Resolve checks act against the item and returns its outcome. An
+	// error refuses the action and changes nothing; it must match
+	// [ErrInvalidAction] when the action, not the system, is at fault.
+	Resolve func(ctx context.Context, it ledger.Item, act Action) (Outcome, error)
+	// Expire returns the outcome of a timeout. Nil: the item ends as
+	// timeout and the turn resumes with a message saying so.
+	Expire func(it ledger.Item) Outcome
+}
+
+// ErrInvalidAction is matched by refusals of an action: an answer that is
+// not one of the options, a skip of a required question, a value that is
+// not a URL, an action that does not apply to the kind.
+var ErrInvalidAction = errors.New("invalid action")
+
+// PendingHost is the runtime's side of [Pending]. Extension authors do not
+// implement it.
+type PendingHost interface {
+	// HandlePending registers kind for extension ext of the agent.
+	HandlePending(ext string, kind PendingKind) error
+	// CreatePending stores it as an open item of the step's turn; see
+	// [Pending.Pause].
+	CreatePending(ctx context.Context, ext string, s *pipeline.StepContext, it ledger.Item, timeout time.Duration) (ledger.Item, error)
+}
+
+// Pending lets an extension pause a turn on what a human must answer, and
+// say what the answers mean. It is the durable pause of DESIGN contract 5:
+// the item is stored with the instance, and answering it, even after a
+// restart, starts a resume turn.
+type Pending struct {
+	host PendingHost
+	ext  string
+}
+
+// Handle registers a kind of item the extension creates. Call it from
+// Register: items stored by an earlier process are answered through it.
+func (p *Pending) Handle(kind PendingKind) error {
+	if p.host == nil {
+		return fmt.Errorf("extension %q: pending items are not supported here", p.ext)
+	}
+	if kind.Name == "" || kind.Resolve == nil {
+		return fmt.Errorf("extension %q: a pending kind needs a name and a Resolve function", p.ext)
+	}
+	return p.host.HandlePending(p.ext, kind)
+}
+
+// Pause stores it as an open item of the running step's turn, for a kind
+// the extension handles. The runtime fills in the agent, instance, turn,
+// step and checkpoint; a timeout above zero sets the item's deadline. The
+// step middleware that pauses then returns a result whose Stop is
+// [pipeline.FinishPaused]; the turn resumes once all its open items are
+// resolved.
+func (p *Pending) Pause(ctx context.Context, s *pipeline.StepContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
+	if p.host == nil {
+		return ledger.Item{}, fmt.Errorf("extension %q: pending items are not supported here", p.ext)
+	}
+	return p.host.CreatePending(ctx, p.ext, s, it, timeout)
+}
+
+// SecretsHost is the runtime's side of [Secrets]. Extension authors do not
+// implement it.
+type SecretsHost interface {
+	// Secret returns the named secret of the agent's instance.
+	Secret(ctx context.Context, agent, instanceKey, name string) (value string, found bool, err error)
+}
+
+// Secrets gives an extension read access to the secrets provided to an
+// instance (a dependency's API key), only for the names its config grants
+// under secrets:.
+type Secrets struct {
+	host   SecretsHost
+	agent  string
+	ext    string
+	grants []string
+}
+
+// ErrNotGranted is returned for a secret the extension's config does not grant.
+var ErrNotGranted = errors.New("not granted")
+
+// Get returns the value of secret name for the instance, and whether it
+// was provided. The extension must not log it, publish it, keep it in its
+// state or give it to the model.
+func (s *Secrets) Get(ctx context.Context, instanceKey, name string) (string, bool, error) {
+	if !slices.Contains(s.grants, name) {
+		return "", false, fmt.Errorf("extension %q: secret %q is %w (list it under the extension's secrets: in the config)", s.ext, name, ErrNotGranted)
+	}
+	if s.host == nil {
+		return "", false, fmt.Errorf("extension %q: secrets are not supported here", s.ext)
+	}
+	v, ok, err := s.host.Secret(ctx, s.agent, instanceKey, name)
+	if err != nil {
+		return "", false, fmt.Errorf("extension %q: secret %q: %w", s.ext, name, err)
+	}
+	return v, ok, nil
+}

@@ -1,0 +1,445 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
+)
+
+// DefaultPendingTimeout is how long a pending item waits for a human when
+// the extension that creates it sets no timeout of its own (seeds 000, 001).
+const DefaultPendingTimeout = time.Hour
+
+var (
+	// ErrPaused is returned by Send for an instance whose turn waits for a
+	// human: answer its pending items first.
+	ErrPaused = errors.New("paused")
+	// ErrTaskFailed is wrapped by the error of a resume turn whose task
+	// failed: a required dependency was rejected or never provided.
+	ErrTaskFailed = errors.New("task failed")
+)
+
+type kindKey struct{ ext, kind string }
+
+// pendingHost is an agent's side of extensions.PendingHost and SecretsHost.
+type pendingHost struct{ a *agent }
+
+var (
+	_ extensions.PendingHost = pendingHost{}
+	_ extensions.SecretsHost = pendingHost{}
+)
+
+func (h pendingHost) HandlePending(ext string, k extensions.PendingKind) error {
+	key := kindKey{ext, k.Name}
+	if _, dup := h.a.kinds[key]; dup {
+		return fmt.Errorf("extension %q handles pending items of kind %q already", ext, k.Name)
+	}
+	h.a.kinds[key] = k
+	return nil
+}
+
+func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.StepContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
+	a := h.a
+	ts, ok := s.Host().(*turnState)
+	if !ok || ts.agent != a {
+		return ledger.Item{}, fmt.Errorf("extension %q: pause: the step is not a running turn of agent %q", ext, a.name)
+	}
+	if _, ok := a.kinds[kindKey{ext, it.Kind}]; !ok {
+		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
+	}
+	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step = ext, a.name, ts.inst.key, ts.turnID, s.Index()
+	if n := ts.inst.hist.len(); n > 0 {
+		it.Checkpoint = ts.inst.hist.at(n - 1).msg.ID
+	}
+	if timeout > 0 {
+		it.ExpiresAt = a.rt.now().Add(timeout)
+	}
+	// The history the item points to is stored before the item.
+	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
+		return ledger.Item{}, err
+	}
+	created, err := a.rt.ledger.Create(ts.storeCtx, it)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	ts.inst.paused[created.ID] = created.TurnID
+	a.rt.wakeExpiry()
+	return created, nil
+}
+
+func (h pendingHost) Secret(ctx context.Context, agent, instanceKey, name string) (string, bool, error) {
+	if agent != h.a.name {
+		return "", false, fmt.Errorf("agent %q cannot read agent %q's secrets", h.a.name, agent)
+	}
+	return h.a.rt.secret(ctx, agent, instanceKey, name)
+}
+
+// Pending lists the pending items that match f: those of one agent or
+// instance, those still open, those of a status.
+func (r *Runtime) Pending(ctx context.Context, f ledger.Filter) ([]ledger.Item, error) {
+	if !r.gate.enter() {
+		return nil, ErrClosed
+	}
+	defer r.gate.leave()
+	return r.ledger.List(ctx, f)
+}
+
+// PendingItem returns the pending item with id.
+func (r *Runtime) PendingItem(ctx context.Context, id string) (ledger.Item, error) {
+	if !r.gate.enter() {
+		return ledger.Item{}, ErrClosed
+	}
+	defer r.gate.leave()
+	return r.ledger.Get(ctx, id)
+}
+
+// Answer answers the question (or approval) id. If that was the last open
+// item of its paused turn, the instance resumes: Answer runs the resume
+// turn and returns its result. Otherwise the result is nil: the turn still
+// waits for its other items.
+//
+// An unknown ID, an item resolved already, and an answer the item refuses
+// (not one of the options, empty for a required question) are errors, and
+// nothing changes.
+func (r *Runtime) Answer(ctx context.Context, id, answer string) (*pipeline.TurnResult, error) {
+	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionAnswer, Value: answer})
+}
+
+// Skip skips the optional question id, which takes its default; see [Runtime.Answer].
+func (r *Runtime) Skip(ctx context.Context, id string) (*pipeline.TurnResult, error) {
+	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionSkip})
+}
+
+// Provide gives the dependency id its value; see [Runtime.Answer]. A secret
+// value (an API key, an environment variable) is stored encrypted and
+// reaches tools as an environment variable, never the model, the logs, the
+// events or an error.
+func (r *Runtime) Provide(ctx context.Context, id, value string) (*pipeline.TurnResult, error) {
+	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionProvide, Value: value})
+}
+
+// Reject refuses the dependency (or approval) id, for reason; see
+// [Runtime.Answer]. Rejecting a required dependency fails the task: the
+// resume turn ends with finish reason error and an error wrapping
+// [ErrTaskFailed].
+func (r *Runtime) Reject(ctx context.Context, id, reason string) (*pipeline.TurnResult, error) {
+	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionReject, Reason: reason})
+}
+
+// act applies a human's action to item id under its instance's turn slot,
+// so that it is ordered with the instance's turns and other actions.
+func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	if !r.gate.enter() {
+		return nil, ErrClosed
+	}
+	defer r.gate.leave()
+	it, err := r.ledger.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a, inst, done, err := r.holdInstance(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	it, err = r.ledger.Get(ctx, id) // again, now that nothing else acts on the instance
+	if err != nil {
+		return nil, err
+	}
+	if !it.Open {
+		return nil, fmt.Errorf("pending item %q is %s already: %w", id, it.Status, ledger.ErrResolved)
+	}
+	k, ok := a.kinds[kindKey{it.Extension, it.Kind}]
+	if !ok {
+		return nil, fmt.Errorf("pending item %q: agent %q has no extension %q handling %s items (is it still in the config?)", id, a.name, it.Extension, it.Kind)
+	}
+	out, err := k.Resolve(ctx, it, act)
+	if err != nil {
+		return nil, fmt.Errorf("pending item %q: %w", id, err)
+	}
+	return a.settle(ctx, inst, it, out)
+}
+
+// holdInstance acquires the turn slot of the instance it belongs to.
+func (r *Runtime) holdInstance(ctx context.Context, it ledger.Item) (*agent, *instance, func(), error) {
+	a, ok := r.agents[it.Agent]
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("pending item %q belongs to agent %q, which the config does not define", it.ID, it.Agent)
+	}
+	inst := r.instance(a, it.Instance)
+	if err := inst.acquire(ctx); err != nil {
+		r.unhold(inst)
+		return nil, nil, nil, fmt.Errorf("pending item %q: waiting for instance %q: %w", it.ID, it.Instance, err)
+	}
+	done := func() { inst.release(); r.unhold(inst) }
+	if err := inst.load(ctx, r.store); err != nil {
+		done()
+		return nil, nil, nil, err
+	}
+	return a, inst, done, nil
+}
+
+// settle records out for the open item it and, if that closed the last
+// open item of its turn, resumes the instance. The caller holds the
+// instance's slot.
+func (a *agent) settle(ctx context.Context, inst *instance, it ledger.Item, out extensions.Outcome) (*pipeline.TurnResult, error) {
+	r := a.rt
+	storeCtx := context.WithoutCancel(ctx)
+	if out.Secret != nil {
+		if err := r.putSecret(storeCtx, a.name, inst.key, out.Secret.Name, out.Secret.Value); err != nil {
+			return nil, fmt.Errorf("pending item %q: %w", it.ID, err)
+		}
+		inst.dropSecrets()
+	}
+	res := out.Resolution
+	res.Agent, res.Instance = it.Agent, it.Instance
+	done, err := r.ledger.Resolve(storeCtx, it.ID, res)
+	if err != nil {
+		return nil, err
+	}
+	if done.Open {
+		return nil, nil // a required question that timed out: it still waits
+	}
+	delete(inst.paused, it.ID)
+	return a.resumeIfReady(ctx, inst, it.TurnID)
+}
+
+// resumeIfReady resumes the paused turn turnID of inst once none of its
+// items is open, exactly once: the resume turn's input message, stored
+// before anything else of the turn, marks the turn as resumed even if the
+// process stops before the items are marked. The caller holds the slot.
+func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string) (*pipeline.TurnResult, error) {
+	r := a.rt
+	storeCtx := context.WithoutCancel(ctx)
+	items, err := r.ledger.List(storeCtx, ledger.Filter{Agent: a.name, Instance: inst.key, TurnID: turnID})
+	if err != nil {
+		return nil, err
+	}
+	var ids, msgs, fails []string
+	for _, it := range items {
+		if it.Open {
+			return nil, nil
+		}
+		if it.ResumedBy != "" {
+			continue
+		}
+		ids = append(ids, it.ID)
+		if it.Message != "" {
+			msgs = append(msgs, it.Message)
+		}
+		if it.Fails {
+			fails = append(fails, it.Reason)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	if by := inst.resumedBy(turnID); by != "" {
+		return nil, r.ledger.MarkResumed(storeCtx, ids, by)
+	}
+	in := pipeline.InputEvent{Kind: pipeline.InputResume, Text: strings.Join(msgs, "\n\n"),
+		Metadata: map[string]any{"resumes": turnID, "pending": ids}}
+	if len(fails) > 0 {
+		in.Metadata["failed"] = strings.Join(fails, "; ")
+	}
+	res, err := a.runTurn(ctx, inst, in)
+	if merr := r.ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {
+		err = errors.Join(err, merr)
+	}
+	return res, err
+}
+
+// resumedBy returns the ID of the turn whose input resumed turnID, or "".
+func (in *instance) resumedBy(turnID string) string {
+	for i := in.hist.len() - 1; i >= 0; i-- {
+		m := in.hist.at(i).msg
+		if m.Source.Type == pipeline.SourceRuntime && m.Metadata["resumes"] == turnID {
+			id, _ := m.Metadata["turn_id"].(string)
+			return id
+		}
+	}
+	return ""
+}
+
+// ExpirePending handles the pending items whose deadline has passed, as
+// their extensions say (an optional question takes its default, a required
+// dependency fails its task, a required question stays paused), and runs
+// the resume turns that follow. It returns the expired items. The runtime
+// calls it at start-up, for items that expired while no process ran, and
+// whenever a deadline passes while it runs.
+func (r *Runtime) ExpirePending(ctx context.Context) ([]ledger.Item, error) {
+	if !r.gate.enter() {
+		return nil, ErrClosed
+	}
+	defer r.gate.leave()
+	due, err := r.ledger.List(ctx, ledger.Filter{Status: ledger.Pending})
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	var out []ledger.Item
+	var errs []error
+	for _, it := range due {
+		if it.ExpiresAt.IsZero() || it.ExpiresAt.After(now) {
+			continue
+		}
+		done, err := r.expire(ctx, it.ID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if done != nil {
+			out = append(out, *done)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (r *Runtime) expire(ctx context.Context, id string) (*ledger.Item, error) {
+	it, err := r.ledger.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	a, inst, done, err := r.holdInstance(ctx, it)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	if it, err = r.ledger.Get(ctx, id); err != nil {
+		return nil, err
+	}
+	if it.Status != ledger.Pending { // resolved meanwhile
+		return nil, nil
+	}
+	out := extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Timeout,
+		Message: fmt.Sprintf("Nobody answered pending item %s (%s) in time.", it.ID, it.Kind)}}
+	if k, ok := a.kinds[kindKey{it.Extension, it.Kind}]; ok && k.Expire != nil {
+		out = k.Expire(it)
+	}
+	if out.Secret != nil {
+		return nil, fmt.Errorf("pending item %q: a timeout cannot provide a secret", id)
+	}
+	if out.Resolution.Reason == "" {
+		out.Resolution.Reason = "no answer by " + it.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	if _, err := a.settle(ctx, inst, it, out); err != nil {
+		return nil, err
+	}
+	it, err = r.ledger.Get(ctx, id)
+	return &it, err
+}
+
+// recoverResumes resumes the paused turns whose items were all resolved
+// but whose resume did not run (the process stopped in between).
+func (r *Runtime) recoverResumes(ctx context.Context) error {
+	items, err := r.ledger.List(ctx, ledger.Filter{})
+	if err != nil {
+		return err
+	}
+	type turn struct{ agent, instance, turn string }
+	var todo []turn
+	for _, it := range items {
+		t := turn{it.Agent, it.Instance, it.TurnID}
+		if !it.Open && it.ResumedBy == "" && !slices.Contains(todo, t) {
+			todo = append(todo, t)
+		}
+	}
+	var errs []error
+	for _, t := range todo {
+		a, inst, done, err := r.holdInstance(ctx, ledger.Item{ID: t.turn, Agent: t.agent, Instance: t.instance})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		_, err = a.resumeIfReady(ctx, inst, t.turn)
+		done()
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadPaused reads which of the instance's items are open, once, when the
+// instance is loaded.
+func (in *instance) loadPaused(ctx context.Context, l *ledger.Ledger) error {
+	items, err := l.List(ctx, ledger.Filter{Agent: in.agent.name, Instance: in.key, Open: true})
+	if err != nil {
+		return err
+	}
+	in.paused = make(map[string]string, len(items))
+	for _, it := range items {
+		in.paused[it.ID] = it.TurnID
+	}
+	return nil
+}
+
+// pausedError is Send's refusal for a paused instance.
+func (in *instance) pausedError() error {
+	ids := make([]string, 0, len(in.paused))
+	for id := range in.paused {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return fmt.Errorf("agent %q instance %q is %w: it waits for pending item %s (see ganglion pending; answer, skip, provide or reject it first)",
+		in.agent.name, in.key, ErrPaused, strings.Join(ids, ", "))
+}
+
+// expiryLoop expires pending items when their deadlines pass, until Close.
+func (r *Runtime) expiryLoop() {
+	defer close(r.expiryDone)
+	for {
+		var fire <-chan time.Time
+		var timer *time.Timer
+		if next, ok := r.nextDeadline(); ok {
+			timer = time.NewTimer(max(next.Sub(r.now()), 0))
+			fire = timer.C
+		}
+		select {
+		case <-r.expiryStop:
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-r.expiryWake:
+			if timer != nil {
+				timer.Stop()
+			}
+		case <-fire:
+			if _, err := r.ExpirePending(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
+				r.logger.Error("expiry of pending items failed", "err", err)
+			}
+		}
+	}
+}
+
+// nextDeadline returns the earliest deadline of a pending item.
+func (r *Runtime) nextDeadline() (time.Time, bool) {
+	items, err := r.ledger.List(context.Background(), ledger.Filter{Status: ledger.Pending})
+	if err != nil {
+		r.logger.Error("list pending items", "err", err)
+		return time.Time{}, false
+	}
+	var next time.Time
+	for _, it := range items {
+		if !it.ExpiresAt.IsZero() && (next.IsZero() || it.ExpiresAt.Before(next)) {
+			next = it.ExpiresAt
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// wakeExpiry tells the expiry loop that a deadline was added.
+func (r *Runtime) wakeExpiry() {
+	select {
+	case r.expiryWake <- struct{}{}:
+	default:
+	}
+}

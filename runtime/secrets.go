@@ -1,0 +1,149 @@
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/ganglion-dev/ganglion/internal/secret"
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// SecretKeyEnv is the environment variable that holds the key sealing
+// provided secrets: 32 bytes, base64 or hex. Without it the key is read
+// from the key file (see [WithSecretKeyFile]), created on first use.
+const SecretKeyEnv = "GANGLION_SECRET_KEY"
+
+// openKeyring picks the key that seals secrets: the option's, the
+// environment's, the key file's. A runtime without a data directory (a
+// memory store) seals with a key of its own that dies with it.
+func (r *Runtime) openKeyring(o *options, dataDir string) error {
+	switch {
+	case o.secretKey != nil:
+		k, err := secret.NewKeyring(o.secretKey)
+		if err != nil {
+			return fmt.Errorf("secret key: %w", err)
+		}
+		r.keyring = k
+		return nil
+	case o.secretKeyFile != "" || dataDir != "":
+		path := o.secretKeyFile
+		if path == "" {
+			// Beside the data directory, named after it, not in it: the
+			// database's files and the key that opens its secrets are not
+			// copied together by accident.
+			path = filepath.Clean(dataDir) + ".key"
+		}
+		k, err := secret.LoadKeyring(SecretKeyEnv, path)
+		if err != nil {
+			return fmt.Errorf("secret key: %w", err)
+		}
+		r.keyring = k
+		return nil
+	}
+	var (
+		k   *secret.Keyring
+		err error
+	)
+	if os.Getenv(SecretKeyEnv) != "" {
+		k, err = secret.LoadKeyring(SecretKeyEnv, "")
+	} else {
+		key := make([]byte, secret.KeyLen)
+		rand.Read(key) // never fails (crypto/rand since Go 1.24)
+		k, err = secret.NewKeyring(key)
+	}
+	if err != nil {
+		return fmt.Errorf("secret key: %w", err)
+	}
+	r.keyring = k
+	return nil
+}
+
+// secretAAD binds a sealed value to where it is stored, so that a value
+// copied under another name or instance does not open.
+func secretAAD(agent, instance, name string) string {
+	return agent + "\x00" + instance + "\x00" + name
+}
+
+func (r *Runtime) putSecret(ctx context.Context, agent, instance, name, value string) error {
+	sealed, err := r.keyring.Seal([]byte(value), secretAAD(agent, instance, name))
+	if err != nil {
+		return fmt.Errorf("seal secret %q: %w", name, err)
+	}
+	if err := r.store.PutSecret(ctx, agent, instance, name, sealed); err != nil {
+		return fmt.Errorf("store secret %q: %w", name, err)
+	}
+	return nil
+}
+
+// secret returns the value of the instance's secret name.
+func (r *Runtime) secret(ctx context.Context, agent, instance, name string) (string, bool, error) {
+	sealed, found, err := r.store.GetSecret(ctx, agent, instance, name)
+	if err != nil || !found {
+		return "", false, err
+	}
+	v, err := r.keyring.Open(sealed, secretAAD(agent, instance, name))
+	if err != nil {
+		return "", false, fmt.Errorf("open secret %q: %w", name, err)
+	}
+	return string(v), true, nil
+}
+
+// secrets returns every secret of the instance, by name.
+func (r *Runtime) secrets(ctx context.Context, agent, instance string) (map[string]string, error) {
+	names, err := r.store.ListSecrets(ctx, agent, instance)
+	if err != nil {
+		return nil, fmt.Errorf("list secrets: %w", err)
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		v, ok, err := r.secret(ctx, agent, instance, n)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[n] = v
+		}
+	}
+	return out, nil
+}
+
+// loadSecrets reads the instance's secrets once per load, for the
+// environment of its commands and the redaction of its tool results. The
+// caller holds the instance's slot.
+func (in *instance) loadSecrets(ctx context.Context) error {
+	if in.secretsLoaded {
+		return nil
+	}
+	s, err := in.agent.rt.secrets(ctx, in.agent.name, in.key)
+	if err != nil {
+		return err
+	}
+	in.secretVals = s
+	in.redactor = secret.NewRedactor(s)
+	in.secretsLoaded = true
+	return nil
+}
+
+// dropSecrets makes the next use read the secrets again.
+func (in *instance) dropSecrets() {
+	in.secretVals, in.redactor, in.secretsLoaded = nil, nil, false
+}
+
+// callEnv is the workspace's WithCallEnv: an instance's secrets as
+// environment variables of its commands.
+func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]string, error) {
+	ts, ok := c.Host().(*turnState)
+	if !ok || len(ts.inst.secretVals) == 0 {
+		return nil, nil
+	}
+	env := make([]string, 0, len(ts.inst.secretVals))
+	for n, v := range ts.inst.secretVals {
+		env = append(env, n+"="+v)
+	}
+	slices.Sort(env)
+	return env, nil
+}
