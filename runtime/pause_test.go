@@ -17,6 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/events"
 	"github.com/ganglion-dev/ganglion/runtime/ledger"
+	"github.com/ganglion-dev/ganglion/runtime/store"
 )
 
 const pauseConfig = `
@@ -476,5 +477,128 @@ agents:
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the expiry timer did not resume the turn")
+	}
+}
+
+// TestExtensionReadsGrantedSecret: an extension granted a secret in the
+// config reads it in its middleware; one not granted is refused.
+func TestExtensionReadsGrantedSecret(t *testing.T) {
+	ctx := context.Background()
+	type seen struct {
+		v     string
+		found bool
+		err   error
+	}
+	got := map[string]seen{}
+	reader := func(api *extensions.API) error {
+		api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			if tc.Input().Kind == pipeline.InputResume {
+				v, found, err := api.Secrets.Get(ctx, tc.InstanceKey(), "OPENAI_API_KEY")
+				got[api.Name] = seen{v, found, err}
+			}
+			return tc.Next(ctx)
+		})
+		return nil
+	}
+	exts := runtime.BuiltinExtensions()
+	for _, n := range []string{"granted", "denied"} {
+		if err := exts.Register(n, func(extensions.Config) (extensions.Extension, error) { return extensions.Func(reader), nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHarness(t, `
+agents:
+  - name: a
+    extensions:
+      - name: protocol
+      - {name: granted, secrets: [OPENAI_API_KEY]}
+      - {name: denied}
+`, dependencyScript("api_key", "OPENAI_API_KEY", true), runtime.WithExtensions(exts), runtime.WithoutExpiryTimer())
+	h.mustSend("a", "k", "go")
+	dep := openItems(t, h.rt, "k")[0]
+	if _, err := h.rt.Provide(ctx, dep.ID, "sk-granted-0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	if g := got["granted"]; g.v != "sk-granted-0123456789" || !g.found || g.err != nil {
+		t.Errorf("granted extension read %+v", g)
+	}
+	if d := got["denied"]; !errors.Is(d.err, extensions.ErrNotGranted) || d.v != "" {
+		t.Errorf("denied extension read %+v", d)
+	}
+}
+
+// TestResumeRecoveredAtStartup: items resolved by a process that stopped
+// before resuming (simulated by resolving through the ledger alone) are
+// resumed by the next process, once.
+func TestResumeRecoveredAtStartup(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), questionScript(true)+`    fallback:
+      steps:
+        - text: "fallback"
+`)
+	cfg := parseConfig(t, dir, modelLine+`
+agents:
+  - name: a
+    extensions: [{name: protocol}]
+`)
+	open := func() *runtime.Runtime {
+		rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithStore(st), runtime.WithoutExpiryTimer())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	rt := open()
+	if res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("go")); err != nil || res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	q := openItems(t, rt, "k")[0]
+	mustClose(t, rt)
+	if _, err := ledger.New(st).Resolve(ctx, q.ID, ledger.Resolution{Status: ledger.Answered, Answer: "7", Message: "Answer: 7"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second start finds nothing to do
+		rt = open()
+		mustClose(t, rt)
+	}
+	rt = open()
+	defer mustClose(t, rt)
+	msgs, _ := rt.History(ctx, "a", "k")
+	var contents []string
+	for _, m := range msgs {
+		contents = append(contents, m.Content)
+	}
+	want := []string{"go", "[USER_QUESTION]\ncategory: clarification\nquestion: How old?\ndefault: 30\nrequired: true\n[/USER_QUESTION]\n", "Answer: 7", "Got Answer: 7"}
+	if !slices.Equal(contents, want) {
+		t.Fatalf("history = %q\nwant      %q", contents, want)
+	}
+	if it, _ := rt.PendingItem(ctx, q.ID); it.ResumedBy != "turn-2" {
+		t.Errorf("item = %+v, want resumed by turn-2", it)
+	}
+}
+
+// TestPauseUnhandledKind: an extension cannot pause on a kind it does not handle.
+func TestPauseUnhandledKind(t *testing.T) {
+	var pauseErr error
+	exts := runtime.BuiltinExtensions()
+	exts.Register("pauser", func(extensions.Config) (extensions.Extension, error) {
+		return extensions.Func(func(api *extensions.API) error {
+			api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+				_, pauseErr = api.Pending.Pause(ctx, s, ledger.Item{Kind: "approval"}, 0)
+				return s.Next(ctx)
+			})
+			return nil
+		}), nil
+	})
+	h := newHarness(t, `
+agents:
+  - name: a
+    extensions: [{name: pauser}]
+`, "agents: {a: {fallback: {steps: [{text: hi}]}}}\n", runtime.WithExtensions(exts))
+	h.mustSend("a", "k", "go")
+	if pauseErr == nil || pauseErr.Error() != `extension "pauser": pause: it handles no pending items of kind "approval" (call Pending.Handle in Register)` {
+		t.Fatalf("Pause = %v", pauseErr)
 	}
 }

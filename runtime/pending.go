@@ -13,10 +13,6 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
-// DefaultPendingTimeout is how long a pending item waits for a human when
-// the extension that creates it sets no timeout of its own (seeds 000, 001).
-const DefaultPendingTimeout = time.Hour
-
 var (
 	// ErrPaused is returned by Send for an instance whose turn waits for a
 	// human: answer its pending items first.

@@ -74,6 +74,13 @@ agents:
       - name: audit
         on_error: ignore
 `, `ganglion.yaml:6:19: agent "assistant": extension "audit": on_error must be fail_closed or fail_open, got "ignore"`},
+	{"extension_secret_name", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audit
+        secrets: [OPENAI_API_KEY, 2FA-CODE]
+`, `ganglion.yaml:6:35: agent "assistant": extension "audit": secrets: "2FA-CODE" is not an environment variable name (letters, digits and _, not starting with a digit)`},
 	{"extension_duplicate_name", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant

@@ -331,3 +331,37 @@ func TestExpireKeepOpen(t *testing.T) {
 		t.Fatalf("open after answer = %+v", open)
 	}
 }
+
+func TestMarkResumed(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, store.NewMemory())
+	for _, id := range []string{"a", "b"} {
+		if _, err := f.l.Create(ctx, question(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := f.l.MarkResumed(ctx, []string{"a"}, "turn-2")
+	if err == nil || err.Error() != `pending item "a" is still open; it cannot be marked resumed` {
+		t.Fatalf("MarkResumed(open) = %v", err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if _, err := f.l.Resolve(ctx, id, ledger.Resolution{Status: ledger.Answered, Answer: "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.l.MarkResumed(ctx, []string{"a"}, "turn-2"); err != nil {
+		t.Fatal(err)
+	}
+	// A mark is kept: "a" stays turn-2's.
+	if err := f.l.MarkResumed(ctx, []string{"a", "b"}, "turn-3"); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{"a": "turn-2", "b": "turn-3"} {
+		if it, _ := f.l.Get(ctx, id); it.ResumedBy != want {
+			t.Errorf("%s resumed by %q, want %q", id, it.ResumedBy, want)
+		}
+	}
+	if err := f.l.MarkResumed(ctx, []string{"zzz"}, "turn-4"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("MarkResumed(unknown) = %v", err)
+	}
+}
