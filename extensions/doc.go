@@ -21,7 +21,20 @@
 // layer's priority. An extension's on_error setting (fail_closed or
 // fail_open) decides whether its failures fail the turn or skip its layer.
 //
-// Built-in extensions live in sub-packages (audit, and later protocol
-// parsing, approval rules and condensation); the WASM loader lives in a
-// sub-package too.
+// # Pausing for a human
+//
+// [API.Pending] lets an extension pause a turn on something a human must
+// answer. In Register it declares the kinds of item it creates
+// ([Pending.Handle] with a [PendingKind]: what an answer, skip, provide,
+// reject or timeout means); in a step middleware it stores an item with
+// [Pending.Pause] and stops the turn with finish reason paused. The
+// runtime keeps the item in its ledger, calls the kind's Resolve when a
+// human acts — also in a later process — and resumes the instance once the
+// turn has no open item left. An [Outcome] may carry a [Secret], which the
+// runtime keeps sealed and gives commands as an environment variable;
+// [API.Secrets] reads one back only if the extension's config grants it.
+//
+// Built-in extensions live in sub-packages (audit; protocol, which pauses
+// on questions and dependencies; later approval rules and condensation);
+// the WASM loader lives in a sub-package too.
 package extensions

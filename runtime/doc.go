@@ -17,10 +17,33 @@
 // or it fails; it is a loop of steps, each one model call plus the tool calls
 // it asks for (run concurrently when there are several).
 //
+// # Pausing
+//
+// A turn that needs a human ends with finish reason paused: an extension
+// (the built-in protocol extension, later approval rules) stores a pending
+// item in the ledger through its API. The instance then refuses new input
+// with [ErrPaused] until the item is resolved with [Runtime.Answer],
+// [Runtime.Skip], [Runtime.Provide] or [Runtime.Reject] — from this
+// process or a later one. The extension's pending kind says what the
+// resolution means; when the paused turn has no open item left, the call
+// runs a resume turn (input kind resume) whose input tells the model what
+// was answered, and returns its result. A deadline that passes is handled
+// by a timer while the runtime runs and by [New] at start-up
+// ([Runtime.ExpirePending] does it on demand). A resume is recorded by its
+// own input message, committed before anything else of the resume turn, so
+// a crash never loses or repeats one: New resumes what a stopped process
+// left undone.
+//
+// Provided secrets are sealed with AES-256-GCM in the store (the key:
+// [WithSecretKey], [SecretKeyEnv], or the key file of [WithSecretKeyFile]),
+// reach execute_command as environment variables, and are redacted from
+// every tool result.
+//
 // The pieces live in sub-packages: config (the YAML file), model (the
 // provider interface and the scripted model), tool (the tool registry,
 // argument checking and the workspace tools), store (badger and in-memory
-// persistence) and events (the bus). Middleware and the Extension API are in
+// persistence), ledger (the pending items of paused turns) and events
+// (the bus). Middleware and the Extension API are in
 // the pipeline and extensions packages.
 //
 // # Concurrency
@@ -34,5 +57,8 @@
 // for an agent the config does not define, and for a failed turn a result
 // with finish reason error (or aborted, when the caller's context ended)
 // together with an error that names the agent, the instance and the turn —
-// and, when an extension failed, the extension and its hook.
+// and, when an extension failed, the extension and its hook. Send on a
+// paused instance returns an error wrapping [ErrPaused] that names the
+// pending items. A resume turn whose task failed (a required dependency
+// rejected or never provided) returns an error wrapping [ErrTaskFailed].
 package runtime

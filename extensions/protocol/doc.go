@@ -2,9 +2,9 @@
 // writes in its output to ask the host for something: a question for the
 // user (USER_QUESTION), a dependency such as a secret or a file
 // (DEPENDENCY_REQUEST), or the report that a phase of work is done
-// (PHASE_COMPLETE). It is the parser and validation layer of the built-in
-// protocol extension: the middleware that pauses a turn on a block, stores
-// the pending item and resumes with the answer builds on it.
+// (PHASE_COMPLETE): the parser and validation layer, and the built-in
+// protocol [Extension] that reads the model's output while it streams and
+// pauses the turn on a question or a dependency until a human answers.
 //
 // # Blocks
 //
@@ -120,6 +120,17 @@
 // [ValidateDependencyValue] check the answer and return its canonical form.
 // Their refusals match [ErrInvalid]. No error ever holds a provided
 // dependency value: it may be a secret.
+//
+// # The extension
+//
+// [Extension], registered with the runtime as "protocol", acts on the blocks
+// of each step: questions and dependencies become pending items and pause
+// the turn; other kinds are published as "protocol.block" events; problems
+// go back to the model as a correction, and too many in a row pause the
+// turn for a human's guidance. Its pending kinds say what answers mean: see
+// [Extension] for the timeouts, and [SecretEnvName] for which dependency
+// values are kept secret and under which environment variable commands
+// receive them. Its settings are [Settings].
 //
 // # Concurrency
 //

@@ -3,8 +3,12 @@
 // kept, with the instance, turn, step and tool call they belong to, their
 // status and their timestamps.
 //
-// An item is created pending and resolved once: answered, provided,
-// rejected, skipped, timed out or failed. A second answer, an answer to an
+// An item is created pending and open, and resolved once: answered,
+// provided, rejected, skipped, timed out or failed. The one exception is a
+// timeout that keeps the item open (a required question still waits for its
+// answer); it can then be resolved once more. When all items of a paused
+// turn are closed, the runtime resumes the turn and marks them with the
+// resuming turn's ID ([Ledger.MarkResumed]). A second answer, an answer to an
 // unknown item or an answer meant for another instance is refused and
 // changes nothing. Every change is published on the event bus
 // ("pending.created", "pending.answered", ...).
