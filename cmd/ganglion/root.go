@@ -23,7 +23,9 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError("%v (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newRunCmd(stdin, stdout, stderr), newHistoryCmd(stdout, stderr), newProtocolCmd(stdin, stdout), newVersionCmd(stdout))
+	root.AddCommand(newRunCmd(stdin, stdout, stderr), newHistoryCmd(stdout, stderr), newProtocolCmd(stdin, stdout), newVersionCmd(stdout),
+		newPendingCmd(stdout, stderr), newResolveCmd("answer", stdin, stdout, stderr), newResolveCmd("skip", stdin, stdout, stderr),
+		newProvideCmd(stdin, stdout, stderr), newResolveCmd("reject", stdin, stdout, stderr))
 	return root
 }
 
@@ -52,8 +54,12 @@ func buildVersion() string {
 // isUsage recognises cobra's own usage errors, which it returns as plain errors.
 func isUsage(err error) bool {
 	msg := err.Error()
-	return strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") ||
-		strings.Contains(msg, "accepts ") || strings.Contains(msg, "requires ")
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "accepts ", "requires ", "invalid argument"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,7 +75,7 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer) 
 	}
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
-		return nil, "", err
+		return nil, "", failed(err)
 	}
 	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithLogger(logger)}
 	if f.data != "" {
@@ -82,13 +83,24 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer) 
 	}
 	rt, err := runtime.New(ctx, opts...)
 	if err != nil {
-		return nil, "", err
+		return nil, "", failed(err)
 	}
 	agent := f.agent
 	if agent == "" {
 		agent = rt.Agents()[0]
 	}
 	return rt, agent, nil
+}
+
+// failed gives err exit code 1 unless it carries a code already. Without
+// it, run would guess from err's text, which may quote a config line, an
+// answer or a reason, whether it is one of cobra's usage errors.
+func failed(err error) error {
+	var ce *codeError
+	if err == nil || errors.As(err, &ce) {
+		return err
+	}
+	return &codeError{code: exitError, err: err}
 }
 
 // addRuntimeFlags adds the flags that say which runtime, agent and instance.
@@ -142,6 +154,9 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	}
 	if !interactive {
 		res, err := send(msg)
+		if err == nil && res.FinishReason == pipeline.FinishPaused {
+			printPaused(ctx, rt, out, agent, f.instance, stderr)
+		}
 		return turnExit(res, err)
 	}
 	sc := bufio.NewScanner(stdin)
@@ -149,6 +164,30 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	prompt := func() {
 		if !f.json && isTerminal(stdin) {
 			fmt.Fprint(stderr, "> ")
+		}
+	}
+	// resume asks for what the paused instance waits for, until it runs
+	// to an end or input ends.
+	resume := func() (bool, error) {
+		for {
+			res, more, err := promptPending(ctx, rt, agent, f.instance, sc, stdin, stderr)
+			if !more {
+				return false, &codeError{code: exitPaused}
+			}
+			if res == nil && err == nil {
+				return true, nil
+			}
+			out.endTurn(res, err)
+			if err != nil {
+				if ctx.Err() != nil {
+					return false, turnExit(res, err)
+				}
+				fmt.Fprintln(stderr, "ganglion:", err)
+				return true, nil
+			}
+			if res.FinishReason != pipeline.FinishPaused {
+				return true, nil
+			}
 		}
 	}
 	for prompt(); sc.Scan(); prompt() {
@@ -160,15 +199,21 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 			return nil
 		}
 		res, err := send(line)
-		if err != nil {
+		paused := errors.Is(err, runtime.ErrPaused) || err == nil && res.FinishReason == pipeline.FinishPaused
+		if err != nil && !paused {
 			if ctx.Err() != nil {
 				return turnExit(res, err)
 			}
 			fmt.Fprintln(stderr, "ganglion:", err)
 			continue
 		}
-		if res.FinishReason == pipeline.FinishPaused {
-			return turnExit(res, nil)
+		if paused {
+			if errors.Is(err, runtime.ErrPaused) {
+				fmt.Fprintln(stderr, "ganglion: the agent is paused; answer first, then send your message again")
+			}
+			if more, err := resume(); !more || err != nil {
+				return err
+			}
 		}
 	}
 	return sc.Err()

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
+)
+
+func newPendingCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		f   runFlags
+		all bool
+	)
+	cmd := &cobra.Command{
+		Use:   "pending [DIR]",
+		Short: "List what paused agents wait for",
+		Long: `Pending lists the pending items of DIR/ganglion.yaml's agents (DIR defaults
+to the current directory): the questions, dependencies and approvals paused
+turns wait for. Without --all, only the items still open.
+
+Answer them with ganglion answer, skip, provide or reject.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			filter := ledger.Filter{Agent: f.agent, Open: !all}
+			if cmd.Flags().Changed("instance") {
+				filter.Instance = f.instance
+			}
+			items, err := rt.Pending(cmd.Context(), filter)
+			if err != nil {
+				return failed(err)
+			}
+			if f.json {
+				for _, it := range items {
+					b, err := json.Marshal(it)
+					if err != nil {
+						return fmt.Errorf("encode pending item %s: %w", it.ID, err)
+					}
+					fmt.Fprintf(stdout, "%s\n", b)
+				}
+				return nil
+			}
+			if len(items) == 0 {
+				fmt.Fprintln(stderr, "nothing is pending")
+				return nil
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tAGENT\tINSTANCE\tKIND\tSTATUS\tREQUEST")
+			for _, it := range items {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.Agent, it.Instance, it.Kind, it.Status, oneLine(describe(it), 160))
+			}
+			return tw.Flush()
+		},
+	}
+	addRuntimeFlags(cmd, &f)
+	cmd.Flags().BoolVar(&all, "all", false, "list resolved items too")
+	return cmd
+}
+
+// pendingArgs splits [DIR] ID [VALUE...]: want is the number of arguments
+// after DIR.
+func pendingArgs(args []string, want int, use string) (dir string, rest []string, err error) {
+	switch len(args) {
+	case want:
+		if isConfigDir(args[0]) && !isConfigDir(".") { // DIR ID without its ANSWER, DIR without ID
+			return "", nil, usageError("want %s: %s is DIR, and an argument is missing", use, args[0])
+		}
+		return ".", args, nil
+	case want + 1:
+		return args[0], args[1:], nil
+	}
+	return "", nil, usageError("want %s, got %d arguments", use, len(args))
+}
+
+// newResolveCmd returns answer, skip or reject.
+func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var (
+		f      runFlags
+		reason string
+	)
+	spec := map[string]struct {
+		use, short, long string
+		n                int
+	}{
+		"answer": {"answer [DIR] ID ANSWER", "Answer a question a paused agent asked",
+			"Answer checks ANSWER against the question (one of its options, ignoring case;\nnot empty when required), stores it, and resumes the agent when nothing else\nof its turn is pending, streaming the resumed turn like run.", 2},
+		"skip": {"skip [DIR] ID", "Skip an optional question: it takes its default",
+			"Skip resolves an optional question with its default and resumes the agent\nwhen nothing else of its turn is pending. A required question cannot be skipped.", 1},
+		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for",
+			"Reject refuses a dependency. For a required one the task fails; an optional\none resumes the agent without a value.", 1},
+	}[name]
+	cmd := &cobra.Command{
+		Use:   spec.use,
+		Short: spec.short,
+		Long:  spec.long + "\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir, rest, err := pendingArgs(args, spec.n, spec.use)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			ctx := cmd.Context()
+			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
+				switch name {
+				case "answer":
+					return rt.Answer(ctx, it.ID, rest[1])
+				case "skip":
+					return rt.Skip(ctx, it.ID)
+				}
+				return rt.Reject(ctx, it.ID, reason)
+			})
+		},
+	}
+	addDataFlags(cmd, &f)
+	if name == "reject" {
+		cmd.Flags().StringVar(&reason, "reason", "", "why (the model reads it for an optional dependency)")
+	}
+	return cmd
+}
+
+func newProvideCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "provide [DIR] ID",
+		Short: "Give a dependency's value (an API key, a URL, a file) to a paused agent",
+		Long: `Provide reads the value of dependency ID from standard input, or, on a
+terminal, from a prompt that does not echo it; never from the command line,
+where it would show in the process list and the shell history. The value is
+checked for the dependency's type, and a secret (an API key, an environment
+variable, a service URL) is stored encrypted: commands receive it as an
+environment variable, and the model, logs and events never see it.
+
+Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			const fromStdin = "the value is read from standard input, never from the command line (it would show in the process list and the shell history)"
+			if len(args) > 2 {
+				return usageError("want provide [DIR] ID; %s", fromStdin)
+			}
+			if len(args) == 2 && !isConfigDir(args[0]) { // most likely ID VALUE
+				return usageError("want provide [DIR] ID, and %s holds no ganglion.yaml; %s", args[0], fromStdin)
+			}
+			dir, rest, err := pendingArgs(args, 1, "provide [DIR] ID")
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			ctx := cmd.Context()
+			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
+				v, err := readValue(stdin, stderr, "value for "+describe(it)+": ")
+				if err != nil {
+					return nil, err
+				}
+				return rt.Provide(ctx, it.ID, v)
+			})
+		},
+	}
+	addDataFlags(cmd, &f)
+	return cmd
+}
+
+// addDataFlags adds the flags of the commands that act on one item: the
+// item names its agent and instance.
+func addDataFlags(cmd *cobra.Command, f *runFlags) {
+	cmd.Flags().StringVar(&f.data, "data", runtime.DefaultDataDir, "data directory (overrides the config's data:)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
+}
+
+// withPendingItem opens the runtime, finds item id, applies act, and
+// streams the resume turn that follows.
+func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, stderr io.Writer,
+	act func(*runtime.Runtime, ledger.Item) (*pipeline.TurnResult, error)) error {
+	rt, _, err := openRuntime(ctx, f, dir, stderr)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	it, err := rt.PendingItem(ctx, id)
+	if err != nil {
+		return failed(err)
+	}
+	out := &printer{w: stdout, json: f.json, agent: it.Agent, instance: it.Instance}
+	unsub := rt.Events().Subscribe("*", out.event)
+	defer unsub()
+	res, err := act(rt, it)
+	if err != nil {
+		return failed(err)
+	}
+	if res == nil {
+		if !f.json {
+			fmt.Fprintf(stderr, "%s resolved; the turn still waits for its other items (ganglion pending)\n", id)
+		}
+		return nil
+	}
+	out.endTurn(res, nil)
+	if res.FinishReason == pipeline.FinishPaused {
+		printPaused(ctx, rt, out, it.Agent, it.Instance, stderr)
+	}
+	return turnExit(res, nil)
+}
+
+// readValue reads a secret: from a terminal without echo, else the whole
+// of r with one trailing newline dropped.
+func readValue(r io.Reader, stderr io.Writer, prompt string) (string, error) {
+	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fmt.Fprint(stderr, prompt)
+		b, err := term.ReadPassword(int(f.Fd()))
+		fmt.Fprintln(stderr)
+		if err != nil {
+			return "", fmt.Errorf("read the value: %w", err)
+		}
+		return string(b), nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r, 1<<20+1))
+	if err != nil {
+		return "", fmt.Errorf("read the value from standard input: %w", err)
+	}
+	if len(b) > 1<<20 {
+		return "", errors.New("the value on standard input is longer than 1 MiB")
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	return s, nil
+}
+
+// isInvalid reports whether err refuses the human's input (ask again)
+// rather than reports a failure.
+func isInvalid(err error) bool { return errors.Is(err, extensions.ErrInvalidAction) }
+
+// describe renders an item's request for people.
+func describe(it ledger.Item) string {
+	switch it.Kind {
+	case protocol.ItemQuestion:
+		var q protocol.Question
+		if json.Unmarshal(it.Request, &q) == nil {
+			s := q.Question
+			if len(q.Options) > 0 {
+				s += " [" + strings.Join(q.Options, " | ") + "]"
+			}
+			if q.Default != "" {
+				s += " (default: " + q.Default + ")"
+			}
+			if q.Required {
+				s += " (required)"
+			}
+			return s
+		}
+	case protocol.ItemDependency:
+		var d protocol.DependencyRequest
+		if json.Unmarshal(it.Request, &d) == nil {
+			s := fmt.Sprintf("%s %s: %s", d.Type, d.Name, d.Description)
+			if d.Required {
+				s += " (required)"
+			}
+			return s
+		}
+	case protocol.ItemIntervention:
+		var v struct {
+			Mistakes int      `json:"mistakes"`
+			Errors   []string `json:"errors"`
+		}
+		if json.Unmarshal(it.Request, &v) == nil {
+			return fmt.Sprintf("%d protocol mistakes in a row; answer with guidance for the model. Last: %s", v.Mistakes, strings.Join(v.Errors, " "))
+		}
+	}
+	return string(it.Request)
+}
+
+// printPaused tells how to answer what the instance waits for.
+func printPaused(ctx context.Context, rt *runtime.Runtime, out *printer, agent, instance string, w io.Writer) {
+	if out.json {
+		return
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Agent: agent, Instance: instance, Open: true})
+	if err != nil {
+		fmt.Fprintln(w, "ganglion:", err)
+		return
+	}
+	for _, it := range items {
+		fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
+		fmt.Fprintf(w, "  %s\n", howToAnswer(it))
+	}
+}
+
+func howToAnswer(it ledger.Item) string {
+	switch it.Kind {
+	case protocol.ItemDependency:
+		return fmt.Sprintf("provide it: ganglion provide %s (reads the value from stdin), or: ganglion reject %s --reason TEXT", it.ID, it.ID)
+	case protocol.ItemQuestion:
+		if !it.Required {
+			return fmt.Sprintf("answer it: ganglion answer %s ANSWER, or: ganglion skip %s", it.ID, it.ID)
+		}
+	}
+	return fmt.Sprintf("answer it: ganglion answer %s ANSWER", it.ID)
+}
+
+// promptPending asks, on an interactive run, for what the paused instance
+// waits for, and resolves it. It returns the resume turn's result, or nil
+// when input ended.
+func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance string, sc *bufio.Scanner, stdin io.Reader, stderr io.Writer) (*pipeline.TurnResult, bool, error) {
+	items, err := rt.Pending(ctx, ledger.Filter{Agent: agent, Instance: instance, Open: true})
+	if err != nil {
+		return nil, false, err
+	}
+	for _, it := range items {
+		for {
+			fmt.Fprintf(stderr, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
+			var (
+				res *pipeline.TurnResult
+				err error
+			)
+			switch {
+			case it.Kind == protocol.ItemDependency:
+				var v string
+				if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+					if v, err = readValue(stdin, stderr, "value (not echoed; empty to reject): "); err != nil {
+						return nil, false, err
+					}
+				} else {
+					fmt.Fprint(stderr, "value (empty to reject): ")
+					if !sc.Scan() {
+						return nil, false, sc.Err()
+					}
+					v = sc.Text()
+				}
+				if strings.TrimSpace(v) == "" {
+					res, err = rt.Reject(ctx, it.ID, "declined at the prompt")
+				} else {
+					res, err = rt.Provide(ctx, it.ID, v)
+				}
+			default:
+				hint := "answer"
+				if it.Kind == protocol.ItemQuestion && !it.Required {
+					hint += " (empty line skips)"
+				}
+				fmt.Fprintf(stderr, "%s: ", hint)
+				if !sc.Scan() {
+					return nil, false, sc.Err()
+				}
+				line := sc.Text()
+				if l := strings.TrimSpace(line); l == "/exit" || l == "/quit" {
+					return nil, false, nil // as when input ends: the item stays pending
+				}
+				if strings.TrimSpace(line) == "" && it.Kind == protocol.ItemQuestion && !it.Required {
+					res, err = rt.Skip(ctx, it.ID)
+				} else {
+					res, err = rt.Answer(ctx, it.ID, line)
+				}
+			}
+			if errors.Is(err, ledger.ErrResolved) {
+				break
+			}
+			if err != nil && ctx.Err() == nil && isInvalid(err) {
+				fmt.Fprintln(stderr, "ganglion:", err)
+				continue // ask again
+			}
+			if err != nil || res != nil {
+				return res, true, err
+			}
+			break
+		}
+	}
+	return nil, true, nil
+}
