@@ -52,7 +52,7 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 
 	var b pipeline.Builder
 	for _, ec := range ac.Extensions {
-		if err := a.loadExtension(o, ec, &b); err != nil {
+		if err := a.loadExtension(ctx, o, ec, &b); err != nil {
 			a.close()
 			if positioned(err) {
 				return nil, err
@@ -97,24 +97,27 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 	return nil
 }
 
-func (a *agent) loadExtension(o *options, ec config.Extension, b *pipeline.Builder) error {
-	if ec.Wasm != "" {
-		return fmt.Errorf("extension %q: wasm: WebAssembly extensions are not supported yet", ec.Name)
-	}
-	f, ok := o.exts.Lookup(ec.Name)
-	if !ok {
-		return fmt.Errorf("unknown extension %q", ec.Name)
-	}
+func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extension, b *pipeline.Builder) error {
 	onErr, err := pipeline.ParseOnError(ec.OnError)
 	if err != nil {
 		return fmt.Errorf("extension %q: %w", ec.Name, err)
 	}
-	ext, err := f(ec)
-	if err != nil {
-		if positioned(err) {
-			return err // it names the file, line, agent and extension already
+	var ext extensions.Extension
+	if ec.Wasm != "" {
+		if ext, err = a.rt.loadWasm(ctx, ec); err != nil {
+			return fmt.Errorf("extension %q: %w", ec.Name, err)
 		}
-		return fmt.Errorf("extension %q: %w", ec.Name, err)
+	} else {
+		f, ok := o.exts.Lookup(ec.Name)
+		if !ok {
+			return fmt.Errorf("unknown extension %q", ec.Name)
+		}
+		if ext, err = f(ec); err != nil {
+			if positioned(err) {
+				return err // it names the file, line, agent and extension already
+			}
+			return fmt.Errorf("extension %q: %w", ec.Name, err)
+		}
 	}
 	api := extensions.NewAPI(ec.Name, extensions.Host{
 		Agent: a.name, Builder: b, Store: a.rt.store, Bus: a.rt.bus, Logger: a.rt.logger,

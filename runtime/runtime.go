@@ -19,6 +19,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/audit"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -55,6 +56,8 @@ type Runtime struct {
 	order     []string
 	ledger    *ledger.Ledger
 	keyring   *secret.Keyring
+	dataDir   string       // "" when the store is not on disk
+	wasm      *wasm.Engine // started by the first WASM extension
 
 	// The expiry loop (see expiryLoop); nil channels when it does not run.
 	expiryWake chan struct{}
@@ -139,6 +142,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.dataDir = dataDir
 	if err := r.openKeyring(o, dataDir); err != nil {
 		return nil, err
 	}
@@ -516,6 +520,9 @@ func (r *Runtime) release() error {
 	var errs []error
 	for _, name := range r.order {
 		errs = append(errs, r.agents[name].close())
+	}
+	if r.wasm != nil {
+		errs = append(errs, r.wasm.Close())
 	}
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())

@@ -97,6 +97,8 @@ type Extension struct {
 	// Secrets names the provided secrets (dependency values such as
 	// OPENAI_API_KEY) the extension may read. Default: none.
 	Secrets []string `yaml:"secrets"`
+	// Limits bound a WASM extension's calls; only with wasm.
+	Limits *Limits `yaml:"limits"`
 	// Config is the extension's own settings, decoded by the extension
 	// with [Extension.Decode]. Nil when the file gives none.
 	Config ast.Node `yaml:"config"`
@@ -104,6 +106,23 @@ type Extension struct {
 	src   *source // the config file, to position Decode's errors
 	path  string  // YAML path of this entry, "$.agents[0].extensions[1]"
 	agent string  // name of the agent that loads it
+}
+
+// Limits bound a WASM extension. Zero values take the host's defaults.
+type Limits struct {
+	// Timeout bounds the guest time of one hook call, as a Go duration
+	// ("1s", "250ms"). Default 1s.
+	Timeout string `yaml:"timeout"`
+	// Memory caps an instance's memory: bytes, or a size such as "64MiB".
+	// Default 64MiB.
+	Memory string `yaml:"memory"`
+	// MaxPayload caps one value passed through the ABI: bytes or a size.
+	// Default 1MiB.
+	MaxPayload string `yaml:"max_payload"`
+	// MaxDepth caps how deeply next may re-enter one instance. Default 64.
+	MaxDepth int `yaml:"max_depth"`
+	// MaxInstances caps the instances running hooks at once. Default 16.
+	MaxInstances int `yaml:"max_instances"`
 }
 
 const (

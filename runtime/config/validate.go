@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Known tells [File.Validate] which tools, extensions and model providers
@@ -216,6 +219,27 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 	default:
 		v.errorf(path+".on_error", "%son_error must be %s or %s, got %q", epre, OnErrorFailClosed, OnErrorFailOpen, e.OnError)
 	}
+	if l := e.Limits; l != nil {
+		if e.Wasm == "" {
+			v.errorf(path+".limits", "%slimits: only a WebAssembly extension (wasm:) has limits", epre)
+		} else {
+			if _, err := l.TimeoutDuration(); err != nil {
+				v.errorf(path+".limits.timeout", "%slimits: %v", epre, err)
+			}
+			if _, err := ParseSize("memory", l.Memory); err != nil {
+				v.errorf(path+".limits.memory", "%slimits: %v", epre, err)
+			}
+			if _, err := ParseSize("max_payload", l.MaxPayload); err != nil {
+				v.errorf(path+".limits.max_payload", "%slimits: %v", epre, err)
+			}
+			if l.MaxDepth < 0 {
+				v.errorf(path+".limits.max_depth", "%slimits: max_depth must be positive, got %d", epre, l.MaxDepth)
+			}
+			if l.MaxInstances < 0 {
+				v.errorf(path+".limits.max_instances", "%slimits: max_instances must be positive, got %d", epre, l.MaxInstances)
+			}
+		}
+	}
 	for k, s := range e.Secrets {
 		if !envName(s) {
 			v.errorf(path+".secrets["+strconv.Itoa(k)+"]", "%ssecrets: %q is not an environment variable name (letters, digits and _, not starting with a digit)", epre, s)
@@ -274,4 +298,29 @@ func validAgentName(name string) bool {
 		}
 	}
 	return true
+}
+
+// TimeoutDuration parses Timeout; "" is 0 (the default).
+func (l *Limits) TimeoutDuration() (time.Duration, error) {
+	if l == nil || l.Timeout == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(l.Timeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("timeout must be a positive duration such as 1s or 250ms, got %q", l.Timeout)
+	}
+	return d, nil
+}
+
+// ParseSize parses a size in bytes: a number, or a number with a unit such
+// as "64MiB" or "1 MB". "" is 0 (the default).
+func ParseSize(field, s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n == 0 || n > 1<<32 {
+		return 0, fmt.Errorf("%s must be a size such as 64MiB (at most 4GiB), got %q", field, s)
+	}
+	return int(n), nil
 }

@@ -74,6 +74,20 @@ agents:
       - name: audit
         on_error: ignore
 `, `ganglion.yaml:6:19: agent "assistant": extension "audit": on_error must be fail_closed or fail_open, got "ignore"`},
+	{"extension_limits_native", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audit
+        limits: {timeout: 1s}
+`, `ganglion.yaml:6:18: agent "assistant": extension "audit": limits: only a WebAssembly extension (wasm:) has limits`},
+	{"extension_limits_bad", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - wasm: guard.wasm
+        limits: {timeout: soon, memory: lots, max_depth: -1}
+`, `ganglion.yaml:6:27: agent "assistant": extension "guard": limits: timeout must be a positive duration such as 1s or 250ms, got "soon"`},
 	{"extension_secret_name", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant

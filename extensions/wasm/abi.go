@@ -1,0 +1,86 @@
+package wasm
+
+// ABIVersion is the guest ABI version this host implements (sdk/ABI.md).
+const ABIVersion = 1
+
+// Error codes of the host imports (sdk/ABI.md, "Results and error codes").
+const (
+	codeInvalid  = -1
+	codeNotFound = -2
+	codeDenied   = -3
+	codeFailed   = -4
+	codeBounds   = -5
+	codeTooLarge = -6
+	codeStale    = -7
+	codePhase    = -8
+)
+
+// Registration kinds of the register import.
+const (
+	kindTurn     = 1
+	kindStep     = 2
+	kindToolCall = 3
+	kindTool     = 4
+	kindEvent    = 5
+)
+
+// Field IDs of the field and set_field imports.
+const (
+	fieldAgent      = 1
+	fieldInstance   = 2
+	fieldTurnID     = 3
+	fieldInput      = 4
+	fieldInputText  = 5
+	fieldStep       = 6
+	fieldToolName   = 7
+	fieldToolArgs   = 8
+	fieldCallID     = 9
+	fieldTools      = 10
+	fieldResult     = 11
+	fieldEventTopic = 12
+	fieldEventData  = 13
+)
+
+// Guest export names.
+const (
+	exportVersion  = "ganglion_abi_version"
+	exportInit     = "ganglion_init"
+	exportTurn     = "ganglion_turn"
+	exportStep     = "ganglion_step"
+	exportToolCall = "ganglion_tool_call"
+	exportTool     = "ganglion_tool"
+	exportEvent    = "ganglion_event"
+)
+
+// hookExport returns the export that runs hooks of kind.
+func hookExport(kind int32) string {
+	switch kind {
+	case kindTurn:
+		return exportTurn
+	case kindStep:
+		return exportStep
+	case kindToolCall:
+		return exportToolCall
+	case kindTool:
+		return exportTool
+	case kindEvent:
+		return exportEvent
+	}
+	return ""
+}
+
+func kindName(kind int32) string {
+	switch kind {
+	case kindTurn:
+		return "turn"
+	case kindStep:
+		return "step"
+	case kindToolCall:
+		return "tool_call"
+	case kindTool:
+		return "tool"
+	case kindEvent:
+		return "event"
+	}
+	return "unknown"
+}

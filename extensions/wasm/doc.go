@@ -1,0 +1,38 @@
+// Package wasm is Ganglion's WebAssembly extension host: it loads a module
+// compiled from any language with wazero, and runs the middleware, tools and
+// event handlers the module registers, through the same Extension API as a
+// native extension. The guest ABI is specified in sdk/ABI.md.
+//
+// # Design
+//
+// A guest reads its context through host functions on a handle (the
+// input, one message, the tool name); nothing copies the conversation per
+// call, so a layer costs the same at 10 messages and at 10,000. next is a
+// host function that runs the rest of the chain; an inner hook of the same
+// extension re-enters the instance parked in next, through a call engine of
+// its own for each nesting depth (re-entering through the running one would
+// corrupt the host's stack).
+//
+// An [Extension] keeps a pool of instances of its module: a hook call takes
+// an idle one, or a new one up to [Limits].MaxInstances, or re-enters the
+// instance its outer hook is parked in (parallel tool calls each take their
+// own).
+//
+// # Sandbox
+//
+// A guest gets no filesystem, network, environment or real clock; WASI is
+// present for toolchains that need it (Go), with nothing behind it. Each
+// hook call runs under a deadline on its guest time (the time in next does
+// not count), enforced by a watchdog that closes the instance; memory is
+// capped per instance. A call that traps, exits, overruns or is killed fails
+// with a [TrapError] (matching context.DeadlineExceeded when that was the
+// cause); its instance is discarded and the next call gets a fresh one. So
+// a hostile module fails only its own calls. What the guest may do beyond
+// its hooks — publish on a topic, read a secret, keep state — must be
+// declared in its manifest and, for secrets, granted by the config.
+//
+// # Concurrency
+//
+// An [Engine] and an [Extension] are safe for concurrent use. An instance
+// runs guest code on one goroutine at a time.
+package wasm

@@ -1,0 +1,291 @@
+package wasm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Defaults of [Limits].
+const (
+	DefaultTimeout      = time.Second
+	DefaultMemoryLimit  = 64 << 20
+	DefaultMaxPayload   = 1 << 20
+	DefaultMaxDepth     = 64
+	DefaultMaxInstances = 16
+)
+
+// Limits bound a WASM extension. Zero fields take the defaults.
+type Limits struct {
+	// Timeout bounds the guest time of one hook call: the time spent in the
+	// guest and in its host calls, not in next.
+	Timeout time.Duration
+	// MemoryLimit caps an instance's linear memory, in bytes (rounded down
+	// to 64 KiB pages).
+	MemoryLimit int
+	// MaxPayload caps one value passed through the ABI, in bytes.
+	MaxPayload int
+	// MaxDepth caps how deeply next may re-enter one instance.
+	MaxDepth int
+	// MaxInstances caps the instances that run hooks at once; more calls
+	// wait for one.
+	MaxInstances int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	if l.MemoryLimit <= 0 {
+		l.MemoryLimit = DefaultMemoryLimit
+	}
+	if l.MaxPayload <= 0 {
+		l.MaxPayload = DefaultMaxPayload
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxInstances <= 0 {
+		l.MaxInstances = DefaultMaxInstances
+	}
+	return l
+}
+
+// Grants are what the agent's config allows an extension.
+type Grants struct {
+	// Secrets the extension may read.
+	Secrets []string
+}
+
+// Engine compiles and loads WASM extensions. A runtime has one; its
+// compilation cache (a directory) makes the second start of a process fast.
+// An Engine is safe for concurrent use.
+type Engine struct {
+	cache  wazero.CompilationCache
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	exts   []*Extension
+	closed bool
+}
+
+// NewEngine returns an engine whose compilation cache is the directory
+// cacheDir ("" for an in-memory cache), created if needed.
+func NewEngine(cacheDir string, logger *slog.Logger) (*Engine, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	e := &Engine{logger: logger}
+	if cacheDir == "" {
+		e.cache = wazero.NewCompilationCache()
+		return e, nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
+		return nil, fmt.Errorf("wasm compilation cache: %w", err)
+	}
+	c, err := wazero.NewCompilationCacheWithDir(cacheDir)
+	if err != nil {
+		return nil, fmt.Errorf("wasm compilation cache %s: %w", cacheDir, err)
+	}
+	e.cache = c
+	return e, nil
+}
+
+// Close closes every extension the engine loaded and its cache.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	exts := e.exts
+	e.exts = nil
+	e.mu.Unlock()
+	var errs []error
+	for _, x := range exts {
+		errs = append(errs, x.Close())
+	}
+	errs = append(errs, e.cache.Close(context.Background()))
+	return errors.Join(errs...)
+}
+
+// Load compiles the module at path and instantiates it once, which runs
+// its ganglion_init: the manifest and the registrations are known when Load
+// returns. name is the extension's name in the config.
+func (e *Engine) Load(ctx context.Context, name, path string, limits Limits, grants Grants) (*Extension, error) {
+	code, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("wasm: %w", err)
+	}
+	return e.LoadBytes(ctx, name, path, code, limits, grants)
+}
+
+// LoadBytes is [Engine.Load] for a module already in memory; path names it
+// in errors.
+func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, limits Limits, grants Grants) (*Extension, error) {
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	if closed {
+		return nil, errors.New("wasm: engine closed")
+	}
+	limits = limits.withDefaults()
+	pages := uint32(limits.MemoryLimit / 65536)
+	if pages < 1 {
+		pages = 1
+	}
+	cfg := wazero.NewRuntimeConfig().
+		WithCompilationCache(e.cache).
+		WithMemoryLimitPages(pages).
+		WithCloseOnContextDone(true)
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	x := &Extension{name: name, path: path, rt: rt, limits: limits, grants: grants, logger: e.logger.With("extension", name),
+		kill: make(chan struct{}), watchdogDone: make(chan struct{}), live: map[*instance]struct{}{},
+		slots: make(chan struct{}, limits.MaxInstances)}
+	go x.watchdog() // before the first instance: its init runs under the deadline too
+	ok := false
+	defer func() {
+		if !ok {
+			close(x.kill)
+			<-x.watchdogDone
+			rt.Close(context.Background())
+		}
+	}()
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	if err := x.hostModule(ctx); err != nil {
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	compiled, err := rt.CompileModule(ctx, code)
+	if err != nil {
+		return nil, fmt.Errorf("wasm %s: compile: %w", path, err)
+	}
+	x.compiled = compiled
+	if err := checkShape(compiled); err != nil {
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	first, err := x.newInstance(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	if err := x.checkGrants(); err != nil {
+		first.close()
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	x.idle = append(x.idle, first)
+	x.count = 1
+	e.mu.Lock()
+	e.exts = append(e.exts, x)
+	e.mu.Unlock()
+	ok = true
+	return x, nil
+}
+
+// checkShape refuses a module that imports what the host does not offer or
+// lacks the required exports.
+func checkShape(m wazero.CompiledModule) error {
+	var bad []string
+	for _, f := range m.ImportedFunctions() {
+		mod, fn, _ := f.Import()
+		switch mod {
+		case hostModuleName:
+			if !slices.Contains(hostFunctionNames, fn) {
+				bad = append(bad, mod+"."+fn)
+			}
+		case wasi_snapshot_preview1.ModuleName:
+		default:
+			bad = append(bad, mod+"."+fn)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("imports what the host does not provide: %s (the host provides module %q, see sdk/ABI.md, and %s)",
+			strings.Join(bad, ", "), hostModuleName, wasi_snapshot_preview1.ModuleName)
+	}
+	exports := m.ExportedFunctions()
+	for _, want := range []string{exportVersion, exportInit} {
+		if _, ok := exports[want]; !ok {
+			return fmt.Errorf("does not export %s: is it a Ganglion extension? (see sdk/ABI.md)", want)
+		}
+	}
+	if _, ok := m.ExportedMemories()["memory"]; !ok {
+		return errors.New(`does not export its memory as "memory"`)
+	}
+	return nil
+}
+
+// Manifest is what a guest declares it does and needs (sdk/ABI.md).
+type Manifest struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	ABI     int      `json:"abi"`
+	Hooks   []string `json:"hooks"`
+	Tools   []string `json:"tools"`
+	Topics  struct {
+		Publish   []string `json:"publish"`
+		Subscribe []string `json:"subscribe"`
+	} `json:"topics"`
+	Agents  []string `json:"agents"`
+	Secrets []string `json:"secrets"`
+	State   bool     `json:"state"`
+}
+
+func (x *Extension) checkGrants() error {
+	var missing []string
+	for _, s := range x.manifest.Secrets {
+		if !slices.Contains(x.grants.Secrets, s) {
+			missing = append(missing, s)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("its manifest asks for secrets the config does not grant: %s (add them under the extension's secrets:)", strings.Join(missing, ", "))
+	}
+	if len(x.manifest.Agents) > 0 {
+		return fmt.Errorf("its manifest asks to call agents (%s), which this host does not offer yet", strings.Join(x.manifest.Agents, ", "))
+	}
+	return nil
+}
+
+// registration is one register call of the guest's init.
+type registration struct {
+	kind        int32
+	id          int32
+	priority    int
+	hasPriority bool
+	tool        *toolSpec
+	pattern     string
+}
+
+type toolSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Category    string          `json:"category"`
+}
+
+// sameRegistrations reports whether two inits registered the same things.
+func sameRegistrations(a, b []registration) bool {
+	return slices.EqualFunc(a, b, func(x, y registration) bool {
+		if x.kind != y.kind || x.id != y.id || x.priority != y.priority || x.hasPriority != y.hasPriority || x.pattern != y.pattern || (x.tool == nil) != (y.tool == nil) {
+			return false
+		}
+		return x.tool == nil || x.tool.Name == y.tool.Name
+	})
+}
+
+// hookFunctions are an instance's call engines for one nesting depth:
+// re-entering an instance through the call engine that is already running
+// corrupts the host's stack, so each depth has its own.
+type hookFunctions [kindEvent + 1]api.Function

@@ -1,0 +1,247 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+)
+
+// Extension is a loaded WASM module: an [extensions.Extension] whose
+// middleware, tools and event handlers run in instances of the module. It
+// keeps a pool of instances; a hook call takes one, or re-enters the one
+// its outer hook runs in. Safe for concurrent use.
+type Extension struct {
+	name     string
+	path     string
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	limits   Limits
+	grants   Grants
+	logger   *slog.Logger
+	manifest *Manifest
+	regs     []registration
+	api      *extensions.API
+
+	mu     sync.Mutex
+	idle   []*instance
+	live   map[*instance]struct{}
+	count  int // instances alive, idle or busy
+	slots  chan struct{}
+	closed bool
+
+	kill         chan struct{} // closed by Close: stops the watchdog
+	watchdogDone chan struct{}
+	traps        atomic.Int64
+}
+
+var _ extensions.Extension = (*Extension)(nil)
+
+// Manifest returns what the module declared.
+func (x *Extension) Manifest() Manifest { return *x.manifest }
+
+// Traps returns how many instances were discarded after a trap, an exit or
+// a deadline.
+func (x *Extension) Traps() int64 { return x.traps.Load() }
+
+// Register registers the hooks, tools and subscriptions the module's init
+// declared.
+func (x *Extension) Register(api *extensions.API) error {
+	x.api = api
+	for _, r := range x.regs {
+		var opts []pipeline.LayerOption
+		if r.hasPriority {
+			opts = append(opts, pipeline.Priority(r.priority))
+		}
+		id := r.id
+		switch r.kind {
+		case kindTurn:
+			api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				f := &frame{kind: kindTurn, ctx: ctx, turn: t}
+				if err := x.run(ctx, f, id); err != nil {
+					return nil, err
+				}
+				return f.turnResult()
+			}, opts...)
+		case kindStep:
+			api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+				f := &frame{kind: kindStep, ctx: ctx, step: s}
+				if err := x.run(ctx, f, id); err != nil {
+					return nil, err
+				}
+				return f.stepResult()
+			}, opts...)
+		case kindToolCall:
+			api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+				f := &frame{kind: kindToolCall, ctx: ctx, call: c}
+				if err := x.run(ctx, f, id); err != nil {
+					return nil, err
+				}
+				return f.toolResult()
+			}, opts...)
+		case kindTool:
+			t := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: r.tool.Name, Description: r.tool.Description,
+				Parameters: r.tool.Parameters, Category: pipeline.ToolCategory(r.tool.Category)}}
+			t.Func = func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+				f := &frame{kind: kindTool, ctx: ctx, call: c}
+				if err := x.run(ctx, f, id); err != nil {
+					return nil, err
+				}
+				if f.toolRes == nil {
+					return nil, errors.New("the tool set no result")
+				}
+				return f.toolRes, nil
+			}
+			if err := api.Tools.Register(t); err != nil {
+				return err
+			}
+		case kindEvent:
+			if _, err := api.Events.Subscribe(r.pattern, func(ev events.Event) {
+				f := &frame{kind: kindEvent, ctx: context.Background(), ev: &ev}
+				if err := x.run(context.Background(), f, id); err != nil {
+					x.logger.Warn("event handler failed", "topic", ev.Topic, "err", err)
+				}
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// reentryKey marks, in the context a guest's next runs with, the instance
+// that is parked in next: an inner hook of the same extension may re-enter
+// it rather than take another instance.
+type reentryKey struct{ x *Extension }
+
+type reentry struct {
+	in      *instance
+	claimed atomic.Bool
+}
+
+// run runs hook id of f's kind in an instance.
+func (x *Extension) run(ctx context.Context, f *frame, id int32) error {
+	in, re, err := x.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	err = in.invoke(ctx, f, id)
+	x.release(in, re)
+	return err
+}
+
+// acquire returns the instance to run a hook in: the one parked in the
+// caller's next, if no other goroutine re-entered it (parallel tool calls
+// share their step's context), else an idle or new one.
+func (x *Extension) acquire(ctx context.Context) (*instance, *reentry, error) {
+	if re, ok := ctx.Value(reentryKey{x}).(*reentry); ok && !re.in.isBroken() && re.claimed.CompareAndSwap(false, true) {
+		return re.in, re, nil
+	}
+	select {
+	case x.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("waiting for an instance: %w", ctx.Err())
+	}
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		<-x.slots
+		return nil, nil, errors.New("the extension is closed")
+	}
+	if n := len(x.idle); n > 0 {
+		in := x.idle[n-1]
+		x.idle = x.idle[:n-1]
+		x.mu.Unlock()
+		return in, nil, nil
+	}
+	x.count++
+	x.mu.Unlock()
+	in, err := x.newInstance(ctx)
+	if err != nil {
+		x.mu.Lock()
+		x.count--
+		x.mu.Unlock()
+		<-x.slots
+		return nil, nil, fmt.Errorf("new instance: %w", err)
+	}
+	return in, nil, nil
+}
+
+// release gives the instance back: to the outer hook it was re-entered
+// from, to the idle pool, or, if it broke, to nobody.
+func (x *Extension) release(in *instance, re *reentry) {
+	if re != nil {
+		re.claimed.Store(false)
+		return
+	}
+	x.mu.Lock()
+	if in.isBroken() || x.closed {
+		delete(x.live, in)
+		x.count--
+		x.mu.Unlock()
+		in.close()
+		<-x.slots
+		return
+	}
+	x.idle = append(x.idle, in)
+	x.mu.Unlock()
+	<-x.slots
+}
+
+// watchdog stops instances whose guest code overran its deadline.
+func (x *Extension) watchdog() {
+	defer close(x.watchdogDone)
+	tick := min(max(x.limits.Timeout/8, time.Millisecond), 50*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var live []*instance
+	for {
+		select {
+		case <-x.kill:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		live = live[:0]
+		x.mu.Lock()
+		for in := range x.live {
+			live = append(live, in)
+		}
+		x.mu.Unlock()
+		for _, in := range live {
+			if d := in.deadline.Load(); d != 0 && now > d {
+				in.stop(whyDeadline)
+			}
+		}
+	}
+}
+
+// Close stops the watchdog and closes every instance and the module.
+func (x *Extension) Close() error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return nil
+	}
+	x.closed = true
+	idle := x.idle
+	x.idle = nil
+	x.mu.Unlock()
+	close(x.kill)
+	if x.watchdogDone != nil {
+		<-x.watchdogDone
+	}
+	for _, in := range idle {
+		in.close()
+	}
+	return x.rt.Close(context.Background())
+}

@@ -1,0 +1,157 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+)
+
+// frame is one hook call: the context its handle names, and what the
+// guest did with it.
+type frame struct {
+	handle int32
+	kind   int32
+	ctx    context.Context
+	turn   *pipeline.TurnContext
+	step   *pipeline.StepContext
+	call   *pipeline.ToolCallContext
+	ev     *events.Event
+
+	nextDone bool
+	nextErr  error
+	set      bool // the guest set a result
+	turnRes  *pipeline.TurnResult
+	stepRes  *pipeline.StepResult
+	toolRes  *pipeline.ToolResult
+
+	budget   time.Duration // guest time left
+	resumeAt time.Time     // when guest code last started running
+	stack    [2]uint64
+}
+
+// GuestError is a hook's own failure: it returned 1, with the message it
+// gave set_error.
+type GuestError struct {
+	Msg string
+}
+
+func (e *GuestError) Error() string { return e.Msg }
+
+// invoke runs hook id for f in the instance, one level deeper than the
+// hooks already running in it.
+func (in *instance) invoke(ctx context.Context, f *frame, id int32) error {
+	d := len(in.frames)
+	if d >= in.x.limits.MaxDepth {
+		return fmt.Errorf("the instance is re-entered deeper than max_depth %d", in.x.limits.MaxDepth)
+	}
+	fn := in.functions(d)[f.kind]
+	if fn == nil {
+		return fmt.Errorf("the guest registered a %s hook but does not export %s", kindName(f.kind), hookExport(f.kind))
+	}
+	in.seq++
+	if in.seq <= 0 {
+		in.seq = 1
+	}
+	f.handle = in.seq
+	in.frames = append(in.frames, f)
+	f.budget = in.x.limits.Timeout
+	in.resume(f)
+	f.stack[0], f.stack[1] = uint64(uint32(f.handle)), uint64(uint32(id))
+	err := fn.CallWithStack(in.guestCtx(ctx), f.stack[:])
+	in.deadline.Store(0)
+	in.frames = in.frames[:d]
+	if err != nil {
+		in.broken.Store(true)
+		in.x.traps.Add(1)
+		return in.callError(hookExport(f.kind), err)
+	}
+	if in.isBroken() { // a hook nested in this one trapped: the module is gone
+		return errors.New("the instance failed in a nested call")
+	}
+	if int32(f.stack[0]) != 0 {
+		return &GuestError{Msg: in.takeGuestErr()}
+	}
+	return nil
+}
+
+// resume starts f's guest time running.
+func (in *instance) resume(f *frame) {
+	f.resumeAt = time.Now()
+	in.deadline.Store(f.resumeAt.Add(f.budget).UnixNano())
+}
+
+// park stops f's guest time while the host runs the rest of the chain.
+func (in *instance) park(f *frame) {
+	in.deadline.Store(0)
+	f.budget -= time.Since(f.resumeAt)
+}
+
+// frame returns the running frame with handle h.
+func (in *instance) frame(h int32) *frame {
+	for i := len(in.frames) - 1; i >= 0; i-- {
+		if in.frames[i].handle == h {
+			return in.frames[i]
+		}
+	}
+	return nil
+}
+
+func (f *frame) turnResult() (*pipeline.TurnResult, error) {
+	if f.set {
+		return f.turnRes, nil
+	}
+	if f.nextDone {
+		return f.turnRes, f.nextErr
+	}
+	return nil, nil // the chain reports "returned no result"
+}
+
+func (f *frame) stepResult() (*pipeline.StepResult, error) {
+	if f.nextDone {
+		return f.stepRes, f.nextErr
+	}
+	if f.set {
+		return nil, errors.New("a step middleware that does not call next cannot answer the step")
+	}
+	return nil, nil
+}
+
+func (f *frame) toolResult() (*pipeline.ToolResult, error) {
+	if f.set {
+		return f.toolRes, nil
+	}
+	if f.nextDone {
+		return f.toolRes, f.nextErr
+	}
+	return nil, nil
+}
+
+// instanceKey is the instance the frame's context belongs to.
+func (f *frame) instanceKey() string {
+	switch {
+	case f.turn != nil:
+		return f.turn.InstanceKey()
+	case f.step != nil:
+		return f.step.InstanceKey()
+	case f.call != nil:
+		return f.call.InstanceKey()
+	case f.ev != nil:
+		return f.ev.Instance
+	}
+	return ""
+}
+
+// conversation is the frame's conversation, for turn and step hooks.
+func (f *frame) conversation() pipeline.Conversation {
+	switch {
+	case f.turn != nil:
+		return f.turn.Conversation()
+	case f.step != nil:
+		return f.step.Conversation()
+	}
+	return nil
+}

@@ -1,0 +1,608 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+)
+
+const hostModuleName = "ganglion"
+
+// hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
+var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
+	"state_get", "state_set", "publish", "log", "secret", "set_error", "last_error"}
+
+var i32 = api.ValueTypeI32
+
+// hostModule instantiates module ganglion in the extension's runtime.
+func (x *Extension) hostModule(ctx context.Context) error {
+	b := x.rt.NewHostModuleBuilder(hostModuleName)
+	add := func(name string, nparams int, fn func(in *instance, p []uint64) int32) {
+		params := make([]api.ValueType, nparams)
+		for i := range params {
+			params[i] = i32
+		}
+		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
+			kc, ok := ctx.(*killCtx)
+			if !ok {
+				stack[0] = api.EncodeI32(codeFailed)
+				return
+			}
+			stack[0] = api.EncodeI32(fn(kc.in, stack[:nparams]))
+		}), params, []api.ValueType{i32}).Export(name)
+	}
+	add("manifest", 2, hostManifest)
+	add("register", 3, hostRegister)
+	add("field", 4, hostField)
+	add("set_field", 4, hostSetField)
+	add("messages_len", 1, hostMessagesLen)
+	add("message", 4, hostMessage)
+	add("emit", 3, hostEmit)
+	add("next", 1, hostNext)
+	add("state_get", 3, hostStateGet)
+	add("state_set", 3, hostStateSet)
+	add("publish", 5, hostPublish)
+	add("log", 3, hostLog)
+	add("secret", 5, hostSecret)
+	add("set_error", 2, hostSetError)
+	add("last_error", 2, hostLastError)
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// fail records msg for last_error and returns code.
+func (in *instance) fail(code int32, format string, args ...any) int32 {
+	in.lastErr = fmt.Sprintf(format, args...)
+	return code
+}
+
+// read returns the guest bytes at (ptr, n), or a failure code.
+func (in *instance) read(ptr, n uint64, what string) ([]byte, int32) {
+	if int(uint32(n)) > in.x.limits.MaxPayload {
+		return nil, in.fail(codeTooLarge, "%s: %d bytes is over max_payload %d", what, uint32(n), in.x.limits.MaxPayload)
+	}
+	b, ok := in.mem.Read(uint32(ptr), uint32(n))
+	if !ok {
+		return nil, in.fail(codeBounds, "%s: (%d, %d) is outside the guest's memory", what, uint32(ptr), uint32(n))
+	}
+	return b, 0
+}
+
+// text is read for UTF-8 text.
+func (in *instance) text(ptr, n uint64, what string) (string, int32) {
+	b, code := in.read(ptr, n, what)
+	if code != 0 {
+		return "", code
+	}
+	if !utf8.Valid(b) {
+		return "", in.fail(codeInvalid, "%s is not valid UTF-8", what)
+	}
+	return string(b), 0
+}
+
+// give writes val into the guest buffer (ptr, n) if it fits, and returns
+// its length.
+func (in *instance) give(ptr, n uint64, val []byte) int32 {
+	if len(val) > in.x.limits.MaxPayload {
+		return in.fail(codeTooLarge, "the value is %d bytes, over max_payload %d", len(val), in.x.limits.MaxPayload)
+	}
+	if len(val) <= int(uint32(n)) && len(val) > 0 {
+		if !in.mem.Write(uint32(ptr), val) {
+			return in.fail(codeBounds, "buffer (%d, %d) is outside the guest's memory", uint32(ptr), uint32(n))
+		}
+	}
+	return int32(len(val))
+}
+
+// hook returns the running frame for handle h, or a failure code.
+func (in *instance) hook(h uint64) (*frame, int32) {
+	if in.init != nil {
+		return nil, in.fail(codePhase, "no hook runs during ganglion_init")
+	}
+	f := in.frame(int32(uint32(h)))
+	if f == nil {
+		return nil, in.fail(codeStale, "handle %d names no running hook call", int32(uint32(h)))
+	}
+	return f, 0
+}
+
+func hostManifest(in *instance, p []uint64) int32 {
+	if in.init == nil || in.init.manifest != nil {
+		return in.fail(codePhase, "manifest is declared once, at the start of ganglion_init")
+	}
+	b, code := in.read(p[0], p[1], "manifest")
+	if code != 0 {
+		return code
+	}
+	var m Manifest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return in.fail(codeInvalid, "manifest: %v", err)
+	}
+	if m.ABI != ABIVersion {
+		return in.fail(codeInvalid, "manifest: abi %d, host ABI version %d", m.ABI, ABIVersion)
+	}
+	for _, h := range m.Hooks {
+		if h != "turn" && h != "step" && h != "tool_call" {
+			return in.fail(codeInvalid, "manifest: unknown hook %q (want turn, step or tool_call)", h)
+		}
+	}
+	in.init.manifest = &m
+	return 0
+}
+
+type registerSpec struct {
+	Priority *int   `json:"priority"`
+	Pattern  string `json:"pattern"`
+	toolSpec
+}
+
+func hostRegister(in *instance, p []uint64) int32 {
+	st := in.init
+	if st == nil {
+		return in.fail(codePhase, "register is allowed only during ganglion_init")
+	}
+	if st.manifest == nil {
+		return in.fail(codePhase, "register before manifest: declare the manifest first")
+	}
+	kind := int32(uint32(p[0]))
+	b, code := in.read(p[1], p[2], "register spec")
+	if code != 0 {
+		return code
+	}
+	var spec registerSpec
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := json.Unmarshal(b, &spec); err != nil {
+			return in.fail(codeInvalid, "register %s: %v", kindName(kind), err)
+		}
+	}
+	r := registration{kind: kind, id: int32(len(st.regs) + 1)}
+	if spec.Priority != nil {
+		r.priority, r.hasPriority = *spec.Priority, true
+	}
+	m := st.manifest
+	switch kind {
+	case kindTurn, kindStep, kindToolCall:
+		if !slices.Contains(m.Hooks, kindName(kind)) {
+			return in.fail(codeDenied, "register %s: the manifest does not list the hook %q", kindName(kind), kindName(kind))
+		}
+	case kindTool:
+		if err := pipeline.ValidateToolName(spec.Name); err != nil {
+			return in.fail(codeInvalid, "register tool: %v", err)
+		}
+		if !slices.Contains(m.Tools, spec.Name) {
+			return in.fail(codeDenied, "register tool %q: the manifest does not list it", spec.Name)
+		}
+		t := spec.toolSpec
+		r.tool = &t
+	case kindEvent:
+		if spec.Pattern == "" || !slices.Contains(m.Topics.Subscribe, spec.Pattern) {
+			return in.fail(codeDenied, "subscribe %q: the manifest's topics.subscribe does not list it", spec.Pattern)
+		}
+		r.pattern = spec.Pattern
+	default:
+		return in.fail(codeInvalid, "register: unknown kind %d (want 1 turn, 2 step, 3 tool_call, 4 tool, 5 event)", kind)
+	}
+	st.regs = append(st.regs, r)
+	return r.id
+}
+
+// checkRegistrations refuses an init whose hooks have no export to run them.
+func (x *Extension) checkRegistrations(st *initState) error {
+	exports := x.compiled.ExportedFunctions()
+	for _, r := range st.regs {
+		if _, ok := exports[hookExport(r.kind)]; !ok {
+			return fmt.Errorf("registers a %s but does not export %s", kindName(r.kind), hookExport(r.kind))
+		}
+	}
+	return nil
+}
+
+func hostField(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	field := int32(uint32(p[1]))
+	var val []byte
+	switch {
+	case field == fieldAgent:
+		val = []byte(in.x.api.Agent)
+	case field == fieldInstance:
+		val = []byte(f.instanceKey())
+	case field == fieldTurnID && f.turn != nil:
+		val = []byte(f.turn.TurnID())
+	case field == fieldTurnID && f.step != nil:
+		val = []byte(f.step.TurnID())
+	case field == fieldTurnID && f.call != nil:
+		val = []byte(f.call.TurnID())
+	case field == fieldInput && f.turn != nil:
+		val, _ = json.Marshal(f.turn.Input())
+	case field == fieldInput && f.step != nil:
+		val, _ = json.Marshal(f.step.Input())
+	case field == fieldInputText && f.turn != nil:
+		val = []byte(f.turn.Input().Text)
+	case field == fieldInputText && f.step != nil:
+		val = []byte(f.step.Input().Text)
+	case field == fieldStep && f.step != nil:
+		val = strconv.AppendInt(nil, int64(f.step.Index()), 10)
+	case field == fieldStep && f.call != nil:
+		val = strconv.AppendInt(nil, int64(f.call.Step()), 10)
+	case field == fieldToolName && f.call != nil:
+		val = []byte(f.call.Name())
+	case field == fieldToolArgs && f.call != nil:
+		val = f.call.Arguments()
+	case field == fieldCallID && f.call != nil:
+		val = []byte(f.call.CallID())
+	case field == fieldTools && f.step != nil:
+		names := []string{}
+		for _, t := range f.step.Tools().Tools() {
+			names = append(names, t.Name)
+		}
+		val, _ = json.Marshal(names)
+	case field == fieldResult:
+		v, code := in.resultJSON(f)
+		if code != 0 {
+			return code
+		}
+		val = v
+	case field == fieldEventTopic && f.ev != nil:
+		val = []byte(f.ev.Topic)
+	case field == fieldEventData && f.ev != nil:
+		v, err := json.Marshal(f.ev.Data)
+		if err != nil {
+			return in.fail(codeFailed, "event data: %v", err)
+		}
+		val = v
+	default:
+		return in.fail(codeInvalid, "field %d cannot be read in a %s hook", field, kindName(f.kind))
+	}
+	return in.give(p[2], p[3], val)
+}
+
+type turnResultJSON struct {
+	FinishReason pipeline.FinishReason `json:"finish_reason"`
+	Response     pipeline.Message      `json:"response"`
+}
+
+type stepResultJSON struct {
+	Stop     pipeline.FinishReason `json:"stop"`
+	Continue bool                  `json:"continue"`
+}
+
+type toolResultJSON struct {
+	Content string `json:"content"`
+	IsError bool   `json:"is_error"`
+}
+
+func (in *instance) resultJSON(f *frame) ([]byte, int32) {
+	var v any
+	switch {
+	case f.kind == kindTurn && f.turnRes != nil:
+		v = turnResultJSON{f.turnRes.FinishReason, f.turnRes.Response}
+	case f.kind == kindStep && f.stepRes != nil:
+		v = stepResultJSON{f.stepRes.Stop, f.stepRes.Continue}
+	case (f.kind == kindToolCall || f.kind == kindTool) && f.toolRes != nil:
+		v = toolResultJSON{f.toolRes.Content, f.toolRes.IsError}
+	default:
+		return nil, in.fail(codeNotFound, "no result yet: call next or set one")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, in.fail(codeFailed, "encode the result: %v", err)
+	}
+	return b, 0
+}
+
+// decodeStrict decodes JSON refusing unknown fields.
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+func hostSetField(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	field := int32(uint32(p[1]))
+	b, code := in.read(p[2], p[3], "value")
+	if code != 0 {
+		return code
+	}
+	switch {
+	case field == fieldInput && f.kind == kindTurn:
+		var ev pipeline.InputEvent
+		if err := decodeStrict(b, &ev); err != nil {
+			return in.fail(codeInvalid, "input: %v", err)
+		}
+		f.turn.SetInput(ev)
+	case field == fieldToolArgs && f.kind == kindToolCall:
+		if !json.Valid(b) {
+			return in.fail(codeInvalid, "tool arguments are not valid JSON")
+		}
+		f.call.SetArguments(bytes.Clone(b))
+	case field == fieldTools && f.kind == kindStep:
+		var keep []string
+		if err := json.Unmarshal(b, &keep); err != nil {
+			return in.fail(codeInvalid, "tools: want a JSON array of tool names: %v", err)
+		}
+		f.step.Tools().Filter(func(t pipeline.ToolSpec) bool { return slices.Contains(keep, t.Name) })
+	case field == fieldResult:
+		return in.setResult(f, b)
+	default:
+		return in.fail(codeInvalid, "field %d cannot be written in a %s hook", field, kindName(f.kind))
+	}
+	return 0
+}
+
+func (in *instance) setResult(f *frame, b []byte) int32 {
+	switch f.kind {
+	case kindTurn:
+		var r turnResultJSON
+		if err := decodeStrict(b, &r); err != nil {
+			return in.fail(codeInvalid, "turn result: %v", err)
+		}
+		if r.Response.Role == "" {
+			r.Response.Role = pipeline.RoleAssistant
+		}
+		if r.Response.Source.Type == "" {
+			r.Response.Source = pipeline.Source{Type: pipeline.SourceExtension, Extension: in.x.api.Name}
+		}
+		res := &pipeline.TurnResult{FinishReason: r.FinishReason, Response: r.Response}
+		if f.turnRes != nil {
+			res.TurnID, res.Steps, res.Usage = f.turnRes.TurnID, f.turnRes.Steps, f.turnRes.Usage
+		}
+		f.turnRes, f.set = res, true
+	case kindStep:
+		if f.stepRes == nil {
+			return in.fail(codePhase, "a step result can be changed only after next")
+		}
+		var r stepResultJSON
+		if err := decodeStrict(b, &r); err != nil {
+			return in.fail(codeInvalid, "step result: %v", err)
+		}
+		f.stepRes.Stop, f.stepRes.Continue = r.Stop, r.Continue
+		f.set = true
+	case kindToolCall, kindTool:
+		var r toolResultJSON
+		if err := decodeStrict(b, &r); err != nil {
+			return in.fail(codeInvalid, "tool result: %v", err)
+		}
+		f.toolRes = &pipeline.ToolResult{CallID: f.call.CallID(), Name: f.call.Name(), Content: r.Content, IsError: r.IsError}
+		f.set = true
+	default:
+		return in.fail(codeInvalid, "an event hook has no result")
+	}
+	return 0
+}
+
+func hostMessagesLen(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	conv := f.conversation()
+	if conv == nil {
+		return in.fail(codeInvalid, "a %s hook has no conversation", kindName(f.kind))
+	}
+	return int32(conv.Len())
+}
+
+func hostMessage(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	conv := f.conversation()
+	if conv == nil {
+		return in.fail(codeInvalid, "a %s hook has no conversation", kindName(f.kind))
+	}
+	i, n := int(int32(uint32(p[1]))), conv.Len()
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return in.fail(codeNotFound, "message %d: the conversation has %d", int32(uint32(p[1])), n)
+	}
+	b, err := json.Marshal(conv.At(i))
+	if err != nil {
+		return in.fail(codeFailed, "encode message %d: %v", i, err)
+	}
+	return in.give(p[2], p[3], b)
+}
+
+func hostEmit(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	if f.kind != kindTurn && f.kind != kindStep {
+		return in.fail(codeInvalid, "emit is for turn and step hooks, not %s", kindName(f.kind))
+	}
+	b, code := in.read(p[1], p[2], "message event")
+	if code != 0 {
+		return code
+	}
+	var ev pipeline.MessageEvent
+	if err := decodeStrict(b, &ev); err != nil {
+		return in.fail(codeInvalid, "message event: %v", err)
+	}
+	if ev.Message.Source.Type == "" {
+		ev.Message.Source = pipeline.Source{Type: pipeline.SourceExtension, Extension: in.x.api.Name}
+	}
+	if err := f.conversation().Apply(ev); err != nil {
+		return in.fail(codeFailed, "%v", err)
+	}
+	return 0
+}
+
+func hostNext(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	if f.kind == kindTool || f.kind == kindEvent {
+		return in.fail(codeInvalid, "a %s hook has no next", kindName(f.kind))
+	}
+	if f.nextDone {
+		return in.fail(codePhase, "next called twice: it runs the rest of the chain once")
+	}
+	f.nextDone = true
+	in.park(f)
+	ctx := context.WithValue(f.ctx, reentryKey{in.x}, &reentry{in: in})
+	switch f.kind {
+	case kindTurn:
+		f.turnRes, f.nextErr = f.turn.Next(ctx)
+	case kindStep:
+		f.stepRes, f.nextErr = f.step.Next(ctx)
+	case kindToolCall:
+		f.toolRes, f.nextErr = f.call.Next(ctx)
+	}
+	in.resume(f)
+	if f.nextErr != nil {
+		return in.fail(codeFailed, "%v", f.nextErr)
+	}
+	return 0
+}
+
+func (in *instance) stateAllowed() int32 {
+	if !in.x.manifest.State {
+		return in.fail(codeDenied, `state: the manifest does not declare "state": true`)
+	}
+	return 0
+}
+
+func hostStateGet(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	if code := in.stateAllowed(); code != 0 {
+		return code
+	}
+	b, err := in.x.api.State.Get(f.ctx, f.instanceKey())
+	if err != nil {
+		return in.fail(codeFailed, "%v", err)
+	}
+	if b == nil {
+		return in.fail(codeNotFound, "no state for instance %q", f.instanceKey())
+	}
+	return in.give(p[1], p[2], b)
+}
+
+func hostStateSet(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	if code := in.stateAllowed(); code != 0 {
+		return code
+	}
+	b, code := in.read(p[1], p[2], "state")
+	if code != 0 {
+		return code
+	}
+	var v json.RawMessage
+	if len(b) > 0 {
+		v = bytes.Clone(b)
+	}
+	if err := in.x.api.State.Set(f.ctx, f.instanceKey(), v); err != nil {
+		return in.fail(codeFailed, "%v", err)
+	}
+	return 0
+}
+
+func hostPublish(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	topic, code := in.text(p[1], p[2], "topic")
+	if code != 0 {
+		return code
+	}
+	if !slices.ContainsFunc(in.x.manifest.Topics.Publish, func(pat string) bool { return events.Match(pat, topic) }) {
+		return in.fail(codeDenied, "publish %q: no pattern of the manifest's topics.publish matches it", topic)
+	}
+	b, code := in.read(p[3], p[4], "event data")
+	if code != 0 {
+		return code
+	}
+	if len(b) > 0 && !json.Valid(b) {
+		return in.fail(codeInvalid, "event data is not valid JSON")
+	}
+	in.x.api.Events.Publish(topic, f.instanceKey(), json.RawMessage(bytes.Clone(b)))
+	return 0
+}
+
+func hostLog(in *instance, p []uint64) int32 {
+	msg, code := in.text(p[1], p[2], "log message")
+	if code != 0 {
+		return code
+	}
+	ctx := context.Background()
+	if n := len(in.frames); n > 0 {
+		ctx = in.frames[n-1].ctx
+	}
+	logger := in.x.logger
+	if in.x.api != nil {
+		logger = in.x.api.Logger
+	}
+	logger.Log(ctx, slog.Level(int32(uint32(p[0]))), msg)
+	return 0
+}
+
+func hostSecret(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	name, code := in.text(p[1], p[2], "secret name")
+	if code != 0 {
+		return code
+	}
+	if !slices.Contains(in.x.manifest.Secrets, name) {
+		return in.fail(codeDenied, "secret %q: the manifest does not list it", name)
+	}
+	v, found, err := in.x.api.Secrets.Get(f.ctx, f.instanceKey(), name)
+	if err != nil {
+		return in.fail(codeDenied, "%v", err)
+	}
+	if !found {
+		return in.fail(codeNotFound, "secret %q was not provided to instance %q", name, f.instanceKey())
+	}
+	return in.give(p[3], p[4], []byte(v))
+}
+
+func hostSetError(in *instance, p []uint64) int32 {
+	msg, code := in.text(p[0], p[1], "error message")
+	if code != 0 {
+		return code
+	}
+	in.guestErr = msg
+	return 0
+}
+
+func hostLastError(in *instance, p []uint64) int32 {
+	return in.give(p[0], p[1], []byte(in.lastErr))
+}

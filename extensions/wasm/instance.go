@@ -1,0 +1,238 @@
+package wasm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+)
+
+// instance is one instantiation of an extension's module. Its guest code
+// runs on one goroutine at a time; next may re-enter it one level deeper
+// (see reentry).
+type instance struct {
+	x    *Extension
+	mod  api.Module
+	mem  api.Memory
+	fns  []hookFunctions // per nesting depth
+	seq  int32           // handle generator
+	init *initState      // during ganglion_init only
+
+	frames []*frame // running hook calls, outermost first
+
+	// deadline is when the running guest code must have returned, in Unix
+	// nanoseconds, or 0 while no guest code runs (parked in next, idle).
+	deadline atomic.Int64
+	// kill is closed to stop the instance: the Done of every context its
+	// calls run with. wazero then closes the module and the call fails.
+	kill     chan struct{}
+	killOnce sync.Once
+	why      atomic.Value // string: why it was killed
+	broken   atomic.Bool  // trapped, killed or exited: never used again
+
+	lastErr  string // the last failed host call's message
+	guestErr string // the guest's set_error
+}
+
+// initState collects what ganglion_init declares.
+type initState struct {
+	manifest *Manifest
+	regs     []registration
+}
+
+var instanceSeq atomic.Uint64
+
+// newInstance instantiates the module and runs its init. The first instance
+// sets the extension's manifest and registrations; later ones must declare
+// the same.
+func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
+	in := &instance{x: x, kill: make(chan struct{})}
+	cfg := wazero.NewModuleConfig().
+		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
+		WithStartFunctions() // _initialize is called below, under the deadline
+	mod, err := x.rt.InstantiateModule(ctx, x.compiled, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("instantiate: %w", err)
+	}
+	in.mod = mod
+	in.mem = mod.Memory()
+	x.mu.Lock()
+	x.live[in] = struct{}{}
+	x.mu.Unlock()
+	ok := false
+	defer func() {
+		if !ok {
+			in.close()
+		}
+	}()
+	if fn := mod.ExportedFunction("_initialize"); fn != nil {
+		if _, err := in.callPlain(ctx, fn, "_initialize"); err != nil {
+			return nil, err
+		}
+	}
+	res, err := in.callPlain(ctx, mod.ExportedFunction(exportVersion), exportVersion)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 1 || int32(res[0]) != ABIVersion {
+		got := "nothing"
+		if len(res) == 1 {
+			got = strconv.Itoa(int(int32(res[0])))
+		}
+		return nil, fmt.Errorf("guest ABI version %s, host ABI version %d: rebuild the extension with a matching SDK", got, ABIVersion)
+	}
+	in.init = &initState{}
+	res, err = in.callPlain(ctx, mod.ExportedFunction(exportInit), exportInit)
+	st := in.init
+	in.init = nil
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 1 || int32(res[0]) != 0 {
+		return nil, fmt.Errorf("%s failed: %s", exportInit, in.takeGuestErr())
+	}
+	if st.manifest == nil {
+		return nil, fmt.Errorf("%s declared no manifest (call manifest first; see sdk/ABI.md)", exportInit)
+	}
+	if x.manifest == nil {
+		if err := x.checkRegistrations(st); err != nil {
+			return nil, err
+		}
+		x.manifest, x.regs = st.manifest, st.regs
+	} else if !sameRegistrations(x.regs, st.regs) {
+		return nil, errors.New("a new instance registered other hooks or tools than the first: ganglion_init must be deterministic")
+	}
+	ok = true
+	return in, nil
+}
+
+// callPlain calls an export without a hook context, under the timeout.
+func (in *instance) callPlain(ctx context.Context, fn api.Function, name string) ([]uint64, error) {
+	if fn == nil {
+		return nil, fmt.Errorf("does not export %s", name)
+	}
+	in.deadline.Store(time.Now().Add(in.x.limits.Timeout).UnixNano())
+	res, err := fn.Call(in.guestCtx(ctx), nil...)
+	in.deadline.Store(0)
+	if err != nil {
+		in.broken.Store(true)
+		return nil, in.callError(name, err)
+	}
+	return res, nil
+}
+
+// callError describes a failed export call.
+func (in *instance) callError(name string, err error) error {
+	if why, _ := in.why.Load().(string); why != "" {
+		return &TrapError{Export: name, Reason: why, deadline: why == whyDeadline, Err: err}
+	}
+	var ee *sys.ExitError
+	if errors.As(err, &ee) {
+		return &TrapError{Export: name, Reason: fmt.Sprintf("the guest exited with code %d", ee.ExitCode()), Err: err}
+	}
+	return &TrapError{Export: name, Reason: "trap", Err: err}
+}
+
+const (
+	whyDeadline  = "deadline exceeded"
+	whyCancelled = "call cancelled"
+)
+
+// TrapError is the failure of a guest call that did not return normally:
+// a trap, an exit, the deadline. The instance is discarded. It matches
+// context.DeadlineExceeded when the deadline was the cause.
+type TrapError struct {
+	Export   string
+	Reason   string
+	deadline bool
+	Err      error
+}
+
+func (e *TrapError) Error() string {
+	if e.Reason == "trap" {
+		return fmt.Sprintf("%s: %v", e.Export, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Export, e.Reason)
+}
+
+func (e *TrapError) Unwrap() []error {
+	if e.deadline {
+		return []error{e.Err, context.DeadlineExceeded}
+	}
+	return []error{e.Err}
+}
+
+// stop kills the instance: its running call fails, and it is discarded.
+func (in *instance) stop(why string) {
+	in.killOnce.Do(func() {
+		in.why.Store(why)
+		close(in.kill)
+	})
+}
+
+// guestCtx is the context guest calls run with: parent's values, and a
+// Done that the watchdog closes. It has no deadline of its own, so wazero
+// watches only the kill channel.
+func (in *instance) guestCtx(parent context.Context) context.Context {
+	return &killCtx{Context: parent, in: in}
+}
+
+type killCtx struct {
+	context.Context
+	in *instance
+}
+
+func (c *killCtx) Done() <-chan struct{} { return c.in.kill }
+
+func (c *killCtx) Err() error {
+	select {
+	case <-c.in.kill:
+		if why, _ := c.in.why.Load().(string); why == whyDeadline {
+			return context.DeadlineExceeded
+		}
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+func (c *killCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// functions returns the call engines for nesting depth d.
+func (in *instance) functions(d int) *hookFunctions {
+	for len(in.fns) <= d {
+		var f hookFunctions
+		for k := int32(kindTurn); k <= kindEvent; k++ {
+			f[k] = in.mod.ExportedFunction(hookExport(k))
+		}
+		in.fns = append(in.fns, f)
+	}
+	return &in.fns[d]
+}
+
+func (in *instance) isBroken() bool { return in.broken.Load() }
+
+// close closes the module; the instance is not used again.
+func (in *instance) close() {
+	in.broken.Store(true)
+	in.x.mu.Lock()
+	delete(in.x.live, in)
+	in.x.mu.Unlock()
+	_ = in.mod.Close(context.Background())
+}
+
+func (in *instance) takeGuestErr() string {
+	s := in.guestErr
+	in.guestErr = ""
+	if s == "" {
+		return "the guest gave no reason (it should call set_error)"
+	}
+	return s
+}
