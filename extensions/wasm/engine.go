@@ -154,6 +154,7 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 	x := &Extension{name: name, path: path, rt: rt, limits: limits, grants: grants, logger: e.logger.With("extension", name),
 		kill: make(chan struct{}), watchdogDone: make(chan struct{}), live: map[*instance]struct{}{},
 		slots: make(chan struct{}, limits.MaxInstances)}
+	x.clock.Store(time.Now().UnixNano())
 	go x.watchdog() // before the first instance: its init runs under the deadline too
 	ok := false
 	defer func() {

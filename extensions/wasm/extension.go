@@ -42,6 +42,11 @@ type Extension struct {
 	kill         chan struct{} // closed by Close: stops the watchdog
 	watchdogDone chan struct{}
 	traps        atomic.Int64
+	// clock is a coarse clock (Unix nanoseconds) the watchdog advances on
+	// each tick: guest time is measured with it, which costs an atomic load
+	// where time.Now costs ~60 ns on a VM. Deadlines are as coarse as the
+	// tick, a small fraction of the timeout.
+	clock atomic.Int64
 }
 
 var _ extensions.Extension = (*Extension)(nil)
@@ -66,48 +71,47 @@ func (x *Extension) Register(api *extensions.API) error {
 		switch r.kind {
 		case kindTurn:
 			api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
-				f := &frame{kind: kindTurn, ctx: ctx, turn: t}
-				if err := x.run(ctx, f, id); err != nil {
+				out, err := x.run(ctx, id, hookArgs{kind: kindTurn, turn: t})
+				if err != nil {
 					return nil, err
 				}
-				return f.turnResult()
+				return out.turn, out.err
 			}, opts...)
 		case kindStep:
 			api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
-				f := &frame{kind: kindStep, ctx: ctx, step: s}
-				if err := x.run(ctx, f, id); err != nil {
+				out, err := x.run(ctx, id, hookArgs{kind: kindStep, step: s})
+				if err != nil {
 					return nil, err
 				}
-				return f.stepResult()
+				return out.step, out.err
 			}, opts...)
 		case kindToolCall:
 			api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-				f := &frame{kind: kindToolCall, ctx: ctx, call: c}
-				if err := x.run(ctx, f, id); err != nil {
+				out, err := x.run(ctx, id, hookArgs{kind: kindToolCall, call: c})
+				if err != nil {
 					return nil, err
 				}
-				return f.toolResult()
+				return out.tool, out.err
 			}, opts...)
 		case kindTool:
 			t := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: r.tool.Name, Description: r.tool.Description,
 				Parameters: r.tool.Parameters, Category: pipeline.ToolCategory(r.tool.Category)}}
 			t.Func = func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-				f := &frame{kind: kindTool, ctx: ctx, call: c}
-				if err := x.run(ctx, f, id); err != nil {
+				out, err := x.run(ctx, id, hookArgs{kind: kindTool, call: c})
+				if err != nil {
 					return nil, err
 				}
-				if f.toolRes == nil {
+				if out.tool == nil {
 					return nil, errors.New("the tool set no result")
 				}
-				return f.toolRes, nil
+				return out.tool, nil
 			}
 			if err := api.Tools.Register(t); err != nil {
 				return err
 			}
 		case kindEvent:
 			if _, err := api.Events.Subscribe(r.pattern, func(ev events.Event) {
-				f := &frame{kind: kindEvent, ctx: context.Background(), ev: &ev}
-				if err := x.run(context.Background(), f, id); err != nil {
+				if _, err := x.run(context.Background(), id, hookArgs{kind: kindEvent, ev: &ev}); err != nil {
 					x.logger.Warn("event handler failed", "topic", ev.Topic, "err", err)
 				}
 			}); err != nil {
@@ -128,15 +132,41 @@ type reentry struct {
 	claimed atomic.Bool
 }
 
-// run runs hook id of f's kind in an instance.
-func (x *Extension) run(ctx context.Context, f *frame, id int32) error {
+// hookArgs are the context of one hook call.
+type hookArgs struct {
+	kind int32
+	turn *pipeline.TurnContext
+	step *pipeline.StepContext
+	call *pipeline.ToolCallContext
+	ev   *events.Event
+}
+
+// hookOut is what a hook call produced: a result, or the error of next
+// that the guest passed on.
+type hookOut struct {
+	turn *pipeline.TurnResult
+	step *pipeline.StepResult
+	tool *pipeline.ToolResult
+	err  error
+}
+
+// run runs hook id in an instance and returns its outcome; err is the
+// hook's own failure.
+func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, error) {
 	in, re, err := x.acquire(ctx)
 	if err != nil {
-		return err
+		return hookOut{}, err
 	}
-	err = in.invoke(ctx, f, id)
+	f := in.takeFrame()
+	f.kind, f.turn, f.step, f.call, f.ev = a.kind, a.turn, a.step, a.call, a.ev
+	f.bind(ctx, in)
+	var out hookOut
+	if err = in.invoke(f, id); err == nil {
+		out = f.outcome()
+	}
+	in.putFrame(f)
 	x.release(in, re)
-	return err
+	return out, err
 }
 
 // acquire returns the instance to run a hook in: the one parked in the
@@ -211,6 +241,7 @@ func (x *Extension) watchdog() {
 		case <-t.C:
 		}
 		now := time.Now().UnixNano()
+		x.clock.Store(now)
 		live = live[:0]
 		x.mu.Lock()
 		for in := range x.live {

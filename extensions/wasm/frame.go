@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/events"
@@ -15,11 +14,16 @@ import (
 type frame struct {
 	handle int32
 	kind   int32
-	ctx    context.Context
+	ctx    context.Context // the hook's context
 	turn   *pipeline.TurnContext
 	step   *pipeline.StepContext
 	call   *pipeline.ToolCallContext
 	ev     *events.Event
+
+	// next is the context the rest of the chain runs with: it marks the
+	// instance as re-enterable. It lives in the frame so that a call does
+	// not allocate it.
+	next nextCtx
 
 	nextDone bool
 	nextErr  error
@@ -28,9 +32,63 @@ type frame struct {
 	stepRes  *pipeline.StepResult
 	toolRes  *pipeline.ToolResult
 
-	budget   time.Duration // guest time left
-	resumeAt time.Time     // when guest code last started running
+	budget   int64 // guest time left, in nanoseconds
+	resumeAt int64 // the coarse clock when guest code last started running
 	stack    [2]uint64
+}
+
+// nextCtx is the context of next: the hook's, plus the re-entry mark.
+type nextCtx struct {
+	context.Context
+	key reentryKey
+	re  reentry
+}
+
+func (c *nextCtx) Value(key any) any {
+	if k, ok := key.(reentryKey); ok && k == c.key {
+		return &c.re
+	}
+	return c.Context.Value(key)
+}
+
+// bind sets the frame's contexts for a call of in.
+func (f *frame) bind(ctx context.Context, in *instance) {
+	f.ctx = ctx
+	f.next.Context, f.next.key = ctx, reentryKey{in.x}
+	f.next.re.in = in
+	f.next.re.claimed.Store(false)
+}
+
+// takeFrame returns a cleared frame for a call of the instance.
+func (in *instance) takeFrame() *frame {
+	if n := len(in.free); n > 0 {
+		f := in.free[n-1]
+		in.free = in.free[:n-1]
+		return f
+	}
+	return new(frame)
+}
+
+// putFrame clears f and keeps it for the instance's next call.
+func (in *instance) putFrame(f *frame) {
+	*f = frame{}
+	in.free = append(in.free, f)
+}
+
+// outcome is what the call produced.
+func (f *frame) outcome() hookOut {
+	var o hookOut
+	switch f.kind {
+	case kindTurn:
+		o.turn, o.err = f.turnResult()
+	case kindStep:
+		o.step, o.err = f.stepResult()
+	case kindToolCall:
+		o.tool, o.err = f.toolResult()
+	case kindTool:
+		o.tool = f.toolRes
+	}
+	return o
 }
 
 // GuestError is a hook's own failure: it returned 1, with the message it
@@ -43,7 +101,7 @@ func (e *GuestError) Error() string { return e.Msg }
 
 // invoke runs hook id for f in the instance, one level deeper than the
 // hooks already running in it.
-func (in *instance) invoke(ctx context.Context, f *frame, id int32) error {
+func (in *instance) invoke(f *frame, id int32) error {
 	d := len(in.frames)
 	if d >= in.x.limits.MaxDepth {
 		return fmt.Errorf("the instance is re-entered deeper than max_depth %d", in.x.limits.MaxDepth)
@@ -58,10 +116,10 @@ func (in *instance) invoke(ctx context.Context, f *frame, id int32) error {
 	}
 	f.handle = in.seq
 	in.frames = append(in.frames, f)
-	f.budget = in.x.limits.Timeout
+	f.budget = int64(in.x.limits.Timeout)
 	in.resume(f)
 	f.stack[0], f.stack[1] = uint64(uint32(f.handle)), uint64(uint32(id))
-	err := fn.CallWithStack(in.guestCtx(ctx), f.stack[:])
+	err := fn.CallWithStack(in.gctx, f.stack[:])
 	in.deadline.Store(0)
 	in.frames = in.frames[:d]
 	if err != nil {
@@ -80,14 +138,14 @@ func (in *instance) invoke(ctx context.Context, f *frame, id int32) error {
 
 // resume starts f's guest time running.
 func (in *instance) resume(f *frame) {
-	f.resumeAt = time.Now()
-	in.deadline.Store(f.resumeAt.Add(f.budget).UnixNano())
+	f.resumeAt = in.x.clock.Load()
+	in.deadline.Store(f.resumeAt + f.budget)
 }
 
 // park stops f's guest time while the host runs the rest of the chain.
 func (in *instance) park(f *frame) {
 	in.deadline.Store(0)
-	f.budget -= time.Since(f.resumeAt)
+	f.budget -= in.x.clock.Load() - f.resumeAt
 }
 
 // frame returns the running frame with handle h.

@@ -469,7 +469,7 @@ func hostNext(in *instance, p []uint64) int32 {
 	}
 	f.nextDone = true
 	in.park(f)
-	ctx := context.WithValue(f.ctx, reentryKey{in.x}, &reentry{in: in})
+	ctx := &f.next
 	switch f.kind {
 	case kindTurn:
 		f.turnRes, f.nextErr = f.turn.Next(ctx)

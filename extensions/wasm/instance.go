@@ -25,7 +25,9 @@ type instance struct {
 	seq  int32           // handle generator
 	init *initState      // during ganglion_init only
 
-	frames []*frame // running hook calls, outermost first
+	gctx   *killCtx // the context of every guest call; see killCtx
+	frames []*frame  // running hook calls, outermost first
+	free   []*frame // frames to reuse
 
 	// deadline is when the running guest code must have returned, in Unix
 	// nanoseconds, or 0 while no guest code runs (parked in next, idle).
@@ -54,6 +56,7 @@ var instanceSeq atomic.Uint64
 // the same.
 func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{x: x, kill: make(chan struct{})}
+	in.gctx = &killCtx{Context: context.Background(), in: in}
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
 		WithStartFunctions() // _initialize is called below, under the deadline
@@ -118,8 +121,8 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 	if fn == nil {
 		return nil, fmt.Errorf("does not export %s", name)
 	}
-	in.deadline.Store(time.Now().Add(in.x.limits.Timeout).UnixNano())
-	res, err := fn.Call(in.guestCtx(ctx), nil...)
+	in.deadline.Store(in.x.clock.Load() + int64(in.x.limits.Timeout))
+	res, err := fn.Call(in.gctx, nil...)
 	in.deadline.Store(0)
 	if err != nil {
 		in.broken.Store(true)
@@ -177,13 +180,11 @@ func (in *instance) stop(why string) {
 	})
 }
 
-// guestCtx is the context guest calls run with: parent's values, and a
-// Done that the watchdog closes. It has no deadline of its own, so wazero
-// watches only the kill channel.
-func (in *instance) guestCtx(parent context.Context) context.Context {
-	return &killCtx{Context: parent, in: in}
-}
-
+// killCtx is the context of every guest call of an instance: its Done is
+// the instance's kill switch, closed by the watchdog, and host functions
+// find their instance through it. It is one immutable value per instance,
+// because wazero's watcher goroutine may read it after the call returned.
+// The hook's own context (values, cancellation) is the frame's.
 type killCtx struct {
 	context.Context
 	in *instance

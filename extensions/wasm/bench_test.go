@@ -1,0 +1,151 @@
+package wasm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/extensions/wasm"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+// conv is a Conversation over a slice, for driving a pipeline without a runtime.
+type conv struct{ pipeline.MessageSlice }
+
+func (c *conv) Apply(pipeline.MessageEvent) error { return errors.New("read-only") }
+
+// chain builds a pipeline whose layers are those ext registers, around an
+// innermost turn handler that answers at once.
+func chain(tb testing.TB, ext extensions.Extension) *pipeline.Pipeline {
+	tb.Helper()
+	var b pipeline.Builder
+	if ext != nil {
+		api := extensions.NewAPI("x", extensions.Host{Agent: "a", Builder: &b, Store: store.NewMemory()})
+		if err := ext.Register(api); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	res := &pipeline.TurnResult{FinishReason: pipeline.FinishText}
+	p, err := b.Build(pipeline.Handlers{
+		Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) { return res, nil },
+		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return &pipeline.StepResult{}, nil },
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func load(tb testing.TB, e *wasm.Engine, file string) *wasm.Extension {
+	tb.Helper()
+	x, err := e.Load(context.Background(), strings.TrimSuffix(file, ".wasm"), filepath.Join("testdata", file), wasm.Limits{}, wasm.Grants{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { x.Close() })
+	return x
+}
+
+func newEngine(tb testing.TB, dir string) *wasm.Engine {
+	tb.Helper()
+	e, err := wasm.NewEngine(dir, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { e.Close() })
+	return e
+}
+
+func runTurns(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation) {
+	ctx := context.Background()
+	info := pipeline.TurnInfo{Agent: "a", InstanceKey: "k", TurnID: "turn-1", Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: "hi"}, Conversation: c}
+	tc := pipeline.NewTurnContext(info)
+	b.ReportAllocs()
+	for b.Loop() {
+		tc.Reset(info)
+		if _, err := p.RunTurn(ctx, tc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// nativeNoop is noop.wat's turn hook in Go.
+var nativeNoop = extensions.Func(func(api *extensions.API) error {
+	api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) { return t.Next(ctx) })
+	return nil
+})
+
+// BenchmarkWASMLayer is one onion layer that calls next, with deadline
+// enforcement on; "none" is the chain without it, to subtract.
+func BenchmarkWASMLayer(b *testing.B) {
+	e := newEngine(b, "")
+	c := &conv{}
+	for _, bc := range []struct {
+		name string
+		ext  extensions.Extension
+	}{
+		{"none", nil},
+		{"native", nativeNoop},
+		{"wat", load(b, e, "noop.wasm")},
+	} {
+		b.Run(bc.name, func(b *testing.B) { runTurns(b, chain(b, bc.ext), c) })
+	}
+}
+
+// BenchmarkWASMHistory is a middleware that reads the last message, at 10
+// and 10,000 messages: the cost must not grow with the conversation.
+func BenchmarkWASMHistory(b *testing.B) {
+	e := newEngine(b, "")
+	x := load(b, e, "last.wasm")
+	for _, n := range []int{10, 10000} {
+		msgs := make(pipeline.MessageSlice, n)
+		for i := range msgs {
+			msgs[i] = pipeline.Message{ID: "msg-" + strconv.Itoa(i), Role: pipeline.RoleUser, Content: fmt.Sprintf("message %d: %s", i, strings.Repeat("x", 200))}
+		}
+		b.Run(strconv.Itoa(n), func(b *testing.B) { runTurns(b, chain(b, x), &conv{msgs}) })
+	}
+}
+
+// BenchmarkWASMLoad loads a module with a cold compilation cache (a new
+// directory each time) and a warm one (a new engine on a filled directory,
+// as a second process would).
+func BenchmarkWASMLoad(b *testing.B) {
+	ctx := context.Background()
+	for _, file := range []string{"guard.wasm"} {
+		code, err := os.ReadFile(filepath.Join("testdata", file))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(file+"/cold", func(b *testing.B) {
+			for b.Loop() {
+				e, _ := wasm.NewEngine(b.TempDir(), nil)
+				if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
+					b.Fatal(err)
+				}
+				e.Close()
+			}
+		})
+		b.Run(file+"/warm", func(b *testing.B) {
+			dir := b.TempDir()
+			e, _ := wasm.NewEngine(dir, nil)
+			if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
+				b.Fatal(err)
+			}
+			e.Close()
+			for b.Loop() {
+				e, _ := wasm.NewEngine(dir, nil)
+				if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
+					b.Fatal(err)
+				}
+				e.Close()
+			}
+		})
+	}
+}
