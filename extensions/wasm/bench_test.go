@@ -35,7 +35,9 @@ func chain(tb testing.TB, ext extensions.Extension) *pipeline.Pipeline {
 	res := &pipeline.TurnResult{FinishReason: pipeline.FinishText}
 	p, err := b.Build(pipeline.Handlers{
 		Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) { return res, nil },
-		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return &pipeline.StepResult{}, nil },
+		Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+			return &pipeline.StepResult{}, nil
+		},
 	})
 	if err != nil {
 		tb.Fatal(err)

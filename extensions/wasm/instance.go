@@ -26,7 +26,7 @@ type instance struct {
 	init *initState      // during ganglion_init only
 
 	gctx   *killCtx // the context of every guest call; see killCtx
-	frames []*frame  // running hook calls, outermost first
+	frames []*frame // running hook calls, outermost first
 	free   []*frame // frames to reuse
 
 	// deadline is when the running guest code must have returned, in Unix
