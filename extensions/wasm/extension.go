@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,4 +276,40 @@ func (x *Extension) Close() error {
 		in.close()
 	}
 	return x.rt.Close(context.Background())
+}
+
+// Info describes a loaded module, for people and tools (ganglion ext inspect).
+type Info struct {
+	Manifest      Manifest `json:"manifest"`
+	Hooks         []string `json:"hooks"`          // "turn", "step", "tool_call", in registration order
+	Tools         []string `json:"tools"`          // the tools it registered
+	Subscriptions []string `json:"subscriptions"`  // the event patterns it subscribed to
+	Imports       []string `json:"imports"`        // "module.name"
+	Exports       []string `json:"exports"`        // exported functions
+	Size          int      `json:"size,omitempty"` // bytes of the module, if known
+}
+
+// Info describes the module: its manifest, what its init registered, and
+// its imports and exports.
+func (x *Extension) Info() Info {
+	info := Info{Manifest: *x.manifest, Hooks: []string{}, Tools: []string{}, Subscriptions: []string{}}
+	for _, r := range x.regs {
+		switch r.kind {
+		case kindTool:
+			info.Tools = append(info.Tools, r.tool.Name)
+		case kindEvent:
+			info.Subscriptions = append(info.Subscriptions, r.pattern)
+		default:
+			info.Hooks = append(info.Hooks, kindName(r.kind))
+		}
+	}
+	for _, f := range x.compiled.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		info.Imports = append(info.Imports, mod+"."+name)
+	}
+	for name := range x.compiled.ExportedFunctions() {
+		info.Exports = append(info.Exports, name)
+	}
+	slices.Sort(info.Exports)
+	return info
 }

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ganglion-dev/ganglion/extensions/wasm"
+)
+
+func newExtCmd(stdout, stderr io.Writer) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ext",
+		Short: "Build and inspect WebAssembly extensions",
+	}
+	cmd.AddCommand(newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout))
+	return cmd
+}
+
+// guestBuildArgs are the go build flags of a Go guest (see sdk/doc.go).
+var guestBuildArgs = []string{"build", "-buildmode=c-shared", "-trimpath"}
+
+func newExtBuildCmd(stdout, stderr io.Writer) *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "build [DIR]",
+		Short: "Build a Go guest extension into a .wasm module",
+		Long: `Build compiles the Go package in DIR (default: the current directory), which
+uses the Ganglion guest SDK (github.com/ganglion-dev/ganglion/sdk), into a
+WebAssembly module with the standard Go toolchain:
+
+  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o OUT
+
+OUT defaults to DIR/<name of DIR>.wasm. The module is then loaded once, to check
+that it is a valid extension, and its manifest is printed.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			abs, err := filepath.Abs(dir)
+			if err != nil {
+				return failed(err)
+			}
+			if out == "" {
+				out = filepath.Join(abs, filepath.Base(abs)+".wasm")
+			} else if out, err = filepath.Abs(out); err != nil {
+				return failed(err)
+			}
+			goBin, err := exec.LookPath("go")
+			if err != nil {
+				return failed(fmt.Errorf("building a Go guest needs the go command on PATH: %w", err))
+			}
+			build := exec.CommandContext(cmd.Context(), goBin, append(append([]string{}, guestBuildArgs...), "-o", out, ".")...)
+			build.Dir = abs
+			build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+			build.Stdout, build.Stderr = stderr, stderr
+			if err := build.Run(); err != nil {
+				return failed(fmt.Errorf("go build in %s: %w", dir, err))
+			}
+			info, err := inspect(cmd, out)
+			if err != nil {
+				return failed(fmt.Errorf("built %s, but it does not load: %w", out, err))
+			}
+			fmt.Fprintf(stdout, "built %s (%d bytes): %s %s, hooks %s, tools %s\n", out, info.Size, info.Manifest.Name,
+				info.Manifest.Version, list(info.Hooks), list(info.Tools))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "output", "o", "", "the module to write (default DIR/<name of DIR>.wasm)")
+	return cmd
+}
+
+func newExtInspectCmd(stdout io.Writer) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE.wasm",
+		Short: "Print a WebAssembly extension's manifest, hooks, tools, imports and exports",
+		Long: `Inspect loads FILE.wasm in a sandbox, runs its ganglion_init, and prints what it
+declares and registers: its manifest, hooks, tools and subscriptions, and the
+functions it imports and exports. A module that is not a valid extension is
+refused with the reason.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			info, err := inspect(cmd, args[0])
+			if err != nil {
+				return failed(err)
+			}
+			if asJSON {
+				b, err := json.MarshalIndent(info, "", "  ")
+				if err != nil {
+					return failed(err)
+				}
+				fmt.Fprintf(stdout, "%s\n", b)
+				return nil
+			}
+			m := info.Manifest
+			fmt.Fprintf(stdout, "name:          %s\n", m.Name)
+			fmt.Fprintf(stdout, "version:       %s\n", m.Version)
+			fmt.Fprintf(stdout, "abi:           %d\n", m.ABI)
+			fmt.Fprintf(stdout, "size:          %d bytes\n", info.Size)
+			fmt.Fprintf(stdout, "hooks:         %s\n", list(info.Hooks))
+			fmt.Fprintf(stdout, "tools:         %s\n", list(info.Tools))
+			fmt.Fprintf(stdout, "subscriptions: %s\n", list(info.Subscriptions))
+			fmt.Fprintf(stdout, "publishes:     %s\n", list(m.Topics.Publish))
+			fmt.Fprintf(stdout, "secrets:       %s\n", list(m.Secrets))
+			fmt.Fprintf(stdout, "state:         %v\n", m.State)
+			fmt.Fprintf(stdout, "imports:       %s\n", list(info.Imports))
+			fmt.Fprintf(stdout, "exports:       %s\n", list(info.Exports))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the description as JSON")
+	return cmd
+}
+
+// inspect loads the module at path with an in-memory cache, granting the
+// secrets it asks for (nothing is provided to it), and describes it.
+func inspect(cmd *cobra.Command, path string) (wasm.Info, error) {
+	code, err := os.ReadFile(path)
+	if err != nil {
+		return wasm.Info{}, err
+	}
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		return wasm.Info{}, err
+	}
+	defer e.Close()
+	x, err := e.LoadBytes(cmd.Context(), strings.TrimSuffix(filepath.Base(path), ".wasm"), path, code, wasm.Limits{}, wasm.Grants{All: true})
+	if err != nil {
+		return wasm.Info{}, err
+	}
+	info := x.Info()
+	info.Size = len(code)
+	return info, nil
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "(none)"
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestExtInspect(t *testing.T) {
+	guard := filepath.Join("..", "..", "extensions", "wasm", "testdata", "guard.wasm")
+	notWasm := filepath.Join(t.TempDir(), "x.wasm")
+	must(t, os.WriteFile(notWasm, []byte("(module)"), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"ext_inspect", []string{"ext", "inspect", guard}, exitOK},
+		{"ext_inspect_not_wasm", []string{"ext", "inspect", notWasm}, exitError},
+		{"ext_inspect_missing", []string{"ext", "inspect", filepath.Join(filepath.Dir(notWasm), "nope.wasm")}, exitError},
+		{"ext_inspect_no_args", []string{"ext", "inspect"}, exitUsage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, "", tt.args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d; stderr: %s", r.code, tt.code, r.stderr)
+			}
+			golden(t, tt.name, filepath.Dir(notWasm), r.stdout+r.stderr)
+		})
+	}
+	r := runCLI(t, "", "ext", "inspect", "--json", guard)
+	var info struct {
+		Manifest struct{ Name string }
+		Hooks    []string
+		Tools    []string
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.Manifest.Name != "guard" || len(info.Hooks) != 1 || info.Tools[0] != "pong" {
+		t.Fatalf("--json = %s (%v)", r.stdout, err)
+	}
+}
