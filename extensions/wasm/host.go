@@ -21,7 +21,7 @@ const hostModuleName = "ganglion"
 
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
-	"state_get", "state_set", "publish", "log", "secret", "set_error", "last_error"}
+	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "set_error", "last_error"}
 
 var i32 = api.ValueTypeI32
 
@@ -55,6 +55,8 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("publish", 5, hostPublish)
 	add("log", 3, hostLog)
 	add("secret", 5, hostSecret)
+	add("agents_request", 5, hostAgents)
+	add("agents_send", 3, hostAgents)
 	add("set_error", 2, hostSetError)
 	add("last_error", 2, hostLastError)
 	_, err := b.Instantiate(ctx)
@@ -592,6 +594,19 @@ func hostSecret(in *instance, p []uint64) int32 {
 		return in.fail(codeNotFound, "secret %q was not provided to instance %q", name, f.instanceKey())
 	}
 	return in.give(p[3], p[4], []byte(v))
+}
+
+// hostAgents is agents_request and agents_send: agent calls need the
+// orchestrator, which this host does not have yet (sdk/ABI.md).
+func hostAgents(in *instance, p []uint64) int32 {
+	f, code := in.hook(p[0])
+	if code != 0 {
+		return code
+	}
+	if f.kind != kindTurn && f.kind != kindStep {
+		return in.fail(codeInvalid, "a %s hook cannot call agents", kindName(f.kind))
+	}
+	return in.fail(codeDenied, "calling agents needs the orchestrator, which this host does not have yet")
 }
 
 func hostSetError(in *instance, p []uint64) int32 {
