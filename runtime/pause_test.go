@@ -156,7 +156,7 @@ func TestPauseAndResume(t *testing.T) {
 			t.Errorf("item %s holds the secret", id)
 		}
 	}
-	if want := []string{"pending.created", "pending.created", "pending.answered", "pending.provided"}; !slices.Equal(topics, want) {
+	if want := []string{"pending.created", "pending.created", "pending.answered", "pending.provided", "pending.resumed", "pending.resumed"}; !slices.Equal(topics, want) {
 		t.Errorf("events = %v, want %v", topics, want)
 	}
 	// Unpaused: messages are taken again.

@@ -11,7 +11,8 @@
 // resuming turn's ID ([Ledger.MarkResumed]). A second answer, an answer to an
 // unknown item or an answer meant for another instance is refused and
 // changes nothing. Every change is published on the event bus
-// ("pending.created", "pending.answered", ...).
+// ("pending.created", "pending.answered", ..., and "pending.resumed" when
+// the paused turn resumes).
 //
 // The ledger persists through the runtime's store, so items survive a
 // restart; [Ledger.Expire] handles the ones whose time ran out, also while

@@ -294,6 +294,7 @@ func (l *Ledger) MarkResumed(ctx context.Context, ids []string, turnID string) e
 		if err := l.put(ctx, it); err != nil {
 			return err
 		}
+		l.publish("pending.resumed", it)
 	}
 	return nil
 }
