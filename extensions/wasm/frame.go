@@ -115,6 +115,7 @@ func (in *instance) invoke(f *frame, id int32) error {
 		in.seq = 1
 	}
 	f.handle = in.seq
+	in.guestErr = ""
 	in.frames = append(in.frames, f)
 	f.budget = int64(in.x.limits.Timeout)
 	in.resume(f)

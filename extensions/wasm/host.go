@@ -128,9 +128,7 @@ func hostManifest(in *instance, p []uint64) int32 {
 		return code
 	}
 	var m Manifest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&m); err != nil {
+	if err := decodeStrict(b, &m); err != nil {
 		return in.fail(codeInvalid, "manifest: %v", err)
 	}
 	if m.ABI != ABIVersion {
@@ -166,7 +164,7 @@ func hostRegister(in *instance, p []uint64) int32 {
 	}
 	var spec registerSpec
 	if len(bytes.TrimSpace(b)) > 0 {
-		if err := json.Unmarshal(b, &spec); err != nil {
+		if err := decodeStrict(b, &spec); err != nil {
 			return in.fail(codeInvalid, "register %s: %v", kindName(kind), err)
 		}
 	}

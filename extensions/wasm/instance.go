@@ -60,15 +60,22 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
 		WithStartFunctions() // _initialize is called below, under the deadline
-	mod, err := x.rt.InstantiateModule(ctx, x.compiled, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("instantiate: %w", err)
-	}
-	in.mod = mod
-	in.mem = mod.Memory()
+	// A start section runs inside InstantiateModule: under the deadline,
+	// with the instance's context, where imports answer PHASE.
+	in.deadline.Store(x.clock.Load() + int64(x.limits.Timeout))
 	x.mu.Lock()
 	x.live[in] = struct{}{}
 	x.mu.Unlock()
+	mod, err := x.rt.InstantiateModule(in.gctx, x.compiled, cfg)
+	in.deadline.Store(0)
+	if err != nil {
+		x.mu.Lock()
+		delete(x.live, in)
+		x.mu.Unlock()
+		return nil, fmt.Errorf("instantiate: %w", in.callError("start", err))
+	}
+	in.mod = mod
+	in.mem = mod.Memory()
 	ok := false
 	defer func() {
 		if !ok {
@@ -121,6 +128,7 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 	if fn == nil {
 		return nil, fmt.Errorf("does not export %s", name)
 	}
+	in.guestErr = ""
 	in.deadline.Store(in.x.clock.Load() + int64(in.x.limits.Timeout))
 	res, err := fn.Call(in.gctx, nil...)
 	in.deadline.Store(0)
@@ -131,16 +139,20 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 	return res, nil
 }
 
-// callError describes a failed export call.
+// callError describes a failed export call. A message the guest gave
+// set_error before trapping (AssemblyScript reports its errors by trapping)
+// is kept.
 func (in *instance) callError(name string, err error) error {
+	msg := in.guestErr
+	in.guestErr = ""
 	if why, _ := in.why.Load().(string); why != "" {
-		return &TrapError{Export: name, Reason: why, deadline: why == whyDeadline, Err: err}
+		return &TrapError{Export: name, Reason: why, Message: msg, deadline: why == whyDeadline, Err: err}
 	}
 	var ee *sys.ExitError
 	if errors.As(err, &ee) {
-		return &TrapError{Export: name, Reason: fmt.Sprintf("the guest exited with code %d", ee.ExitCode()), Err: err}
+		return &TrapError{Export: name, Reason: fmt.Sprintf("the guest exited with code %d", ee.ExitCode()), Message: msg, Err: err}
 	}
-	return &TrapError{Export: name, Reason: "trap", Err: err}
+	return &TrapError{Export: name, Reason: "trap", Message: msg, Err: err}
 }
 
 const (
@@ -152,17 +164,23 @@ const (
 // a trap, an exit, the deadline. The instance is discarded. It matches
 // context.DeadlineExceeded when the deadline was the cause.
 type TrapError struct {
-	Export   string
-	Reason   string
+	Export string // the export that was running
+	Reason string // "trap", "deadline exceeded", "the guest exited with code 2", ...
+	// Message is what the guest gave set_error before it trapped, if anything.
+	Message  string
 	deadline bool
 	Err      error
 }
 
 func (e *TrapError) Error() string {
-	if e.Reason == "trap" {
-		return fmt.Sprintf("%s: %v", e.Export, e.Err)
+	s := e.Export + ": "
+	if e.Message != "" {
+		s += e.Message + ": "
 	}
-	return fmt.Sprintf("%s: %s", e.Export, e.Reason)
+	if e.Reason == "trap" {
+		return s + e.Err.Error()
+	}
+	return s + e.Reason
 }
 
 func (e *TrapError) Unwrap() []error {
