@@ -40,9 +40,17 @@ type options struct {
 	syncWrites   bool
 	maxInstances int
 
+	wasmCache     string
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool
+}
+
+// WithWasmCache keeps compiled WebAssembly modules in dir, so that the
+// next runtime on the same dir does not compile them again. Default: the
+// data directory's wasm-cache; none for a runtime without a data directory.
+func WithWasmCache(dir string) Option {
+	return optionFunc(func(o *options) { o.wasmCache = dir })
 }
 
 // WithSecretKey seals provided secrets with key (32 bytes, AES-256-GCM)

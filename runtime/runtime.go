@@ -58,6 +58,7 @@ type Runtime struct {
 	keyring   *secret.Keyring
 	dataDir   string       // "" when the store is not on disk
 	wasm      *wasm.Engine // started by the first WASM extension
+	wasmCache string       // WithWasmCache
 
 	// The expiry loop (see expiryLoop); nil channels when it does not run.
 	expiryWake chan struct{}
@@ -131,7 +132,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{},
-		maxInstances: o.maxInstances}
+		maxInstances: o.maxInstances, wasmCache: o.wasmCache}
 	ok := false
 	defer func() {
 		if !ok {

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
@@ -13,8 +15,8 @@ import (
 // start of the process compiles nothing.
 func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Extension, error) {
 	if r.wasm == nil {
-		cache := ""
-		if r.dataDir != "" {
+		cache := r.wasmCache
+		if cache == "" && r.dataDir != "" {
 			cache = filepath.Join(r.dataDir, "wasm-cache")
 		}
 		e, err := wasm.NewEngine(cache, r.logger)
@@ -31,5 +33,37 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Exte
 		l.MaxPayload, _ = config.ParseSize("max_payload", ec.Limits.MaxPayload)
 		l.MaxDepth, l.MaxInstances = ec.Limits.MaxDepth, ec.Limits.MaxInstances
 	}
-	return r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets})
+	var settings any
+	if err := ec.Decode(&settings); err != nil {
+		return nil, err
+	}
+	cfg, err := json.Marshal(jsonable(settings))
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Config: cfg})
+}
+
+// jsonable turns what YAML decoded into values encoding/json accepts: maps
+// with non-string keys get string keys.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = jsonable(e)
+		}
+		return t
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case []any:
+		for i, e := range t {
+			t[i] = jsonable(e)
+		}
+		return t
+	}
+	return v
 }

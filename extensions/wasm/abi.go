@@ -39,6 +39,7 @@ const (
 	fieldResult     = 11
 	fieldEventTopic = 12
 	fieldEventData  = 13
+	fieldConfig     = 14
 )
 
 // Guest export names.

@@ -70,6 +70,9 @@ type Grants struct {
 	// All grants whatever the manifest asks, to inspect a module; nothing
 	// is provided to it.
 	All bool
+	// Config is the extension's config: section as JSON ("null" or empty
+	// when there is none); the guest reads it as the CONFIG field.
+	Config json.RawMessage
 }
 
 // Engine compiles and loads WASM extensions. A runtime has one; its
@@ -125,6 +128,31 @@ func (e *Engine) Close() error {
 	return errors.Join(errs...)
 }
 
+// Compile compiles code into the engine's compilation cache without
+// loading it, so that a later Load (in this process or, with a cache
+// directory, another) does not compile it again.
+func (e *Engine) Compile(ctx context.Context, code []byte) error {
+	rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig(Limits{}.withDefaults()))
+	defer rt.Close(context.Background())
+	if _, err := rt.CompileModule(ctx, code); err != nil {
+		return fmt.Errorf("wasm: compile: %w", err)
+	}
+	return nil
+}
+
+// runtimeConfig is the wazero configuration of an extension with limits.
+// Compiled code is cached under the parts that change it.
+func (e *Engine) runtimeConfig(limits Limits) wazero.RuntimeConfig {
+	pages := uint32(limits.MemoryLimit / 65536)
+	if pages < 1 {
+		pages = 1
+	}
+	return wazero.NewRuntimeConfig().
+		WithCompilationCache(e.cache).
+		WithMemoryLimitPages(pages).
+		WithCloseOnContextDone(true)
+}
+
 // Load compiles the module at path and instantiates it once, which runs
 // its ganglion_init: the manifest and the registrations are known when Load
 // returns. name is the extension's name in the config.
@@ -148,17 +176,15 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 	if !bytes.HasPrefix(code, []byte("\x00asm")) {
 		return nil, fmt.Errorf("wasm %s: not a WebAssembly binary (it does not start with \\0asm; a .wat text file must be built with wat2wasm)", path)
 	}
-	limits = limits.withDefaults()
-	pages := uint32(limits.MemoryLimit / 65536)
-	if pages < 1 {
-		pages = 1
+	cfgJSON := []byte(grants.Config)
+	if len(cfgJSON) == 0 {
+		cfgJSON = []byte("null")
+	} else if !json.Valid(cfgJSON) {
+		return nil, fmt.Errorf("wasm %s: its config is not valid JSON", path)
 	}
-	cfg := wazero.NewRuntimeConfig().
-		WithCompilationCache(e.cache).
-		WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true)
-	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
-	x := &Extension{name: name, path: path, rt: rt, limits: limits, grants: grants, logger: e.logger.With("extension", name),
+	limits = limits.withDefaults()
+	rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig(limits))
+	x := &Extension{name: name, path: path, rt: rt, limits: limits, grants: grants, logger: e.logger.With("extension", name), config: cfgJSON,
 		kill: make(chan struct{}), watchdogDone: make(chan struct{}), live: map[*instance]struct{}{},
 		slots: make(chan struct{}, limits.MaxInstances)}
 	x.clock.Store(time.Now().UnixNano())

@@ -32,6 +32,7 @@ type Extension struct {
 	manifest *Manifest
 	regs     []registration
 	api      *extensions.API
+	config   []byte // the CONFIG field
 
 	mu     sync.Mutex
 	idle   []*instance

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/events"
 )
@@ -211,11 +212,20 @@ func (x *Extension) checkRegistrations(st *initState) error {
 }
 
 func hostField(in *instance, p []uint64) int32 {
+	field := int32(uint32(p[1]))
+	if field == fieldConfig {
+		// The same everywhere, also in ganglion_init, where ctx is 0.
+		if in.init == nil {
+			if _, code := in.hook(p[0]); code != 0 {
+				return code
+			}
+		}
+		return in.give(p[2], p[3], in.x.config)
+	}
 	f, code := in.hook(p[0])
 	if code != 0 {
 		return code
 	}
-	field := int32(uint32(p[1]))
 	var val []byte
 	switch {
 	case field == fieldAgent:
@@ -548,10 +558,14 @@ func hostPublish(in *instance, p []uint64) int32 {
 	if code != 0 {
 		return code
 	}
-	if len(b) > 0 && !json.Valid(b) {
-		return in.fail(codeInvalid, "event data is not valid JSON")
+	var data any // no data when data_len is 0
+	if len(b) > 0 {
+		if !json.Valid(b) {
+			return in.fail(codeInvalid, "event data is not valid JSON")
+		}
+		data = json.RawMessage(bytes.Clone(b))
 	}
-	in.x.api.Events.Publish(topic, f.instanceKey(), json.RawMessage(bytes.Clone(b)))
+	in.x.api.Events.Publish(topic, f.instanceKey(), data)
 	return 0
 }
 
@@ -585,8 +599,11 @@ func hostSecret(in *instance, p []uint64) int32 {
 		return in.fail(codeDenied, "secret %q: the manifest does not list it", name)
 	}
 	v, found, err := in.x.api.Secrets.Get(f.ctx, f.instanceKey(), name)
-	if err != nil {
+	if errors.Is(err, extensions.ErrNotGranted) {
 		return in.fail(codeDenied, "%v", err)
+	}
+	if err != nil {
+		return in.fail(codeFailed, "%v", err)
 	}
 	if !found {
 		return in.fail(codeNotFound, "secret %q was not provided to instance %q", name, f.instanceKey())

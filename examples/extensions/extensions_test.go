@@ -1,0 +1,490 @@
+// Package extensions_test builds each example extension with the standard
+// Go toolchain (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared), loads it in
+// a runtime on the scripted model, and checks what it does.
+package extensions_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+)
+
+// examples are the extensions this folder holds, one directory each;
+// testdata/sdkcheck is a guest that checks the SDK against the host.
+var examples = []string{"guardrail", "redactor", "tool", "counter", "testdata/sdkcheck"}
+
+var (
+	buildOnce sync.Once
+	buildDir  string // the modules, NAME.wasm
+	cacheDir  string // their compiled code, see warm
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// modules builds every example the first time it is called (concurrently:
+// each build takes a few seconds) and compiles them into cacheDir.
+func modules(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the examples with GOOS=wasip1")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "ganglion-examples-")
+		if buildErr != nil {
+			return
+		}
+		cacheDir = filepath.Join(buildDir, "wasm-cache")
+		warm := filepath.Join(buildDir, "warm")
+		errs := make([]error, len(examples)+1)
+		var wg sync.WaitGroup
+		for i, ex := range examples {
+			wg.Go(func() { errs[i] = goBuild(ex, modulePath(ex), "GOOS=wasip1", "GOARCH=wasm", "-buildmode=c-shared") })
+		}
+		wg.Go(func() {
+			errs[len(examples)] = goBuild("testdata/warm", warm, "-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion())
+		})
+		wg.Wait()
+		if buildErr = errors.Join(errs...); buildErr != nil {
+			return
+		}
+		args := []string{cacheDir}
+		for _, ex := range examples {
+			args = append(args, modulePath(ex))
+		}
+		if out, err := exec.Command(warm, args...).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("warm the compilation cache: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+// wazeroVersion is the version wazero finds for itself in this binary's
+// build info (internal/version.GetWazeroVersion): it keys the compilation
+// cache, and a test binary records no dependencies, so wazero says "dev"
+// here and "v1.12.0" in a program. The warm program is built to say the
+// same as the test. Should wazero change how it finds its version, the
+// cache misses and the tests only get slower.
+func wazeroVersion() string {
+	v := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if strings.Contains(d.Path, "github.com/tetratelabs/wazero") {
+				v = d.Version
+			}
+		}
+		if v == "" || v == "(devel)" {
+			v = info.Main.Version
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	return v
+}
+
+// modulePath is where the example's module is built.
+func modulePath(ex string) string { return filepath.Join(buildDir, filepath.Base(ex)+".wasm") }
+
+// goBuild builds the package in dir into out. Environment assignments
+// and flags may follow; for a module they are those of the SDK's doc.
+func goBuild(dir, out string, extra ...string) error {
+	args := []string{"build", "-o", out}
+	var env []string
+	for _, e := range extra {
+		if strings.HasPrefix(e, "-") {
+			args = append(args, e)
+		} else {
+			env = append(env, e)
+		}
+	}
+	// A -race from GOFLAGS would fail the wasm builds: keep the rest.
+	var flags []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if f != "-race" {
+			flags = append(flags, f)
+		}
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(env, "GOFLAGS="+strings.Join(flags, " "))...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", dir, err, b)
+	}
+	return nil
+}
+
+// scenario is a directory holding a config, a script for the scripted
+// model and a data directory, which runtimes open one after the other.
+//
+// The runtimes keep their data in badger, not in memory, for the sake of
+// the compilation cache: the runtime's WASM engine caches compiled code
+// only in its data directory, whose wasm-cache the scenario links to the
+// cache warm filled. Compiling a Go module takes over ten seconds with
+// -race.
+type scenario struct {
+	t   *testing.T
+	dir string
+	log syncBuffer
+}
+
+// newScenario writes cfg and script. In cfg, {{name}} stands for the path
+// of the example name's module.
+func newScenario(t *testing.T, cfg, script string) *scenario {
+	t.Helper()
+	modules(t)
+	s := &scenario{t: t, dir: t.TempDir()}
+	for _, ex := range examples {
+		cfg = strings.ReplaceAll(cfg, "{{"+filepath.Base(ex)+"}}", modulePath(ex))
+	}
+	cfg = "model: {provider: scripted, script: script.yaml}\ndata: data\n" + cfg
+	for name, data := range map[string]string{"ganglion.yaml": cfg, "script.yaml": script} {
+		if err := os.WriteFile(filepath.Join(s.dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(s.dir, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tryOpen starts a runtime on the scenario with the compilation cache the
+// modules were compiled into.
+func (s *scenario) tryOpen(logger *slog.Logger, opts ...runtime.Option) (*runtime.Runtime, error) {
+	opts = append([]runtime.Option{runtime.WithConfigFile(filepath.Join(s.dir, "ganglion.yaml")), runtime.WithLogger(logger),
+		runtime.WithWasmCache(cacheDir)}, opts...)
+	return runtime.New(context.Background(), opts...)
+}
+
+// open starts a runtime on the scenario, closed when the test ends.
+func (s *scenario) open(opts ...runtime.Option) *runtime.Runtime {
+	s.t.Helper()
+	logger := slog.New(slog.NewTextHandler(&s.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rt, err := s.tryOpen(logger, opts...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(func() {
+		if err := rt.Close(); err != nil {
+			s.t.Errorf("Close: %v", err)
+		}
+	})
+	return rt
+}
+
+// send runs a turn and fails the test if it fails.
+func send(t *testing.T, rt *runtime.Runtime, instance, input string) *pipeline.TurnResult {
+	t.Helper()
+	res, err := rt.Send(context.Background(), "a", instance, runtime.UserMessage(input))
+	if err != nil {
+		t.Fatalf("Send(%q): %v", input, err)
+	}
+	return res
+}
+
+// syncBuffer is a bytes.Buffer safe for the runtime's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestGuardrail(t *testing.T) {
+	s := newScenario(t, `
+agents:
+  - name: a
+    extensions:
+      - wasm: "{{guardrail}}"
+        config: {block: ['(?i)\brm\s+-rf\b', '(?i)\bdrop\s+table\b']}
+`, `
+agents:
+  a:
+    fallback:
+      steps:
+        - text: "the model answers {{ .Input }}"
+`)
+	rt := s.open()
+	tests := []struct {
+		name, input, want string
+	}{
+		{"allowed", "list the files", "the model answers list the files"},
+		{"blocked", "please RM  -rf / for me", "I can't help with that: the request matches a blocked pattern (RM  -rf)."},
+		{"blocked other pattern", "drop table users;", "I can't help with that: the request matches a blocked pattern (drop table)."},
+		{"allowed after refusals", "what is rm?", "the model answers what is rm?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := send(t, rt, "k", tt.input)
+			if res.FinishReason != pipeline.FinishText || res.Response.Content != tt.want {
+				t.Errorf("Send(%q) = %s %q, want %s %q", tt.input, res.FinishReason, res.Response.Content, pipeline.FinishText, tt.want)
+			}
+		})
+	}
+	logs := s.log.String()
+	if n := strings.Count(logs, "turn refused"); n != 2 {
+		t.Errorf("the guardrail logged %d refusals, want 2:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, `extension=guardrail`) || !strings.Contains(logs, `match=\"drop table\"`) {
+		t.Errorf("the refusal log lacks the extension or the guest's attributes:\n%s", logs)
+	}
+}
+
+// TestGuardrailBadConfig: a pattern that does not compile fails the load,
+// with the guest's message.
+func TestGuardrailBadConfig(t *testing.T) {
+	for _, tt := range []struct{ config, want string }{
+		{`{block: ['(unclosed']}`, "config: block[0]: error parsing regexp: missing closing ): `(unclosed`"},
+		{`{block: []}`, "config: block lists no pattern, so the guardrail would refuse nothing"},
+		{`{blocks: ['x']}`, "config: block lists no pattern, so the guardrail would refuse nothing"},
+	} {
+		t.Run(tt.config, func(t *testing.T) {
+			s := newScenario(t, `
+agents:
+  - name: a
+    extensions: [{wasm: "{{guardrail}}", config: `+tt.config+`}]
+`, "agents: {a: {fallback: {steps: [{text: x}]}}}\n")
+			_, err := s.tryOpen(slog.New(slog.DiscardHandler))
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `extension "guardrail"`) {
+				t.Fatalf("New: %v\nwant it to name the extension and say %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	s := newScenario(t, `
+workspace: workspace
+agents:
+  - name: a
+    tools: [read_file]
+    extensions: [{wasm: "{{redactor}}"}]
+`, `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: read_file, id: c1, args: {path: env.txt}}]
+        - text: "The file says: {{ .LastMessage }}"
+`)
+	const secret = "sk-AbCdEf0123456789xyz"
+	ws := filepath.Join(s.dir, "workspace")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := "OPENAI_API_KEY=" + secret + "\nSHORT=sk-tooshort\nSECOND=sk-ZZZZZZZZZZZZZZZZ\n"
+	if err := os.WriteFile(filepath.Join(ws, "env.txt"), []byte(env), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rt := s.open()
+	res := send(t, rt, "k", "what is in env.txt?")
+	got := res.Response.Content
+	for _, want := range []string{"OPENAI_API_KEY=[redacted]", "SHORT=sk-tooshort", "SECOND=[redacted]"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("response %q lacks %q", got, want)
+		}
+	}
+	history, err := rt.History(context.Background(), "a", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools int
+	for _, m := range history {
+		if strings.Contains(m.Content, "sk-AbCdEf") || strings.Contains(m.Content, "sk-ZZZZ") {
+			t.Errorf("history message %s (%s) holds a key: %q", m.ID, m.Role, m.Content)
+		}
+		if m.Role == pipeline.RoleTool {
+			tools++
+			if m.IsError || !strings.Contains(m.Content, "[redacted]") {
+				t.Errorf("tool message = %q (is_error %v), want a redacted result", m.Content, m.IsError)
+			}
+		}
+	}
+	if tools != 1 {
+		t.Errorf("history holds %d tool messages, want 1", tools)
+	}
+}
+
+func TestTool(t *testing.T) {
+	s := newScenario(t, `
+agents:
+  - name: a
+    extensions: [{wasm: "{{tool}}"}]
+`, `
+agents:
+  a:
+    turns:
+      - match: "^count"
+        steps:
+          - tool_calls: [{name: word_count, args: {text: "the quick  brown fox\njumps"}}]
+          - text: "{{ .LastMessage }} words"
+      - match: "^empty"
+        steps:
+          - tool_calls: [{name: word_count, args: {text: "   "}}]
+          - text: "{{ .LastMessage }}"
+      - match: "^schema"
+        steps:
+          - tool_calls: [{name: word_count, args: {words: 3}}]
+          - text: "{{ .LastMessage }}"
+`)
+	rt := s.open()
+	tests := []struct {
+		name, input string
+		want        string
+		isError     bool
+	}{
+		{"counts", "count", "5 words", false},
+		{"tool error", "empty", "word_count: the text is empty", true},
+		{"schema violation", "schema", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			instance := tt.name
+			res := send(t, rt, instance, tt.input)
+			if tt.want != "" && res.Response.Content != tt.want {
+				t.Errorf("response %q, want %q", res.Response.Content, tt.want)
+			}
+			history, err := rt.History(context.Background(), "a", instance)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tool *pipeline.Message
+			for i := range history {
+				if history[i].Role == pipeline.RoleTool {
+					tool = &history[i]
+				}
+			}
+			if tool == nil || tool.Name != "word_count" || tool.IsError != tt.isError {
+				t.Fatalf("tool message %+v, want one from word_count with is_error %v", tool, tt.isError)
+			}
+			if tt.isError && tool.Content == "" {
+				t.Error("an error result without a message")
+			}
+		})
+	}
+}
+
+func TestCounter(t *testing.T) {
+	// The counter's step middleware runs while its turn middleware waits in
+	// Next: the host re-enters the Go module. The tool example gives the
+	// first turn a second step.
+	s := newScenario(t, `
+agents:
+  - name: a
+    extensions:
+      - wasm: "{{counter}}"
+      - wasm: "{{tool}}"
+`, `
+agents:
+  a:
+    turns:
+      - match: "^count"
+        steps:
+          - tool_calls: [{name: word_count, args: {text: "one two three"}}]
+          - text: "{{ .LastMessage }}"
+    fallback:
+      steps:
+        - text: "ok"
+`)
+	ctx := context.Background()
+	type counts struct{ Turns, Steps int }
+	state := func(rt *runtime.Runtime, instance string) counts {
+		t.Helper()
+		raw, err := rt.ExtensionState(ctx, "a", instance, "counter")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c counts
+		if err := json.Unmarshal(raw, &c); err != nil {
+			t.Fatalf("state %q: %v", raw, err)
+		}
+		return c
+	}
+	var (
+		mu        sync.Mutex
+		published []string
+	)
+	watch := func(rt *runtime.Runtime) {
+		un := rt.Events().Subscribe("counter.*", func(ev events.Event) {
+			b, _ := json.Marshal(ev.Data)
+			mu.Lock()
+			published = append(published, fmt.Sprintf("%s %s %s %s", ev.Topic, ev.Instance, ev.Source, b))
+			mu.Unlock()
+		})
+		t.Cleanup(un)
+	}
+
+	rt := s.open()
+	watch(rt)
+	if res := send(t, rt, "k", "count please"); res.Response.Content != "3" {
+		t.Errorf("first turn answered %q, want 3", res.Response.Content)
+	}
+	if got, want := state(rt, "k"), (counts{1, 2}); got != want {
+		t.Errorf("after turn 1: %+v, want %+v", got, want)
+	}
+	send(t, rt, "k", "hello")
+	send(t, rt, "other", "hello")
+	if got, want := state(rt, "k"), (counts{2, 3}); got != want {
+		t.Errorf("after turn 2: %+v, want %+v", got, want)
+	}
+	if got, want := state(rt, "other"), (counts{1, 1}); got != want {
+		t.Errorf("instance other: %+v, want %+v", got, want)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A new runtime on the same data directory (badger): the count goes on.
+	rt = s.open()
+	watch(rt)
+	send(t, rt, "k", "hello again")
+	if got, want := state(rt, "k"), (counts{3, 4}); got != want {
+		t.Errorf("after a restart: %+v, want %+v", got, want)
+	}
+
+	mu.Lock()
+	got := strings.Join(published, "\n")
+	mu.Unlock()
+	want := strings.Join([]string{
+		`counter.turn k counter {"turns":1,"steps":2}`,
+		`counter.turn k counter {"turns":2,"steps":3}`,
+		`counter.turn other counter {"turns":1,"steps":1}`,
+		`counter.turn k counter {"turns":3,"steps":4}`,
+	}, "\n")
+	if got != want {
+		t.Errorf("published:\n%s\nwant:\n%s", got, want)
+	}
+}

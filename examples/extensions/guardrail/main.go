@@ -1,0 +1,68 @@
+// Command guardrail is a Ganglion extension in WebAssembly: a turn
+// middleware that answers, without calling the model, any input that
+// matches a blocked pattern. The patterns come from the extension's config:
+//
+//	extensions:
+//	  - wasm: guardrail.wasm
+//	    config: {block: ['(?i)\brm\s+-rf\b', '(?i)\bdrop\s+table\b']}
+//
+// A pattern that is not a valid regular expression fails the load.
+//
+// Build it with:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o guardrail.wasm .
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+
+	ganglion "github.com/ganglion-dev/ganglion/sdk"
+)
+
+// config is the extension's config: section.
+type config struct {
+	Block []string `json:"block"` // regular expressions (Go syntax)
+}
+
+func init() {
+	ganglion.Register(ganglion.Manifest{Name: "guardrail", Version: "1.0.0"}, setup)
+}
+
+func setup(api *ganglion.API) error {
+	var cfg config
+	if _, err := api.Config(&cfg); err != nil {
+		return err
+	}
+	if len(cfg.Block) == 0 {
+		return errors.New("config: block lists no pattern, so the guardrail would refuse nothing")
+	}
+	var blocked []*regexp.Regexp
+	for i, p := range cfg.Block {
+		re, err := regexp.Compile(p)
+		if err != nil {
+			return fmt.Errorf("config: block[%d]: %w", i, err)
+		}
+		blocked = append(blocked, re)
+	}
+	api.Pipeline.Turn(func(t *ganglion.Turn) error {
+		m := ""
+		for _, re := range blocked {
+			if m = re.FindString(t.InputText()); m != "" {
+				break
+			}
+		}
+		if m == "" {
+			return t.Next()
+		}
+		api.Logger.Warn("turn refused", "turn", t.TurnID(), "match", m)
+		return t.SetResult(ganglion.TurnResult{
+			FinishReason: ganglion.FinishText,
+			Response:     ganglion.Message{Content: "I can't help with that: the request matches a blocked pattern (" + m + ")."},
+		})
+	}, ganglion.Priority(-100)) // outermost: refuse before any other layer runs
+	return nil
+}
+
+func main() {}

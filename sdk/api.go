@@ -1,0 +1,409 @@
+package ganglion
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+)
+
+// TurnFunc is a turn middleware. It acts before and after [Turn.Next], may
+// change what Next sees, or answer without calling it ([Turn.SetResult]).
+// Returning an error fails the hook (see the package doc's # Errors).
+type TurnFunc func(t *Turn) error
+
+// StepFunc is a step middleware.
+type StepFunc func(s *Step) error
+
+// ToolCallFunc is a toolCall middleware: it wraps every tool call of the
+// agent, whoever implements the tool.
+type ToolCallFunc func(c *ToolCall) error
+
+// ToolFunc runs a tool the extension registered. Returning an error is the
+// same as returning a result with IsError set and the error's text as
+// content: the model reads it and the turn goes on.
+type ToolFunc func(c *ToolCall) (ToolResult, error)
+
+// EventFunc handles an event. The host logs its error; nothing else sees it.
+type EventFunc func(e *Event) error
+
+// API is what an extension registers through, mirroring the host's
+// extensions.API: middleware, tools, event subscriptions and a logger.
+// [Register]'s setup function receives it; registrations are allowed only
+// while setup runs.
+type API struct {
+	// Pipeline registers middleware.
+	Pipeline *Pipeline
+	// Tools registers tools the agent offers its model.
+	Tools *Tools
+	// Events subscribes to the runtime's event bus and publishes on it.
+	Events *Events
+	// Logger writes to the host's logger, which adds the agent and the
+	// extension's name. Usable anywhere, also outside hooks.
+	Logger *slog.Logger
+
+	r *registry
+}
+
+// Pipeline registers middleware. Lower priority runs outer; without
+// [Priority] a layer takes the extension's configured priority.
+type Pipeline struct{ r *registry }
+
+// Turn registers a turn middleware.
+func (p *Pipeline) Turn(fn TurnFunc, opts ...LayerOption) {
+	p.r.add(handler{kind: kindTurn, turn: fn}, fn == nil, opts)
+}
+
+// Step registers a step middleware.
+func (p *Pipeline) Step(fn StepFunc, opts ...LayerOption) {
+	p.r.add(handler{kind: kindStep, step: fn}, fn == nil, opts)
+}
+
+// ToolCall registers a toolCall middleware.
+func (p *Pipeline) ToolCall(fn ToolCallFunc, opts ...LayerOption) {
+	p.r.add(handler{kind: kindToolCall, call: fn}, fn == nil, opts)
+}
+
+// LayerOption configures a middleware layer. Create one with [Priority].
+type LayerOption interface {
+	apply(*layerSpec)
+}
+
+type layerSpec struct {
+	Priority *int `json:"priority,omitempty"`
+}
+
+type priorityOption int
+
+func (p priorityOption) apply(s *layerSpec) { n := int(p); s.Priority = &n }
+
+// Priority orders the layer among all the agent's middleware (lower runs
+// outer), overriding the extension's configured priority.
+func Priority(n int) LayerOption { return priorityOption(n) }
+
+// Tools registers tools.
+type Tools struct{ r *registry }
+
+// Register registers a tool implemented by fn. The tool's name must be
+// unique within the extension.
+func (t *Tools) Register(spec ToolSpec, fn ToolFunc) error {
+	err := t.check(spec, fn)
+	if err != nil {
+		err = fmt.Errorf("register tool %q: %w", spec.Name, err)
+		t.r.fail(err)
+		return err
+	}
+	t.r.add(handler{kind: kindTool, tool: fn, spec: spec}, false, nil)
+	return nil
+}
+
+func (t *Tools) check(spec ToolSpec, fn ToolFunc) error {
+	if err := validToolName(spec.Name); err != nil {
+		return err
+	}
+	if fn == nil {
+		return errors.New("nil ToolFunc")
+	}
+	if len(spec.Parameters) > 0 && !json.Valid(spec.Parameters) {
+		return errors.New("parameters is not valid JSON")
+	}
+	if t.r.has(kindTool, spec.Name) {
+		return errors.New("already registered")
+	}
+	return nil
+}
+
+// Events subscribes to the runtime's event bus and publishes on it.
+type Events struct{ r *registry }
+
+// Subscribe calls fn for every event whose topic matches pattern ("tool.*").
+// Events are delivered synchronously, in an instance of the module of their
+// own.
+func (e *Events) Subscribe(pattern string, fn EventFunc) error {
+	var err error
+	switch {
+	case pattern == "":
+		err = errors.New("subscribe: empty pattern")
+	case fn == nil:
+		err = fmt.Errorf("subscribe %q: nil EventFunc", pattern)
+	case e.r.has(kindEvent, pattern):
+		err = fmt.Errorf("subscribe %q: already subscribed", pattern)
+	}
+	if err != nil {
+		e.r.fail(err)
+		return err
+	}
+	e.r.add(handler{kind: kindEvent, event: fn, pattern: pattern}, false, nil)
+	return nil
+}
+
+// Publish publishes data, encoded as JSON, under topic, for the instance
+// of c. The manifest's Publish patterns must match the topic.
+func (e *Events) Publish(c Context, topic string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("ganglion: publish %q: %w", topic, err)
+	}
+	if code := host.publish(c.handle(), topic, b); code < 0 {
+		return hostError("publish", code)
+	}
+	return nil
+}
+
+// handler is one registration: a hook of some kind and what it runs.
+type handler struct {
+	kind    int32
+	turn    TurnFunc
+	step    StepFunc
+	call    ToolCallFunc
+	tool    ToolFunc
+	event   EventFunc
+	spec    ToolSpec // a tool's
+	pattern string   // a subscription's
+	layer   layerSpec
+}
+
+// registry collects the registrations of setup.
+type registry struct {
+	pending []handler
+	errs    []error
+	sealed  bool
+}
+
+func (r *registry) add(h handler, nilFunc bool, opts []LayerOption) {
+	if r.sealed {
+		panic("ganglion: " + kindName(h.kind) + " registered after setup returned: register in the setup function given to Register")
+	}
+	if nilFunc {
+		r.fail(fmt.Errorf("register %s middleware: nil function", kindName(h.kind)))
+		return
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&h.layer)
+		}
+	}
+	r.pending = append(r.pending, h)
+}
+
+func (r *registry) fail(err error) {
+	if r.sealed {
+		panic("ganglion: registration after setup returned: " + err.Error())
+	}
+	r.errs = append(r.errs, err)
+}
+
+func (r *registry) has(kind int32, name string) bool {
+	return slices.ContainsFunc(r.pending, func(h handler) bool {
+		return h.kind == kind && (h.spec.Name == name && kind == kindTool || h.pattern == name && kind == kindEvent)
+	})
+}
+
+// The extension this module is: what Register recorded, and the hooks init
+// registered, by the IDs the host gave them.
+var ext struct {
+	manifest *Manifest
+	setup    func(api *API) error
+	hooks    map[int32]*handler
+}
+
+// Register declares the extension: its manifest, and the setup function
+// that registers its middleware, tools and subscriptions. Call it once,
+// from an init function of the module's main package (a c-shared module
+// does not run main):
+//
+//	func init() {
+//		ganglion.Register(ganglion.Manifest{Name: "guard", Version: "1.0.0"}, setup)
+//	}
+//
+// setup runs when the host instantiates the module, once per instance,
+// and must register the same things every time. The manifest sent to the
+// host lists what setup registered (hook kinds, tools, subscriptions) on
+// top of m. Register panics if called twice or with a nil setup.
+func Register(m Manifest, setup func(api *API) error) {
+	if setup == nil {
+		panic("ganglion: Register with a nil setup function")
+	}
+	if ext.setup != nil {
+		panic("ganglion: Register called twice: a module is one extension")
+	}
+	ext.manifest, ext.setup = &m, setup
+}
+
+// Config decodes the extension's config: section from the agent's config
+// into v (JSON rules: YAML maps become objects). It reports false when the
+// config gives none. Call it from setup, to fail the load on a bad config:
+//
+//	var cfg struct{ Pattern string `json:"pattern"` }
+//	if _, err := api.Config(&cfg); err != nil {
+//		return err
+//	}
+func (a *API) Config(v any) (bool, error) {
+	b, err := read("field CONFIG", func(b []byte) int32 { return host.field(0, fieldConfig, b) })
+	if err != nil {
+		return false, err
+	}
+	if string(b) == "null" {
+		return false, nil
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return true, fmt.Errorf("config: %w", err)
+	}
+	return true, nil
+}
+
+// newAPI returns the API setup registers through.
+func newAPI(r *registry) *API {
+	return &API{Pipeline: &Pipeline{r}, Tools: &Tools{r}, Events: &Events{r}, Logger: Logger(), r: r}
+}
+
+// runInit is ganglion_init: declare the manifest, run setup, register
+// what it registered.
+func runInit() (code int32) {
+	defer recoverHook("ganglion_init", &code)
+	if err := doInit(); err != nil {
+		host.setError(err.Error())
+		return 1
+	}
+	return 0
+}
+
+func doInit() error {
+	if ext.setup == nil {
+		return errors.New("the module calls no ganglion.Register: call it from an init function of package main (a c-shared module does not run main)")
+	}
+	r := &registry{}
+	err := ext.setup(newAPI(r))
+	r.sealed = true
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if err := errors.Join(r.errs...); err != nil {
+		return err
+	}
+	mb, err := json.Marshal(manifestFor(*ext.manifest, r.pending))
+	if err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if code := host.manifest(mb); code < 0 {
+		return hostError("manifest", code)
+	}
+	ext.hooks = make(map[int32]*handler, len(r.pending))
+	for i := range r.pending {
+		h := &r.pending[i]
+		var spec any = h.layer
+		switch h.kind {
+		case kindTool:
+			spec = h.spec
+		case kindEvent:
+			spec = map[string]string{"pattern": h.pattern}
+		}
+		sb, err := json.Marshal(spec)
+		if err != nil {
+			return fmt.Errorf("register %s: %w", kindName(h.kind), err)
+		}
+		id := host.register(h.kind, sb)
+		if id < 0 {
+			return hostError("register "+kindName(h.kind), id)
+		}
+		ext.hooks[id] = h
+	}
+	return nil
+}
+
+// manifestFor is m with what the registrations need added.
+func manifestFor(m Manifest, regs []handler) manifestJSON {
+	j := manifestJSON{Name: m.Name, Version: m.Version, ABI: abiVersion, Hooks: []string{}, Tools: []string{},
+		Topics: topicsJSON{Publish: slices.Clone(m.Publish), Subscribe: []string{}}, Secrets: slices.Clone(m.Secrets), State: m.State}
+	if j.Topics.Publish == nil {
+		j.Topics.Publish = []string{}
+	}
+	if j.Secrets == nil {
+		j.Secrets = []string{}
+	}
+	addOnce := func(s []string, v string) []string {
+		if slices.Contains(s, v) {
+			return s
+		}
+		return append(s, v)
+	}
+	for _, h := range regs {
+		switch h.kind {
+		case kindTurn, kindStep, kindToolCall:
+			j.Hooks = addOnce(j.Hooks, kindName(h.kind))
+		case kindTool:
+			j.Tools = addOnce(j.Tools, h.spec.Name)
+		case kindEvent:
+			j.Topics.Subscribe = addOnce(j.Topics.Subscribe, h.pattern)
+		}
+	}
+	return j
+}
+
+// runHook runs the hook id of kind for the context handle h: the body of
+// the ganglion_turn, _step, _tool_call, _tool and _event exports.
+func runHook(kind, h, id int32) (code int32) {
+	hd := ext.hooks[id]
+	if hd == nil || hd.kind != kind {
+		host.setError(fmt.Sprintf("ganglion: no %s hook with id %d", kindName(kind), id))
+		return 1
+	}
+	defer recoverHook(kindName(kind)+" hook", &code)
+	var err error
+	switch kind {
+	case kindTurn:
+		t := &Turn{conversation: conversation{hook{h}}}
+		if err = hd.turn(t); t.passesOn(err) {
+			return 0
+		}
+	case kindStep:
+		s := &Step{conversation: conversation{hook{h}}}
+		if err = hd.step(s); s.passesOn(err) {
+			return 0
+		}
+	case kindToolCall:
+		c := &ToolCall{hook: hook{h}}
+		if err = hd.call(c); c.passesOn(err) {
+			return 0
+		}
+	case kindTool:
+		err = runTool(hd.tool, &ToolCall{hook: hook{h}})
+	case kindEvent:
+		err = hd.event(&Event{hook{h}})
+	}
+	if err != nil {
+		host.setError(err.Error())
+		return 1
+	}
+	return 0
+}
+
+// runTool runs a tool and sets its result; an error becomes an error
+// result.
+func runTool(fn ToolFunc, c *ToolCall) error {
+	res, err := fn(c)
+	if err != nil {
+		res = ToolResult{Content: err.Error(), IsError: true}
+	}
+	return c.SetResult(res)
+}
+
+// recoverHook turns a panic of the running hook into its failure: the
+// message for set_error, the stack to the host's log, and result 1.
+func recoverHook(what string, code *int32) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	msg := fmt.Sprintf("panic in %s: %v", what, p)
+	if err, ok := p.(*Error); ok {
+		// A context accessor the host refused: the error says it all.
+		msg = err.Error()
+	} else {
+		host.log(int32(slog.LevelError), msg+"\n"+string(debug.Stack()))
+	}
+	host.setError(msg)
+	*code = 1
+}

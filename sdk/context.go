@@ -1,0 +1,369 @@
+package ganglion
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Context is what every hook's context offers: [*Turn], [*Step],
+// [*ToolCall] and [*Event] implement it. A context is valid only while its
+// hook runs; afterwards the host refuses it ([ErrStale]).
+//
+// Context is sealed: only this package implements it.
+type Context interface {
+	// Agent returns the agent's name.
+	Agent() string
+	// Instance returns the key of the instance the hook runs for.
+	Instance() string
+	// State decodes the extension's state for the instance into v and
+	// reports whether there was any.
+	State(v any) (found bool, err error)
+	// SetState stores v, encoded as JSON, as the extension's state for the
+	// instance.
+	SetState(v any) error
+	// ClearState deletes the extension's state for the instance.
+	ClearState() error
+	// Secret returns the value of a secret provided to the instance.
+	Secret(name string) (string, error)
+
+	handle() int32
+}
+
+// hook is the part every context shares: the handle the host passed.
+type hook struct {
+	h int32
+}
+
+func (c *hook) handle() int32 { return c.h }
+
+// text reads a text field; a refusal panics (see the package doc's
+// # Errors).
+func (c *hook) text(field int32) string {
+	s, err := readString(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// raw reads a field as bytes of its own.
+func (c *hook) raw(field int32) []byte {
+	b, err := read(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	if err != nil {
+		panic(err)
+	}
+	return append([]byte(nil), b...)
+}
+
+// decode reads a JSON field into v.
+func (c *hook) decode(field int32, v any) error {
+	b, err := read(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("ganglion: %s: %w", fieldOp(field), err)
+	}
+	return nil
+}
+
+// set writes a field.
+func (c *hook) set(field int32, v []byte) error {
+	if code := host.setField(c.h, field, v); code < 0 {
+		return hostError("set_field "+fieldNames[field], code)
+	}
+	return nil
+}
+
+// setJSON writes v, encoded, to a field.
+func (c *hook) setJSON(field int32, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("ganglion: set_field %s: %w", fieldNames[field], err)
+	}
+	return c.set(field, b)
+}
+
+func fieldOp(field int32) string {
+	if field > 0 && int(field) < len(fieldNames) {
+		return "field " + fieldNames[field]
+	}
+	return "field " + strconv.Itoa(int(field))
+}
+
+// Agent returns the agent's name.
+func (c *hook) Agent() string { return c.text(fieldAgent) }
+
+// Instance returns the key of the instance the hook runs for.
+func (c *hook) Instance() string { return c.text(fieldInstance) }
+
+// State decodes the extension's JSON state for the instance into v and
+// reports whether there was any. The manifest must declare State.
+func (c *hook) State(v any) (found bool, err error) {
+	b, err := read("state_get", func(b []byte) int32 { return host.stateGet(c.h, b) })
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return true, fmt.Errorf("ganglion: state_get: %w", err)
+	}
+	return true, nil
+}
+
+// SetState stores v, encoded as JSON (at most 1 MiB), as the extension's
+// state for the instance; the host persists it with the instance. The
+// manifest must declare State.
+func (c *hook) SetState(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("ganglion: state_set: %w", err)
+	}
+	if code := host.stateSet(c.h, b); code < 0 {
+		return hostError("state_set", code)
+	}
+	return nil
+}
+
+// ClearState deletes the extension's state for the instance.
+func (c *hook) ClearState() error {
+	if code := host.stateSet(c.h, nil); code < 0 {
+		return hostError("state_set", code)
+	}
+	return nil
+}
+
+// Secret returns the value of the secret name provided to the instance
+// (an API key a human gave a paused turn). The manifest must list the name
+// and the agent's config grant it; a secret not provided is [ErrNotFound].
+// Do not log, publish or store the value.
+func (c *hook) Secret(name string) (string, error) {
+	return readString("secret", func(b []byte) int32 { return host.secret(c.h, name, b) })
+}
+
+// conversation is the message access of turn and step contexts.
+type conversation struct{ hook }
+
+// Messages returns the number of messages in the conversation.
+func (c *conversation) Messages() int {
+	n := host.messagesLen(c.h)
+	if n < 0 {
+		panic(hostError("messages_len", n))
+	}
+	return int(n)
+}
+
+// Message returns message i of the conversation, oldest first; a negative
+// i counts from the end (-1 is the last). An index out of range is
+// [ErrNotFound].
+func (c *conversation) Message(i int) (Message, error) {
+	var m Message
+	if i != int(int32(i)) {
+		return m, &Error{Op: "message", Code: CodeNotFound, Message: "message " + strconv.Itoa(i) + " is out of range"}
+	}
+	b, err := read("message", func(b []byte) int32 { return host.message(c.h, int32(i), b) })
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("ganglion: message %d: %w", i, err)
+	}
+	return m, nil
+}
+
+// Emit appends, replaces or removes a message of the conversation. A
+// message the guest appends without a Source is the extension's.
+func (c *conversation) Emit(ev MessageEvent) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("ganglion: emit: %w", err)
+	}
+	if code := host.emit(c.h, b); code < 0 {
+		return hostError("emit", code)
+	}
+	return nil
+}
+
+// TurnID returns the turn's ID ("turn-7").
+func (c *conversation) TurnID() string { return c.text(fieldTurnID) }
+
+// Input returns the event the turn handles.
+func (c *conversation) Input() InputEvent {
+	var in InputEvent
+	if err := c.decode(fieldInput, &in); err != nil {
+		panic(err)
+	}
+	return in
+}
+
+// InputText returns the text of the turn's input.
+func (c *conversation) InputText() string { return c.text(fieldInputText) }
+
+// middleware is what turn, step and toolCall middleware share: next.
+type middleware struct {
+	nextErr error // what Next returned, if it failed
+}
+
+func (m *middleware) next(h int32) error {
+	if code := host.next(h); code < 0 {
+		err := hostError("next", code)
+		if code == int32(CodeFailed) {
+			m.nextErr = err
+		}
+		return err
+	}
+	return nil
+}
+
+// passesOn reports whether err is the failure of Next handed back: the
+// hook then succeeds without a result, and the host passes the chain's
+// own error on, unchanged and not blamed on the extension.
+func (m *middleware) passesOn(err error) bool {
+	return m.nextErr != nil && errors.Is(err, m.nextErr)
+}
+
+// Turn is the context of one turn, given to turn middleware.
+type Turn struct {
+	conversation
+	middleware
+}
+
+// SetInput changes the event that the rest of the chain sees.
+func (t *Turn) SetInput(in InputEvent) error { return t.setJSON(fieldInput, in) }
+
+// Next runs the rest of the chain: the inner middleware, then the model
+// and the tools. It may be called once. When the rest fails, Next returns
+// an error matching [ErrFailed]: return it (or wrap it with %w) to pass the
+// failure on as it is, or set a result of your own.
+func (t *Turn) Next() error { return t.next(t.h) }
+
+// Result returns the turn's result: the one set with SetResult, else the
+// one Next returned. Before either it is [ErrNotFound].
+func (t *Turn) Result() (TurnResult, error) {
+	var r TurnResult
+	err := t.decode(fieldResult, &r)
+	return r, err
+}
+
+// SetResult makes r the turn's result, with or without Next: a middleware
+// that answers by itself (a guardrail) sets a result and does not call Next.
+func (t *Turn) SetResult(r TurnResult) error { return t.setJSON(fieldResult, r) }
+
+// Step is the context of one step (one model call and the tool calls it
+// asks for), given to step middleware.
+type Step struct {
+	conversation
+	middleware
+}
+
+// Index returns the step's number within its turn, from 1.
+func (s *Step) Index() int {
+	n, err := strconv.Atoi(s.text(fieldStep))
+	if err != nil {
+		panic(&Error{Op: "field STEP", Code: CodeInvalid, Message: err.Error()})
+	}
+	return n
+}
+
+// Tools returns the names of the tools offered to the model in this step.
+func (s *Step) Tools() []string {
+	var names []string
+	if err := s.decode(fieldTools, &names); err != nil {
+		panic(err)
+	}
+	return names
+}
+
+// SetTools keeps, of the step's tools, only those named.
+func (s *Step) SetTools(names []string) error {
+	if names == nil {
+		names = []string{}
+	}
+	return s.setJSON(fieldTools, names)
+}
+
+// Next runs the rest of the chain: the inner middleware, then the model
+// call and the tool calls. See [Turn.Next].
+func (s *Step) Next() error { return s.next(s.h) }
+
+// Result returns the step's stop and continue flags after Next.
+func (s *Step) Result() (StepResult, error) {
+	var r StepResult
+	err := s.decode(fieldResult, &r)
+	return r, err
+}
+
+// SetResult changes the step's stop and continue flags; only after Next.
+func (s *Step) SetResult(r StepResult) error { return s.setJSON(fieldResult, r) }
+
+// ToolCall is the context of one tool call: given to toolCall middleware,
+// and to a tool the extension registered. Next, SetArgs and Result are for
+// middleware.
+type ToolCall struct {
+	hook
+	middleware
+}
+
+// TurnID returns the ID of the turn.
+func (c *ToolCall) TurnID() string { return c.text(fieldTurnID) }
+
+// Step returns the number of the step within the turn.
+func (c *ToolCall) Step() int {
+	n, err := strconv.Atoi(c.text(fieldStep))
+	if err != nil {
+		panic(&Error{Op: "field STEP", Code: CodeInvalid, Message: err.Error()})
+	}
+	return n
+}
+
+// Name returns the called tool's name.
+func (c *ToolCall) Name() string { return c.text(fieldToolName) }
+
+// CallID returns the provider's ID of the call.
+func (c *ToolCall) CallID() string { return c.text(fieldCallID) }
+
+// Args returns the arguments as the model wrote them: JSON, possibly
+// malformed in a middleware (a tool runs only with arguments that match its
+// schema).
+func (c *ToolCall) Args() json.RawMessage { return c.raw(fieldToolArgs) }
+
+// SetArgs changes the arguments the rest of the chain and the tool see;
+// they must be valid JSON.
+func (c *ToolCall) SetArgs(args json.RawMessage) error { return c.set(fieldToolArgs, args) }
+
+// Next runs the rest of the chain and, in the end, the tool. See
+// [Turn.Next].
+func (c *ToolCall) Next() error { return c.next(c.h) }
+
+// Result returns the call's result: the one set with SetResult, else the
+// one Next returned.
+func (c *ToolCall) Result() (ToolResult, error) {
+	var r ToolResult
+	err := c.decode(fieldResult, &r)
+	return r, err
+}
+
+// SetResult makes r the call's result, with or without Next.
+func (c *ToolCall) SetResult(r ToolResult) error { return c.setJSON(fieldResult, r) }
+
+// Event is the context of one event delivered to a subscription.
+type Event struct {
+	hook
+}
+
+// Topic returns the event's topic.
+func (e *Event) Topic() string { return e.text(fieldEventTopic) }
+
+// Data returns the event's data, JSON.
+func (e *Event) Data() json.RawMessage { return e.raw(fieldEventData) }
+
+var (
+	_ Context = (*Turn)(nil)
+	_ Context = (*Step)(nil)
+	_ Context = (*ToolCall)(nil)
+	_ Context = (*Event)(nil)
+)
