@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -78,6 +80,48 @@ func runTurns(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation) {
 	}
 }
 
+var (
+	goGuestOnce sync.Once
+	goGuest     []byte
+	goGuestErr  error
+)
+
+// goNoop builds testdata/gonoop, the Go twin of noop.wat, once.
+func goNoop(tb testing.TB) []byte {
+	tb.Helper()
+	goGuestOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gonoop-")
+		if err != nil {
+			goGuestErr = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		out := filepath.Join(dir, "gonoop.wasm")
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
+		cmd.Dir = filepath.Join("testdata", "gonoop")
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			goGuestErr = fmt.Errorf("build testdata/gonoop: %v\n%s", err, b)
+			return
+		}
+		goGuest, goGuestErr = os.ReadFile(out)
+	})
+	if goGuestErr != nil {
+		tb.Fatal(goGuestErr)
+	}
+	return goGuest
+}
+
+func loadBytes(tb testing.TB, e *wasm.Engine, name string, code []byte, g wasm.Grants) *wasm.Extension {
+	tb.Helper()
+	x, err := e.LoadBytes(context.Background(), name, name+".wasm", code, wasm.Limits{}, g)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { x.Close() })
+	return x
+}
+
 // nativeNoop is noop.wat's turn hook in Go.
 var nativeNoop = extensions.Func(func(api *extensions.API) error {
 	api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) { return t.Next(ctx) })
@@ -96,6 +140,8 @@ func BenchmarkWASMLayer(b *testing.B) {
 		{"none", nil},
 		{"native", nativeNoop},
 		{"wat", load(b, e, "noop.wasm")},
+		{"go", loadBytes(b, e, "gonoop", goNoop(b), wasm.Grants{})},
+		{"assemblyscript", load(b, e, "../../../examples/extensions/as-guard/as-guard.wasm")},
 	} {
 		b.Run(bc.name, func(b *testing.B) { runTurns(b, chain(b, bc.ext), c) })
 	}
@@ -120,10 +166,15 @@ func BenchmarkWASMHistory(b *testing.B) {
 // as a second process would).
 func BenchmarkWASMLoad(b *testing.B) {
 	ctx := context.Background()
-	for _, file := range []string{"guard.wasm"} {
-		code, err := os.ReadFile(filepath.Join("testdata", file))
-		if err != nil {
-			b.Fatal(err)
+	for _, file := range []string{"guard.wasm", "gonoop.wasm"} {
+		var code []byte
+		if file == "gonoop.wasm" {
+			code = goNoop(b)
+		} else {
+			var err error
+			if code, err = os.ReadFile(filepath.Join("testdata", file)); err != nil {
+				b.Fatal(err)
+			}
 		}
 		b.Run(file+"/cold", func(b *testing.B) {
 			for b.Loop() {

@@ -1,0 +1,491 @@
+package wasm_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/extensions/wasm"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+)
+
+// The hostile modules of testdata (hostile_*.wat) are valid guests whose
+// turn hook misbehaves only for an input starting with a trigger, and calls
+// next otherwise. Each test runs the misbehaving turn between two good ones
+// and beside a good one on another instance: only its own call may fail.
+
+// hostileScript answers "ok"; it calls a tool for an input starting with
+// "reenter", and fails the model call for one starting with "passon".
+const hostileScript = `
+agents:
+  a:
+    turns:
+      - match: "^reenter"
+        steps:
+          - tool_calls: [{name: nothing, id: c1}]
+          - text: "after the tool"
+      - match: "^passon"
+        steps:
+          - error: "model unavailable"
+    fallback:
+      steps:
+        - text: "ok"
+`
+
+// failWithin bounds how long a misbehaving call may take: its deadline
+// (100ms here) plus a margin for slow machines and -race. It is loose on
+// purpose: it tells a stopped call from a hung one, nothing finer.
+const failWithin = 5 * time.Second
+
+// turnPrefix starts the error of the second turn of instance "k".
+const turnPrefix = `agent "a" instance "k" turn-2: `
+
+func TestHostileModules(t *testing.T) {
+	tests := []struct {
+		name  string
+		ext   string // the agent's extensions
+		input string // the input that makes the hook misbehave
+		// want is the misbehaving turn's error after turnPrefix: exactly, or
+		// as a prefix when prefix is set (a trap's message ends with
+		// wazero's stack trace).
+		want     string
+		prefix   bool
+		trap     bool          // the error is a *wasm.TrapError of ganglion_turn
+		guest    bool          // the error is the guest's own (*wasm.GuestError)
+		deadline bool          // the error matches context.DeadlineExceeded
+		within   time.Duration // bound of the failing call, if not failWithin
+		// bug is what the host does instead because of a host bug (the
+		// error after turnPrefix), and bugNote the bug: the case skips while
+		// the host does exactly that. Then want is only a part of the error
+		// a fixed host should give.
+		bug, bugNote string
+		// hangs skips a case that would hang the test process.
+		hangs string
+	}{
+		{
+			name:  "infinite loop",
+			ext:   `[{wasm: testdata/hostile_loop.wasm, limits: {timeout: 100ms}}]`,
+			input: "loop forever",
+			want:  `extension "hostile_loop": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			name:   "memory bomb",
+			ext:    `[{wasm: testdata/hostile_membomb.wasm, limits: {timeout: 100ms, memory: 2MiB}}]`,
+			input:  "bomb",
+			want:   `extension "hostile_membomb": turn middleware: ganglion_turn: wasm error: out of bounds memory access`,
+			prefix: true, trap: true,
+		},
+		{
+			name:   "trap",
+			ext:    `[{wasm: testdata/hostile_trap.wasm, limits: {timeout: 100ms}}]`,
+			input:  "trap",
+			want:   `extension "hostile_trap": turn middleware: ganglion_turn: wasm error: unreachable`,
+			prefix: true, trap: true,
+		},
+		{
+			// The deadline stops loops, not calls (wazero checks it at loop
+			// headers only): with timeout 100ms this recursion ran on until
+			// its stack overflowed, 0.2 s to 3 s later, and was reported as
+			// "deadline exceeded". A long timeout makes the outcome the same
+			// on every machine.
+			name:  "deep recursion",
+			ext:   `[{wasm: testdata/hostile_recurse.wasm, limits: {timeout: 1m}}]`,
+			input: "recurse",
+			want:  `extension "hostile_recurse": turn middleware: ganglion_turn: stack overflow`,
+			trap:  true, within: 30 * time.Second,
+		},
+		{
+			name:  "exponential recursion without a loop",
+			ext:   `[{wasm: testdata/hostile_fanout.wasm, limits: {timeout: 100ms}}]`,
+			input: "fanout",
+			want:  `extension "hostile_fanout": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+			hangs: "host bug: a hook that recurses without a loop is never stopped: the deadline " +
+				"only closes the module, which wazero checks at loop headers, so the call runs " +
+				"for ever (2^60 calls); and as soon as the Go GC needs to stop the world, it " +
+				"waits for this goroutine, which runs native code and cannot be preempted, so " +
+				"every other turn of the process hangs too",
+		},
+		{
+			name:  "host-call storm",
+			ext:   `[{wasm: testdata/hostile_storm.wasm, limits: {timeout: 100ms}}]`,
+			input: "storm",
+			want:  `extension "hostile_storm": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			name:  "huge values",
+			ext:   `[{wasm: testdata/hostile_huge.wasm, limits: {timeout: 100ms, max_payload: 1KiB}}]`,
+			input: "huge",
+			want: `extension "hostile_huge": turn middleware: ` +
+				"set_field=-6 log=-6 set_error=-6 set_field=-6 log=-6 set_field=-5 log=-5 set_error=-5",
+			guest: true,
+		},
+		{
+			name:  "out-of-bounds pointers",
+			ext:   `[{wasm: testdata/hostile_bounds.wasm, limits: {timeout: 100ms}, secrets: [HOSTILE_KEY]}]`,
+			input: "bounds",
+			// agents_request and agents_send answer DENIED before they read
+			// anything: this host cannot call agents yet (sdk/ABI.md).
+			want: `extension "hostile_bounds": turn middleware: ` +
+				"manifest=-5 register=-5 field=-5 field_wrap=-5 set_field=-5 set_field_wrap=-5 message=-5 " +
+				"emit=-5 state_set=-5 state_get=-5 publish_topic=-5 publish_data=-5 log=-5 secret=-5 " +
+				"agents_request=-3 agents_send=-3 set_error=-5 last_error=-5",
+			guest: true,
+		},
+		{
+			name:  "proc_exit",
+			ext:   `[{wasm: testdata/hostile_exit.wasm, limits: {timeout: 100ms}}]`,
+			input: "exit",
+			want:  `extension "hostile_exit": turn middleware: ganglion_turn: the guest exited with code 7`,
+			trap:  true,
+		},
+		{
+			name:  "proc_exit 0",
+			ext:   `[{wasm: testdata/hostile_exit.wasm, limits: {timeout: 100ms}}]`,
+			input: "exit0",
+			want:  `extension "hostile_exit": turn middleware: ganglion_turn: the guest exited with code 0`,
+			trap:  true,
+		},
+		{
+			name:  "re-entry deeper than max_depth",
+			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 100ms, max_depth: 2}}]`,
+			input: "reenter",
+			want: `extension "hostile_reenter": turn middleware: extension "hostile_reenter": step middleware: ` +
+				`extension "hostile_reenter": toolCall middleware: the instance is re-entered deeper than max_depth 2`,
+			guest: true,
+		},
+		{
+			name:  "trap in a re-entered hook",
+			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 100ms, max_depth: 2}}]`,
+			input: "steptrap",
+			want:  "wasm error: unreachable",
+			bug:   `extension "hostile_reenter": turn middleware: the instance failed in a nested call`,
+			bugNote: "the error does not say what failed: when a re-entered hook traps, Instance.invoke " +
+				"of the outer hook returns errors.New(\"the instance failed in a nested call\"), " +
+				"dropping the nested hook's TrapError (the frame's nextErr) and the message the " +
+				"outer guest gave set_error",
+		},
+		{
+			name:  "loop in a re-entered hook",
+			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 100ms, max_depth: 2}}]`,
+			input: "steploop",
+			// The kill stops both hooks; the turn hook gave set_error the
+			// step hook's error before its own call was stopped.
+			want: `extension "hostile_reenter": turn middleware: ganglion_turn: ` +
+				`extension "hostile_reenter": step middleware: ganglion_step: deadline exceeded: deadline exceeded`,
+			trap: true, deadline: true,
+		},
+		{
+			name:  "next twice",
+			ext:   `[{wasm: testdata/hostile_phase.wasm, limits: {timeout: 100ms}}]`,
+			input: "twice",
+			want:  `extension "hostile_phase": turn middleware: next=0 next=-8`,
+			guest: true,
+		},
+		{
+			name:  "stale handle",
+			ext:   `[{wasm: testdata/hostile_phase.wasm, limits: {timeout: 100ms}}]`,
+			input: "stale",
+			want:  `extension "hostile_phase": turn middleware: field=-7 set_field=-7 messages_len=-7 next=-7`,
+			guest: true,
+		},
+		{
+			name:  "register outside init",
+			ext:   `[{wasm: testdata/hostile_phase.wasm, limits: {timeout: 100ms}}]`,
+			input: "register",
+			want:  `extension "hostile_phase": turn middleware: init_next=-8 init_field=-8 register=-8 manifest=-8`,
+			guest: true,
+		},
+		{
+			name:  "return 1 to pass next's failure on",
+			ext:   `[{wasm: testdata/hostile_phase.wasm, limits: {timeout: 100ms}}]`,
+			input: "passon",
+			want:  "model unavailable",
+			bug:   `extension "hostile_phase": turn middleware: the guest gave no reason (it should call set_error)`,
+			bugNote: "sdk/ABI.md (next) says a middleware may return 1 to pass next's failure on, but " +
+				"Instance.invoke turns a 1 without set_error into a GuestError of its own and the " +
+				"model's error is lost",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.hangs != "" {
+				t.Skip(tt.hangs)
+			}
+			rt := start(t, tt.ext, hostileScript)
+			ctx := context.Background()
+			sendOK(t, rt, "k", "hello")
+
+			// A good turn on another instance runs beside the bad one.
+			var wg sync.WaitGroup
+			wg.Go(func() { sendOK(t, rt, "bystander", "hello") })
+			begin := time.Now()
+			res, err := rt.Send(ctx, "a", "k", runtime.UserMessage(tt.input))
+			took := time.Since(begin)
+			wg.Wait()
+
+			within := failWithin
+			if tt.within > 0 {
+				within = tt.within
+			}
+			if took > within {
+				t.Errorf("Send(%q) took %v, want less than %v", tt.input, took, within)
+			}
+			if err == nil {
+				t.Fatalf("Send(%q) = %s %q, want an error", tt.input, res.FinishReason, res.Response.Content)
+			}
+
+			// Only that call failed: the instance's next turn, and another
+			// instance's, work.
+			sendOK(t, rt, "k", "hello")
+			sendOK(t, rt, "k2", "hello")
+
+			if res == nil || res.FinishReason != pipeline.FinishError {
+				t.Errorf("Send(%q) result %+v, want finish reason %s", tt.input, res, pipeline.FinishError)
+			}
+			got, ok := strings.CutPrefix(err.Error(), turnPrefix)
+			if !ok {
+				t.Fatalf("Send(%q) error %q does not start with %q", tt.input, err, turnPrefix)
+			}
+			if tt.bug != "" && got == tt.bug {
+				t.Skip("host bug: " + tt.bugNote)
+			}
+			match := got == tt.want || tt.prefix && strings.HasPrefix(got, tt.want) || tt.bug != "" && strings.Contains(got, tt.want)
+			if !match {
+				t.Errorf("Send(%q) error\n got: %s\nwant: %s", tt.input, got, tt.want)
+			}
+			var te *wasm.TrapError
+			if isTrap := errors.As(err, &te); isTrap != tt.trap {
+				t.Errorf("Send(%q) error is a *wasm.TrapError: %v, want %v", tt.input, isTrap, tt.trap)
+			} else if isTrap && te.Export != "ganglion_turn" {
+				t.Errorf("Send(%q) trapped in %s, want ganglion_turn", tt.input, te.Export)
+			}
+			var ge *wasm.GuestError
+			if isGuest := errors.As(err, &ge); isGuest != tt.guest {
+				t.Errorf("Send(%q) error is a *wasm.GuestError: %v, want %v", tt.input, isGuest, tt.guest)
+			}
+			if isDeadline := errors.Is(err, context.DeadlineExceeded); isDeadline != tt.deadline {
+				t.Errorf("errors.Is(Send(%q) error, context.DeadlineExceeded) = %v, want %v", tt.input, isDeadline, tt.deadline)
+			}
+		})
+	}
+}
+
+// sendOK sends input to instance key and expects the script's "ok".
+func sendOK(t *testing.T, rt *runtime.Runtime, key, input string) {
+	t.Helper()
+	res, err := rt.Send(context.Background(), "a", key, runtime.UserMessage(input))
+	if err != nil {
+		t.Errorf("Send(%q) to %s: %v", input, key, err)
+		return
+	}
+	if res.FinishReason != pipeline.FinishText || res.Response.Content != "ok" {
+		t.Errorf("Send(%q) to %s = %s %q, want %s %q", input, key, res.FinishReason, res.Response.Content, pipeline.FinishText, "ok")
+	}
+}
+
+// TestConcurrentTurns runs 50 turns at once, on 50 instances, through a WASM
+// extension (under -race in CI), some of them misbehaving; then checks that
+// Close leaves no goroutine behind.
+func TestConcurrentTurns(t *testing.T) {
+	const n = 50
+	const pongScript = `
+agents:
+  a:
+    fallback:
+      steps:
+        - text: "calling"
+          tool_calls: [{name: pong, id: c1}]
+        - text: "tool said {{ .LastMessage }}"
+`
+	tests := []struct {
+		name, ext, script string
+		// bad reports whether turn i misbehaves, with the input it sends.
+		bad       func(i int) (string, bool)
+		good      string // the answer to a good turn
+		wantError string // a substring of a bad turn's error
+	}{
+		{
+			// guard's tool hook re-enters the instance its turn hook is
+			// parked in.
+			name: "guard", ext: `[{wasm: testdata/guard.wasm}]`, script: pongScript,
+			bad:  func(int) (string, bool) { return "hello", false },
+			good: "tool said pong",
+		},
+		{
+			name: "traps", ext: `[{wasm: testdata/hostile_trap.wasm}]`, script: hostileScript,
+			bad:  func(i int) (string, bool) { return "trap", i%5 == 0 },
+			good: "ok", wantError: "wasm error: unreachable",
+		},
+		{
+			// 50 turns at once on a small machine under -race: a deadline
+			// the good turns cannot miss.
+			name: "deadlines", ext: `[{wasm: testdata/hostile_loop.wasm, limits: {timeout: 500ms}}]`, script: hostileScript,
+			bad:  func(i int) (string, bool) { return "loop", i%10 == 0 },
+			good: "ok", wantError: "ganglion_turn: deadline exceeded",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := goruntime.NumGoroutine()
+			rt, err := newRuntime(t, tt.ext, tt.script)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					input, bad := tt.bad(i)
+					if !bad {
+						input = "hello"
+					}
+					key := fmt.Sprintf("k%d", i)
+					res, err := rt.Send(context.Background(), "a", key, runtime.UserMessage(input))
+					switch {
+					case bad && err == nil:
+						t.Errorf("Send(%q) to %s = %q, want an error", input, key, res.Response.Content)
+					case bad && !strings.Contains(err.Error(), tt.wantError):
+						t.Errorf("Send(%q) to %s: %v, want an error with %q", input, key, err, tt.wantError)
+					case !bad && err != nil:
+						t.Errorf("Send(%q) to %s: %v", input, key, err)
+					case !bad && res.Response.Content != tt.good:
+						t.Errorf("Send(%q) to %s = %q, want %q", input, key, res.Response.Content, tt.good)
+					}
+				})
+			}
+			wg.Wait()
+			if err := rt.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+			checkGoroutines(t, before)
+		})
+	}
+}
+
+// checkGoroutines waits a little for the goroutines to fall back to n, and
+// fails with their stacks if they do not.
+func checkGoroutines(t *testing.T, n int) {
+	t.Helper()
+	var got int
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if got = goruntime.NumGoroutine(); got <= n {
+			return
+		}
+		if time.Now().After(end) {
+			break
+		}
+	}
+	var b strings.Builder
+	_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+	t.Errorf("%d goroutines, %d before: a goroutine leaked\n%s", got, n, b.String())
+}
+
+// newRuntime is start without t.Fatal and Cleanup: it returns New's error,
+// and the caller closes the runtime.
+func newRuntime(t *testing.T, extensions, script string) (*runtime.Runtime, error) {
+	t.Helper()
+	dir := t.TempDir()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "model: {provider: scripted, script: script.yaml}\nagents:\n  - name: a\n    extensions: " +
+		strings.ReplaceAll(extensions, "testdata/", filepath.Join(wd, "testdata")+"/") + "\n"
+	c, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runtime.New(context.Background(), runtime.WithConfig(c), runtime.WithMemoryStore())
+}
+
+// TestLoadRefusals checks that runtime.New refuses a module that is not a
+// valid guest, or asks for what the config does not grant, with a clear
+// error; and that a refused load leaves no goroutine behind.
+func TestLoadRefusals(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := goruntime.NumGoroutine()
+	tests := []struct {
+		module string // testdata/<module>.wasm
+		// want is New's error after "wasm testdata/<module>.wasm: ".
+		want     string
+		deadline bool // the error matches context.DeadlineExceeded
+		// bug is what New does instead because of a host bug ("loaded", or
+		// the error after the path), and bugNote the bug: the case skips
+		// while the host does exactly that. Then want is only a part of the
+		// error a fixed host should give.
+		bug, bugNote string
+	}{
+		{module: "refuse_noversion", want: "does not export ganglion_abi_version: is it a Ganglion extension? (see sdk/ABI.md)"},
+		{module: "refuse_noinit", want: "does not export ganglion_init: is it a Ganglion extension? (see sdk/ABI.md)"},
+		{module: "refuse_nomemory", want: `does not export its memory as "memory"`},
+		{module: "refuse_abi2", want: "guest ABI version 2, host ABI version 1: rebuild the extension with a matching SDK"},
+		{module: "refuse_import", want: `imports what the host does not provide: env.clock, ganglion.spawn ` +
+			`(the host provides module "ganglion", see sdk/ABI.md, and wasi_snapshot_preview1)`},
+		{module: "refuse_manifest_abi2_checked", want: "ganglion_init failed: manifest: abi 2, host ABI version 1"},
+		{
+			module:  "refuse_manifest_abi2",
+			want:    "abi 2, host ABI version 1",
+			bug:     "ganglion_init declared no manifest (call manifest first; see sdk/ABI.md)",
+			bugNote: "a manifest with abi 2 is refused without the versions named when the guest ignores manifest's result (as guard.wat does): newInstance reports \"declared no manifest\" and drops the reason manifest gave last_error; sdk/ABI.md (Versioning) promises the versions",
+		},
+		{module: "refuse_secret", want: "its manifest asks for secrets the config does not grant: API_KEY (add them under the extension's secrets:)"},
+		{module: "refuse_undeclared", want: `ganglion_init failed: register step: the manifest does not list the hook "step"`},
+		{module: "refuse_initfail", want: "ganglion_init failed: no database configured"},
+		{module: "refuse_initloop", want: "ganglion_init: deadline exceeded", deadline: true},
+		{module: "refuse_bigmemory", want: "compile: section memory: min 64 pages (4 Mi) over limit of 32 pages (2 Mi)"},
+		{module: "refuse_nomanifest", want: "ganglion_init declared no manifest (call manifest first; see sdk/ABI.md)"},
+		{module: "refuse_noexport", want: "registers a turn but does not export ganglion_turn"},
+		{
+			module:  "refuse_signature",
+			want:    "ganglion_turn",
+			bug:     "loaded",
+			bugNote: "checkShape does not check the signatures of the hook exports: a ganglion_turn of type (i32, i32) -> (i32 x 16) loads, and then every turn fails with wazero's \"ganglion_turn: need 16 params, but stack size is 2\" and throws the instance away",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.module, func(t *testing.T) {
+			ext := "[{wasm: testdata/" + tt.module + ".wasm, secrets: [], limits: {timeout: 100ms, memory: 2MiB}}]"
+			begin := time.Now()
+			rt, err := newRuntime(t, ext, hostileScript)
+			if took := time.Since(begin); took > failWithin {
+				t.Errorf("New took %v, want less than %v", took, failWithin)
+			}
+			prefix := fmt.Sprintf(`agent "a": extension %q: wasm testdata/%s.wasm: `, tt.module, tt.module)
+			got := "loaded"
+			if err != nil {
+				got = strings.ReplaceAll(err.Error(), filepath.Join(wd, "testdata")+"/", "testdata/")
+				got = strings.TrimPrefix(got, prefix)
+			} else if cerr := rt.Close(); cerr != nil {
+				t.Errorf("Close: %v", cerr)
+			}
+			if tt.bug != "" && got == tt.bug {
+				t.Skip("host bug: " + tt.bugNote)
+			}
+			if got != tt.want && (tt.bug == "" || !strings.Contains(got, tt.want)) {
+				t.Errorf("New error\n got: %s\nwant: %s%s", got, prefix, tt.want)
+			}
+			if err != nil && errors.Is(err, context.DeadlineExceeded) != tt.deadline {
+				t.Errorf("errors.Is(New error, context.DeadlineExceeded) = %v, want %v", !tt.deadline, tt.deadline)
+			}
+		})
+	}
+	checkGoroutines(t, before)
+}

@@ -1,0 +1,87 @@
+;; hostile_fanout.wat: a turn hook that runs for ages without a loop, for
+;; the host's hostile-module tests.
+;; Rebuild: wat2wasm hostile_fanout.wat -o hostile_fanout.wasm
+;;
+;; An input starting with "fanout" makes the hook call a function that calls
+;; itself twice, 60 levels deep: 2^60 calls, never deeper than 60 frames,
+;; with no loop instruction anywhere. The host's deadline must stop it. Any
+;; other input goes on to next.
+(module
+  (import "ganglion" "manifest" (func $manifest (param i32 i32) (result i32)))
+  (import "ganglion" "register" (func $register (param i32 i32 i32) (result i32)))
+  (import "ganglion" "field" (func $field (param i32 i32 i32 i32) (result i32)))
+  (import "ganglion" "next" (func $next (param i32) (result i32)))
+  (import "ganglion" "set_error" (func $set_error (param i32 i32) (result i32)))
+  (import "ganglion" "last_error" (func $last_error (param i32 i32) (result i32)))
+  (memory (export "memory") 1)
+
+  ;; Strings are NUL-terminated: memory is zero after each segment.
+  (data (i32.const 1024) "{\"name\":\"hostile_fanout\",\"version\":\"1.0.0\",\"abi\":1,\"hooks\":[\"turn\"]}")
+  (data (i32.const 1536) "fanout")
+
+  (func (export "ganglion_abi_version") (result i32) (i32.const 1))
+
+  ;; ganglion_init: the manifest at 1024, one turn hook.
+  (func (export "ganglion_init") (result i32)
+    (drop (call $manifest (i32.const 1024) (call $len (i32.const 1024))))
+    (drop (call $register (i32.const 1) (i32.const 0) (i32.const 0)))
+    (i32.const 0))
+
+  (func (export "ganglion_turn") (param $ctx i32) (param $id i32) (result i32)
+    (if (call $starts (local.get $ctx) (i32.const 1536))
+      (then (return (call $fan (i32.const 60)))))
+    (call $pass (local.get $ctx)))
+
+  ;; $fan calls itself twice while $n > 0: 2^$n calls.
+  (func $fan (param $n i32) (result i32)
+    (if (result i32) (i32.eqz (local.get $n))
+      (then (i32.const 0))
+      (else
+        (i32.add
+          (call $fan (i32.sub (local.get $n) (i32.const 1)))
+          (call $fan (i32.sub (local.get $n) (i32.const 1)))))))
+
+  ;; $len is the length of the NUL-terminated string at $p.
+  (func $len (param $p i32) (result i32)
+    (local $n i32)
+    (block $end
+      (loop $scan
+        (br_if $end (i32.eqz (i32.load8_u (i32.add (local.get $p) (local.get $n)))))
+        (local.set $n (i32.add (local.get $n) (i32.const 1)))
+        (br $scan)))
+    (local.get $n))
+
+  ;; $starts reports whether the hook's input text (INPUT_TEXT, read into
+  ;; 8192) starts with the NUL-terminated string at $s.
+  (func $starts (param $ctx i32) (param $s i32) (result i32)
+    (local $n i32) (local $k i32) (local $i i32)
+    (local.set $n (call $field (local.get $ctx) (i32.const 5) (i32.const 8192) (i32.const 4096)))
+    (local.set $k (call $len (local.get $s)))
+    (if (i32.or (i32.lt_s (local.get $n) (local.get $k)) (i32.gt_s (local.get $n) (i32.const 4096)))
+      (then (return (i32.const 0))))
+    (block $end
+      (loop $cmp
+        (br_if $end (i32.ge_u (local.get $i) (local.get $k)))
+        (if (i32.ne (i32.load8_u (i32.add (i32.const 8192) (local.get $i)))
+                    (i32.load8_u (i32.add (local.get $s) (local.get $i))))
+          (then (return (i32.const 0))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $cmp)))
+    (i32.const 1))
+
+  ;; $pass calls next; if the rest of the chain failed, it fails with the
+  ;; host's message for it (last_error, read into 12288).
+  (func $pass (param $ctx i32) (result i32)
+    (if (i32.eqz (call $next (local.get $ctx)))
+      (then (return (i32.const 0))))
+    (call $forward))
+
+  ;; $forward fails with the message of the last failed host call.
+  (func $forward (result i32)
+    (local $n i32)
+    (local.set $n (call $last_error (i32.const 12288) (i32.const 4096)))
+    (if (i32.gt_u (local.get $n) (i32.const 4096))
+      (then (local.set $n (i32.const 0))))
+    (drop (call $set_error (i32.const 12288) (local.get $n)))
+    (i32.const 1))
+)

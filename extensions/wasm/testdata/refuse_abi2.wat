@@ -1,0 +1,8 @@
+;; refuse_abi2.wat: a module whose ganglion_abi_version returns 2, which the
+;; host must refuse to load.
+;; Rebuild: wat2wasm refuse_abi2.wat -o refuse_abi2.wasm
+(module
+  (memory (export "memory") 1)
+  (func (export "ganglion_abi_version") (result i32) (i32.const 2))
+  (func (export "ganglion_init") (result i32) (i32.const 0))
+)

@@ -1,0 +1,8 @@
+;; refuse_nomanifest.wat: a module whose init declares no manifest, which the
+;; host must refuse to load.
+;; Rebuild: wat2wasm refuse_nomanifest.wat -o refuse_nomanifest.wasm
+(module
+  (memory (export "memory") 1)
+  (func (export "ganglion_abi_version") (result i32) (i32.const 1))
+  (func (export "ganglion_init") (result i32) (i32.const 0))
+)
