@@ -206,7 +206,7 @@ func (r *registry) has(kind int32, name string) bool {
 var ext struct {
 	manifest *Manifest
 	setup    func(api *API) error
-	hooks    map[int32]*handler
+	hooks    []*handler // by the ID the host gave; IDs are small
 }
 
 // Register declares the extension: its manifest, and the setup function
@@ -262,7 +262,7 @@ func newAPI(r *registry) *API {
 // runInit is ganglion_init: declare the manifest, run setup, register
 // what it registered.
 func runInit() (code int32) {
-	defer recoverHook("ganglion_init", &code)
+	defer recoverHook(0, &code)
 	if err := doInit(); err != nil {
 		host.setError(err.Error())
 		return 1
@@ -290,7 +290,7 @@ func doInit() error {
 	if code := host.manifest(mb); code < 0 {
 		return hostError("manifest", code)
 	}
-	ext.hooks = make(map[int32]*handler, len(r.pending))
+	ext.hooks = ext.hooks[:0]
 	for i := range r.pending {
 		h := &r.pending[i]
 		var spec any = h.layer
@@ -307,6 +307,9 @@ func doInit() error {
 		id := host.register(h.kind, sb)
 		if id < 0 {
 			return hostError("register "+kindName(h.kind), id)
+		}
+		for int(id) >= len(ext.hooks) {
+			ext.hooks = append(ext.hooks, nil)
 		}
 		ext.hooks[id] = h
 	}
@@ -345,12 +348,18 @@ func manifestFor(m Manifest, regs []handler) manifestJSON {
 // runHook runs the hook id of kind for the context handle h: the body of
 // the ganglion_turn, _step, _tool_call, _tool and _event exports.
 func runHook(kind, h, id int32) (code int32) {
-	hd := ext.hooks[id]
+	var hd *handler
+	if id >= 0 && int(id) < len(ext.hooks) {
+		hd = ext.hooks[id]
+	}
 	if hd == nil || hd.kind != kind {
 		host.setError(fmt.Sprintf("ganglion: no %s hook with id %d", kindName(kind), id))
 		return 1
 	}
-	defer recoverHook(kindName(kind)+" hook", &code)
+	// Each call has a context of its own, so that a context kept past its
+	// call is refused by the host (ErrStale) rather than reading another
+	// call's.
+	defer recoverHook(kind, &code)
 	var err error
 	switch kind {
 	case kindTurn:
@@ -392,10 +401,14 @@ func runTool(fn ToolFunc, c *ToolCall) error {
 
 // recoverHook turns a panic of the running hook into its failure: the
 // message for set_error, the stack to the host's log, and result 1.
-func recoverHook(what string, code *int32) {
+func recoverHook(kind int32, code *int32) {
 	p := recover()
 	if p == nil {
 		return
+	}
+	what := "ganglion_init"
+	if kind != 0 {
+		what = kindName(kind) + " hook"
 	}
 	msg := fmt.Sprintf("panic in %s: %v", what, p)
 	if err, ok := p.(*Error); ok {

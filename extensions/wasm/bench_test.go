@@ -80,36 +80,45 @@ func runTurns(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation) {
 	}
 }
 
+// goGuest is a Go guest built from testdata, once per test binary.
+type goGuest struct {
+	dir  string
+	once sync.Once
+	code []byte
+	err  error
+}
+
 var (
-	goGuestOnce sync.Once
-	goGuest     []byte
-	goGuestErr  error
+	gonoop = &goGuest{dir: "gonoop"}
+	goraw  = &goGuest{dir: "goraw"}
 )
 
-// goNoop builds testdata/gonoop, the Go twin of noop.wat, once.
-func goNoop(tb testing.TB) []byte {
+// goNoop builds testdata/gonoop, the Go twin of noop.wat.
+func goNoop(tb testing.TB) []byte { return gonoop.build(tb) }
+
+func (g *goGuest) build(tb testing.TB) []byte {
 	tb.Helper()
-	goGuestOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gonoop-")
+	g.once.Do(func() {
+		dir, err := os.MkdirTemp("", g.dir+"-")
 		if err != nil {
-			goGuestErr = err
+			g.err = err
 			return
 		}
 		defer os.RemoveAll(dir)
-		out := filepath.Join(dir, "gonoop.wasm")
+		out := filepath.Join(dir, g.dir+".wasm")
 		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, ".")
-		cmd.Dir = filepath.Join("testdata", "gonoop")
+		cmd.Dir = filepath.Join("testdata", g.dir)
 		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOFLAGS=")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			goGuestErr = fmt.Errorf("build testdata/gonoop: %v\n%s", err, b)
+			g.err = fmt.Errorf("build testdata/%s: %v\n%s", g.dir, err, b)
 			return
 		}
-		goGuest, goGuestErr = os.ReadFile(out)
+		g.code, g.err = os.ReadFile(out)
 	})
-	if goGuestErr != nil {
-		tb.Fatal(goGuestErr)
+	if g.err != nil {
+		tb.Fatal(g.err)
 	}
-	return goGuest
+	return g.code
 }
 
 func loadBytes(tb testing.TB, e *wasm.Engine, name string, code []byte, g wasm.Grants) *wasm.Extension {
@@ -141,6 +150,7 @@ func BenchmarkWASMLayer(b *testing.B) {
 		{"native", nativeNoop},
 		{"wat", load(b, e, "noop.wasm")},
 		{"go", loadBytes(b, e, "gonoop", goNoop(b), wasm.Grants{})},
+		{"go_without_sdk", loadBytes(b, e, "goraw", goraw.build(b), wasm.Grants{})},
 		{"assemblyscript", load(b, e, "../../../examples/extensions/as-guard/as-guard.wasm")},
 	} {
 		b.Run(bc.name, func(b *testing.B) { runTurns(b, chain(b, bc.ext), c) })

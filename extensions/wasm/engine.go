@@ -132,12 +132,28 @@ func (e *Engine) Close() error {
 // loading it, so that a later Load (in this process or, with a cache
 // directory, another) does not compile it again.
 func (e *Engine) Compile(ctx context.Context, code []byte) error {
+	code, err := meter(code)
+	if err != nil {
+		return fmt.Errorf("wasm: %w", err)
+	}
 	rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig(Limits{}.withDefaults()))
 	defer rt.Close(context.Background())
-	if _, err := rt.CompileModule(ctx, code); err != nil {
+	if _, err := compile(ctx, rt, code); err != nil {
 		return fmt.Errorf("wasm: compile: %w", err)
 	}
 	return nil
+}
+
+// compile is rt.CompileModule, with a panic turned into an error: wazero
+// 1.12's validation panics on some malformed modules (found by FuzzMeter),
+// and a module is untrusted input.
+func compile(ctx context.Context, rt wazero.Runtime, code []byte) (m wazero.CompiledModule, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			m, err = nil, fmt.Errorf("invalid module (the compiler failed: %v)", p)
+		}
+	}()
+	return rt.CompileModule(ctx, code)
 }
 
 // runtimeConfig is the wazero configuration of an extension with limits.
@@ -147,10 +163,10 @@ func (e *Engine) runtimeConfig(limits Limits) wazero.RuntimeConfig {
 	if pages < 1 {
 		pages = 1
 	}
+	// No WithCloseOnContextDone: the host meters guests itself (meter.go).
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true)
+		WithMemoryLimitPages(pages)
 }
 
 // Load compiles the module at path and instantiates it once, which runs
@@ -203,14 +219,30 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 	if err := x.hostModule(ctx); err != nil {
 		return nil, fmt.Errorf("wasm %s: %w", path, err)
 	}
-	compiled, err := rt.CompileModule(ctx, code)
+	// The engine compiles the module metered (meter.go). A module it
+	// cannot meter is compiled as written only to say what is wrong with
+	// it, if its shape says more than the metering error.
+	metered, merr := meter(code)
+	if merr != nil {
+		plain, err := compile(ctx, rt, code)
+		if err != nil {
+			return nil, fmt.Errorf("wasm %s: compile: %w", path, err)
+		}
+		err = checkShape(plain)
+		plain.Close(ctx)
+		if err == nil {
+			err = merr
+		}
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	compiled, err := compile(ctx, rt, metered)
 	if err != nil {
 		return nil, fmt.Errorf("wasm %s: compile: %w", path, err)
 	}
-	x.compiled = compiled
 	if err := checkShape(compiled); err != nil {
 		return nil, fmt.Errorf("wasm %s: %w", path, err)
 	}
+	x.compiled = compiled
 	first, err := x.newInstance(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("wasm %s: %w", path, err)

@@ -128,8 +128,10 @@ func (in *instance) invoke(f *frame, id int32) error {
 		in.x.traps.Add(1)
 		return in.callError(hookExport(f.kind), err)
 	}
-	if in.isBroken() { // a hook nested in this one trapped: the module is gone
-		return errors.New("the instance failed in a nested call")
+	if in.isBroken() {
+		// A hook nested in this one trapped: the instance is discarded,
+		// and this call fails with the nested failure next returned.
+		return &TrapError{Export: hookExport(f.kind), Reason: "trap", Err: cmpOr(f.nextErr, errors.New("a nested call trapped"))}
 	}
 	if int32(f.stack[0]) != 0 {
 		return &GuestError{Msg: in.takeGuestErr()}
@@ -213,4 +215,11 @@ func (f *frame) conversation() pipeline.Conversation {
 		return f.step.Conversation()
 	}
 	return nil
+}
+
+func cmpOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }

@@ -121,6 +121,10 @@ func (in *instance) hook(h uint64) (*frame, int32) {
 }
 
 func hostManifest(in *instance, p []uint64) int32 {
+	if uint32(p[0]) == yieldArg && uint32(p[1]) == yieldArg {
+		in.yield()
+		return 0
+	}
 	if in.init == nil || in.init.manifest != nil {
 		return in.fail(codePhase, "manifest is declared once, at the start of ganglion_init")
 	}

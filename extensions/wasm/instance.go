@@ -190,6 +190,18 @@ func (e *TrapError) Unwrap() []error {
 	return []error{e.Err}
 }
 
+// yield is the metering call (meter.go): it traps the guest if its
+// deadline has passed or the instance was stopped. It runs every few
+// thousand loop iterations and function entries.
+func (in *instance) yield() {
+	if d := in.deadline.Load(); d != 0 && in.x.clock.Load() > d {
+		in.stop(whyDeadline)
+	}
+	if why, _ := in.why.Load().(string); why != "" {
+		panic(errors.New(why)) // wazero turns a host function's panic into a trap
+	}
+}
+
 // stop kills the instance: its running call fails, and it is discarded.
 func (in *instance) stop(why string) {
 	in.killOnce.Do(func() {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -94,7 +95,9 @@ func WithSyncWrites(on bool) BadgerOption {
 // # Errors
 //
 // Only one process, and one Badger in a process, may hold a directory: if
-// another does, OpenBadger fails at once with an error matching [ErrInUse]:
+// another does, OpenBadger fails (after retrying for about 0.6 s, since a
+// child process between fork and exec briefly holds the lock too) with an
+// error matching [ErrInUse]:
 //
 //	store: open data directory "/x": it is in use by another process (another ganglion running?): <badger's error>
 //
@@ -141,6 +144,15 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*Badger,
 		// Badger's metrics are process-wide expvars; nothing reads them.
 		WithMetricsEnabled(false)
 	db, err := badger.Open(bopts)
+	// The directory's lock is a flock, shared by every process that holds
+	// its file open. A child this process forks (execute_command) holds it
+	// for the instant between fork and exec, so a lock that a Close in this
+	// process has just released can still look taken: wait a little before
+	// concluding that another process has it.
+	for wait := 10 * time.Millisecond; err != nil && isLockError(err) && wait <= 320*time.Millisecond; wait *= 2 {
+		time.Sleep(wait)
+		db, err = badger.Open(bopts)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@
 ;; host must refuse to load.
 ;; Rebuild: wat2wasm refuse_nomanifest.wat -o refuse_nomanifest.wasm
 (module
+  ;; Every guest imports manifest: the host meters through it.
+  (import "ganglion" "manifest" (func $manifest (param i32 i32) (result i32)))
   (memory (export "memory") 1)
   (func (export "ganglion_abi_version") (result i32) (i32.const 1))
   (func (export "ganglion_init") (result i32) (i32.const 0))

@@ -1,0 +1,503 @@
+package wasm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Metering.
+//
+// wazero can stop a running guest only at loop headers, and only by leaving
+// native code for Go at every iteration of every loop, with a goroutine per
+// call to watch the context (RuntimeConfig.WithCloseOnContextDone). That
+// costs ~0.5 µs per hook call and more for Go guests, whose runtime loops a
+// lot; and a hook without loops — exponential recursion — is never
+// stopped, and blocks the host's garbage collector, which waits for a
+// goroutine stuck in native code.
+//
+// So the host meters guests itself. At load, it rewrites the module's code:
+// at every function entry and every loop header it inserts a decrement of a
+// fuel counter (a global it appends); when the counter reaches zero, the
+// code calls the host — through the module's own ganglion.manifest import,
+// with the reserved arguments (-1, -1) — and refills it. Every unbounded
+// execution passes function entries or loop headers, so the host is called
+// at least once per meterFuel of them: there it checks the deadline and the
+// kill switch and traps the guest if either fired, and the goroutine passes
+// through Go, where the scheduler and the collector can stop it.
+
+// meterFuel is how many function entries and loop iterations a guest runs
+// between two calls to the host: about 10–50 µs of guest work.
+const meterFuel = 10000
+
+// yieldArg is the reserved argument of the metering call to manifest.
+const yieldArg = 0xFFFFFFFF
+
+// Section IDs.
+const (
+	secCustom    = 0
+	secType      = 1
+	secImport    = 2
+	secFunction  = 3
+	secTable     = 4
+	secMemory    = 5
+	secGlobal    = 6
+	secExport    = 7
+	secStart     = 8
+	secElement   = 9
+	secCode      = 10
+	secData      = 11
+	secDataCount = 12
+	secTag       = 13
+)
+
+// meter returns code with metering inserted (see above). It refuses a
+// module it cannot parse, and one that does not import ganglion.manifest.
+// Custom sections that hold code offsets (DWARF, branch hints) are
+// dropped, since the offsets move.
+func meter(code []byte) ([]byte, error) {
+	if len(code) < 8 || !bytes.Equal(code[:4], []byte("\x00asm")) {
+		return nil, errors.New("not a WebAssembly binary")
+	}
+	if !bytes.Equal(code[4:8], []byte{1, 0, 0, 0}) {
+		return nil, fmt.Errorf("WebAssembly binary version %v, want 1", code[4:8])
+	}
+	type section struct {
+		id   byte
+		body []byte
+	}
+	var secs []section
+	r := &reader{b: code, i: 8}
+	for !r.done() {
+		id := r.byte()
+		n := r.u32()
+		body := r.bytes(int(n))
+		if r.err != nil {
+			return nil, fmt.Errorf("section %d: %w", id, r.err)
+		}
+		secs = append(secs, section{id, body})
+	}
+	var (
+		manifest      = -1
+		funcImports   int
+		globalImports int
+		globals       = -1 // defined globals; -1: no global section
+	)
+	for _, s := range secs {
+		switch s.id {
+		case secImport:
+			r := &reader{b: s.body}
+			for n := r.u32(); n > 0 && r.err == nil; n-- {
+				mod, name := r.name(), r.name()
+				switch kind := r.byte(); kind {
+				case 0x00: // func
+					r.u32()
+					if mod == hostModuleName && name == "manifest" {
+						manifest = funcImports
+					}
+					funcImports++
+				case 0x01: // table
+					r.s33()
+					r.limits()
+				case 0x02: // memory
+					r.limits()
+				case 0x03: // global
+					r.s33()
+					r.byte()
+					globalImports++
+				case 0x04: // tag
+					r.byte()
+					r.u32()
+				default:
+					r.fail("import kind 0x%02x", kind)
+				}
+			}
+			if r.err != nil {
+				return nil, fmt.Errorf("import section: %w", r.err)
+			}
+		case secGlobal:
+			r := &reader{b: s.body}
+			globals = int(r.u32())
+			if r.err != nil {
+				return nil, fmt.Errorf("global section: %w", r.err)
+			}
+		}
+	}
+	if manifest < 0 {
+		return nil, errors.New("does not import ganglion.manifest, which every Ganglion guest calls (see sdk/ABI.md)")
+	}
+	fuel := globalImports + max(globals, 0)
+	check := checkCode(uint32(fuel), uint32(manifest))
+
+	out := bytes.NewBuffer(make([]byte, 0, len(code)+len(code)/8))
+	out.Write(code[:8])
+	wroteGlobal := false
+	writeGlobalSection := func(body []byte, count int) {
+		var g []byte
+		g = appendU32(g, uint32(count+1))
+		g = append(g, body...)
+		// (global (mut i32) (i32.const meterFuel))
+		g = append(g, 0x7F, 0x01, 0x41)
+		g = appendS32(g, meterFuel)
+		g = append(g, 0x0B)
+		writeSection(out, secGlobal, g)
+		wroteGlobal = true
+	}
+	for _, s := range secs {
+		if !wroteGlobal && globals < 0 && afterGlobal(s.id) {
+			writeGlobalSection(nil, 0)
+		}
+		switch s.id {
+		case secCustom:
+			if dropCustom(s.body) {
+				continue
+			}
+			writeSection(out, s.id, s.body)
+		case secGlobal:
+			r := &reader{b: s.body}
+			r.u32()
+			writeGlobalSection(s.body[r.i:], globals)
+		case secCode:
+			body, err := meterCode(s.body, check)
+			if err != nil {
+				return nil, fmt.Errorf("code section: %w", err)
+			}
+			writeSection(out, s.id, body)
+		default:
+			writeSection(out, s.id, s.body)
+		}
+	}
+	if !wroteGlobal {
+		writeGlobalSection(nil, 0)
+	}
+	return out.Bytes(), nil
+}
+
+// afterGlobal reports whether a section of id comes after the global
+// section.
+func afterGlobal(id byte) bool {
+	switch id {
+	case secExport, secStart, secElement, secDataCount, secCode, secData:
+		return true
+	}
+	return false
+}
+
+// dropCustom reports whether a custom section holds code offsets.
+func dropCustom(body []byte) bool {
+	r := &reader{b: body}
+	name := r.name()
+	return strings.HasPrefix(name, ".debug_") || strings.HasPrefix(name, "metadata.code.") || name == "sourceMappingURL"
+}
+
+// checkCode is the metering check: decrement the fuel; at zero, call the
+// host and refill.
+func checkCode(fuel, manifest uint32) []byte {
+	var c []byte
+	c = append(c, 0x23)
+	c = appendU32(c, fuel) // global.get fuel
+	c = append(c, 0x41, 0x01, 0x6B, 0x24)
+	c = appendU32(c, fuel) // i32.const 1; i32.sub; global.set fuel
+	c = append(c, 0x23)
+	c = appendU32(c, fuel)
+	c = append(c, 0x45, 0x04, 0x40)       // global.get fuel; i32.eqz; if
+	c = append(c, 0x41, 0x7F, 0x41, 0x7F) // i32.const -1; i32.const -1
+	c = append(c, 0x10)
+	c = appendU32(c, manifest) // call manifest
+	c = append(c, 0x1A, 0x41)  // drop; i32.const meterFuel
+	c = appendS32(c, meterFuel)
+	c = append(c, 0x24)
+	c = appendU32(c, fuel) // global.set fuel
+	c = append(c, 0x0B)    // end
+	return c
+}
+
+// meterCode inserts check at the entry of every function body and after
+// every loop header.
+func meterCode(sec, check []byte) ([]byte, error) {
+	r := &reader{b: sec}
+	n := r.u32()
+	out := appendU32(make([]byte, 0, len(sec)+int(n)*len(check)*2), n)
+	var body []byte
+	for f := uint32(0); f < n && r.err == nil; f++ {
+		size := r.u32()
+		fb := r.bytes(int(size))
+		if r.err != nil {
+			break
+		}
+		var err error
+		body, err = meterBody(body[:0], fb, check)
+		if err != nil {
+			return nil, fmt.Errorf("function %d: %w", f, err)
+		}
+		out = appendU32(out, uint32(len(body)))
+		out = append(out, body...)
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if !r.done() {
+		return nil, errors.New("bytes after the last function body")
+	}
+	return out, nil
+}
+
+func meterBody(out, fb, check []byte) ([]byte, error) {
+	r := &reader{b: fb}
+	for n := r.u32(); n > 0 && r.err == nil; n-- { // locals
+		r.u32()
+		r.s33()
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("locals: %w", r.err)
+	}
+	out = append(out, fb[:r.i]...)
+	out = append(out, check...)
+	start := r.i
+	for !r.done() && r.err == nil {
+		op := r.byte()
+		r.skipImmediates(op)
+		if op == 0x03 && r.err == nil { // loop bt: check at the header
+			out = append(out, fb[start:r.i]...)
+			out = append(out, check...)
+			start = r.i
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return append(out, fb[start:]...), nil
+}
+
+func writeSection(w *bytes.Buffer, id byte, body []byte) {
+	w.WriteByte(id)
+	w.Write(appendU32(nil, uint32(len(body))))
+	w.Write(body)
+}
+
+// reader decodes the binary format. The first error sticks; reads after it
+// return zeros.
+type reader struct {
+	b   []byte
+	i   int
+	err error
+}
+
+func (r *reader) done() bool { return r.err != nil || r.i >= len(r.b) }
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = fmt.Errorf("offset %d: %s", r.i, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if r.i >= len(r.b) {
+		r.fail("unexpected end")
+		return 0
+	}
+	c := r.b[r.i]
+	r.i++
+	return c
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b)-r.i {
+		r.fail("%d bytes past the end", n)
+		return nil
+	}
+	b := r.b[r.i : r.i+n]
+	r.i += n
+	return b
+}
+
+// leb reads an LEB128 number of at most maxBits bits and returns its
+// unsigned value.
+func (r *reader) leb(maxBits uint) uint64 {
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if shift >= maxBits+7 {
+			r.fail("LEB128 number too long")
+			return 0
+		}
+		c := r.byte()
+		if r.err != nil {
+			return 0
+		}
+		v |= uint64(c&0x7F) << shift
+		if c&0x80 == 0 {
+			return v
+		}
+	}
+}
+
+func (r *reader) u32() uint32 { return uint32(r.leb(32)) }
+func (r *reader) s33()        { r.leb(33) }
+func (r *reader) u64()        { r.leb(64) }
+
+func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
+
+func (r *reader) limits() {
+	flags := r.byte()
+	if flags&0x04 != 0 { // memory64
+		r.u64()
+		if flags&0x01 != 0 {
+			r.u64()
+		}
+		return
+	}
+	r.u32()
+	if flags&0x01 != 0 {
+		r.u32()
+	}
+}
+
+func (r *reader) memarg() {
+	align := r.u32()
+	if align&0x40 != 0 { // multi-memory: a memory index follows
+		r.u32()
+	}
+	r.u64()
+}
+
+// skipImmediates skips the immediates of the instruction op.
+func (r *reader) skipImmediates(op byte) {
+	switch {
+	case op == 0x02 || op == 0x03 || op == 0x04 || op == 0x06: // block, loop, if, try
+		r.s33()
+	case op == 0x07 || op == 0x08 || op == 0x09 || op == 0x18: // catch, throw, rethrow, delegate
+		r.u32()
+	case op == 0x0C || op == 0x0D || op == 0xD5 || op == 0xD6: // br, br_if, br_on_null, br_on_non_null
+		r.u32()
+	case op == 0x0E: // br_table
+		for n := r.u32(); n > 0 && r.err == nil; n-- {
+			r.u32()
+		}
+		r.u32()
+	case op == 0x10 || op == 0x12 || op == 0x14 || op == 0x15 || op == 0xD2: // call, return_call, call_ref, return_call_ref, ref.func
+		r.u32()
+	case op == 0x11 || op == 0x13: // call_indirect, return_call_indirect
+		r.u32()
+		r.u32()
+	case op == 0x1C: // select t*
+		for n := r.u32(); n > 0 && r.err == nil; n-- {
+			r.s33()
+		}
+	case op == 0x1F: // try_table bt catch*
+		r.s33()
+		for n := r.u32(); n > 0 && r.err == nil; n-- {
+			switch k := r.byte(); k {
+			case 0x00, 0x01:
+				r.u32()
+				r.u32()
+			case 0x02, 0x03:
+				r.u32()
+			default:
+				r.fail("catch kind 0x%02x", k)
+			}
+		}
+	case op >= 0x20 && op <= 0x26: // local.*, global.*, table.get/set
+		r.u32()
+	case op >= 0x28 && op <= 0x3E: // loads and stores
+		r.memarg()
+	case op == 0x3F || op == 0x40: // memory.size, memory.grow
+		r.u32()
+	case op == 0x41: // i32.const
+		r.leb(32)
+	case op == 0x42: // i64.const
+		r.leb(64)
+	case op == 0x43:
+		r.bytes(4)
+	case op == 0x44:
+		r.bytes(8)
+	case op == 0xD0: // ref.null ht
+		r.s33()
+	case op == 0xFC:
+		r.skipFC(r.u32())
+	case op == 0xFD:
+		r.skipFD(r.u32())
+	case op == 0xFE:
+		if sub := r.u32(); sub == 0x03 { // atomic.fence
+			r.byte()
+		} else {
+			r.memarg()
+		}
+	case op <= 0x01 || op == 0x05 || op == 0x0A || op == 0x0B || op == 0x0F || op == 0x19 || op == 0x1A || op == 0x1B ||
+		(op >= 0x45 && op <= 0xC4) || op == 0xD1 || op == 0xD3 || op == 0xD4:
+		// no immediates
+	default:
+		r.fail("unknown opcode 0x%02x", op)
+	}
+}
+
+func (r *reader) skipFC(sub uint32) {
+	switch {
+	case sub <= 7: // saturating truncations
+	case sub == 8: // memory.init data mem
+		r.u32()
+		r.u32()
+	case sub == 9: // data.drop
+		r.u32()
+	case sub == 10: // memory.copy
+		r.u32()
+		r.u32()
+	case sub == 11: // memory.fill
+		r.u32()
+	case sub == 12 || sub == 14: // table.init, table.copy
+		r.u32()
+		r.u32()
+	case sub == 13 || sub == 15 || sub == 16 || sub == 17: // elem.drop, table.grow/size/fill
+		r.u32()
+	default:
+		r.fail("unknown 0xFC opcode %d", sub)
+	}
+}
+
+func (r *reader) skipFD(sub uint32) {
+	switch {
+	case sub <= 11: // v128 loads and stores
+		r.memarg()
+	case sub == 12 || sub == 13: // v128.const, i8x16.shuffle
+		r.bytes(16)
+	case sub >= 21 && sub <= 34: // extract and replace lane
+		r.byte()
+	case sub >= 84 && sub <= 91: // load and store lane
+		r.memarg()
+		r.byte()
+	case sub == 92 || sub == 93: // load zero
+		r.memarg()
+	default: // the rest (arithmetic, relaxed SIMD) have no immediates
+		if sub > 0x113 {
+			r.fail("unknown 0xFD opcode %d", sub)
+		}
+	}
+}
+
+func appendU32(b []byte, v uint32) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if v == 0 {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func appendS32(b []byte, v int32) []byte {
+	for {
+		c := byte(v & 0x7F)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
