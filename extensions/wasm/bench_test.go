@@ -15,6 +15,9 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/store"
 )
 
@@ -208,6 +211,93 @@ func BenchmarkWASMLoad(b *testing.B) {
 					b.Fatal(err)
 				}
 				e.Close()
+			}
+		})
+	}
+}
+
+const turnScript = `
+agents:
+  bench:
+    fallback:
+      steps:
+        - tool_calls:
+            - name: lookup
+              args: {key: answer}
+        - text: "The answer is 42."
+`
+
+var lookupTool = pipeline.Tool{
+	ToolSpec: pipeline.ToolSpec{
+		Name: "lookup", Description: "Looks a key up.", Category: pipeline.CategoryRead,
+		Parameters: []byte(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`),
+	},
+	Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+		return &pipeline.ToolResult{Content: "42"}, nil
+	},
+}
+
+// nativeReader is gonoop with {read: true} in Go: a layer on each kind
+// that reads one context field and calls next.
+func nativeReader(extensions.Config) (extensions.Extension, error) {
+	return extensions.Func(func(api *extensions.API) error {
+		api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			_ = t.Input().Text
+			return t.Next(ctx)
+		})
+		api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+			_ = s.Input().Text
+			return s.Next(ctx)
+		})
+		api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			_ = c.Name()
+			return c.Next(ctx)
+		})
+		return nil
+	}), nil
+}
+
+// BenchmarkWASMTurn is a full turn on the scripted model (two model calls,
+// one tool call, in-memory store) through three extensions hooked on turn,
+// step and toolCall, each reading one context field and calling next: Go
+// guests, and their native twins for comparison.
+func BenchmarkWASMTurn(b *testing.B) {
+	dir := b.TempDir()
+	wasmPath := filepath.Join(dir, "gonoop.wasm")
+	if err := os.WriteFile(wasmPath, goNoop(b), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	script, err := model.ParseScript("bench.yaml", []byte(turnScript))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, exts string }{
+		{"native", "[{name: r1}, {name: r2}, {name: r3}]"},
+		{"go", "[{wasm: gonoop.wasm, name: g1, config: {read: true}}, {wasm: gonoop.wasm, name: g2, config: {read: true}}, {wasm: gonoop.wasm, name: g3, config: {read: true}}]"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte("agents:\n  - name: bench\n    tools: [lookup]\n    extensions: "+bc.exts+"\n"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithModel(script),
+				runtime.WithTool(lookupTool), runtime.WithWasmCache(filepath.Join(dir, "cache")),
+				runtime.WithExtension("r1", nativeReader), runtime.WithExtension("r2", nativeReader), runtime.WithExtension("r3", nativeReader))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rt.Close()
+			ctx := context.Background()
+			in := runtime.UserMessage("What is the answer?")
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				// A new instance every 256 turns keeps the conversation realistic.
+				res, err := rt.Send(ctx, "bench", "k"+strconv.Itoa(i/256), in)
+				if err != nil || res.FinishReason != pipeline.FinishText {
+					b.Fatalf("turn: %v %v", res, err)
+				}
+				i++
 			}
 		})
 	}
