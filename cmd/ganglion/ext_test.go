@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -38,5 +39,29 @@ func TestExtInspect(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.Manifest.Name != "guard" || len(info.Hooks) != 1 || info.Tools[0] != "pong" {
 		t.Fatalf("--json = %s (%v)", r.stdout, err)
+	}
+}
+
+// TestExtBuild builds the tool example with the Go toolchain and loads it.
+func TestExtBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Go guest")
+	}
+	out := filepath.Join(t.TempDir(), "tool.wasm")
+	r := runCLI(t, "", "ext", "build", filepath.Join("..", "..", "examples", "extensions", "tool"), "-o", out)
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	want := "built " + out + " ("
+	if !strings.HasPrefix(r.stdout, want) || !strings.HasSuffix(r.stdout, "bytes): tool 1.0.0, hooks (none), tools word_count\n") {
+		t.Errorf("stdout = %q, want %q...", r.stdout, want)
+	}
+	if fi, err := os.Stat(out); err != nil || fi.Size() < 1<<20 {
+		t.Errorf("the module: %v", err)
+	}
+	missing := filepath.Join(t.TempDir(), "nope")
+	r = runCLI(t, "", "ext", "build", missing)
+	if r.code != exitError || !strings.Contains(r.stderr, "ganglion: go build in "+missing+": ") {
+		t.Errorf("build of a missing dir: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
