@@ -426,7 +426,7 @@ func TestHookResults(t *testing.T) {
 		{"ok", kindTurn, TurnFunc(func(t *Turn) error { return t.Next() }), 0, 0, "", "", ""},
 		{"own error", kindTurn, TurnFunc(func(*Turn) error { return boom }), 0, 1, "boom", "", ""},
 		{"panic", kindStep, StepFunc(func(*Step) error { panic("kaput") }), 0, 1, "panic in step hook: kaput", "ERROR panic in step hook: kaput\ngoroutine", ""},
-		{"runtime error", kindToolCall, ToolCallFunc(func(*ToolCall) error { var m map[int]int; m[1]++; return nil }), 0, 1,
+		{"runtime error", kindToolCall, ToolCallFunc(func(*ToolCall) error { nilMap()[1]++; return nil }), 0, 1,
 			"panic in tool_call hook: assignment to entry in nil map", "ERROR panic", ""},
 		{"refused accessor", kindTurn, TurnFunc(func(t *Turn) error { t.TurnID(); return nil }), 0, 1,
 			"ganglion: field TURN_ID: no such field", "", ""},
@@ -498,3 +498,6 @@ func TestNoHost(t *testing.T) {
 		t.Errorf("outside a guest SetResult() = %v, want a failure naming wasip1", err)
 	}
 }
+
+// nilMap returns a nil map, for a hook that panics with a runtime error.
+func nilMap() map[int]int { return nil }

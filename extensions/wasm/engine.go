@@ -20,7 +20,7 @@ import (
 
 // Defaults of [Limits].
 const (
-	DefaultTimeout      = time.Second
+	DefaultTimeout      = 2 * time.Second
 	DefaultMemoryLimit  = 64 << 20
 	DefaultMaxPayload   = 1 << 20
 	DefaultMaxDepth     = 64
@@ -70,6 +70,10 @@ type Grants struct {
 	// All grants whatever the manifest asks, to inspect a module; nothing
 	// is provided to it.
 	All bool
+	// Clock gives the guest the real clock (wall and monotonic); without
+	// it the guest's clock is a fake one that starts at 0 and ticks per
+	// read.
+	Clock bool
 	// Config is the extension's config: section as JSON ("null" or empty
 	// when there is none); the guest reads it as the CONFIG field.
 	Config json.RawMessage

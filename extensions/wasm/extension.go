@@ -44,6 +44,8 @@ type Extension struct {
 	kill         chan struct{} // closed by Close: stops the watchdog
 	watchdogDone chan struct{}
 	traps        atomic.Int64
+	crashes      atomic.Int64 // crashed calls in a row
+	backoffUntil atomic.Int64 // Unix nanoseconds
 	// clock is a coarse clock (Unix nanoseconds) the watchdog advances on
 	// each tick: guest time is measured with it, which costs an atomic load
 	// where time.Now costs ~60 ns on a VM. Deadlines are as coarse as the
@@ -152,9 +154,52 @@ type hookOut struct {
 	err  error
 }
 
+// Crash handling: after backoffAfter consecutive crashed calls (traps,
+// exits, deadlines) the extension refuses calls for a while, doubling the
+// pause each time; after quarantineAfter it refuses every call until the
+// runtime restarts. A call that returns normally resets the count.
+const (
+	backoffAfter    = 5
+	quarantineAfter = 20
+	backoffBase     = 100 * time.Millisecond
+)
+
+// ErrQuarantined is matched by the error of a call to an extension that
+// crashed too often.
+var ErrQuarantined = errors.New("quarantined")
+
+// admit refuses a call while the extension backs off or is quarantined.
+func (x *Extension) admit() error {
+	n := x.crashes.Load()
+	switch {
+	case n >= quarantineAfter:
+		return fmt.Errorf("extension %q is %w after %d crashed calls in a row; restart the runtime after fixing it", x.name, ErrQuarantined, n)
+	case n >= backoffAfter:
+		if until := x.backoffUntil.Load(); time.Now().UnixNano() < until {
+			return fmt.Errorf("extension %q backs off after %d crashed calls in a row (until %s)", x.name, n, time.Unix(0, until).UTC().Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+// crashed counts a crashed call and sets the back-off.
+func (x *Extension) crashed() {
+	n := x.crashes.Add(1)
+	if n >= backoffAfter && n < quarantineAfter {
+		pause := backoffBase << (n - backoffAfter)
+		x.backoffUntil.Store(time.Now().Add(pause).UnixNano())
+		x.logger.Warn("extension crashed repeatedly; backing off", "crashes", n, "pause", pause)
+	} else if n == quarantineAfter {
+		x.logger.Error("extension crashed too often; quarantined", "crashes", n)
+	}
+}
+
 // run runs hook id in an instance and returns its outcome; err is the
 // hook's own failure.
 func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, error) {
+	if err := x.admit(); err != nil {
+		return hookOut{}, err
+	}
 	in, re, err := x.acquire(ctx)
 	if err != nil {
 		return hookOut{}, err
@@ -163,8 +208,14 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 	f.kind, f.turn, f.step, f.call, f.ev = a.kind, a.turn, a.step, a.call, a.ev
 	f.bind(ctx, in)
 	var out hookOut
-	if err = in.invoke(f, id); err == nil {
+	err = in.invoke(f, id)
+	var te *TrapError
+	switch {
+	case err == nil:
 		out = f.outcome()
+		x.crashes.Store(0)
+	case errors.As(err, &te):
+		x.crashed()
 	}
 	in.putFrame(f)
 	x.release(in, re)

@@ -1,9 +1,11 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,7 +61,12 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	in.gctx = &killCtx{Context: context.Background(), in: in}
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
-		WithStartFunctions() // _initialize is called below, under the deadline
+		WithStartFunctions(). // _initialize is called below, under the deadline
+		WithStdout(&logWriter{x: x, level: slog.LevelInfo, stream: "stdout"}).
+		WithStderr(&logWriter{x: x, level: slog.LevelWarn, stream: "stderr"})
+	if x.grants.Clock {
+		cfg = cfg.WithSysWalltime().WithSysNanotime()
+	}
 	// A start section runs inside InstantiateModule: under the deadline,
 	// with the instance's context, where imports answer PHASE.
 	in.deadline.Store(x.clock.Load() + int64(x.limits.Timeout))
@@ -188,6 +195,49 @@ func (e *TrapError) Unwrap() []error {
 		return []error{e.Err, context.DeadlineExceeded}
 	}
 	return []error{e.Err}
+}
+
+// logWriter passes what a guest writes to stdout or stderr to the
+// extension's logger, a line per record; a line longer than maxLogLine is
+// cut into records of that size.
+type logWriter struct {
+	x      *Extension
+	level  slog.Level
+	stream string
+	buf    []byte
+}
+
+const maxLogLine = 4096
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			room := maxLogLine - len(w.buf)
+			if len(p) < room {
+				w.buf = append(w.buf, p...)
+				break
+			}
+			w.buf = append(w.buf, p[:room]...)
+			p = p[room:]
+			w.flush()
+			continue
+		}
+		w.buf = append(w.buf, p[:i]...)
+		p = p[i+1:]
+		w.flush()
+	}
+	return n, nil
+}
+
+func (w *logWriter) flush() {
+	logger := w.x.logger
+	if w.x.api != nil {
+		logger = w.x.api.Logger
+	}
+	logger.Log(context.Background(), w.level, string(bytes.ToValidUTF8(w.buf, []byte("\uFFFD"))), "stream", w.stream)
+	w.buf = w.buf[:0]
 }
 
 // yield is the metering call (meter.go): it traps the guest if its

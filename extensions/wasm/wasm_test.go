@@ -75,3 +75,33 @@ agents:
 		t.Errorf("the guest's logs lack the extension name:\n%s", logs.String())
 	}
 }
+
+// TestStdioAndClock: what a guest writes to stdout and stderr reaches the
+// extension's logger, a line per record; its clock is fake unless the
+// config grants it the real one.
+func TestStdioAndClock(t *testing.T) {
+	script := "agents: {a: {fallback: {steps: [{text: ok}]}}}\n"
+	for _, tt := range []struct {
+		ext, clock string
+	}{
+		{`[{wasm: testdata/stdio.wasm}]`, "clock: fake"},
+		{`[{wasm: testdata/stdio.wasm, clock: true}]`, "clock: real"},
+	} {
+		t.Run(tt.clock, func(t *testing.T) {
+			var logs bytes.Buffer
+			rt := start(t, tt.ext, script, runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if _, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("hi")); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range []string{
+				`level=INFO msg="guest says hi" agent=a extension=stdio stream=stdout`,
+				`level=WARN msg="guest warns" agent=a extension=stdio stream=stderr`,
+				`level=INFO msg="` + tt.clock + `" agent=a extension=stdio stream=stdout`,
+			} {
+				if !strings.Contains(logs.String(), want) {
+					t.Errorf("the log lacks %q:\n%s", want, logs.String())
+				}
+			}
+		})
+	}
+}

@@ -99,6 +99,9 @@ type Extension struct {
 	Secrets []string `yaml:"secrets"`
 	// Limits bound a WASM extension's calls; only with wasm.
 	Limits *Limits `yaml:"limits"`
+	// Clock grants a WASM extension the real clock; without it the guest
+	// sees a fake one. Only with wasm.
+	Clock bool `yaml:"clock"`
 	// Config is the extension's own settings, decoded by the extension
 	// with [Extension.Decode]. Nil when the file gives none.
 	Config ast.Node `yaml:"config"`
@@ -111,7 +114,7 @@ type Extension struct {
 // Limits bound a WASM extension. Zero values take the host's defaults.
 type Limits struct {
 	// Timeout bounds the guest time of one hook call, as a Go duration
-	// ("1s", "250ms"). Default 1s.
+	// ("1s", "250ms"). Default 2s.
 	Timeout string `yaml:"timeout"`
 	// Memory caps an instance's memory: bytes, or a size such as "64MiB".
 	// Default 64MiB.
