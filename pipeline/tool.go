@@ -42,8 +42,8 @@ type ToolSpec struct {
 // is the innermost layer of the toolCall chain: it reads the call from c
 // ([ToolCallContext.Arguments]) and returns the result.
 //
-// Returning an error is the same as returning a result with IsError set and the
-// error's text as content: the model sees it, the turn goes on.
+// Returning an error makes an error result that the model reads,
+// `tool "name" failed: <the error>`, and the turn goes on.
 type ToolFunc func(ctx context.Context, c *ToolCallContext) (*ToolResult, error)
 
 // Tool is a tool a model can call: its spec and its implementation.

@@ -1,6 +1,7 @@
 package ganglion
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,9 +22,9 @@ type StepFunc func(s *Step) error
 // agent, whoever implements the tool.
 type ToolCallFunc func(c *ToolCall) error
 
-// ToolFunc runs a tool the extension registered. Returning an error is the
-// same as returning a result with IsError set and the error's text as
-// content: the model reads it and the turn goes on.
+// ToolFunc runs a tool the extension registered. Returning an error makes
+// an error result the model reads, `tool "name" failed: <the error>`, as
+// for a native tool, and the turn goes on.
 type ToolFunc func(c *ToolCall) (ToolResult, error)
 
 // EventFunc handles an event. The host logs its error; nothing else sees it.
@@ -248,7 +249,10 @@ func (a *API) Config(v any) (bool, error) {
 	if string(b) == "null" {
 		return false, nil
 	}
-	if err := json.Unmarshal(b, v); err != nil {
+	// Unknown settings are refused, as a native extension's Decode does.
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
 		return true, fmt.Errorf("config: %w", err)
 	}
 	return true, nil
@@ -394,29 +398,37 @@ func runHook(kind, h, id int32) (code int32) {
 func runTool(fn ToolFunc, c *ToolCall) error {
 	res, err := fn(c)
 	if err != nil {
-		res = ToolResult{Content: err.Error(), IsError: true}
+		// The hook fails, and the runtime makes the error the model's
+		// result, as for a native tool: `tool "name" failed: <err>`.
+		return err
 	}
 	return c.SetResult(res)
 }
 
 // recoverHook turns a panic of the running hook into its failure: the
-// message for set_error, the stack to the host's log, and result 1.
+// panic's value for set_error, the stack to the host's log, and result 2
+// (the hook panicked: the host handles it as a native middleware's panic).
 func recoverHook(kind int32, code *int32) {
 	p := recover()
 	if p == nil {
+		return
+	}
+	if err, ok := p.(*Error); ok {
+		// A context accessor the host refused: a failure, not a panic.
+		host.setError(err.Error())
+		*code = 1
 		return
 	}
 	what := "ganglion_init"
 	if kind != 0 {
 		what = kindName(kind) + " hook"
 	}
-	msg := fmt.Sprintf("panic in %s: %v", what, p)
-	if err, ok := p.(*Error); ok {
-		// A context accessor the host refused: the error says it all.
-		msg = err.Error()
-	} else {
-		host.log(int32(slog.LevelError), msg+"\n"+string(debug.Stack()))
+	host.log(int32(slog.LevelError), fmt.Sprintf("panic in %s: %v\n%s", what, p, debug.Stack()))
+	if kind == 0 {
+		host.setError(fmt.Sprintf("panic in %s: %v", what, p))
+		*code = 1
+		return
 	}
-	host.setError(msg)
-	*code = 1
+	host.setError(fmt.Sprint(p))
+	*code = 2
 }

@@ -406,7 +406,8 @@ func TestRegisterAfterSetup(t *testing.T) {
 	if code := runInit(); code != 0 {
 		t.Fatal(f.guestErr)
 	}
-	if code := runHook(kindTurn, 1, 1); code != 1 || !strings.Contains(f.guestErr, "registered after setup returned") {
+	// Registering outside setup is a programmer's error: a panic (2).
+	if code := runHook(kindTurn, 1, 1); code != 2 || !strings.Contains(f.guestErr, "registered after setup returned") {
 		t.Errorf("registering in a hook = %d, %q", code, f.guestErr)
 	}
 }
@@ -425,9 +426,9 @@ func TestHookResults(t *testing.T) {
 	}{
 		{"ok", kindTurn, TurnFunc(func(t *Turn) error { return t.Next() }), 0, 0, "", "", ""},
 		{"own error", kindTurn, TurnFunc(func(*Turn) error { return boom }), 0, 1, "boom", "", ""},
-		{"panic", kindStep, StepFunc(func(*Step) error { panic("kaput") }), 0, 1, "panic in step hook: kaput", "ERROR panic in step hook: kaput\ngoroutine", ""},
-		{"runtime error", kindToolCall, ToolCallFunc(func(*ToolCall) error { nilMap()[1]++; return nil }), 0, 1,
-			"panic in tool_call hook: assignment to entry in nil map", "ERROR panic", ""},
+		{"panic", kindStep, StepFunc(func(*Step) error { panic("kaput") }), 0, 2, "kaput", "ERROR panic in step hook: kaput\ngoroutine", ""},
+		{"runtime error", kindToolCall, ToolCallFunc(func(*ToolCall) error { nilMap()[1]++; return nil }), 0, 2,
+			"assignment to entry in nil map", "ERROR panic", ""},
 		{"refused accessor", kindTurn, TurnFunc(func(t *Turn) error { t.TurnID(); return nil }), 0, 1,
 			"ganglion: field TURN_ID: no such field", "", ""},
 		{"next's failure passed on", kindTurn, TurnFunc(func(t *Turn) error { return t.Next() }), int32(CodeFailed), 0, "", "", ""},
@@ -435,8 +436,8 @@ func TestHookResults(t *testing.T) {
 		{"next refused", kindTurn, TurnFunc(func(t *Turn) error { return t.Next() }), int32(CodePhase), 1, "ganglion: next: next refused by the fake", "", ""},
 		{"tool", kindTool, ToolFunc(func(*ToolCall) (ToolResult, error) { return ToolResult{Content: "5"}, nil }), 0, 0, "", "",
 			`{"content":"5","is_error":false}`},
-		{"tool error", kindTool, ToolFunc(func(*ToolCall) (ToolResult, error) { return ToolResult{Content: "x"}, boom }), 0, 0, "", "",
-			`{"content":"boom","is_error":true}`},
+		// The hook fails; the runtime makes it the result `tool "name" failed: boom`.
+		{"tool error", kindTool, ToolFunc(func(*ToolCall) (ToolResult, error) { return ToolResult{Content: "x"}, boom }), 0, 1, "boom", "", ""},
 		{"event error", kindEvent, EventFunc(func(*Event) error { return boom }), 0, 1, "boom", "", ""},
 	}
 	for _, tt := range tests {

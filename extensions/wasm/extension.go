@@ -115,6 +115,11 @@ func (x *Extension) Register(api *extensions.API) error {
 			}
 		case kindEvent:
 			if _, err := api.Events.Subscribe(r.pattern, func(ev events.Event) {
+				// A guest sees its own agent's events (and those of no
+				// agent), never another agent's conversations.
+				if ev.Agent != "" && ev.Agent != api.Agent {
+					return
+				}
 				if _, err := x.run(context.Background(), id, hookArgs{kind: kindEvent, ev: &ev}); err != nil {
 					x.logger.Warn("event handler failed", "topic", ev.Topic, "err", err)
 				}
@@ -209,6 +214,7 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 	f.bind(ctx, in)
 	var out hookOut
 	err = in.invoke(f, id)
+	var gp *guestPanic
 	var te *TrapError
 	switch {
 	case err == nil:
@@ -216,9 +222,21 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 		x.crashes.Store(0)
 	case errors.As(err, &te):
 		x.crashed()
+	default:
+		x.crashes.Store(0)
 	}
+	reraise := f.nextPanic
 	in.putFrame(f)
 	x.release(in, re)
+	// Panics go on as panics, so that the pipeline handles them as a
+	// native middleware's (PanicError, fail_open): one from further in the
+	// chain, which next kept, or the guest's own (a hook that returned 2).
+	if reraise != nil {
+		panic(reraise.value)
+	}
+	if errors.As(err, &gp) && a.kind != kindEvent {
+		panic(gp.value)
+	}
 	return out, err
 }
 

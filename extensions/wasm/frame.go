@@ -25,12 +25,14 @@ type frame struct {
 	// not allocate it.
 	next nextCtx
 
-	nextDone bool
-	nextErr  error
-	set      bool // the guest set a result
-	turnRes  *pipeline.TurnResult
-	stepRes  *pipeline.StepResult
-	toolRes  *pipeline.ToolResult
+	nextDone  bool
+	nextTwice bool // the guest called next again: refused
+	nextErr   error
+	nextPanic *panicked // the rest of the chain panicked
+	set       bool      // the guest set a result
+	turnRes   *pipeline.TurnResult
+	stepRes   *pipeline.StepResult
+	toolRes   *pipeline.ToolResult
 
 	budget   int64 // guest time left, in nanoseconds
 	resumeAt int64 // the coarse clock when guest code last started running
@@ -133,11 +135,25 @@ func (in *instance) invoke(f *frame, id int32) error {
 		// and this call fails with the nested failure next returned.
 		return &TrapError{Export: hookExport(f.kind), Reason: "trap", Err: cmpOr(f.nextErr, errors.New("a nested call trapped"))}
 	}
-	if int32(f.stack[0]) != 0 {
-		return &GuestError{Msg: in.takeGuestErr()}
+	switch code := int32(f.stack[0]); {
+	case code == 0:
+		return nil
+	case code == 2:
+		return &guestPanic{value: in.takeGuestErr()}
+	case f.nextTwice:
+		// As a native middleware that returns the second Next's error.
+		in.guestErr = ""
+		return pipeline.ErrNextCalledTwice
 	}
-	return nil
+	return &GuestError{Msg: in.takeGuestErr()}
 }
+
+// guestPanic is a hook that returned 2: it panicked (or threw). The host
+// raises it again as a panic of the middleware, so the pipeline treats it
+// as a native panic ([pipeline.PanicError], fail_open).
+type guestPanic struct{ value string }
+
+func (p *guestPanic) Error() string { return "panic: " + p.value }
 
 // resume starts f's guest time running.
 func (in *instance) resume(f *frame) {

@@ -479,10 +479,31 @@ func hostNext(in *instance, p []uint64) int32 {
 		return in.fail(codeInvalid, "a %s hook has no next", kindName(f.kind))
 	}
 	if f.nextDone {
-		return in.fail(codePhase, "next called twice: it runs the rest of the chain once")
+		f.nextTwice = true
+		return in.fail(codePhase, "next called more than once")
 	}
 	f.nextDone = true
 	in.park(f)
+	f.runNext()
+	in.resume(f)
+	if f.nextErr != nil {
+		return in.fail(codeFailed, "%v", f.nextErr)
+	}
+	return 0
+}
+
+// runNext runs the rest of the chain. A panic in it (a native layer's, or
+// a guest's raised again) must not unwind through the guest's frames,
+// where wazero would turn it into a trap of this hook: it is kept, the
+// guest sees next fail, and the panic is raised again once the guest has
+// returned, so the pipeline blames the layer that panicked.
+func (f *frame) runNext() {
+	defer func() {
+		if v := recover(); v != nil {
+			f.nextPanic = &panicked{v}
+			f.nextErr = fmt.Errorf("panic: %v", v)
+		}
+	}()
 	ctx := &f.next
 	switch f.kind {
 	case kindTurn:
@@ -492,12 +513,10 @@ func hostNext(in *instance, p []uint64) int32 {
 	case kindToolCall:
 		f.toolRes, f.nextErr = f.call.Next(ctx)
 	}
-	in.resume(f)
-	if f.nextErr != nil {
-		return in.fail(codeFailed, "%v", f.nextErr)
-	}
-	return 0
 }
+
+// panicked holds a panic's value.
+type panicked struct{ value any }
 
 func (in *instance) stateAllowed() int32 {
 	if !in.x.manifest.State {

@@ -1,0 +1,1130 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+)
+
+// ext is one entry of an agent's extensions: the twin under a name.
+type ext struct {
+	name     string
+	onError  string // "" is the default, fail_closed
+	priority int
+	config   string // the config: section, in YAML flow style
+}
+
+// agentSpec is one agent of a case's config.
+type agentSpec struct {
+	name  string
+	tools []string
+	exts  []ext
+}
+
+// testCase is one behaviour, run against both twins. run drives the
+// runtime through the harness, which records everything observable;
+// check asserts what both twins must do.
+type testCase struct {
+	name   string
+	agents []agentSpec
+	script string // the scripted model's script
+	disk   bool   // keep the data in badger on disk, not in memory
+	run    func(h *harness)
+	check  func(t *testing.T, o *observation)
+	// differs, if set, is a difference between the twins found by this
+	// suite and left unfixed: when the observation is exactly the one
+	// described, the case is skipped with the description.
+	differs *difference
+}
+
+// difference is a known, described divergence of one implementation.
+type difference struct {
+	impl string // "native" or "wasm"
+	why  string
+	// is reports whether o shows exactly the described divergence.
+	is func(o *observation) bool
+}
+
+// observation is what a case's run observed of the runtime.
+type observation struct {
+	Turns   []turnObs
+	Calls   []modelCall
+	Events  []string
+	History map[string][]pipeline.Message // by "agent/instance"
+	State   map[string]string             // by "agent/instance/extension"
+	// LoadErr is the error of runtime.New. It names the extension's kind
+	// (a module's path, a config position), so the twins are compared on
+	// it by check only.
+	LoadErr string `json:"-"`
+}
+
+// turnObs is one Send.
+type turnObs struct {
+	Agent, Instance, Input string
+	Result                 pipeline.TurnResult
+	Err                    string
+	// Blame is "extension/hook" when the error is a *pipeline.MiddlewareError.
+	Blame string
+	// Matches lists the pipeline errors the error matches (errors.Is,
+	// errors.As): "ErrNextCalledTwice", "PanicError".
+	Matches []string `json:",omitempty"`
+}
+
+// modelCall is one call of the model.
+type modelCall struct {
+	Agent, Instance string
+	Turn, Step      int
+	Tools           []string
+	Messages        []string // "role: content"
+}
+
+// clock is the runtimes' clock, so that histories compare equal.
+var clock = time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
+
+// TestConformance runs every case against the native twin and the WASM
+// twin, then checks that the two observed the same.
+func TestConformance(t *testing.T) {
+	impls := []*impl{nativeImpl(), wasmImpl()}
+	seen := map[string]map[string]*observation{} // case → impl → what it observed
+	var mu sync.Mutex
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					t.Parallel()
+					im.setup(t)
+					h := newHarness(t, im, c)
+					c.run(h)
+					h.stop()
+					if d := c.differs; d != nil && d.impl == im.name && d.is(h.obs) {
+						t.Skip("differs: " + d.why)
+					}
+					c.check(t, h.obs)
+					if !t.Failed() {
+						mu.Lock()
+						if seen[c.name] == nil {
+							seen[c.name] = map[string]*observation{}
+						}
+						seen[c.name][im.name] = h.obs
+						mu.Unlock()
+					}
+				})
+			}
+		})
+	}
+	t.Run("same", func(t *testing.T) {
+		for _, c := range cases {
+			n, w := seen[c.name]["native"], seen[c.name]["wasm"]
+			if n == nil || w == nil {
+				continue // skipped or failed above
+			}
+			nb, wb := marshalIndent(n), marshalIndent(w)
+			if !bytes.Equal(nb, wb) {
+				t.Errorf("%s: the twins observed different things (- native, + wasm):\n%s", c.name, changedLines(string(nb), string(wb)))
+			}
+		}
+	})
+}
+
+// The cases. Each input's first word selects a behaviour of the twin (see
+// the package doc); the scripted model answers by matching the input.
+var cases = []*testCase{
+	{
+		name: "onion order",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{
+			{name: "first", config: "{tag: first, trace: true}"},
+			{name: "second", config: "{tag: second, trace: true}"},
+			{name: "outer", priority: -1, config: "{tag: outer, trace: true}"},
+		}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: probe, id: c1, args: {n: 1}}]
+        - text: "model says hi"
+`,
+		run: func(h *harness) { h.send("a", "k", "go") },
+		check: func(t *testing.T, o *observation) {
+			eq(t, "response", o.Turns[0].Result.Response.Content, "outer(first(second(model says hi)))")
+			var want []string
+			order := func(hook, at string, tags ...string) {
+				for _, tag := range tags {
+					want = append(want, fmt.Sprintf(`twin.order a/k %s {"at":%q,"hook":%q,"tag":%q}`, tag, at, hook, tag))
+				}
+			}
+			in, out := []string{"outer", "first", "second"}, []string{"second", "first", "outer"}
+			order("turn", "enter", in...)
+			order("step", "enter", in...)
+			order("tool_call", "enter", in...)
+			order("tool_call", "leave", out...)
+			order("step", "leave", out...)
+			order("step", "enter", in...)
+			order("step", "leave", out...)
+			for _, tag := range out {
+				order("turn", "leave", tag)
+				want = append(want, fmt.Sprintf(`twin.turn a/k %s {"tag":%q,"turns":1}`, tag, tag))
+			}
+			eqLines(t, "events", o.Events, want)
+		},
+	},
+	{
+		name:   "short-circuit",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: "agents: {a: {fallback: {steps: [{text: the model answers}]}}}",
+		run: func(h *harness) {
+			h.send("a", "k", "stop right there")
+			h.history("a", "k")
+			h.state("a", "k", "twin")
+		},
+		check: func(t *testing.T, o *observation) {
+			r := o.Turns[0]
+			eq(t, "error", r.Err, "")
+			eq(t, "finish reason", r.Result.FinishReason, pipeline.FinishText)
+			eq(t, "response", r.Result.Response, pipeline.Message{Role: pipeline.RoleAssistant, Content: "t answered: stop right there",
+				Source: pipeline.Source{Type: pipeline.SourceExtension, Extension: "twin"}})
+			eq(t, "model calls", len(o.Calls), 0)
+			eq(t, "history", len(o.History["a/k"]), 0)
+			eq(t, "state", o.State["a/k/twin"], `{"turns":1}`)
+		},
+	},
+	{
+		name:   "message edits",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - text: "model read: {{ .Input }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "hello")
+			h.send("a", "k", "edit this")
+			h.history("a", "k")
+		},
+		check: func(t *testing.T, o *observation) {
+			eq(t, "response", o.Turns[1].Result.Response.Content, "model read: edited: edit this")
+			// The turn middleware appended the note before the input
+			// joined; the step middleware replaced the input and removed
+			// the first message before the model saw the conversation.
+			eqLines(t, "what the model saw", call(t, o, 1).Messages, []string{
+				"assistant: model read: hello",
+				"system: t: note before the input",
+				"user: edited: edit this",
+			})
+			eqLines(t, "history", summarize(o.History["a/k"]), []string{
+				"msg-1 assistant model: model read: hello",
+				"msg-2 system extension/twin: t: note before the input",
+				"msg-3 user user: edited: edit this",
+				"msg-4 assistant model: model read: edited: edit this",
+			})
+		},
+	},
+	{
+		name:   "input rewritten",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - text: "model read: {{ .Input }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "rewrite me")
+			h.history("a", "k")
+		},
+		check: func(t *testing.T, o *observation) {
+			eq(t, "response", o.Turns[0].Result.Response.Content, "model read: rewritten: rewrite me")
+			eqLines(t, "history", summarize(o.History["a/k"]), []string{
+				"msg-0 user user: rewritten: rewrite me",
+				"msg-1 assistant model: model read: rewritten: rewrite me",
+			})
+		},
+	},
+	{
+		name:   "step result changed",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    turns:
+      - match: "^more"
+        steps:
+          - text: "first"
+          - text: "second"
+      - match: "^halt"
+        steps:
+          - tool_calls: [{name: probe, id: c1}]
+          - text: "never"
+`,
+		run: func(h *harness) {
+			h.send("a", "more", "more please")
+			h.send("a", "halt", "halt now")
+			h.history("a", "halt")
+		},
+		check: func(t *testing.T, o *observation) {
+			more, halt := o.Turns[0].Result, o.Turns[1].Result
+			eq(t, "continued: response", more.Response.Content, "second")
+			eq(t, "continued: steps", more.Steps, 2)
+			eq(t, "stopped: finish reason", halt.FinishReason, pipeline.FinishMaxSteps)
+			eq(t, "stopped: steps", halt.Steps, 1)
+			eq(t, "stopped: tool result", toolMessage(t, o.History["a/halt"]).Content, "probe got {}")
+			eq(t, "model calls", len(o.Calls), 3)
+		},
+	},
+	{
+		name:   "tool hidden from the catalog",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t, echo: true, hide: [probe]}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: probe, id: c1}]
+        - text: "{{ .LastMessage }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "plain")
+			h.send("a", "h", "hide probe")
+			h.history("a", "h")
+		},
+		check: func(t *testing.T, o *observation) {
+			eqLines(t, "tools offered without hiding", call(t, o, 0).Tools, []string{"probe", "twin_echo"})
+			eqLines(t, "tools offered with probe hidden", call(t, o, 2).Tools, []string{"twin_echo"})
+			eq(t, "plain response", o.Turns[0].Result.Response.Content, "probe got {}")
+			tool := toolMessage(t, o.History["a/h"])
+			eq(t, "result of the hidden tool", tool.Content, `unknown tool "probe"; the tools offered are: twin_echo`)
+			eq(t, "is_error", tool.IsError, true)
+		},
+	},
+	{
+		name:   "tool arguments changed",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: probe, id: c1, args: {mode: args}}]
+        - text: "{{ .LastMessage }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "go")
+			h.history("a", "k")
+		},
+		check: func(t *testing.T, o *observation) {
+			eq(t, "response", o.Turns[0].Result.Response.Content, `probe got {"text":"changed by t"}`)
+			var stored []string
+			for _, m := range o.History["a/k"] {
+				for _, c := range m.ToolCalls {
+					stored = append(stored, string(c.Arguments))
+				}
+			}
+			eqLines(t, "the model's calls as stored", stored, []string{`{"mode":"args"}`})
+		},
+	},
+	{
+		name:   "tool result replaced",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: probe, id: c1, args: {mode: replace}}]
+        - text: "{{ .LastMessage }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "go")
+			h.history("a", "k")
+		},
+		check: func(t *testing.T, o *observation) {
+			tool := toolMessage(t, o.History["a/k"])
+			eq(t, "tool message", tool.Content, `t replaced: probe got {"mode":"replace"}`)
+			eq(t, "is_error", tool.IsError, false)
+			eq(t, "response", o.Turns[0].Result.Response.Content, tool.Content)
+		},
+	},
+	{
+		name:   "tool provided by the extension",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t, echo: true}"}}}},
+		script: `
+agents:
+  a:
+    turns:
+      - match: "^echo"
+        steps:
+          - tool_calls: [{name: twin_echo, id: c1, args: {text: hi}}]
+          - text: "{{ .LastMessage }}"
+      - match: "^schema"
+        steps:
+          - tool_calls: [{name: twin_echo, id: c1, args: {words: 3}}]
+          - text: "{{ .LastMessage }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "echo")
+			h.send("a", "s", "schema")
+			h.history("a", "s")
+		},
+		check: func(t *testing.T, o *observation) {
+			eq(t, "response", o.Turns[0].Result.Response.Content, "t echoes hi")
+			eqLines(t, "tools offered", call(t, o, 0).Tools, []string{"twin_echo"})
+			tool := toolMessage(t, o.History["a/s"])
+			eq(t, "is_error on a schema violation", tool.IsError, true)
+			if !strings.HasPrefix(tool.Content, `tool "twin_echo": `) || !strings.Contains(tool.Content, "text") {
+				t.Errorf("schema violation: %q, want the host's check naming the tool and the missing property", tool.Content)
+			}
+		},
+	},
+	{
+		name:   "tool error result",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t, echo: true}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: twin_echo, id: c1, args: {text: ""}}]
+        - text: "{{ .LastMessage }}"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "go")
+			h.history("a", "k")
+		},
+		check: func(t *testing.T, o *observation) {
+			tool := toolMessage(t, o.History["a/k"])
+			eq(t, "is_error", tool.IsError, true)
+			eq(t, "tool message", tool.Content, `tool "twin_echo" failed: twin_echo: the text is empty`)
+		},
+		differs: &difference{impl: "wasm",
+			why: `a guest tool's error becomes the result "twin_echo: the text is empty"; a native tool's error becomes ` +
+				`"tool \"twin_echo\" failed: twin_echo: the text is empty" (sdk/api.go runTool builds the error result ` +
+				`in the guest, so the runtime's toolHandler never sees an error to prefix)`,
+			is: func(o *observation) bool {
+				tool := lastTool(o.History["a/k"])
+				return tool != nil && tool.IsError && tool.Content == "twin_echo: the text is empty"
+			}},
+	},
+	{
+		name:   "state persists across a restart",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: "agents: {a: {fallback: {steps: [{text: ok}]}}}",
+		disk:   true,
+		run: func(h *harness) {
+			h.send("a", "k", "one")
+			h.send("a", "k", "two")
+			h.state("a", "k", "twin")
+			h.restart()
+			h.send("a", "k", "three")
+			h.send("a", "other", "one")
+			h.state("a", "k", "twin")
+			h.history("a", "k")
+		},
+		check: func(t *testing.T, o *observation) {
+			eq(t, "state", o.State["a/k/twin"], `{"turns":3}`)
+			eqLines(t, "events", o.Events, []string{
+				`twin.turn a/k twin {"tag":"t","turns":1}`,
+				`twin.turn a/k twin {"tag":"t","turns":2}`,
+				`twin.turn a/k twin {"tag":"t","turns":3}`,
+				`twin.turn a/other twin {"tag":"t","turns":1}`,
+			})
+			eq(t, "history", len(o.History["a/k"]), 6)
+			eq(t, "turn ID after the restart", o.Turns[2].Result.TurnID, "turn-3")
+		},
+	},
+	{
+		name:   "events published and subscribed",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t, echo: true}"}}}},
+		script: `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: twin_echo, id: c1, args: {text: hi}}]
+        - tool_calls: [{name: probe, id: c2, args: {x: 1}}]
+        - text: "done"
+`,
+		run: func(h *harness) {
+			h.send("a", "k", "go")
+			h.state("a", "k", "twin")
+		},
+		check: func(t *testing.T, o *observation) {
+			eqLines(t, "events", o.Events, []string{`twin.turn a/k twin {"tag":"t","turns":1}`})
+			eq(t, "state", o.State["a/k/twin"], `{"turns":1,"tools":["twin_echo: t echoes hi","probe: probe got {\"x\":1}"]}`)
+		},
+	},
+	{
+		name: "events of another agent",
+		agents: []agentSpec{
+			{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}},
+			{name: "b", tools: []string{"probe"}},
+		},
+		script: `
+agents:
+  a:
+    fallback: {steps: [{text: ok}]}
+  b:
+    fallback:
+      steps:
+        - tool_calls: [{name: probe, id: c1}]
+        - text: done
+`,
+		run: func(h *harness) {
+			h.send("b", "k", "go")
+			h.send("a", "k", "go")
+			h.state("a", "k", "twin")
+		},
+		check: func(t *testing.T, o *observation) {
+			eq(t, "state of agent a's extension", o.State["a/k/twin"], `{"turns":1}`)
+		},
+		differs: &difference{impl: "wasm",
+			why: `a guest's event subscription receives the events of every agent in the runtime, and an event hook ` +
+				`cannot tell whose they are (field AGENT is the extension's agent, not the event's); agent b's ` +
+				`tool.finished ends up in agent a's state for b's instance key (extensions/wasm/extension.go Register, ` +
+				`case kindEvent; extensions/wasm/host.go hostField, fieldAgent)`,
+			is: func(o *observation) bool { return o.State["a/k/twin"] == `{"turns":1,"tools":["probe: probe got {}"]}` }},
+	},
+	{
+		name:   "errors fail the turn (fail_closed)",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    turns:
+      - match: "^fail tool"
+        steps:
+          - tool_calls: [{name: probe, id: c1, args: {mode: fail}}]
+          - text: "{{ .LastMessage }}"
+    fallback: {steps: [{text: ok}]}
+`,
+		run: func(h *harness) {
+			h.send("a", "turn", "fail turn")
+			h.send("a", "after", "fail turn-after")
+			h.send("a", "step", "fail step")
+			h.send("a", "tool", "fail tool")
+			h.history("a", "tool")
+		},
+		check: func(t *testing.T, o *observation) {
+			want := []struct{ err, blame string }{
+				{`agent "a" instance "turn" turn-1: extension "twin": turn middleware: t: turn failed on purpose`, "twin/turn"},
+				{`agent "a" instance "after" turn-1: extension "twin": turn middleware: t: turn failed after next`, "twin/turn"},
+				{`agent "a" instance "step" turn-1: extension "twin": step middleware: t: step failed on purpose`, "twin/step"},
+				{`agent "a" instance "tool" turn-1: extension "twin": toolCall middleware: t: tool call failed on purpose`, "twin/toolCall"},
+			}
+			for i, w := range want {
+				r := o.Turns[i]
+				eq(t, r.Input+": error", r.Err, w.err)
+				eq(t, r.Input+": blamed", r.Blame, w.blame)
+				eq(t, r.Input+": finish reason", r.Result.FinishReason, pipeline.FinishError)
+			}
+			eq(t, "model calls", len(o.Calls), 2) // fail turn-after and fail tool
+			tool := toolMessage(t, o.History["a/tool"])
+			eq(t, "tool message", tool.Content, `tool call failed: extension "twin": toolCall middleware: t: tool call failed on purpose`)
+			eq(t, "events", len(o.Events), 0)
+		},
+	},
+	{
+		name:   "errors skip the layer (fail_open)",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", onError: "fail_open", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    turns:
+      - match: "^fail tool"
+        steps:
+          - tool_calls: [{name: probe, id: c1, args: {mode: fail}}]
+          - text: "{{ .LastMessage }}"
+    fallback: {steps: [{text: "model: {{ .Input }}"}]}
+`,
+		run: func(h *harness) {
+			h.send("a", "turn", "fail turn")
+			h.send("a", "after", "fail turn-after")
+			h.send("a", "step", "fail step")
+			h.send("a", "tool", "fail tool")
+		},
+		check: func(t *testing.T, o *observation) {
+			for i, want := range []string{"model: fail turn", "model: fail turn-after", "model: fail step", `probe got {"mode":"fail"}`} {
+				r := o.Turns[i]
+				eq(t, r.Input+": error", r.Err, "")
+				eq(t, r.Input+": response", r.Result.Response.Content, want)
+			}
+			eq(t, "model calls", len(o.Calls), 5) // a layer skipped after next does not run the rest again
+			skipped := func(instance, hook, msg string) string {
+				return fmt.Sprintf(`middleware.skipped a/%s runtime {"error":"extension \"twin\": %s middleware: t: %s","extension":"twin","hook":%q}`,
+					instance, hook, msg, hook)
+			}
+			eqLines(t, "events", o.Events, []string{
+				skipped("turn", "turn", "turn failed on purpose"),
+				skipped("after", "turn", "turn failed after next"),
+				skipped("step", "step", "step failed on purpose"),
+				`twin.turn a/step twin {"tag":"t","turns":1}`,
+				skipped("tool", "toolCall", "tool call failed on purpose"),
+				`twin.turn a/tool twin {"tag":"t","turns":1}`,
+			})
+		},
+	},
+	{
+		name:   "panic fails the turn",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: "agents: {a: {fallback: {steps: [{text: ok}]}}}",
+		run:    func(h *harness) { h.send("a", "k", "panic turn") },
+		check: func(t *testing.T, o *observation) {
+			r := o.Turns[0]
+			eq(t, "blamed", r.Blame, "twin/turn")
+			eq(t, "error", r.Err, `agent "a" instance "k" turn-1: extension "twin": turn middleware: panic: t: turn panicked on purpose`)
+			eqLines(t, "matches", r.Matches, []string{"PanicError"})
+		},
+		differs: &difference{impl: "wasm",
+			why: `a guest's panic reads "turn middleware: panic in turn hook: ..." where a native one reads "turn middleware: panic: ...", ` +
+				`and it is no *pipeline.PanicError (sdk/api.go recoverHook)`,
+			is: func(o *observation) bool {
+				return o.Turns[0].Blame == "twin/turn" && len(o.Turns[0].Matches) == 0 &&
+					o.Turns[0].Err == `agent "a" instance "k" turn-1: extension "twin": turn middleware: panic in turn hook: t: turn panicked on purpose`
+			}},
+	},
+	{
+		name:   "next called twice",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: "agents: {a: {fallback: {steps: [{text: ok}]}}}",
+		run:    func(h *harness) { h.send("a", "k", "twice") },
+		check: func(t *testing.T, o *observation) {
+			r := o.Turns[0]
+			eq(t, "blamed", r.Blame, "twin/turn")
+			eq(t, "error", r.Err, `agent "a" instance "k" turn-1: extension "twin": turn middleware: next called more than once`)
+			eqLines(t, "matches", r.Matches, []string{"ErrNextCalledTwice"})
+			eq(t, "model calls", len(o.Calls), 1) // the second next runs nothing
+		},
+		differs: &difference{impl: "wasm",
+			why: `a guest's second next fails with the host's PHASE message, "turn middleware: ganglion: next: next called twice: ` +
+				`it runs the rest of the chain once", which does not match pipeline.ErrNextCalledTwice; a native one reads ` +
+				`"turn middleware: next called more than once" (extensions/wasm/host.go hostNext; sdk/context.go next)`,
+			is: func(o *observation) bool {
+				r := o.Turns[0]
+				return r.Blame == "twin/turn" && len(o.Calls) == 1 && len(r.Matches) == 0 &&
+					r.Err == `agent "a" instance "k" turn-1: extension "twin": turn middleware: ganglion: next: next called twice: it runs the rest of the chain once`
+			}},
+	},
+	{
+		name:   "next's error passes through unblamed",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: "agents: {a: {fallback: {steps: [{error: simulated provider failure}]}}}",
+		run:    func(h *harness) { h.send("a", "k", "go") },
+		check: func(t *testing.T, o *observation) {
+			r := o.Turns[0]
+			eq(t, "blamed", r.Blame, "")
+			if !strings.HasPrefix(r.Err, `agent "a" instance "k" turn-1: `) || !strings.HasSuffix(r.Err, "simulated provider failure") ||
+				strings.Contains(r.Err, "twin") {
+				t.Errorf("error %q, want the model's, not the extension's", r.Err)
+			}
+		},
+	},
+	{
+		name:   "config: a missing setting fails the load",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{trace: true}"}}}},
+		script: "agents: {a: {fallback: {steps: [{text: ok}]}}}",
+		run:    func(h *harness) { h.tryOpen() },
+		check: func(t *testing.T, o *observation) {
+			t.Log("New: ", o.LoadErr)
+			// The middle of the message names the kind of extension (a
+			// module's path for WASM): only its ends are compared.
+			if !strings.HasPrefix(o.LoadErr, `agent "a": extension "twin": `) || !strings.HasSuffix(o.LoadErr, "config: tag is required") {
+				t.Errorf("New: %q, want it to name the agent and the extension and end with the twin's message", o.LoadErr)
+			}
+		},
+	},
+	{
+		name:   "config: an unknown setting fails the load",
+		agents: []agentSpec{{name: "a", exts: []ext{{name: "twin", config: "{tag: t, colour: red}"}}}},
+		script: "agents: {a: {fallback: {steps: [{text: ok}]}}}",
+		run:    func(h *harness) { h.tryOpen() },
+		check: func(t *testing.T, o *observation) {
+			t.Log("New: ", o.LoadErr)
+			if !strings.Contains(o.LoadErr, `extension "twin": `) || !strings.Contains(o.LoadErr, `colour`) {
+				t.Errorf("New: %q, want it to name the extension and the unknown setting", o.LoadErr)
+			}
+		},
+		differs: &difference{impl: "wasm",
+			why: `the guest SDK's (*API).Config decodes with encoding/json, which ignores unknown fields, so a module ` +
+				`loads with a misspelt setting that a native extension's cfg.Decode refuses (sdk/api.go Config)`,
+			is: func(o *observation) bool { return o.LoadErr == "" }},
+	},
+}
+
+// impl is one implementation of the twin, and how a config lists it.
+type impl struct {
+	name string
+	// entry renders e as an agent's extensions entry (YAML flow mapping).
+	entry func(e ext) string
+	opts  func() []runtime.Option
+	setup func(t *testing.T) // prepares the implementation, skips the test if it cannot run
+}
+
+func nativeImpl() *impl {
+	return &impl{
+		name:  "native",
+		entry: func(e ext) string { return "{name: " + e.name + entryRest(e) + "}" },
+		opts: func() []runtime.Option {
+			var opts []runtime.Option
+			for _, n := range []string{"twin", "first", "second", "outer"} {
+				opts = append(opts, runtime.WithExtension(n, newNativeTwin))
+			}
+			return opts
+		},
+		setup: func(*testing.T) {},
+	}
+}
+
+func wasmImpl() *impl {
+	return &impl{
+		name:  "wasm",
+		entry: func(e ext) string { return fmt.Sprintf("{wasm: %q, name: %s%s}", module, e.name, entryRest(e)) },
+		opts:  func() []runtime.Option { return []runtime.Option{runtime.WithWasmCache(cacheDir)} },
+		setup: buildTwin,
+	}
+}
+
+func entryRest(e ext) string {
+	s := ""
+	if e.onError != "" {
+		s += ", on_error: " + e.onError
+	}
+	if e.priority != 0 {
+		s += fmt.Sprintf(", priority: %d", e.priority)
+	}
+	if e.config != "" {
+		s += ", config: " + e.config
+	}
+	return s
+}
+
+// harness runs one case on one implementation and records what it sees.
+type harness struct {
+	t     *testing.T
+	im    *impl
+	cfg   []byte // the config file
+	model *recordingModel
+	data  string // the data directory, for a case on disk
+	rt    *runtime.Runtime
+	unsub func()
+
+	mu  sync.Mutex // guards obs.Events, which bus handlers append to
+	obs *observation
+}
+
+func newHarness(t *testing.T, im *impl, c *testCase) *harness {
+	t.Helper()
+	script, err := model.ParseScript("script.yaml", []byte(c.script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("agents:\n")
+	for _, a := range c.agents {
+		fmt.Fprintf(&b, "  - name: %s\n", a.name)
+		if len(a.tools) > 0 {
+			fmt.Fprintf(&b, "    tools: [%s]\n", strings.Join(a.tools, ", "))
+		}
+		if len(a.exts) > 0 {
+			b.WriteString("    extensions:\n")
+			for _, e := range a.exts {
+				fmt.Fprintf(&b, "      - %s\n", im.entry(e))
+			}
+		}
+	}
+	obs := &observation{History: map[string][]pipeline.Message{}, State: map[string]string{}}
+	h := &harness{t: t, im: im, cfg: []byte(b.String()), model: &recordingModel{inner: script, obs: obs}, obs: obs}
+	if c.disk {
+		h.data = t.TempDir()
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+// tryOpen starts a runtime on the case's config and records the error.
+func (h *harness) tryOpen() error {
+	cfg, err := config.Parse("ganglion.yaml", h.cfg)
+	if err != nil {
+		h.t.Fatalf("config: %v\n%s", err, h.cfg)
+	}
+	opts := append(h.im.opts(), runtime.WithConfig(cfg), runtime.WithModel(h.model), runtime.WithTool(probe),
+		runtime.WithClock(func() time.Time { return clock }), runtime.WithoutExpiryTimer())
+	if h.data != "" {
+		opts = append(opts, runtime.WithDataDir(h.data))
+	} else {
+		opts = append(opts, runtime.WithMemoryStore())
+	}
+	rt, err := runtime.New(context.Background(), opts...)
+	if err != nil {
+		h.obs.LoadErr = err.Error()
+		return err
+	}
+	h.rt = rt
+	var uns []func()
+	for _, pattern := range []string{"twin.*", events.LayerSkipped} {
+		uns = append(uns, rt.Events().Subscribe(pattern, h.record))
+	}
+	h.unsub = func() {
+		for _, un := range uns {
+			un()
+		}
+	}
+	return nil
+}
+
+// runtime returns the running runtime, starting it on first use.
+func (h *harness) runtime() *runtime.Runtime {
+	h.t.Helper()
+	if h.rt == nil {
+		if err := h.tryOpen(); err != nil {
+			h.t.Fatalf("New: %v", err)
+		}
+	}
+	return h.rt
+}
+
+// stop closes the runtime, if one runs.
+func (h *harness) stop() {
+	h.t.Helper()
+	if h.rt == nil {
+		return
+	}
+	h.unsub()
+	if err := h.rt.Close(); err != nil {
+		h.t.Errorf("Close: %v", err)
+	}
+	h.rt = nil
+}
+
+// restart closes the runtime and starts another on the same data.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.stop()
+	h.runtime()
+}
+
+func (h *harness) record(ev events.Event) {
+	line := fmt.Sprintf("%s %s/%s %s %s", ev.Topic, ev.Agent, ev.Instance, ev.Source, canonical(h.t, ev.Data))
+	h.mu.Lock()
+	h.obs.Events = append(h.obs.Events, line)
+	h.mu.Unlock()
+}
+
+// send runs a turn and records its outcome.
+func (h *harness) send(agent, instance, text string) {
+	h.t.Helper()
+	res, err := h.runtime().Send(context.Background(), agent, instance, runtime.UserMessage(text))
+	o := turnObs{Agent: agent, Instance: instance, Input: text}
+	if res != nil {
+		o.Result = *res
+	}
+	if err != nil {
+		o.Err = err.Error()
+		var me *pipeline.MiddlewareError
+		if errors.As(err, &me) {
+			o.Blame = me.Extension + "/" + me.Hook.String()
+		}
+		if errors.Is(err, pipeline.ErrNextCalledTwice) {
+			o.Matches = append(o.Matches, "ErrNextCalledTwice")
+		}
+		if pe := (*pipeline.PanicError)(nil); errors.As(err, &pe) {
+			o.Matches = append(o.Matches, "PanicError")
+		}
+	}
+	h.obs.Turns = append(h.obs.Turns, o)
+}
+
+// history records the stored history of an instance.
+func (h *harness) history(agent, instance string) {
+	h.t.Helper()
+	msgs, err := h.runtime().History(context.Background(), agent, instance)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.obs.History[agent+"/"+instance] = msgs
+}
+
+// state records an extension's state for an instance.
+func (h *harness) state(agent, instance, extension string) {
+	h.t.Helper()
+	raw, err := h.runtime().ExtensionState(context.Background(), agent, instance, extension)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.obs.State[agent+"/"+instance+"/"+extension] = string(raw)
+}
+
+// recordingModel records every model call and answers from a script.
+type recordingModel struct {
+	inner model.Provider
+	mu    sync.Mutex // guards obs.Calls
+	obs   *observation
+}
+
+func (m *recordingModel) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
+	c := modelCall{Agent: req.Agent, Instance: req.InstanceKey, Turn: req.Turn, Step: req.Step, Tools: []string{}, Messages: []string{}}
+	for _, t := range req.Tools {
+		c.Tools = append(c.Tools, t.Name)
+	}
+	for i := range req.Messages.Len() {
+		msg := req.Messages.At(i)
+		c.Messages = append(c.Messages, string(msg.Role)+": "+msg.Content)
+	}
+	m.mu.Lock()
+	m.obs.Calls = append(m.obs.Calls, c)
+	m.mu.Unlock()
+	return m.inner.Stream(ctx, req)
+}
+
+// probe is a tool of the runtime (not of the twin) that reports its
+// arguments.
+var probe = pipeline.Tool{
+	ToolSpec: pipeline.ToolSpec{Name: "probe", Description: "Reports its arguments.", Category: pipeline.CategoryRead},
+	Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), Content: "probe got " + string(c.Arguments())}, nil
+	},
+}
+
+// Building the WASM twin.
+
+var (
+	buildOnce sync.Once
+	buildDir  string // holds the module and the compilation cache
+	module    string // the twin's module
+	cacheDir  string // its compiled code, see testdata/warm
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// buildTwin builds testdata/twin the first time it is called and compiles
+// it into cacheDir with testdata/warm, built without -race.
+func buildTwin(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the WASM twin with GOOS=wasip1")
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "ganglion-conformance-")
+		if buildErr != nil {
+			return
+		}
+		module = filepath.Join(buildDir, "twin.wasm")
+		cacheDir = filepath.Join(buildDir, "wasm-cache")
+		warm := filepath.Join(buildDir, "warm")
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			errs[0] = goBuild("testdata/twin", module, "GOOS=wasip1", "GOARCH=wasm", "-buildmode=c-shared")
+		})
+		wg.Go(func() {
+			errs[1] = goBuild("testdata/warm", warm, "-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion())
+		})
+		wg.Wait()
+		if buildErr = errors.Join(errs[:]...); buildErr != nil {
+			return
+		}
+		if out, err := exec.Command(warm, cacheDir, module).CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("warm the compilation cache: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+// wazeroVersion is the version wazero finds for itself in this binary
+// (it keys the compilation cache): "dev" in a test binary. The warm
+// program is built to say the same.
+func wazeroVersion() string {
+	v := ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range info.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" {
+				v = d.Version
+			}
+		}
+		if v == "" || v == "(devel)" {
+			v = info.Main.Version
+		}
+	}
+	if v == "" || v == "(devel)" {
+		v = "dev"
+	}
+	return v
+}
+
+// goBuild builds the package in dir into out; environment assignments and
+// flags may follow.
+func goBuild(dir, out string, extra ...string) error {
+	args := []string{"build", "-o", out}
+	var env []string
+	for _, e := range extra {
+		if strings.HasPrefix(e, "-") {
+			args = append(args, e)
+		} else {
+			env = append(env, e)
+		}
+	}
+	// A -race from GOFLAGS would fail the wasm build and slow the warm one.
+	var flags []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if f != "-race" {
+			flags = append(flags, f)
+		}
+	}
+	cmd := exec.Command("go", append(args, ".")...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(env, "GOFLAGS="+strings.Join(flags, " "))...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", dir, err, b)
+	}
+	return nil
+}
+
+// Assertions.
+
+func eq[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got %#v\nwant %#v", what, got, want)
+	}
+}
+
+func eqLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\n%s", what, diffLines(strings.Join(want, "\n"), strings.Join(got, "\n")))
+	}
+}
+
+// diffLines shows a and b side by side, marking the lines that differ.
+func diffLines(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out strings.Builder
+	for i := range max(len(al), len(bl)) {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x == y {
+			fmt.Fprintf(&out, "    %s\n", x)
+		} else {
+			fmt.Fprintf(&out, "  - %s\n  + %s\n", x, y)
+		}
+	}
+	return out.String()
+}
+
+// changedLines lists the lines of a and b that differ, numbered.
+func changedLines(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out strings.Builder
+	for i := range max(len(al), len(bl)) {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			fmt.Fprintf(&out, "  %4d - %s\n  %4d + %s\n", i+1, x, i+1, y)
+		}
+	}
+	return out.String()
+}
+
+// canonical is v as JSON with sorted keys.
+func canonical(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Errorf("event data: %v", err)
+		return ""
+	}
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Errorf("event data: %v", err)
+		return ""
+	}
+	b, _ = json.Marshal(x)
+	return string(b)
+}
+
+func marshalIndent(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(err) // observations are plain data
+	}
+	return b
+}
+
+// summarize renders messages as "id role source: content".
+func summarize(msgs []pipeline.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		src := string(m.Source.Type)
+		if m.Source.Extension != "" {
+			src += "/" + m.Source.Extension
+		}
+		out = append(out, fmt.Sprintf("%s %s %s: %s", m.ID, m.Role, src, m.Content))
+	}
+	return out
+}
+
+// call returns model call i, failing the test when there is none.
+func call(t *testing.T, o *observation, i int) modelCall {
+	t.Helper()
+	if i >= len(o.Calls) {
+		t.Fatalf("the model was called %d times, want more than %d", len(o.Calls), i)
+	}
+	return o.Calls[i]
+}
+
+// lastTool returns the last tool message, or nil.
+func lastTool(msgs []pipeline.Message) *pipeline.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == pipeline.RoleTool {
+			return &msgs[i]
+		}
+	}
+	return nil
+}
+
+// toolMessage is lastTool, failing the test when there is none.
+func toolMessage(t *testing.T, msgs []pipeline.Message) pipeline.Message {
+	t.Helper()
+	m := lastTool(msgs)
+	if m == nil {
+		t.Fatalf("no tool message in the history:\n%s", strings.Join(summarize(msgs), "\n"))
+	}
+	return *m
+}
