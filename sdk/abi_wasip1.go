@@ -46,6 +46,12 @@ func importLog(level int32, msg string) int32
 //go:wasmimport ganglion secret
 func importSecret(ctx int32, name string, buf unsafe.Pointer, n uint32) int32
 
+//go:wasmimport ganglion agents_request
+func importAgentsRequest(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Pointer, bn uint32) int32
+
+//go:wasmimport ganglion agents_send
+func importAgentsSend(ctx int32, req unsafe.Pointer, n uint32) int32
+
 //go:wasmimport ganglion set_error
 func importSetError(msg string) int32
 
@@ -116,3 +122,11 @@ func exportTool(ctx, id int32) int32 { return runHook(kindTool, ctx, id) }
 
 //go:wasmexport ganglion_event
 func exportEvent(ctx, id int32) int32 { return runHook(kindEvent, ctx, id) }
+
+func (wasmHost) agentsRequest(h int32, req, buf []byte) int32 {
+	return importAgentsRequest(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
+}
+
+func (wasmHost) agentsSend(h int32, req []byte) int32 {
+	return importAgentsSend(h, ptr(req), uint32(len(req)))
+}

@@ -323,7 +323,8 @@ func doInit() error {
 // manifestFor is m with what the registrations need added.
 func manifestFor(m Manifest, regs []handler) manifestJSON {
 	j := manifestJSON{Name: m.Name, Version: m.Version, ABI: abiVersion, Hooks: []string{}, Tools: []string{},
-		Topics: topicsJSON{Publish: slices.Clone(m.Publish), Subscribe: []string{}}, Secrets: slices.Clone(m.Secrets), State: m.State}
+		Topics: topicsJSON{Publish: slices.Clone(m.Publish), Subscribe: []string{}}, Secrets: slices.Clone(m.Secrets), State: m.State,
+		Agents: slices.Clone(m.Agents)}
 	if j.Topics.Publish == nil {
 		j.Topics.Publish = []string{}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Context is what every hook's context offers: [*Turn], [*Step],
@@ -367,3 +368,71 @@ var (
 	_ Context = (*ToolCall)(nil)
 	_ Context = (*Event)(nil)
 )
+
+// Agents calls other agents from a turn or step hook (seed 004's
+// ctx.agents): the calling agent's model never sees the call. The host
+// routes them through the runtime's orchestrator; until the runtime has
+// one, every call fails with [ErrDenied]. The target must be listed in
+// the manifest's Agents and granted by the config.
+type Agents struct{ h int32 }
+
+// AgentOptions tune an agent call.
+type AgentOptions struct {
+	// Instance is the callee's instance key; empty: the callee's instance
+	// for this caller.
+	Instance string
+	// Timeout bounds a Request; zero: the host's default (15 s).
+	Timeout time.Duration
+}
+
+// AgentReply is the answer of a [Agents.Request].
+type AgentReply struct {
+	Text         string `json:"text"`
+	FinishReason string `json:"finish_reason"`
+}
+
+type agentRequest struct {
+	Agent     string `json:"agent"`
+	Instance  string `json:"instance,omitempty"`
+	Text      string `json:"text"`
+	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+}
+
+func (a *Agents) request(agent, text string, o AgentOptions) ([]byte, error) {
+	return json.Marshal(agentRequest{Agent: agent, Instance: o.Instance, Text: text, TimeoutMS: o.Timeout.Milliseconds()})
+}
+
+// Request asks agent and waits for its answer.
+func (a *Agents) Request(agent, text string, o AgentOptions) (AgentReply, error) {
+	req, err := a.request(agent, text, o)
+	if err != nil {
+		return AgentReply{}, err
+	}
+	b, err := read("agents_request", func(b []byte) int32 { return host.agentsRequest(a.h, req, b) })
+	if err != nil {
+		return AgentReply{}, err
+	}
+	var r AgentReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		return AgentReply{}, fmt.Errorf("ganglion: agents_request: %w", err)
+	}
+	return r, nil
+}
+
+// Send sends text to agent without waiting for an answer.
+func (a *Agents) Send(agent, text string, o AgentOptions) error {
+	req, err := a.request(agent, text, o)
+	if err != nil {
+		return err
+	}
+	if code := host.agentsSend(a.h, req); code < 0 {
+		return hostError("agents_send", code)
+	}
+	return nil
+}
+
+// Agents calls other agents; see [Agents].
+func (t *Turn) Agents() *Agents { return &Agents{t.h} }
+
+// Agents calls other agents; see [Agents].
+func (s *Step) Agents() *Agents { return &Agents{s.h} }

@@ -105,9 +105,12 @@
 // "Reading into a guest buffer"). Every value a method returns is the
 // caller's own.
 //
-// # Not yet
+// # Configuration and other agents
 //
-// The host does not offer calling other agents (the manifest's agents and
-// ctx.agents): the SDK leaves them out. Nor does it hand a WASM extension
-// its config: section.
+// [API.Config] decodes the extension's config: section from the agent's
+// config (unknown settings are refused). Turn and step hooks can call other
+// agents with [Turn.Agents] and [Step.Agents] (seed 004's ctx.agents); the
+// runtime routes those calls through its orchestrator, and until it has
+// one (issue 4) they fail with [ErrDenied] and a module whose manifest
+// lists Agents is refused at load.
 package ganglion

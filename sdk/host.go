@@ -67,6 +67,8 @@ type abi interface {
 	publish(h int32, topic string, data []byte) int32
 	log(level int32, msg string) int32
 	secret(h int32, name string, buf []byte) int32
+	agentsRequest(h int32, req, buf []byte) int32
+	agentsSend(h int32, req []byte) int32
 	setError(msg string) int32
 	lastError(buf []byte) int32
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeHost is module ganglion in memory: fields per handle, and a record
@@ -28,6 +29,7 @@ type fakeHost struct {
 	guestErr    string
 	logs        []string
 	nextRuns    int
+	agentReqs   []string
 }
 
 func newFake() *fakeHost {
@@ -159,6 +161,22 @@ func (f *fakeHost) secret(h int32, name string, b []byte) int32 {
 }
 
 func (f *fakeHost) setError(msg string) int32 { f.guestErr = msg; return 0 }
+
+func (f *fakeHost) agentsRequest(h int32, req, b []byte) int32 {
+	f.agentReqs = append(f.agentReqs, string(req))
+	if code, failed := f.fail("agents_request"); failed {
+		return code
+	}
+	return give(b, []byte(`{"text":"pong from the reviewer","finish_reason":"text_response"}`))
+}
+
+func (f *fakeHost) agentsSend(h int32, req []byte) int32 {
+	f.agentReqs = append(f.agentReqs, string(req))
+	if code, failed := f.fail("agents_send"); failed {
+		return code
+	}
+	return 0
+}
 
 func (f *fakeHost) lastError(b []byte) int32 { return give(b, []byte(f.lastErr)) }
 
@@ -502,3 +520,24 @@ func TestNoHost(t *testing.T) {
 
 // nilMap returns a nil map, for a hook that panics with a runtime error.
 func nilMap() map[int]int { return nil }
+
+func TestAgents(t *testing.T) {
+	f := newFake().use(t)
+	turn := &Turn{conversation: conversation{hook{7}}}
+	reply, err := turn.Agents().Request("reviewer", "review this", AgentOptions{Timeout: 2 * time.Second})
+	if err != nil || reply.Text != "pong from the reviewer" || reply.FinishReason != "text_response" {
+		t.Fatalf("Request = %+v, %v", reply, err)
+	}
+	if err := (&Step{conversation: conversation{hook{8}}}).Agents().Send("notifier", "done", AgentOptions{Instance: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`{"agent":"reviewer","text":"review this","timeout_ms":2000}`, `{"agent":"notifier","instance":"ops","text":"done"}`}
+	if strings.Join(f.agentReqs, "\n") != strings.Join(want, "\n") {
+		t.Errorf("requests = %q, want %q", f.agentReqs, want)
+	}
+	f.codes["agents_request"] = int32(CodeDenied)
+	_, err = turn.Agents().Request("reviewer", "again", AgentOptions{})
+	if !errors.Is(err, ErrDenied) || err.Error() != "ganglion: agents_request: agents_request refused by the fake" {
+		t.Errorf("refused Request: %v", err)
+	}
+}

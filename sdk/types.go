@@ -28,6 +28,9 @@ type Manifest struct {
 	// State declares that the extension keeps state per instance (State,
 	// SetState).
 	State bool
+	// Agents lists the agents the extension may call ([Agents]). A host
+	// without an orchestrator refuses to load a module that lists any.
+	Agents []string
 }
 
 // manifestJSON is a manifest as the manifest import reads it.
@@ -40,6 +43,7 @@ type manifestJSON struct {
 	Topics  topicsJSON `json:"topics"`
 	Secrets []string   `json:"secrets"`
 	State   bool       `json:"state"`
+	Agents  []string   `json:"agents,omitempty"`
 }
 
 type topicsJSON struct {
