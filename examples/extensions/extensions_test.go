@@ -7,17 +7,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/events"
@@ -28,113 +26,28 @@ import (
 var examples = []string{"guardrail", "redactor", "tool", "counter", "testdata/sdkcheck"}
 
 var (
-	buildOnce sync.Once
-	buildDir  string // the modules, NAME.wasm
-	cacheDir  string // their compiled code, see warm
-	buildErr  error
+	guests    guesttest.Set
+	builtOnce sync.Once
+	built     map[string]string // the modules, by example name
+	cacheDir  string            // their compiled code
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	guests.Close()
 	os.Exit(code)
 }
 
-// modules builds every example the first time it is called (concurrently:
-// each build takes a few seconds) and compiles them into cacheDir.
+// modules builds every example the first time it is called, and compiles
+// them into cacheDir.
 func modules(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the examples with GOOS=wasip1")
-	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "ganglion-examples-")
-		if buildErr != nil {
-			return
-		}
-		cacheDir = filepath.Join(buildDir, "wasm-cache")
-		warm := filepath.Join(buildDir, "warm")
-		errs := make([]error, len(examples)+1)
-		var wg sync.WaitGroup
-		for i, ex := range examples {
-			wg.Go(func() { errs[i] = goBuild(ex, modulePath(ex), "GOOS=wasip1", "GOARCH=wasm", "-buildmode=c-shared") })
-		}
-		wg.Go(func() {
-			errs[len(examples)] = goBuild("testdata/warm", warm, "-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion())
-		})
-		wg.Wait()
-		if buildErr = errors.Join(errs...); buildErr != nil {
-			return
-		}
-		args := []string{cacheDir}
-		for _, ex := range examples {
-			args = append(args, modulePath(ex))
-		}
-		if out, err := exec.Command(warm, args...).CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("warm the compilation cache: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-}
-
-// wazeroVersion is the version wazero finds for itself in this binary's
-// build info (internal/version.GetWazeroVersion): it keys the compilation
-// cache, and a test binary records no dependencies, so wazero says "dev"
-// here and "v1.12.0" in a program. The warm program is built to say the
-// same as the test. Should wazero change how it finds its version, the
-// cache misses and the tests only get slower.
-func wazeroVersion() string {
-	v := ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if strings.Contains(d.Path, "github.com/tetratelabs/wazero") {
-				v = d.Version
-			}
-		}
-		if v == "" || v == "(devel)" {
-			v = info.Main.Version
-		}
-	}
-	if v == "" || v == "(devel)" {
-		v = "dev"
-	}
-	return v
+	mods, cache := guests.Build(t, examples...)
+	builtOnce.Do(func() { built, cacheDir = mods, cache })
 }
 
 // modulePath is where the example's module is built.
-func modulePath(ex string) string { return filepath.Join(buildDir, filepath.Base(ex)+".wasm") }
-
-// goBuild builds the package in dir into out. Environment assignments
-// and flags may follow; for a module they are those of the SDK's doc.
-func goBuild(dir, out string, extra ...string) error {
-	args := []string{"build", "-o", out}
-	var env []string
-	for _, e := range extra {
-		if strings.HasPrefix(e, "-") {
-			args = append(args, e)
-		} else {
-			env = append(env, e)
-		}
-	}
-	// A -race from GOFLAGS would fail the wasm builds: keep the rest.
-	var flags []string
-	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
-		if f != "-race" {
-			flags = append(flags, f)
-		}
-	}
-	cmd := exec.Command("go", append(args, ".")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append(env, "GOFLAGS="+strings.Join(flags, " "))...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %v\n%s", dir, err, b)
-	}
-	return nil
-}
+func modulePath(ex string) string { return built[filepath.Base(ex)] }
 
 // scenario is a directory holding a config, a script for the scripted
 // model and a data directory, which runtimes open one after the other.
@@ -269,7 +182,7 @@ func TestGuardrailBadConfig(t *testing.T) {
 	for _, tt := range []struct{ config, want string }{
 		{`{block: ['(unclosed']}`, "config: block[0]: error parsing regexp: missing closing ): `(unclosed`"},
 		{`{block: []}`, "config: block lists no pattern, so the guardrail would refuse nothing"},
-		{`{blocks: ['x']}`, "config: block lists no pattern, so the guardrail would refuse nothing"},
+		{`{blocks: ['x']}`, `config: json: unknown field "blocks"`},
 	} {
 		t.Run(tt.config, func(t *testing.T) {
 			s := newScenario(t, `
@@ -367,7 +280,7 @@ agents:
 		isError     bool
 	}{
 		{"counts", "count", "5 words", false},
-		{"tool error", "empty", "word_count: the text is empty", true},
+		{"tool error", "empty", "tool \"word_count\" failed: word_count: the text is empty", true},
 		{"schema violation", "schema", "", true},
 	}
 	for _, tt := range tests {

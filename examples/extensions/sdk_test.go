@@ -61,7 +61,7 @@ agents:
 		{"keep a context", "keep", "model: keep", false},
 		{"stale context", "stale", "ganglion: field INPUT_TEXT: handle", true},
 		{"hook error", "fail", "sdkcheck refuses", true},
-		{"panic", "panic", "panic in turn hook: assignment to entry in nil map", true},
+		{"panic", "panic", "turn middleware: panic: assignment to entry in nil map", true},
 		{"model failure passes through", "model-fails", "simulated provider failure", true},
 		{"after failures", "still here", "model: still here", false},
 	}

@@ -7,16 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -907,104 +905,23 @@ var probe = pipeline.Tool{
 // Building the WASM twin.
 
 var (
-	buildOnce sync.Once
-	buildDir  string // holds the module and the compilation cache
-	module    string // the twin's module
-	cacheDir  string // its compiled code, see testdata/warm
-	buildErr  error
+	guests   guesttest.Set
+	twinOnce sync.Once
+	module   string // the twin's module
+	cacheDir string // its compiled code
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	guests.Close()
 	os.Exit(code)
 }
 
-// buildTwin builds testdata/twin the first time it is called and compiles
-// it into cacheDir with testdata/warm, built without -race.
+// buildTwin builds testdata/twin the first time it is called.
 func buildTwin(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the WASM twin with GOOS=wasip1")
-	}
-	buildOnce.Do(func() {
-		buildDir, buildErr = os.MkdirTemp("", "ganglion-conformance-")
-		if buildErr != nil {
-			return
-		}
-		module = filepath.Join(buildDir, "twin.wasm")
-		cacheDir = filepath.Join(buildDir, "wasm-cache")
-		warm := filepath.Join(buildDir, "warm")
-		var errs [2]error
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			errs[0] = goBuild("testdata/twin", module, "GOOS=wasip1", "GOARCH=wasm", "-buildmode=c-shared")
-		})
-		wg.Go(func() {
-			errs[1] = goBuild("testdata/warm", warm, "-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion())
-		})
-		wg.Wait()
-		if buildErr = errors.Join(errs[:]...); buildErr != nil {
-			return
-		}
-		if out, err := exec.Command(warm, cacheDir, module).CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("warm the compilation cache: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-}
-
-// wazeroVersion is the version wazero finds for itself in this binary
-// (it keys the compilation cache): "dev" in a test binary. The warm
-// program is built to say the same.
-func wazeroVersion() string {
-	v := ""
-	if info, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range info.Deps {
-			if d.Path == "github.com/tetratelabs/wazero" {
-				v = d.Version
-			}
-		}
-		if v == "" || v == "(devel)" {
-			v = info.Main.Version
-		}
-	}
-	if v == "" || v == "(devel)" {
-		v = "dev"
-	}
-	return v
-}
-
-// goBuild builds the package in dir into out; environment assignments and
-// flags may follow.
-func goBuild(dir, out string, extra ...string) error {
-	args := []string{"build", "-o", out}
-	var env []string
-	for _, e := range extra {
-		if strings.HasPrefix(e, "-") {
-			args = append(args, e)
-		} else {
-			env = append(env, e)
-		}
-	}
-	// A -race from GOFLAGS would fail the wasm build and slow the warm one.
-	var flags []string
-	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
-		if f != "-race" {
-			flags = append(flags, f)
-		}
-	}
-	cmd := exec.Command("go", append(args, ".")...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), append(env, "GOFLAGS="+strings.Join(flags, " "))...)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s: %v\n%s", dir, err, b)
-	}
-	return nil
+	mods, cache := guests.Build(t, "testdata/twin")
+	twinOnce.Do(func() { module, cacheDir = mods["twin"], cache })
 }
 
 // Assertions.
