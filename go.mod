@@ -3,8 +3,10 @@ module github.com/ganglion-dev/ganglion
 go 1.26.8
 
 require (
+	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/dustin/go-humanize v1.0.1
+	github.com/expr-lang/expr v1.17.8
 	github.com/goccy/go-yaml v1.19.2
 	github.com/google/shlex v0.0.0-20191202100458-e7afc7fbc510
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
@@ -12,6 +14,7 @@ require (
 	github.com/tetratelabs/wazero v1.12.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.14.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

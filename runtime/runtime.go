@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/audit"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
@@ -80,6 +81,7 @@ func BuiltinExtensions() *extensions.Registry {
 	r := extensions.NewRegistry()
 	_ = r.Register(audit.Name, audit.New)
 	_ = r.Register(protocol.Name, protocol.Factory(nil))
+	_ = r.Register(approval.Name, approval.New)
 	return r
 }
 

@@ -107,6 +107,7 @@ type Extension struct {
 	Config ast.Node `yaml:"config"`
 
 	src   *source // the config file, to position Decode's errors
+	dir   string  // the config file's directory
 	path  string  // YAML path of this entry, "$.agents[0].extensions[1]"
 	agent string  // name of the agent that loads it
 }

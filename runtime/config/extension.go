@@ -79,3 +79,8 @@ func (f visitFunc) Visit(n ast.Node) ast.Visitor {
 	}
 	return f
 }
+
+// Dir returns the directory of the config file, against which an
+// extension resolves the relative paths of its settings ("" when the
+// config did not come from a file).
+func (e Extension) Dir() string { return e.dir }

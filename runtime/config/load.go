@@ -197,6 +197,7 @@ func (f *File) resolve(dir string) {
 				e.OnError = OnErrorFailClosed
 			}
 			e.src = f.src
+			e.dir = dir
 			e.path = "$.agents[" + strconv.Itoa(i) + "].extensions[" + strconv.Itoa(j) + "]"
 			e.agent = a.Name
 		}
