@@ -65,6 +65,21 @@ type PendingKind struct {
 	// Expire returns the outcome of a timeout. Nil: the item ends as
 	// timeout and the turn resumes with a message saying so.
 	Expire func(it ledger.Item) Outcome
+	// Resume, if set, runs in the resume turn, before the model is
+	// called, for each closed item of the kind that paused a tool call
+	// (see [Pending.PauseCall]): it decides the call's result, running the
+	// call with rc.Run if the answer says so. What it sets with rc.Result
+	// replaces the call's placeholder result in the history.
+	Resume func(ctx context.Context, it ledger.Item, rc ResumeCall) error
+}
+
+// ResumeCall is a tool call paused by [Pending.PauseCall], in its resume
+// turn.
+type ResumeCall interface {
+	// Run runs the call through the toolCall chain and the tool, with ctx.
+	Run(ctx context.Context) (*pipeline.ToolResult, error)
+	// Result sets the call's result, which replaces its placeholder.
+	Result(content string, isError bool) error
 }
 
 // ErrInvalidAction is matched by refusals of an action: an answer that is
@@ -80,6 +95,9 @@ type PendingHost interface {
 	// CreatePending stores it as an open item of the step's turn; see
 	// [Pending.Pause].
 	CreatePending(ctx context.Context, ext string, s *pipeline.StepContext, it ledger.Item, timeout time.Duration) (ledger.Item, error)
+	// CreatePendingCall stores it as an open item of the call's turn; see
+	// [Pending.PauseCall].
+	CreatePendingCall(ctx context.Context, ext string, c *pipeline.ToolCallContext, it ledger.Item, timeout time.Duration) (ledger.Item, error)
 }
 
 // Pending lets an extension pause a turn on what a human must answer, and
@@ -114,6 +132,18 @@ func (p *Pending) Pause(ctx context.Context, s *pipeline.StepContext, it ledger.
 		return ledger.Item{}, fmt.Errorf("extension %q: pending items are not supported here", p.ext)
 	}
 	return p.host.CreatePending(ctx, p.ext, s, it, timeout)
+}
+
+// PauseCall stores it as an open item of the running tool call's turn,
+// for a kind the extension handles, and makes the turn end paused after
+// the call's step. The toolCall middleware returns a placeholder result
+// (the model reads it only if nothing replaces it); when the turn resumes,
+// the kind's Resume decides the call's real result.
+func (p *Pending) PauseCall(ctx context.Context, c *pipeline.ToolCallContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
+	if p.host == nil {
+		return ledger.Item{}, fmt.Errorf("extension %q: pending items are not supported here", p.ext)
+	}
+	return p.host.CreatePendingCall(ctx, p.ext, c, it, timeout)
 }
 
 // SecretsHost is the runtime's side of [Secrets]. Extension authors do not

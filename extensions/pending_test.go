@@ -85,3 +85,7 @@ func (nopPendingHost) HandlePending(string, extensions.PendingKind) error { retu
 func (nopPendingHost) CreatePending(context.Context, string, *pipeline.StepContext, ledger.Item, time.Duration) (ledger.Item, error) {
 	return ledger.Item{}, nil
 }
+
+func (nopPendingHost) CreatePendingCall(context.Context, string, *pipeline.ToolCallContext, ledger.Item, time.Duration) (ledger.Item, error) {
+	return ledger.Item{}, nil
+}

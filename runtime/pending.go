@@ -70,6 +70,111 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 	return created, nil
 }
 
+func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipeline.ToolCallContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
+	a := h.a
+	ts, ok := c.Host().(*turnState)
+	if !ok || ts.agent != a {
+		return ledger.Item{}, fmt.Errorf("extension %q: pause: the call is not in a running turn of agent %q", ext, a.name)
+	}
+	if _, ok := a.kinds[kindKey{ext, it.Kind}]; !ok {
+		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
+	}
+	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step, it.CallID = ext, a.name, ts.inst.key, ts.turnID, c.Step(), c.CallID()
+	if timeout > 0 {
+		it.ExpiresAt = a.rt.now().Add(timeout)
+	}
+	// The model's request for the call is stored already (the step
+	// commits it before any tool runs); calls of one step may run in
+	// parallel, so the instance's state is changed under the
+	// conversation's lock.
+	ts.conv.mu.Lock()
+	defer ts.conv.mu.Unlock()
+	if n := ts.inst.hist.len(); n > 0 {
+		it.Checkpoint = ts.inst.hist.at(n - 1).msg.ID
+	}
+	created, err := a.rt.ledger.Create(ts.storeCtx, it)
+	if err != nil {
+		return ledger.Item{}, err
+	}
+	ts.inst.paused[created.ID] = created.TurnID
+	ts.pauseAfterStep.Store(true)
+	a.rt.wakeExpiry()
+	return created, nil
+}
+
+// resumeCalls gives the kinds of the resumed items that paused tool calls
+// the chance to decide the calls' results (running them if approved)
+// before the model is called again.
+func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.TurnContext, ids []string) error {
+	for _, id := range ids {
+		it, err := a.rt.ledger.Get(ts.storeCtx, id)
+		if err != nil {
+			return err
+		}
+		k, ok := a.kinds[kindKey{it.Extension, it.Kind}]
+		if it.CallID == "" || !ok || k.Resume == nil {
+			continue
+		}
+		rc := &resumeCall{a: a, ts: ts, t: t, it: it}
+		if err := k.Resume(ctx, it, rc); err != nil {
+			return fmt.Errorf("resume the call %s of pending item %s: %w", it.CallID, it.ID, err)
+		}
+	}
+	return ts.inst.flush(ts.storeCtx, a.rt.store)
+}
+
+// resumeCall is extensions.ResumeCall.
+type resumeCall struct {
+	a  *agent
+	ts *turnState
+	t  *pipeline.TurnContext
+	it ledger.Item
+}
+
+// call finds the paused call in the history.
+func (rc *resumeCall) call() (pipeline.ToolCall, bool) {
+	h := &rc.ts.inst.hist
+	for i := h.len() - 1; i >= 0; i-- {
+		for _, c := range h.at(i).msg.ToolCalls {
+			if c.ID == rc.it.CallID {
+				return c, true
+			}
+		}
+	}
+	return pipeline.ToolCall{}, false
+}
+
+func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
+	c, ok := rc.call()
+	if !ok {
+		return nil, fmt.Errorf("the call %s is not in the history", rc.it.CallID)
+	}
+	ts := rc.ts
+	ts.step.Init(rc.t, rc.it.Step, rc.a.tools)
+	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
+		return nil, err
+	}
+	var out pipeline.ToolResult
+	err := rc.a.runTool(ctx, ts, &ts.step, &ts.call, c, &out)
+	return &out, err
+}
+
+func (rc *resumeCall) Result(content string, isError bool) error {
+	ts := rc.ts
+	ts.conv.mu.Lock()
+	defer ts.conv.mu.Unlock()
+	h := &ts.inst.hist
+	for i := h.len() - 1; i >= 0; i-- {
+		m := h.at(i).msg
+		if m.Role == pipeline.RoleTool && m.ToolCallID == rc.it.CallID {
+			r := *m
+			r.Content, r.IsError = ts.inst.redactor.Redact(content), isError
+			return ts.conv.applyLocked(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: r})
+		}
+	}
+	return fmt.Errorf("the call %s has no result in the history to replace", rc.it.CallID)
+}
+
 func (h pendingHost) Secret(ctx context.Context, agent, instanceKey, name string) (string, bool, error) {
 	if agent != h.a.name {
 		return "", false, fmt.Errorf("agent %q cannot read agent %q's secrets", h.a.name, agent)

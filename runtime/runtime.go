@@ -377,6 +377,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	ts.storeCtx = context.WithoutCancel(ctx)
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.steps, ts.usage = 0, pipeline.Usage{}
+	ts.pauseAfterStep.Store(false)
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
 	tc := &ts.turn

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"sync/atomic"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,9 @@ type turnState struct {
 	call     pipeline.ToolCallContext // for the common step with one tool call
 	text     strings.Builder
 	calls    []partialCall
+	// pauseAfterStep is set when a tool call paused the turn
+	// (Pending.PauseCall): the turn ends paused after the step.
+	pauseAfterStep atomic.Bool
 }
 
 type partialCall struct {
@@ -70,6 +74,11 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		if reason, _ := in.Metadata["failed"].(string); reason != "" {
 			return nil, fmt.Errorf("%w: %s", ErrTaskFailed, reason)
 		}
+		if ids, _ := in.Metadata["pending"].([]string); len(ids) > 0 {
+			if err := a.resumeCalls(ctx, ts, t, ids); err != nil {
+				return nil, err
+			}
+		}
 	}
 	res := &pipeline.TurnResult{TurnID: ts.turnID} // the caller keeps it
 	ts.step.Init(t, 1, a.tools)
@@ -89,6 +98,9 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		switch {
 		case sr.Stop != "":
 			res.FinishReason = sr.Stop
+			return res, nil
+		case ts.pauseAfterStep.Load():
+			res.FinishReason = pipeline.FinishPaused
 			return res, nil
 		case len(sr.Message.ToolCalls) == 0 && !sr.Continue:
 			res.FinishReason = pipeline.FinishText

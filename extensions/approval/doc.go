@@ -59,10 +59,18 @@
 // which is what evaluating it would conclude, without running it:
 // BenchmarkApproval decides against 1,000 rules in about 10 µs.
 //
+// # Ask
+//
+// An ask pauses the turn through the runtime's pause ledger
+// (api.Pending.PauseCall): the call gets a placeholder result, and the turn
+// ends paused after its step. Answering "approve" resumes the turn and runs
+// the call, once, before the model is called again; its result replaces
+// the placeholder. "deny" (or a rejection, with its reason) resumes the
+// turn without running it, and so does no answer within the timeout
+// (config: {timeout: 1h}).
+//
 // # Not yet
 //
-// The ask decision does not pause the turn yet: the call is not run and
-// the model is told it needs a human's approval. Pausing through the
-// ledger, the consecutive-mistake limit and the caller's rules on
-// delegated turns follow (issue 6).
+// The consecutive-mistake limit, and the caller's rules applying to a turn
+// another agent started (which needs the orchestrator), follow (issue 6).
 package approval

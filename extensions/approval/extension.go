@@ -2,14 +2,17 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 // Name is the approval extension's name in an agent's config.
@@ -23,7 +26,16 @@ const Name = "approval"
 //	      rules: rules.yaml   # relative to the config file
 type Settings struct {
 	Rules string `yaml:"rules"`
+	// Timeout is how long an ask waits for a human (default 1h); no
+	// answer in time counts as deny.
+	Timeout string `yaml:"timeout"`
 }
+
+// ItemApproval is the ledger kind of an ask.
+const ItemApproval = "approval"
+
+// DefaultTimeout is how long an ask waits by default.
+const DefaultTimeout = time.Hour
 
 // Extension is the built-in approval extension: a toolCall middleware that
 // decides approve, deny or ask for every tool call with the rules of a
@@ -31,8 +43,9 @@ type Settings struct {
 // tool call; an edit that does not load is refused, the rules in force
 // stay, and an "approval.reload_failed" event says why.
 type Extension struct {
-	path string
-	api  *extensions.API
+	path    string
+	timeout time.Duration
+	api     *extensions.API
 
 	mu    sync.Mutex
 	rules *Rules
@@ -58,7 +71,14 @@ func New(cfg extensions.Config) (extensions.Extension, error) {
 	if d, ok := cfg.(dirConfig); ok && d.Dir() != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(d.Dir(), path)
 	}
-	x := &Extension{path: path}
+	x := &Extension{path: path, timeout: DefaultTimeout}
+	if s.Timeout != "" {
+		d, err := time.ParseDuration(s.Timeout)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("timeout must be a positive duration such as 30m or 2h, got %q", s.Timeout)
+		}
+		x.timeout = d
+	}
 	if err := x.reload(); err != nil {
 		return nil, err
 	}
@@ -101,11 +121,79 @@ func (x *Extension) workspace() string {
 	return x.api.Workspace
 }
 
-// Register installs the toolCall middleware.
+// Register installs the toolCall middleware and the ask's pending kind.
 func (x *Extension) Register(api *extensions.API) error {
 	x.api = api
+	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
+		return err
+	}
 	api.Pipeline.ToolCall(x.toolCall)
 	return nil
+}
+
+// approvedKey marks, in the context of a call a human approved, the
+// call's ID: the middleware runs it without deciding again.
+type approvedKey struct{}
+
+// askRequest is what an ask's item holds.
+type askRequest struct {
+	Tool        string          `json:"tool"`
+	Args        json.RawMessage `json:"args"`
+	Explanation string          `json:"explanation"`
+	Matched     []Match         `json:"matched"`
+}
+
+func resolveAsk(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
+	var req askRequest
+	_ = json.Unmarshal(it.Request, &req)
+	switch act.Kind {
+	case extensions.ActionAnswer:
+		switch strings.ToLower(strings.TrimSpace(act.Value)) {
+		case "approve", "approved", "yes", "y", "ok", "allow":
+			return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: string(Approve),
+				Message: fmt.Sprintf("A human approved the call of %s; it ran.", req.Tool)}}, nil
+		case "deny", "denied", "no", "n", "reject":
+			return deniedOutcome(req.Tool, "")
+		}
+		return extensions.Outcome{}, fmt.Errorf("%w: answer approve or deny, not %q", extensions.ErrInvalidAction, act.Value)
+	case extensions.ActionReject:
+		return deniedOutcome(req.Tool, strings.TrimSpace(act.Reason))
+	}
+	return extensions.Outcome{}, fmt.Errorf("%w: answer an approval with approve or deny (or reject it)", extensions.ErrInvalidAction)
+}
+
+func deniedOutcome(tool, reason string) (extensions.Outcome, error) {
+	msg := fmt.Sprintf("A human denied the call of %s; it did not run.", tool)
+	if reason != "" {
+		msg = fmt.Sprintf("A human denied the call of %s (%s); it did not run.", tool, reason)
+	}
+	return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Answer: string(Deny), Reason: reason, Message: msg}}, nil
+}
+
+func expireAsk(it ledger.Item) extensions.Outcome {
+	var req askRequest
+	_ = json.Unmarshal(it.Request, &req)
+	return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Timeout, Answer: string(Timeout),
+		Message: fmt.Sprintf("Nobody approved the call of %s in time; it did not run.", req.Tool)}}
+}
+
+// resumeAsk runs an approved call, once, or gives a denied one its result.
+func resumeAsk(ctx context.Context, it ledger.Item, rc extensions.ResumeCall) error {
+	if it.Answer == string(Approve) {
+		res, err := rc.Run(context.WithValue(ctx, approvedKey{}, it.CallID))
+		if err != nil {
+			return err
+		}
+		return rc.Result(res.Content, res.IsError)
+	}
+	why := "a human denied it"
+	switch {
+	case it.Answer == string(Timeout):
+		why = "nobody approved it in time"
+	case it.Reason != "":
+		why += ": " + it.Reason
+	}
+	return rc.Result("tool call denied: "+why, true)
 }
 
 func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
@@ -130,10 +218,17 @@ func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true,
 			Content: fmt.Sprintf("tool call denied: %s", res.Explanation)}, nil
 	}
-	// Ask: pausing for a human's approval lands next (issue 6); until
-	// then the call is not run, and the model is told so.
-	return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true,
-		Content: fmt.Sprintf("tool call needs a human's approval, which this runtime cannot ask for yet: %s", res.Explanation)}, nil
+	// Ask: a call a human approved runs; any other pauses the turn.
+	if id, _ := ctx.Value(approvedKey{}).(string); id != "" && id == c.CallID() {
+		return c.Next(ctx)
+	}
+	req, _ := json.Marshal(askRequest{Tool: c.Name(), Args: json.RawMessage(c.Arguments()), Explanation: res.Explanation, Matched: res.Matched})
+	it, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemApproval, Request: req, Required: true}, x.timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(),
+		Content: fmt.Sprintf("waiting for a human's approval (pending item %s): %s", it.ID, res.Explanation)}, nil
 }
 
 var _ extensions.Extension = (*Extension)(nil)

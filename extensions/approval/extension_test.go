@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 const script = `
@@ -127,5 +131,138 @@ agents:
 		if !strings.Contains(joined, want) {
 			t.Errorf("events lack %q:\n%s", want, joined)
 		}
+	}
+}
+
+const askScript = `
+agents:
+  a:
+    turns:
+      - steps:
+          - tool_calls: [{name: deploy, id: d1, args: {env: prod}}]
+          - text: "not reached before the answer"
+      - steps:
+          - text: "after: {{ .LastMessage }}"
+    fallback:
+      steps:
+        - text: "fallback"
+`
+
+// TestAsk: an ask pauses the turn; approving resumes it and runs the call
+// exactly once, with its result where the placeholder was; denying, or no
+// answer in time, resumes it without running the call.
+func TestAsk(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name    string
+		resolve func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error)
+		runs    int32
+		result  string
+		reply   string
+	}{
+		{"approve", func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error) {
+			return rt.Answer(ctx, id, "approve")
+		},
+			1, "deployed to prod", "after: A human approved the call of deploy; it ran."},
+		{"deny", func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error) { return rt.Answer(ctx, id, "no") },
+			0, "tool call denied: a human denied it", "after: A human denied the call of deploy; it did not run."},
+		{"reject with a reason", func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error) {
+			return rt.Reject(ctx, id, "not on a Friday")
+		}, 0, "tool call denied: a human denied it: not on a Friday", "after: A human denied the call of deploy (not on a Friday); it did not run."},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var runs atomic.Int32
+			deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
+				Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+					runs.Add(1)
+					return &pipeline.ToolResult{Content: "deployed to prod"}, nil
+				}}
+			dir := t.TempDir()
+			os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(askScript), 0o644)
+			os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644)
+			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
+agents:
+  - name: a
+    tools: [deploy]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(deploy), runtime.WithoutExpiryTimer())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("ship it"))
+			if err != nil || res.FinishReason != pipeline.FinishPaused {
+				t.Fatalf("Send = %+v, %v; want paused", res, err)
+			}
+			items, _ := rt.Pending(ctx, ledger.Filter{Open: true})
+			if len(items) != 1 || items[0].Kind != "approval" || items[0].CallID != "d1" || runs.Load() != 0 {
+				t.Fatalf("items = %+v, runs = %d", items, runs.Load())
+			}
+			res, err = tt.resolve(rt, items[0].ID)
+			if err != nil || res.Response.Content != tt.reply {
+				t.Fatalf("resolve = %+v, %v\nwant reply %q", res, err, tt.reply)
+			}
+			if runs.Load() != tt.runs {
+				t.Errorf("the tool ran %d times, want %d", runs.Load(), tt.runs)
+			}
+			msgs, _ := rt.History(ctx, "a", "k")
+			var result string
+			for _, m := range msgs {
+				if m.ToolCallID == "d1" {
+					result = m.Content
+				}
+			}
+			if result != tt.result {
+				t.Errorf("the call's result = %q, want %q", result, tt.result)
+			}
+		})
+	}
+}
+
+// TestAskTimeout: no answer in time counts as deny.
+func TestAskTimeout(t *testing.T) {
+	ctx := context.Background()
+	var now atomic.Int64
+	clock := func() time.Time { return time.Unix(1_800_000_000+now.Load(), 0) }
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(askScript), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644)
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
+agents:
+  - name: a
+    tools: [deploy]
+    extensions: [{name: approval, config: {rules: rules.yaml, timeout: 10m}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			runs.Add(1)
+			return &pipeline.ToolResult{Content: "deployed"}, nil
+		}}
+	rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(deploy),
+		runtime.WithClock(clock), runtime.WithoutExpiryTimer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("ship it")); err != nil || res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	now.Store(11 * 60)
+	expired, err := rt.ExpirePending(ctx)
+	if err != nil || len(expired) != 1 || expired[0].Status != ledger.Timeout {
+		t.Fatalf("ExpirePending = %+v, %v", expired, err)
+	}
+	msgs, _ := rt.History(ctx, "a", "k")
+	last := msgs[len(msgs)-1].Content
+	if runs.Load() != 0 || last != "after: Nobody approved the call of deploy in time; it did not run." {
+		t.Fatalf("runs %d, last message %q", runs.Load(), last)
 	}
 }
