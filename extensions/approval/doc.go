@@ -69,8 +69,17 @@
 // turn without running it, and so does no answer within the timeout
 // (config: {timeout: 1h}).
 //
+// # Consecutive mistakes
+//
+// Tool calls that fail in a row (a tool error, malformed arguments) are
+// counted per instance; a success resets the count. At mistake_limit
+// (default 3, seed 003 §5) the turn pauses after the step, and a human
+// answers with guidance the model reads when it resumes, or rejects to
+// stop the task.
+//
 // # Not yet
 //
-// The consecutive-mistake limit, and the caller's rules applying to a turn
-// another agent started (which needs the orchestrator), follow (issue 6).
+// The caller's rules applying to a turn another agent started, and the
+// chain the rules see (chain.depth, chain.agents, empty until then), need
+// the orchestrator (issue 4).
 package approval

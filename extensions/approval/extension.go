@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,7 +30,18 @@ type Settings struct {
 	// Timeout is how long an ask waits for a human (default 1h); no
 	// answer in time counts as deny.
 	Timeout string `yaml:"timeout"`
+	// MistakeLimit is how many tool calls in a row may fail (a tool
+	// error, malformed arguments) before a human is asked whether the
+	// agent should go on (seed 003 §5). Default 3.
+	MistakeLimit int `yaml:"mistake_limit"`
 }
+
+// ItemMistakes is the ledger kind of the question whether to go on after
+// too many failed tool calls in a row.
+const ItemMistakes = "mistakes"
+
+// DefaultMistakeLimit is the default of Settings.MistakeLimit.
+const DefaultMistakeLimit = 3
 
 // ItemApproval is the ledger kind of an ask.
 const ItemApproval = "approval"
@@ -43,9 +55,13 @@ const DefaultTimeout = time.Hour
 // tool call; an edit that does not load is refused, the rules in force
 // stay, and an "approval.reload_failed" event says why.
 type Extension struct {
-	path    string
-	timeout time.Duration
-	api     *extensions.API
+	path         string
+	timeout      time.Duration
+	mistakeLimit int
+	api          *extensions.API
+
+	failMu   sync.Mutex
+	failures map[string]int // failed calls in a row, per instance
 
 	mu    sync.Mutex
 	rules *Rules
@@ -71,7 +87,13 @@ func New(cfg extensions.Config) (extensions.Extension, error) {
 	if d, ok := cfg.(dirConfig); ok && d.Dir() != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(d.Dir(), path)
 	}
-	x := &Extension{path: path, timeout: DefaultTimeout}
+	x := &Extension{path: path, timeout: DefaultTimeout, mistakeLimit: DefaultMistakeLimit, failures: map[string]int{}}
+	switch {
+	case s.MistakeLimit < 0:
+		return nil, fmt.Errorf("mistake_limit must be at least 1, got %d", s.MistakeLimit)
+	case s.MistakeLimit > 0:
+		x.mistakeLimit = s.MistakeLimit
+	}
 	if s.Timeout != "" {
 		d, err := time.ParseDuration(s.Timeout)
 		if err != nil || d <= 0 {
@@ -125,6 +147,9 @@ func (x *Extension) workspace() string {
 func (x *Extension) Register(api *extensions.API) error {
 	x.api = api
 	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
+		return err
+	}
+	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemMistakes, Resolve: resolveMistakes}); err != nil {
 		return err
 	}
 	api.Pipeline.ToolCall(x.toolCall)
@@ -213,14 +238,14 @@ func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 	}
 	switch res.Decision {
 	case Approve:
-		return c.Next(ctx)
+		return x.run(ctx, c)
 	case Deny:
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true,
 			Content: fmt.Sprintf("tool call denied: %s", res.Explanation)}, nil
 	}
 	// Ask: a call a human approved runs; any other pauses the turn.
 	if id, _ := ctx.Value(approvedKey{}).(string); id != "" && id == c.CallID() {
-		return c.Next(ctx)
+		return x.run(ctx, c)
 	}
 	req, _ := json.Marshal(askRequest{Tool: c.Name(), Args: json.RawMessage(c.Arguments()), Explanation: res.Explanation, Matched: res.Matched})
 	it, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemApproval, Request: req, Required: true}, x.timeout)
@@ -232,3 +257,57 @@ func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 }
 
 var _ extensions.Extension = (*Extension)(nil)
+
+// run runs the call and counts the failed calls in a row: at the limit,
+// the turn pauses after its step for a human to say whether to go on.
+func (x *Extension) run(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+	r, err := c.Next(ctx)
+	if err != nil || r == nil {
+		return r, err
+	}
+	x.failMu.Lock()
+	n := 0
+	if r.IsError {
+		x.failures[c.InstanceKey()]++
+		n = x.failures[c.InstanceKey()]
+		if n >= x.mistakeLimit {
+			delete(x.failures, c.InstanceKey())
+		}
+	} else {
+		delete(x.failures, c.InstanceKey())
+	}
+	x.failMu.Unlock()
+	if n < x.mistakeLimit {
+		return r, nil
+	}
+	req, _ := json.Marshal(map[string]any{"failures": n, "tool": c.Name(), "error": r.Content})
+	if _, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemMistakes, Request: req, Required: true}, x.timeout); err != nil {
+		return nil, err
+	}
+	x.api.Events.Publish("approval.mistake_limit", c.InstanceKey(), map[string]any{"turn_id": c.TurnID(), "failures": n, "tool": c.Name()})
+	return r, nil
+}
+
+func resolveMistakes(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
+	var req struct {
+		Failures int `json:"failures"`
+	}
+	_ = json.Unmarshal(it.Request, &req)
+	switch act.Kind {
+	case extensions.ActionAnswer:
+		g := strings.TrimSpace(act.Value)
+		if g == "" {
+			return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance for the agent, or reject to stop it", extensions.ErrInvalidAction)
+		}
+		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: g,
+			Message: fmt.Sprintf("%d tool calls in a row failed. The user says: %s", req.Failures, g)}}, nil
+	case extensions.ActionReject:
+		reason := strings.TrimSpace(act.Reason)
+		if reason == "" {
+			reason = "no reason given"
+		}
+		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Fails: true, Reason: "stopped after " +
+			strconv.Itoa(req.Failures) + " failed tool calls in a row: " + reason}}, nil
+	}
+	return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance, or reject to stop the agent", extensions.ErrInvalidAction)
+}

@@ -266,3 +266,105 @@ agents:
 		t.Fatalf("runs %d, last message %q", runs.Load(), last)
 	}
 }
+
+// TestMistakeLimit: tool calls that fail in a row pause the turn at the
+// limit for a human, whose guidance resumes it; a success resets the count.
+func TestMistakeLimit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`
+agents:
+  a:
+    turns:
+      - steps:
+          - tool_calls: [{name: flaky, id: f1, args: {ok: false}}]
+          - tool_calls: [{name: flaky, id: f2, args: {ok: true}}]
+          - tool_calls: [{name: flaky, id: f3, args: {ok: false}}]
+          - tool_calls: [{name: flaky, id: f4, args: {ok: false}}]
+          - text: "not reached"
+      - steps:
+          - text: "resumed: {{ .LastMessage }}"
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: approve\nrules: []\n"), 0o644)
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
+agents:
+  - name: a
+    tools: [flaky]
+    extensions: [{name: approval, config: {rules: rules.yaml, mistake_limit: 2}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "flaky", Description: "Fails unless ok.", Category: pipeline.CategoryRead},
+		Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			if strings.Contains(string(c.Arguments()), "true") {
+				return &pipeline.ToolResult{Content: "fine"}, nil
+			}
+			return nil, fmt.Errorf("it broke")
+		}}
+	rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(flaky), runtime.WithoutExpiryTimer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("go"))
+	if err != nil || res.FinishReason != pipeline.FinishPaused || res.Steps != 4 {
+		t.Fatalf("Send = %+v, %v; want paused after the 4th step (fail, ok, fail, fail)", res, err)
+	}
+	items, _ := rt.Pending(ctx, ledger.Filter{Open: true})
+	if len(items) != 1 || items[0].Kind != "mistakes" || items[0].CallID != "f4" {
+		t.Fatalf("items = %+v", items)
+	}
+	res, err = rt.Answer(ctx, items[0].ID, "use the cache instead")
+	if err != nil || res.Response.Content != "resumed: 2 tool calls in a row failed. The user says: use the cache instead" {
+		t.Fatalf("Answer = %+v, %v", res, err)
+	}
+}
+
+// TestAskAcrossRestart: the ask survives the process; approving in the next
+// one runs the call once.
+func TestAskAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(askScript), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644)
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
+agents:
+  - name: a
+    tools: [deploy]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			runs.Add(1)
+			return &pipeline.ToolResult{Content: "deployed"}, nil
+		}}
+	open := func() *runtime.Runtime {
+		rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithDataDir(filepath.Join(dir, "data")), runtime.WithTool(deploy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	rt := open()
+	if res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("ship it")); err != nil || res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	rt.Close()
+	rt = open()
+	defer rt.Close()
+	items, _ := rt.Pending(ctx, ledger.Filter{Open: true})
+	if len(items) != 1 {
+		t.Fatalf("after restart: %+v", items)
+	}
+	if _, err := rt.Answer(ctx, items[0].ID, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	if runs.Load() != 1 {
+		t.Fatalf("the call ran %d times, want 1", runs.Load())
+	}
+}

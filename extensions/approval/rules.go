@@ -60,6 +60,7 @@ const (
 	MaxRules          = 10000
 	MaxExpressionSize = 16 << 10 // bytes of one when
 	MaxNodes          = 5000     // AST nodes of one when
+	MaxArgsSize       = 1 << 20  // bytes of a call's arguments; larger is denied
 )
 
 // Rules is a compiled rules file. It is immutable and safe for concurrent

@@ -163,6 +163,12 @@ func TestAdversarialExpressions(t *testing.T) {
 	if res := deep.Decide(call("read_file", map[string]any{})); res.Decision != Approve {
 		t.Errorf("deep = %+v", res)
 	}
+	// Arguments too large to judge are denied without running a rule.
+	big := mustParse(t, "default: approve\nrules: []\n")
+	if res := big.Decide(call("write_file", map[string]any{"content": strings.Repeat("x", MaxArgsSize)})); res.Decision != Deny ||
+		!strings.HasPrefix(res.Explanation, "the arguments are 1048590 bytes, over the 1048576 the rules judge") {
+		t.Errorf("huge arguments = %+v", res)
+	}
 	// A huge range is refused when evaluated, and counts as deny.
 	r := mustParse(t, "default: approve\nrules:\n  - name: range\n    when: len(1..100000000) > 0\n    decision: approve\n")
 	res := r.Decide(call("read_file", map[string]any{}))
