@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"sync/atomic"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
