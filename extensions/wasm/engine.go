@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -290,10 +291,40 @@ func checkShape(m wazero.CompiledModule) error {
 			return fmt.Errorf("does not export %s: is it a Ganglion extension? (see sdk/ABI.md)", want)
 		}
 	}
+	// The signatures sdk/ABI.md fixes; a mismatch would fail every call.
+	i32 := api.ValueTypeI32
+	want := map[string][2][]api.ValueType{
+		exportVersion: {nil, {i32}}, exportInit: {nil, {i32}},
+		exportTurn: {{i32, i32}, {i32}}, exportStep: {{i32, i32}, {i32}}, exportToolCall: {{i32, i32}, {i32}},
+		exportTool: {{i32, i32}, {i32}}, exportEvent: {{i32, i32}, {i32}},
+	}
+	names := slices.Sorted(maps.Keys(want))
+	for _, name := range names {
+		def, ok := exports[name]
+		if !ok {
+			continue
+		}
+		sig := want[name]
+		if !slices.Equal(def.ParamTypes(), sig[0]) || !slices.Equal(def.ResultTypes(), sig[1]) {
+			return fmt.Errorf("exports %s with the signature %s, want %s (see sdk/ABI.md)", name, signature(def.ParamTypes(), def.ResultTypes()), signature(sig[0], sig[1]))
+		}
+	}
 	if _, ok := m.ExportedMemories()["memory"]; !ok {
 		return errors.New(`does not export its memory as "memory"`)
 	}
 	return nil
+}
+
+// signature renders a function type as sdk/ABI.md writes it.
+func signature(params, results []api.ValueType) string {
+	names := func(ts []api.ValueType) string {
+		s := make([]string, len(ts))
+		for i, t := range ts {
+			s[i] = api.ValueTypeName(t)
+		}
+		return strings.Join(s, ", ")
+	}
+	return "(" + names(params) + ") -> (" + names(results) + ")"
 }
 
 // Manifest is what a guest declares it does and needs (sdk/ABI.md).

@@ -437,12 +437,9 @@ func TestLoadRefusals(t *testing.T) {
 		{module: "refuse_import", want: `imports what the host does not provide: env.clock, ganglion.spawn ` +
 			`(the host provides module "ganglion", see sdk/ABI.md, and wasi_snapshot_preview1)`},
 		{module: "refuse_manifest_abi2_checked", want: "ganglion_init failed: manifest: abi 2, host ABI version 1"},
-		{
-			module:  "refuse_manifest_abi2",
-			want:    "abi 2, host ABI version 1",
-			bug:     "ganglion_init declared no manifest (call manifest first; see sdk/ABI.md)",
-			bugNote: "a manifest with abi 2 is refused without the versions named when the guest ignores manifest's result (as guard.wat does): newInstance reports \"declared no manifest\" and drops the reason manifest gave last_error; sdk/ABI.md (Versioning) promises the versions",
-		},
+		// The guest ignores manifest's result, as guard.wat does: the
+		// refusal still names the versions.
+		{module: "refuse_manifest_abi2", want: "ganglion_init declared no valid manifest: manifest: abi 2, host ABI version 1"},
 		{module: "refuse_secret", want: "its manifest asks for secrets the config does not grant: API_KEY (add them under the extension's secrets:)"},
 		{module: "refuse_undeclared", want: `ganglion_init failed: register step: the manifest does not list the hook "step"`},
 		{module: "refuse_initfail", want: "ganglion_init failed: no database configured"},
@@ -451,10 +448,8 @@ func TestLoadRefusals(t *testing.T) {
 		{module: "refuse_nomanifest", want: "ganglion_init declared no manifest (call manifest first; see sdk/ABI.md)"},
 		{module: "refuse_noexport", want: "registers a turn but does not export ganglion_turn"},
 		{
-			module:  "refuse_signature",
-			want:    "ganglion_turn",
-			bug:     "loaded",
-			bugNote: "checkShape does not check the signatures of the hook exports: a ganglion_turn of type (i32, i32) -> (i32 x 16) loads, and then every turn fails with wazero's \"ganglion_turn: need 16 params, but stack size is 2\" and throws the instance away",
+			module: "refuse_signature",
+			want:   "exports ganglion_turn with the signature (i32, i32) -> (i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32, i32), want (i32, i32) -> (i32) (see sdk/ABI.md)",
 		},
 	}
 	for _, tt := range tests {

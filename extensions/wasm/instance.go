@@ -116,6 +116,9 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("%s failed: %s", exportInit, in.takeGuestErr())
 	}
 	if st.manifest == nil {
+		if in.lastErr != "" { // manifest was called, and refused
+			return nil, fmt.Errorf("%s declared no valid manifest: %s", exportInit, in.lastErr)
+		}
 		return nil, fmt.Errorf("%s declared no manifest (call manifest first; see sdk/ABI.md)", exportInit)
 	}
 	if x.manifest == nil {
