@@ -81,6 +81,8 @@ type TurnInfo struct {
 	// Host is the runtime's own state for the turn, for its innermost handlers.
 	// Middleware has no use for it.
 	Host any
+	// Agents calls other agents (see [TurnContext.Agents]); nil: none.
+	Agents Agents
 }
 
 // TurnContext is the context of one turn, given to turn middleware.

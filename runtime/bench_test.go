@@ -137,3 +137,54 @@ func BenchmarkTurn(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
 	})
 }
+
+// BenchmarkAgentsRequest is a round trip between two agents: a turn of
+// worker whose middleware asks helper (a turn of its own) through
+// ctx.agents.request and injects the answer, then answers itself; the
+// scripted model, in-memory store.
+func BenchmarkAgentsRequest(b *testing.B) {
+	script, err := model.ParseScript("agents.yaml", []byte(`
+agents:
+  worker: {fallback: {steps: [{text: "done"}]}}
+  helper: {fallback: {steps: [{text: "hint"}]}}
+`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := config.Parse(b.TempDir()+"/ganglion.yaml", []byte("agents:\n  - name: worker\n    extensions: [{name: ask}]\n  - name: helper\n"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ask := func(extensions.Config) (extensions.Extension, error) {
+		return extensions.Func(func(api *extensions.API) error {
+			api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				answer, err := t.Agents().Request(ctx, "helper", "what now?", pipeline.AgentCallOptions{})
+				if err != nil {
+					return nil, err
+				}
+				if err := t.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageAppend,
+					Message: pipeline.Message{Role: pipeline.RoleSystem, Content: answer}}); err != nil {
+					return nil, err
+				}
+				return t.Next(ctx)
+			})
+			return nil
+		}), nil
+	}
+	rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithModel(script),
+		runtime.WithExtension("ask", ask))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	in := runtime.UserMessage("go")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := rt.Send(ctx, "worker", "k"+strconv.Itoa(i/256), in); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}

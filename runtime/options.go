@@ -41,10 +41,22 @@ type options struct {
 	maxInstances int
 
 	wasmCache     string
+	agentTimeout  time.Duration
+	agentDepth    int
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool
 }
+
+// WithAgentTimeout sets the default timeout of an agent call
+// (ctx.agents.request); default [DefaultAgentTimeout].
+func WithAgentTimeout(d time.Duration) Option {
+	return optionFunc(func(o *options) { o.agentTimeout = d })
+}
+
+// WithAgentDepth sets how many agents may wait on one another in a chain
+// of agent calls; default [DefaultAgentDepth].
+func WithAgentDepth(n int) Option { return optionFunc(func(o *options) { o.agentDepth = n }) }
 
 // WithWasmCache keeps compiled WebAssembly modules in dir, so that the
 // next runtime on the same dir does not compile them again. Default: the

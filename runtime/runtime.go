@@ -61,6 +61,9 @@ type Runtime struct {
 	wasm      *wasm.Engine // started by the first WASM extension
 	wasmCache string       // WithWasmCache
 
+	agentTimeout time.Duration // default timeout of ctx.agents.request
+	agentDepth   int           // longest chain of agent calls
+
 	// The expiry loop (see expiryLoop); nil channels when it does not run.
 	expiryWake chan struct{}
 	expiryStop chan struct{}
@@ -134,7 +137,13 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{},
-		maxInstances: o.maxInstances, wasmCache: o.wasmCache}
+		maxInstances: o.maxInstances, wasmCache: o.wasmCache, agentTimeout: DefaultAgentTimeout, agentDepth: DefaultAgentDepth}
+	if o.agentTimeout > 0 {
+		r.agentTimeout = o.agentTimeout
+	}
+	if o.agentDepth > 0 {
+		r.agentDepth = o.agentDepth
+	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -381,7 +390,8 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
 	tc := &ts.turn
-	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts})
+	ts.agents.reset(a, inst.key, ts.turnID, in)
+	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents})
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
 			Data: map[string]any{"kind": in.Kind, "text": in.Text}})

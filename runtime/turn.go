@@ -40,6 +40,7 @@ type turnState struct {
 	call     pipeline.ToolCallContext // for the common step with one tool call
 	text     strings.Builder
 	calls    []partialCall
+	agents   callerAgents // the turn's ctx.agents
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.
 	pauseAfterStep atomic.Bool

@@ -1,0 +1,133 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// Defaults of agent calls (seed 004).
+const (
+	DefaultAgentTimeout = 15 * time.Second
+	DefaultAgentDepth   = 5
+)
+
+var (
+	// ErrCycle is returned for an agent call that would come back to an
+	// instance already waiting in its chain.
+	ErrCycle = errors.New("agent call cycle")
+	// ErrDepth is returned for an agent call deeper than the depth limit.
+	ErrDepth = errors.New("agent call chain too deep")
+)
+
+// Call sources, in a called turn's input metadata under callSource.
+const (
+	SourceMiddleware = "extension-middleware"
+	SourceTool       = "tool"
+	SourceAPI        = "api"
+)
+
+// callerAgents is the pipeline.Agents of a running turn: the orchestrator's
+// entry for middleware. Every call carries the caller's metadata and the
+// chain of instances waiting on it, which detects cycles and bounds depth.
+type callerAgents struct {
+	a     *agent
+	key   string
+	turn  string
+	chain []string // "agent/instance" of the callers before this turn
+}
+
+var _ pipeline.Agents = (*callerAgents)(nil)
+
+// reset makes c the agents of the turn ts starts with input in.
+func (c *callerAgents) reset(a *agent, key, turn string, in pipeline.InputEvent) {
+	c.a, c.key, c.turn = a, key, turn
+	c.chain = c.chain[:0]
+	switch ch := in.Metadata["chain"].(type) {
+	case []string:
+		c.chain = append(c.chain, ch...)
+	case []any:
+		for _, e := range ch {
+			if s, ok := e.(string); ok {
+				c.chain = append(c.chain, s)
+			}
+		}
+	}
+}
+
+// input builds the called turn's input, or refuses the call.
+func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, source string) (string, pipeline.InputEvent, error) {
+	r := c.a.rt
+	if _, err := r.agent(target); err != nil {
+		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w", target, err)
+	}
+	key := o.InstanceKey
+	if key == "" {
+		key = c.key
+	}
+	self := c.a.name + "/" + c.key
+	chain := append(slices.Clone(c.chain), self)
+	to := target + "/" + key
+	if slices.Contains(chain, to) {
+		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w: %s → %s", target, ErrCycle, strings.Join(chain, " → "), to)
+	}
+	if len(chain) > r.agentDepth {
+		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w: %s → %s is deeper than %d", target, ErrDepth, strings.Join(chain, " → "), to, r.agentDepth)
+	}
+	md := maps.Clone(o.Metadata)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["callerAgent"], md["callerInstanceKey"], md["callerTurnId"], md["callSource"] = c.a.name, c.key, c.turn, source
+	md["chain"] = chain
+	return key, pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: text, Metadata: md}, nil
+}
+
+// Request runs a turn of target and returns its response text.
+func (c *callerAgents) Request(ctx context.Context, target, text string, o pipeline.AgentCallOptions) (string, error) {
+	key, in, err := c.input(target, text, o, SourceMiddleware)
+	if err != nil {
+		return "", err
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = c.a.rt.agentTimeout
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := c.a.rt.Send(cctx, target, key, in)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return "", fmt.Errorf("call agent %q instance %q: no answer within %v (its turn was aborted): %w", target, key, timeout, context.DeadlineExceeded)
+		}
+		return "", fmt.Errorf("call agent %q instance %q: %w", target, key, err)
+	}
+	return res.Response.Content, nil
+}
+
+// Send starts a turn of target without waiting for it. The runtime's Close
+// waits for it.
+func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline.AgentCallOptions) error {
+	key, in, err := c.input(target, text, o, SourceMiddleware)
+	if err != nil {
+		return err
+	}
+	r := c.a.rt
+	if !r.gate.enter() {
+		return ErrClosed
+	}
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		defer r.gate.leave()
+		if _, err := r.Send(bg, target, key, in); err != nil {
+			r.logger.Warn("agent send failed", "agent", c.a.name, "target", target, "instance", key, "err", err)
+		}
+	}()
+	return nil
+}
