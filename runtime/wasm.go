@@ -41,7 +41,7 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Exte
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Clock: ec.Clock, Config: cfg})
+	return r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
 }
 
 // jsonable turns what YAML decoded into values encoding/json accepts: maps

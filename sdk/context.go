@@ -371,9 +371,8 @@ var (
 
 // Agents calls other agents from a turn or step hook (seed 004's
 // ctx.agents): the calling agent's model never sees the call. The host
-// routes them through the runtime's orchestrator; until the runtime has
-// one, every call fails with [ErrDenied]. The target must be listed in
-// the manifest's Agents and granted by the config.
+// routes them through the runtime's orchestrator. The target must be
+// listed in the manifest's Agents and granted by the config.
 type Agents struct{ h int32 }
 
 // AgentOptions tune an agent call.

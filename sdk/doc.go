@@ -109,8 +109,7 @@
 //
 // [API.Config] decodes the extension's config: section from the agent's
 // config (unknown settings are refused). Turn and step hooks can call other
-// agents with [Turn.Agents] and [Step.Agents] (seed 004's ctx.agents); the
-// runtime routes those calls through its orchestrator, and until it has
-// one (issue 4) they fail with [ErrDenied] and a module whose manifest
-// lists Agents is refused at load.
+// agents with [Turn.Agents] and [Step.Agents] (seed 004's ctx.agents),
+// which the runtime routes through its orchestrator; the agents must be
+// listed in the [Manifest]'s Agents and granted by the config (agents:).
 package ganglion

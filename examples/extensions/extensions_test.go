@@ -23,7 +23,7 @@ import (
 
 // examples are the extensions this folder holds, one directory each;
 // testdata/sdkcheck is a guest that checks the SDK against the host.
-var examples = []string{"guardrail", "redactor", "tool", "counter", "testdata/sdkcheck"}
+var examples = []string{"guardrail", "redactor", "tool", "counter", "unconscious", "testdata/sdkcheck"}
 
 var (
 	guests    guesttest.Set
@@ -399,5 +399,54 @@ agents:
 	}, "\n")
 	if got != want {
 		t.Errorf("published:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestUnconscious: a WASM extension asks another agent before the model
+// runs (seed 004's use case), through the agents_request import, and
+// injects the answer; the call is not in the caller's history. Without
+// the config's grant, the module is refused at load.
+func TestUnconscious(t *testing.T) {
+	s := newScenario(t, `
+agents:
+  - name: worker
+    extensions: [{wasm: "{{unconscious}}", agents: [unconscious]}]
+  - name: unconscious
+`, `
+agents:
+  worker: {fallback: {steps: [{text: "worker read: {{ .LastMessage }}"}]}}
+  unconscious: {fallback: {steps: [{text: "a hunch about {{ .Input }}"}]}}
+`)
+	rt := s.open()
+	res, err := rt.Send(context.Background(), "worker", "k", runtime.UserMessage("the plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Response.Content != "worker read: the plan" {
+		t.Errorf("response = %q", res.Response.Content)
+	}
+	msgs, err := rt.History(context.Background(), "worker", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The injected answer (before the turn's input joins), the input, the
+	// model's answer; not the call itself.
+	if len(msgs) != 3 || msgs[0].Role != "system" || msgs[0].Content != "unconscious: a hunch about the plan" {
+		t.Errorf("worker history = %+v", msgs)
+	}
+	other, _ := rt.History(context.Background(), "unconscious", "k")
+	if len(other) != 2 || other[0].Metadata["callerAgent"] != "worker" {
+		t.Errorf("unconscious history = %+v", other)
+	}
+
+	denied := newScenario(t, `
+agents:
+  - name: worker
+    extensions: [{wasm: "{{unconscious}}"}]
+  - name: unconscious
+`, "agents: {worker: {fallback: {steps: [{text: x}]}}}\n")
+	_, err = denied.tryOpen(slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "its manifest asks to call agents the config does not grant: unconscious") {
+		t.Fatalf("without the grant: %v", err)
 	}
 }

@@ -68,6 +68,8 @@ func (l Limits) withDefaults() Limits {
 type Grants struct {
 	// Secrets the extension may read.
 	Secrets []string
+	// Agents the extension may call.
+	Agents []string
 	// All grants whatever the manifest asks, to inspect a module; nothing
 	// is provided to it.
 	All bool
@@ -356,8 +358,13 @@ func (x *Extension) checkGrants() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("its manifest asks for secrets the config does not grant: %s (add them under the extension's secrets:)", strings.Join(missing, ", "))
 	}
-	if len(x.manifest.Agents) > 0 {
-		return fmt.Errorf("its manifest asks to call agents (%s), which this host does not offer yet", strings.Join(x.manifest.Agents, ", "))
+	for _, a := range x.manifest.Agents {
+		if !slices.Contains(x.grants.Agents, a) {
+			missing = append(missing, a)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("its manifest asks to call agents the config does not grant: %s (add them under the extension's agents:)", strings.Join(missing, ", "))
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tetratelabs/wazero/api"
@@ -634,8 +635,19 @@ func hostSecret(in *instance, p []uint64) int32 {
 	return in.give(p[3], p[4], []byte(v))
 }
 
-// hostAgents is agents_request and agents_send: agent calls need the
-// orchestrator, which this host does not have yet (sdk/ABI.md).
+// agentRequest is the JSON of agents_request and agents_send.
+type agentRequest struct {
+	Agent     string         `json:"agent"`
+	Instance  string         `json:"instance"`
+	Text      string         `json:"text"`
+	TimeoutMS int64          `json:"timeout_ms"`
+	Metadata  map[string]any `json:"metadata"`
+}
+
+// hostAgents is agents_request (5 arguments) and agents_send (3): a call
+// to another agent through the runtime's orchestrator, for an agent the
+// manifest lists and the config grants. The guest's time does not run
+// while the other agent works.
 func hostAgents(in *instance, p []uint64) int32 {
 	f, code := in.hook(p[0])
 	if code != 0 {
@@ -644,7 +656,38 @@ func hostAgents(in *instance, p []uint64) int32 {
 	if f.kind != kindTurn && f.kind != kindStep {
 		return in.fail(codeInvalid, "a %s hook cannot call agents", kindName(f.kind))
 	}
-	return in.fail(codeDenied, "calling agents needs the orchestrator, which this host does not have yet")
+	b, code := in.read(p[1], p[2], "agent request")
+	if code != 0 {
+		return code
+	}
+	var req agentRequest
+	if err := decodeStrict(b, &req); err != nil {
+		return in.fail(codeInvalid, "agent request: %v", err)
+	}
+	if !slices.Contains(in.x.manifest.Agents, req.Agent) {
+		return in.fail(codeDenied, "call agent %q: the manifest's agents do not list it", req.Agent)
+	}
+	var agents pipeline.Agents
+	if f.turn != nil {
+		agents = f.turn.Agents()
+	} else {
+		agents = f.step.Agents()
+	}
+	opts := pipeline.AgentCallOptions{InstanceKey: req.Instance, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Metadata: req.Metadata}
+	in.park(f)
+	defer in.resume(f)
+	if len(p) == 3 { // agents_send
+		if err := agents.Send(f.ctx, req.Agent, req.Text, opts); err != nil {
+			return in.fail(codeFailed, "%v", err)
+		}
+		return 0
+	}
+	text, err := agents.Request(f.ctx, req.Agent, req.Text, opts)
+	if err != nil {
+		return in.fail(codeFailed, "%v", err)
+	}
+	out, _ := json.Marshal(map[string]string{"text": text, "finish_reason": string(pipeline.FinishText)})
+	return in.give(p[3], p[4], out)
 }
 
 func hostSetError(in *instance, p []uint64) int32 {

@@ -140,12 +140,10 @@ func TestHostileModules(t *testing.T) {
 			name:  "out-of-bounds pointers",
 			ext:   `[{wasm: testdata/hostile_bounds.wasm, limits: {timeout: 100ms}, secrets: [HOSTILE_KEY]}]`,
 			input: "bounds",
-			// agents_request and agents_send answer DENIED before they read
-			// anything: this host cannot call agents yet (sdk/ABI.md).
 			want: `extension "hostile_bounds": turn middleware: ` +
 				"manifest=-5 register=-5 field=-5 field_wrap=-5 set_field=-5 set_field_wrap=-5 message=-5 " +
 				"emit=-5 state_set=-5 state_get=-5 publish_topic=-5 publish_data=-5 log=-5 secret=-5 " +
-				"agents_request=-3 agents_send=-3 set_error=-5 last_error=-5",
+				"agents_request=-5 agents_send=-5 set_error=-5 last_error=-5",
 			guest: true,
 		},
 		{

@@ -102,6 +102,9 @@ type Extension struct {
 	// Clock grants a WASM extension the real clock; without it the guest
 	// sees a fake one. Only with wasm.
 	Clock bool `yaml:"clock"`
+	// Agents names the agents a WASM extension may call (its manifest
+	// must list them too). Only with wasm.
+	Agents []string `yaml:"agents"`
 	// Config is the extension's own settings, decoded by the extension
 	// with [Extension.Decode]. Nil when the file gives none.
 	Config ast.Node `yaml:"config"`

@@ -1,0 +1,36 @@
+// Command unconscious is the WebAssembly half of seed 004's use case: a
+// turn middleware that, before the model runs, asks another agent (the
+// "unconscious") about the input through ctx.agents and injects its answer
+// as a system message. The model never sees the call, only the answer.
+//
+//	extensions:
+//	  - wasm: unconscious.wasm
+//	    agents: [unconscious]          # the agents it may call
+//
+// Build it with:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o unconscious.wasm .
+package main
+
+import ganglion "github.com/ganglion-dev/ganglion/sdk"
+
+func init() {
+	ganglion.Register(ganglion.Manifest{Name: "unconscious", Version: "1.0.0", Agents: []string{"unconscious"}}, setup)
+}
+
+func setup(api *ganglion.API) error {
+	api.Pipeline.Turn(func(t *ganglion.Turn) error {
+		reply, err := t.Agents().Request("unconscious", t.InputText(), ganglion.AgentOptions{})
+		if err != nil {
+			return err
+		}
+		if err := t.Emit(ganglion.MessageEvent{Type: ganglion.MessageAppend,
+			Message: ganglion.Message{Role: ganglion.RoleSystem, Content: "unconscious: " + reply.Text}}); err != nil {
+			return err
+		}
+		return t.Next()
+	})
+	return nil
+}
+
+func main() {}
