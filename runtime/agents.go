@@ -33,6 +33,23 @@ const (
 	SourceAPI        = "api"
 )
 
+// Transport carries agent calls from the orchestrator to the runtime that
+// runs the target agent. The default delivers in process ([Runtime.Send]);
+// a networked one (NATS, say) implements the same method on another
+// machine's runtime, without touching callers.
+type Transport interface {
+	// Deliver runs a turn of agent's instance key with in, and returns its
+	// result when it ends or ctx does.
+	Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error)
+}
+
+// inProcess is the default Transport: the runtime itself.
+type inProcess struct{ r *Runtime }
+
+func (t inProcess) Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	return t.r.Send(ctx, agent, key, in)
+}
+
 // callerAgents is the pipeline.Agents of a running turn: the orchestrator's
 // entry for middleware. Every call carries the caller's metadata and the
 // chain of instances waiting on it, which detects cycles and bounds depth.
@@ -101,7 +118,7 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := c.a.rt.Send(cctx, target, key, in)
+	res, err := c.a.rt.transport.Deliver(cctx, target, key, in)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return "", fmt.Errorf("call agent %q instance %q: no answer within %v (its turn was aborted): %w", target, key, timeout, context.DeadlineExceeded)
@@ -125,7 +142,7 @@ func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer r.gate.leave()
-		if _, err := r.Send(bg, target, key, in); err != nil {
+		if _, err := r.transport.Deliver(bg, target, key, in); err != nil {
 			r.logger.Warn("agent send failed", "agent", c.a.name, "target", target, "instance", key, "err", err)
 		}
 	}()

@@ -43,6 +43,7 @@ type options struct {
 	wasmCache     string
 	agentTimeout  time.Duration
 	agentDepth    int
+	transport     Transport
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool
@@ -57,6 +58,9 @@ func WithAgentTimeout(d time.Duration) Option {
 // WithAgentDepth sets how many agents may wait on one another in a chain
 // of agent calls; default [DefaultAgentDepth].
 func WithAgentDepth(n int) Option { return optionFunc(func(o *options) { o.agentDepth = n }) }
+
+// WithTransport carries agent calls with t instead of in process.
+func WithTransport(t Transport) Option { return optionFunc(func(o *options) { o.transport = t }) }
 
 // WithWasmCache keeps compiled WebAssembly modules in dir, so that the
 // next runtime on the same dir does not compile them again. Default: the

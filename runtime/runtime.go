@@ -63,6 +63,7 @@ type Runtime struct {
 
 	agentTimeout time.Duration // default timeout of ctx.agents.request
 	agentDepth   int           // longest chain of agent calls
+	transport    Transport     // carries agent calls; default in process
 
 	// The expiry loop (see expiryLoop); nil channels when it does not run.
 	expiryWake chan struct{}
@@ -143,6 +144,10 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	if o.agentDepth > 0 {
 		r.agentDepth = o.agentDepth
+	}
+	r.transport = o.transport
+	if r.transport == nil {
+		r.transport = inProcess{r}
 	}
 	ok := false
 	defer func() {
