@@ -1,6 +1,3 @@
-// Package extensions_test builds each example extension with the standard
-// Go toolchain (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared), loads it in
-// a runtime on the scripted model, and checks what it does.
 package extensions_test
 
 import (

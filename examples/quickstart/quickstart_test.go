@@ -1,4 +1,3 @@
-// Package quickstart_test runs the README's quick start exactly as written.
 package quickstart_test
 
 import (
