@@ -18,25 +18,26 @@ import (
 // agent is an agent as configured, with its model, tools and pipeline.
 // Immutable after buildAgent.
 type agent struct {
-	rt        *Runtime
-	name      string
-	system    string
-	model     model.Provider
-	modelName string
-	maxOutput int
-	maxSteps  int
-	tools     []pipeline.Tool
-	pipe      *pipeline.Pipeline
-	logger    *slog.Logger
-	apis      []*extensions.API
-	closers   []extensions.Closer
+	rt          *Runtime
+	name        string
+	description string
+	system      string
+	model       model.Provider
+	modelName   string
+	maxOutput   int
+	maxSteps    int
+	tools       []pipeline.Tool
+	pipe        *pipeline.Pipeline
+	logger      *slog.Logger
+	apis        []*extensions.API
+	closers     []extensions.Closer
 	// kinds are the pending-item kinds its extensions handle; written only
 	// while they register.
 	kinds map[kindKey]extensions.PendingKind
 }
 
 func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {
-	a := &agent{rt: r, name: ac.Name, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name),
+	a := &agent{rt: r, name: ac.Name, description: ac.Description, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name),
 		kinds: map[kindKey]extensions.PendingKind{}}
 	if a.maxSteps <= 0 {
 		a.maxSteps = config.DefaultMaxSteps

@@ -344,3 +344,41 @@ func waitGoroutines(t *testing.T, before int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestSystemTools: list_agents shows the other agents and what they are
+// for; get_my_tools the tools of the step.
+func TestSystemTools(t *testing.T) {
+	h := newHarness(t, `
+agents:
+  - name: lead
+    description: plans the work
+    tools: [list_agents, get_my_tools]
+  - name: coder
+    description: writes the code
+  - name: tester
+`, `
+agents:
+  lead:
+    fallback:
+      steps:
+        - tool_calls: [{name: list_agents, id: l}, {name: get_my_tools, id: g}]
+        - text: "done"
+`)
+	h.mustSend("lead", "k", "who can help?")
+	msgs, err := h.rt.History(context.Background(), "lead", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range msgs {
+		if m.ToolCallID != "" {
+			got[m.ToolCallID] = m.Content
+		}
+	}
+	if want := `[{"name":"coder","description":"writes the code"},{"name":"tester"}]`; got["l"] != want {
+		t.Errorf("list_agents = %s\nwant %s", got["l"], want)
+	}
+	if !strings.HasPrefix(got["g"], `[{"name":"list_agents",`) || !strings.Contains(got["g"], `"name":"get_my_tools"`) || strings.Contains(got["g"], "read_file") {
+		t.Errorf("get_my_tools = %s", got["g"])
+	}
+}

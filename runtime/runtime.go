@@ -116,7 +116,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	toolNames := append([]string{}, tool.WorkspaceToolNames...)
+	toolNames := append(append([]string{}, tool.WorkspaceToolNames...), systemToolNames...)
 	for _, t := range o.tools {
 		toolNames = append(toolNames, t.Name)
 	}
@@ -254,6 +254,11 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 			if err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, t := range r.systemTools() {
+		if err := reg.Add(t); err != nil {
+			return nil, err
 		}
 	}
 	for _, t := range o.tools {
