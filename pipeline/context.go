@@ -245,6 +245,8 @@ type ToolCallInfo struct {
 	Tool  Tool
 	Found bool
 	Host  any
+	// Input is the event that started the turn.
+	Input InputEvent
 }
 
 // ToolCallContext is the context of one tool call, given to toolCall
@@ -282,6 +284,10 @@ func (c *ToolCallContext) TurnID() string { return c.info.TurnID }
 
 // Step returns the number of the step within the turn.
 func (c *ToolCallContext) Step() int { return c.info.Step }
+
+// Input returns the event that started the turn: who started it (a user,
+// another agent and its call chain, a resume), not something to change.
+func (c *ToolCallContext) Input() InputEvent { return c.info.Input }
 
 // CallID returns the provider's ID of the call.
 func (c *ToolCallContext) CallID() string { return c.info.Call.ID }

@@ -297,7 +297,7 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 	t, found := s.Tools().Lookup(c.Name)
 	cc.Reset(pipeline.ToolCallInfo{
 		Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Step: s.Index(),
-		Call: c, Tool: t, Found: found, Host: ts,
+		Call: c, Tool: t, Found: found, Host: ts, Input: ts.turn.Input(),
 	})
 	bus := a.rt.bus
 	var start time.Time

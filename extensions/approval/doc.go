@@ -77,9 +77,11 @@
 // answers with guidance the model reads when it resumes, or rejects to
 // stop the task.
 //
-// # Not yet
+// # Delegated turns
 //
-// The caller's rules applying to a turn another agent started, and the
-// chain the rules see (chain.depth, chain.agents, empty until then), need
-// the orchestrator (issue 4).
+// chain.depth and chain.agents describe the agents whose calls
+// (ctx.agents) started the turn, the first caller first: a rule can deny
+// what a delegated turn may do. Not yet: the caller's own rules applying
+// too, so that a child's rules can only narrow them (issue 6, with the
+// delegation chain of issue 4).
 package approval

@@ -229,7 +229,7 @@ func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 	rules := x.Rules()
 	t, _ := c.Tool()
 	res := rules.Decide(Call{Tool: c.Name(), Category: t.Category, Args: c.Arguments(), Agent: c.Agent(),
-		Instance: c.InstanceKey(), Turn: c.TurnID(), Step: c.Step(), Workspace: x.api.Workspace})
+		Instance: c.InstanceKey(), Turn: c.TurnID(), Step: c.Step(), Workspace: x.api.Workspace, Chain: callChain(c.Input())})
 	x.api.Events.Publish("approval.decided", c.InstanceKey(), map[string]any{
 		"turn_id": c.TurnID(), "call_id": c.CallID(), "tool": c.Name(), "decision": res.Decision,
 		"matched": res.Matched, "explanation": res.Explanation})
@@ -310,4 +310,31 @@ func resolveMistakes(_ context.Context, it ledger.Item, act extensions.Action) (
 			strconv.Itoa(req.Failures) + " failed tool calls in a row: " + reason}}, nil
 	}
 	return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance, or reject to stop the agent", extensions.ErrInvalidAction)
+}
+
+// callChain returns the agents of the call chain that started the turn,
+// the first caller first, from the input's metadata (see runtime's agent
+// calls: "agent/instance" entries).
+func callChain(in pipeline.InputEvent) []string {
+	var out []string
+	add := func(s string) {
+		if a, _, ok := strings.Cut(s, "/"); ok {
+			out = append(out, a)
+		} else if s != "" {
+			out = append(out, s)
+		}
+	}
+	switch ch := in.Metadata["chain"].(type) {
+	case []string:
+		for _, s := range ch {
+			add(s)
+		}
+	case []any:
+		for _, e := range ch {
+			if s, ok := e.(string); ok {
+				add(s)
+			}
+		}
+	}
+	return out
 }

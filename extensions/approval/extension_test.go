@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -366,5 +367,73 @@ agents:
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("the call ran %d times, want 1", runs.Load())
+	}
+}
+
+// TestChain: rules see the chain of agents that started the turn.
+func TestChain(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`
+agents:
+  worker: {fallback: {steps: [{text: "worker done"}]}}
+  helper:
+    fallback:
+      steps:
+        - tool_calls: [{name: deploy, id: d}]
+        - text: "helper: {{ .LastMessage }}"
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(`
+default: approve
+rules:
+  - name: not on behalf of another agent
+    when: chain.depth > 0 && chain.agents[0] == "worker"
+    decision: deny
+    reason: delegated turns cannot deploy
+`), 0o644)
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
+agents:
+  - name: worker
+    extensions: [{name: ask}]
+  - name: helper
+    tools: [deploy]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer string
+	ask := func(extensions.Config) (extensions.Extension, error) {
+		return extensions.Func(func(api *extensions.API) error {
+			api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				a, err := tc.Agents().Request(ctx, "helper", "deploy please", pipeline.AgentCallOptions{})
+				if err != nil {
+					return nil, err
+				}
+				answer = a
+				return tc.Next(ctx)
+			})
+			return nil
+		}), nil
+	}
+	deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			return &pipeline.ToolResult{Content: "deployed"}, nil
+		}}
+	rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(deploy), runtime.WithExtension("ask", ask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if _, err := rt.Send(ctx, "worker", "k", runtime.UserMessage("go")); err != nil {
+		t.Fatal(err)
+	}
+	if want := `helper: tool call denied: rule "not on behalf of another agent" decides deny: delegated turns cannot deploy`; answer != want {
+		t.Errorf("delegated = %q\nwant %q", answer, want)
+	}
+	// Asked directly, the helper deploys.
+	res, err := rt.Send(ctx, "helper", "direct", runtime.UserMessage("deploy"))
+	if err != nil || res.Response.Content != "helper: deployed" {
+		t.Fatalf("direct = %+v, %v", res, err)
 	}
 }
