@@ -211,7 +211,7 @@ func TestPendingRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.rt.Answer(ctx, q.ID, "Subscription")
-	if !errors.Is(err, ledger.ErrResolved) || err.Error() != `pending item "`+q.ID+`" is skipped already: already resolved` {
+	if !errors.Is(err, ledger.ErrResolved) || err.Error() != `pending item "`+q.ID+`": already resolved (it is skipped)` {
 		t.Fatalf("second resolution: %v", err)
 	}
 	if it, _ := h.rt.PendingItem(ctx, q.ID); it.Answer != "Freemium" || it.Status != ledger.Skipped {

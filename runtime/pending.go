@@ -255,7 +255,7 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 		return nil, err
 	}
 	if !it.Open {
-		return nil, fmt.Errorf("pending item %q is %s already: %w", id, it.Status, ledger.ErrResolved)
+		return nil, fmt.Errorf("pending item %q: %w (it is %s)", id, ledger.ErrResolved, it.Status)
 	}
 	k, ok := a.kinds[kindKey{it.Extension, it.Kind}]
 	if !ok {

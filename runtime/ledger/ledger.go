@@ -227,7 +227,7 @@ func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, er
 			id, ErrWrongInstance, it.Agent, it.Instance, r.Agent, r.Instance)
 	}
 	if !it.Open {
-		return Item{}, fmt.Errorf("pending item %q is %s already: %w", id, it.Status, ErrResolved)
+		return Item{}, fmt.Errorf("pending item %q: %w (it is %s)", id, ErrResolved, it.Status)
 	}
 	it.Status, it.Answer, it.Reason, it.Message, it.Open, it.Fails = r.Status, r.Answer, r.Reason, r.Message, r.KeepOpen, r.Fails
 	it.UpdatedAt = l.now()

@@ -117,7 +117,7 @@ func TestRefusals(t *testing.T) {
 		},
 			`pending item "nope": not found`, ledger.ErrNotFound},
 		{"resolve twice", func() error { _, err := f.l.Resolve(ctx, "q2", ledger.Resolution{Status: ledger.Answered}); return err },
-			`pending item "q2" is skipped already: already resolved`, ledger.ErrResolved},
+			`pending item "q2": already resolved (it is skipped)`, ledger.ErrResolved},
 		{"resolve for another instance", func() error {
 			_, err := f.l.Resolve(ctx, "q1", ledger.Resolution{Status: ledger.Answered, Agent: "a", Instance: "other"})
 			return err
@@ -324,7 +324,7 @@ func TestExpireKeepOpen(t *testing.T) {
 		t.Fatalf("Resolve after timeout = %+v, %v", done, err)
 	}
 	_, err = f.l.Resolve(ctx, "q", ledger.Resolution{Status: ledger.Answered, Answer: "free"})
-	if !errors.Is(err, ledger.ErrResolved) || err.Error() != `pending item "q" is answered already: already resolved` {
+	if !errors.Is(err, ledger.ErrResolved) || err.Error() != `pending item "q": already resolved (it is answered)` {
 		t.Fatalf("second Resolve: %v", err)
 	}
 	if open, _ := f.l.List(ctx, ledger.Filter{Open: true}); len(open) != 0 {
