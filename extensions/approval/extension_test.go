@@ -149,6 +149,59 @@ agents:
         - text: "fallback"
 `
 
+// project is a directory with a scripted model's script, a rules file and
+// a config, and a counting deploy tool: what the approval tests share.
+type project struct {
+	t    *testing.T
+	dir  string
+	cfg  *config.File
+	runs atomic.Int32
+}
+
+// newProject writes script and rules and parses agentsYAML (the config's
+// agents: section) as its config.
+func newProject(t *testing.T, script, rules, agentsYAML string) *project {
+	t.Helper()
+	p := &project{t: t, dir: t.TempDir()}
+	for name, data := range map[string]string{"script.yaml": script, "rules.yaml": rules} {
+		if err := os.WriteFile(filepath.Join(p.dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := config.Parse(filepath.Join(p.dir, "ganglion.yaml"), []byte("model: {provider: scripted, script: script.yaml}\n"+agentsYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cfg = cfg
+	return p
+}
+
+// deploy is a tool that counts its runs.
+func (p *project) deploy() pipeline.Tool {
+	return pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			p.runs.Add(1)
+			return &pipeline.ToolResult{Content: "deployed"}, nil
+		}}
+}
+
+// open starts a runtime on the project with the deploy tool; the test
+// closes it.
+func (p *project) open(opts ...runtime.Option) *runtime.Runtime {
+	p.t.Helper()
+	rt, err := runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(p.cfg), runtime.WithTool(p.deploy())}, opts...)...)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return rt
+}
+
+const deployAgent = `agents:
+  - name: a
+    tools: [deploy]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`
+
 // TestAsk: an ask pauses the turn; approving resumes it and runs the call
 // exactly once, with its result where the placeholder was; denying, or no
 // answer in time, resumes it without running the call.
@@ -164,7 +217,7 @@ func TestAsk(t *testing.T) {
 		{"approve", func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error) {
 			return rt.Answer(ctx, id, "approve")
 		},
-			1, "deployed to prod", "after: A human approved the call of deploy; it ran."},
+			1, "deployed", "after: A human approved the call of deploy; it ran."},
 		{"deny", func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error) { return rt.Answer(ctx, id, "no") },
 			0, "tool call denied: a human denied it", "after: A human denied the call of deploy; it did not run."},
 		{"reject with a reason", func(rt *runtime.Runtime, id string) (*pipeline.TurnResult, error) {
@@ -172,28 +225,9 @@ func TestAsk(t *testing.T) {
 		}, 0, "tool call denied: a human denied it: not on a Friday", "after: A human denied the call of deploy (not on a Friday); it did not run."},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var runs atomic.Int32
-			deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
-				Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-					runs.Add(1)
-					return &pipeline.ToolResult{Content: "deployed to prod"}, nil
-				}}
-			dir := t.TempDir()
-			os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(askScript), 0o644)
-			os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644)
-			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
-agents:
-  - name: a
-    tools: [deploy]
-    extensions: [{name: approval, config: {rules: rules.yaml}}]
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(deploy), runtime.WithoutExpiryTimer())
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := newProject(t, askScript, "default: ask\nrules: []\n", deployAgent)
+			rt := p.open(runtime.WithMemoryStore(), runtime.WithoutExpiryTimer())
+			runs := &p.runs
 			defer rt.Close()
 			res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("ship it"))
 			if err != nil || res.FinishReason != pipeline.FinishPaused {
@@ -229,29 +263,9 @@ func TestAskTimeout(t *testing.T) {
 	ctx := context.Background()
 	var now atomic.Int64
 	clock := func() time.Time { return time.Unix(1_800_000_000+now.Load(), 0) }
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(askScript), 0o644)
-	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644)
-	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
-agents:
-  - name: a
-    tools: [deploy]
-    extensions: [{name: approval, config: {rules: rules.yaml, timeout: 10m}}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs atomic.Int32
-	deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
-		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			runs.Add(1)
-			return &pipeline.ToolResult{Content: "deployed"}, nil
-		}}
-	rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(deploy),
-		runtime.WithClock(clock), runtime.WithoutExpiryTimer())
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newProject(t, askScript, "default: ask\nrules: []\n", strings.Replace(deployAgent, "rules: rules.yaml}", "rules: rules.yaml, timeout: 10m}", 1))
+	rt := p.open(runtime.WithMemoryStore(), runtime.WithClock(clock), runtime.WithoutExpiryTimer())
+	runs := &p.runs
 	defer rt.Close()
 	if res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("ship it")); err != nil || res.FinishReason != pipeline.FinishPaused {
 		t.Fatalf("Send = %+v, %v", res, err)
@@ -326,31 +340,9 @@ agents:
 // one runs the call once.
 func TestAskAcrossRestart(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(askScript), 0o644)
-	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644)
-	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
-agents:
-  - name: a
-    tools: [deploy]
-    extensions: [{name: approval, config: {rules: rules.yaml}}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs atomic.Int32
-	deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
-		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			runs.Add(1)
-			return &pipeline.ToolResult{Content: "deployed"}, nil
-		}}
-	open := func() *runtime.Runtime {
-		rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithDataDir(filepath.Join(dir, "data")), runtime.WithTool(deploy))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rt
-	}
+	p := newProject(t, askScript, "default: ask\nrules: []\n", deployAgent)
+	runs := &p.runs
+	open := func() *runtime.Runtime { return p.open(runtime.WithDataDir(filepath.Join(p.dir, "data"))) }
 	rt := open()
 	if res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("ship it")); err != nil || res.FinishReason != pipeline.FinishPaused {
 		t.Fatalf("Send = %+v, %v", res, err)
@@ -373,8 +365,7 @@ agents:
 // TestChain: rules see the chain of agents that started the turn.
 func TestChain(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`
+	p := newProject(t, `
 agents:
   worker: {fallback: {steps: [{text: "worker done"}]}}
   helper:
@@ -382,26 +373,20 @@ agents:
       steps:
         - tool_calls: [{name: deploy, id: d}]
         - text: "helper: {{ .LastMessage }}"
-`), 0o644)
-	os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(`
+`, `
 default: approve
 rules:
   - name: not on behalf of another agent
     when: chain.depth > 0 && chain.agents[0] == "worker"
     decision: deny
     reason: delegated turns cannot deploy
-`), 0o644)
-	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml}
-agents:
+`, `agents:
   - name: worker
     extensions: [{name: ask}]
   - name: helper
     tools: [deploy]
     extensions: [{name: approval, config: {rules: rules.yaml}}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	var answer string
 	ask := func(extensions.Config) (extensions.Extension, error) {
 		return extensions.Func(func(api *extensions.API) error {
@@ -416,14 +401,7 @@ agents:
 			return nil
 		}), nil
 	}
-	deploy := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "deploy", Description: "Deploys.", Category: pipeline.CategoryExecute},
-		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			return &pipeline.ToolResult{Content: "deployed"}, nil
-		}}
-	rt, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithTool(deploy), runtime.WithExtension("ask", ask))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rt := p.open(runtime.WithMemoryStore(), runtime.WithExtension("ask", ask))
 	defer rt.Close()
 	if _, err := rt.Send(ctx, "worker", "k", runtime.UserMessage("go")); err != nil {
 		t.Fatal(err)
