@@ -29,8 +29,8 @@
 // overran. This stops loops and recursion alike, keeps the goroutine
 // preemptible for Go's scheduler and collector, and costs a native
 // decrement, not wazero's exit to Go per loop iteration and goroutine per
-// call. Memory is capped per instance. A call that traps, exits, overruns or is killed fails
-// with a [TrapError] (matching context.DeadlineExceeded when that was the
+// call. Memory is capped per instance. A call that traps, exits or
+// overruns fails with a [TrapError] (matching context.DeadlineExceeded when that was the
 // cause); its instance is discarded and the next call gets a fresh one. So
 // a hostile module fails only its own calls. What the guest may do beyond
 // its hooks — publish on a topic, read a secret, keep state — must be

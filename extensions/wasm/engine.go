@@ -208,15 +208,15 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 	limits = limits.withDefaults()
 	rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig(limits))
 	x := &Extension{name: name, path: path, rt: rt, limits: limits, grants: grants, logger: e.logger.With("extension", name), config: cfgJSON,
-		kill: make(chan struct{}), watchdogDone: make(chan struct{}), live: map[*instance]struct{}{},
+		stopClock: make(chan struct{}), clockDone: make(chan struct{}),
 		slots: make(chan struct{}, limits.MaxInstances)}
 	x.clock.Store(time.Now().UnixNano())
-	go x.watchdog() // before the first instance: its init runs under the deadline too
+	go x.tickClock() // before the first instance: its init runs under the deadline too
 	ok := false
 	defer func() {
 		if !ok {
-			close(x.kill)
-			<-x.watchdogDone
+			close(x.stopClock)
+			<-x.clockDone
 			rt.Close(context.Background())
 		}
 	}()

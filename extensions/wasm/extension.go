@@ -36,18 +36,15 @@ type Extension struct {
 
 	mu     sync.Mutex
 	idle   []*instance
-	live   map[*instance]struct{}
 	count  int // instances alive, idle or busy
 	slots  chan struct{}
 	closed bool
 
-	kill         chan struct{} // closed by Close: stops the watchdog
-	watchdogDone chan struct{}
-	traps        atomic.Int64
+	stopClock    chan struct{} // closed by Close: stops tickClock
+	clockDone    chan struct{}
 	crashes      atomic.Int64 // crashed calls in a row
 	backoffUntil atomic.Int64 // Unix nanoseconds
-	// clock is a coarse clock (Unix nanoseconds) the watchdog advances on
-	// each tick: guest time is measured with it, which costs an atomic load
+	// clock is a coarse clock (Unix nanoseconds) the ticker advances: guest time is measured with it, which costs an atomic load
 	// where time.Now costs ~60 ns on a VM. Deadlines are as coarse as the
 	// tick, a small fraction of the timeout.
 	clock atomic.Int64
@@ -57,10 +54,6 @@ var _ extensions.Extension = (*Extension)(nil)
 
 // Manifest returns what the module declared.
 func (x *Extension) Manifest() Manifest { return *x.manifest }
-
-// Traps returns how many instances were discarded after a trap, an exit or
-// a deadline.
-func (x *Extension) Traps() int64 { return x.traps.Load() }
 
 // Register registers the hooks, tools and subscriptions the module's init
 // declared.
@@ -214,16 +207,11 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 	f.bind(ctx, in)
 	var out hookOut
 	err = in.invoke(f, id)
-	var gp *guestPanic
-	var te *TrapError
-	switch {
-	case err == nil:
+	if err == nil {
 		out = f.outcome()
 		x.crashes.Store(0)
-	case errors.As(err, &te):
-		x.crashed()
-	default:
-		x.crashes.Store(0)
+	} else {
+		x.counted(err)
 	}
 	reraise := f.nextPanic
 	in.putFrame(f)
@@ -234,10 +222,25 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 	if reraise != nil {
 		panic(reraise.value)
 	}
-	if errors.As(err, &gp) && a.kind != kindEvent {
-		panic(gp.value)
+	if err != nil && a.kind != kindEvent {
+		if gp, ok := err.(*guestPanic); ok {
+			panic(gp.value)
+		}
 	}
 	return out, err
+}
+
+// counted counts a failed call toward the crash back-off: a trap, an exit
+// or a deadline is a crash; the guest's own failure is not. It lives apart
+// from run so that the error targets errors.As needs escape only here, on
+// the failure path.
+func (x *Extension) counted(err error) {
+	var te *TrapError
+	if errors.As(err, &te) {
+		x.crashed()
+		return
+	}
+	x.crashes.Store(0)
 }
 
 // acquire returns the instance to run a hook in: the one parked in the
@@ -286,7 +289,6 @@ func (x *Extension) release(in *instance, re *reentry) {
 	}
 	x.mu.Lock()
 	if in.isBroken() || x.closed {
-		delete(x.live, in)
 		x.count--
 		x.mu.Unlock()
 		in.close()
@@ -298,36 +300,23 @@ func (x *Extension) release(in *instance, re *reentry) {
 	<-x.slots
 }
 
-// watchdog stops instances whose guest code overran its deadline.
-func (x *Extension) watchdog() {
-	defer close(x.watchdogDone)
-	tick := min(max(x.limits.Timeout/8, time.Millisecond), 50*time.Millisecond)
-	t := time.NewTicker(tick)
+// tickClock advances the coarse clock that guest deadlines are read on
+// (see Extension.clock and instance.yield) until Close.
+func (x *Extension) tickClock() {
+	defer close(x.clockDone)
+	t := time.NewTicker(min(max(x.limits.Timeout/8, time.Millisecond), 50*time.Millisecond))
 	defer t.Stop()
-	var live []*instance
 	for {
 		select {
-		case <-x.kill:
+		case <-x.stopClock:
 			return
-		case <-t.C:
-		}
-		now := time.Now().UnixNano()
-		x.clock.Store(now)
-		live = live[:0]
-		x.mu.Lock()
-		for in := range x.live {
-			live = append(live, in)
-		}
-		x.mu.Unlock()
-		for _, in := range live {
-			if d := in.deadline.Load(); d != 0 && now > d {
-				in.stop(whyDeadline)
-			}
+		case now := <-t.C:
+			x.clock.Store(now.UnixNano())
 		}
 	}
 }
 
-// Close stops the watchdog and closes every instance and the module.
+// Close stops the clock and closes every instance and the module.
 func (x *Extension) Close() error {
 	x.mu.Lock()
 	if x.closed {
@@ -338,9 +327,9 @@ func (x *Extension) Close() error {
 	idle := x.idle
 	x.idle = nil
 	x.mu.Unlock()
-	close(x.kill)
-	if x.watchdogDone != nil {
-		<-x.watchdogDone
+	close(x.stopClock)
+	if x.clockDone != nil {
+		<-x.clockDone
 	}
 	for _, in := range idle {
 		in.close()

@@ -127,7 +127,6 @@ func (in *instance) invoke(f *frame, id int32) error {
 	in.frames = in.frames[:d]
 	if err != nil {
 		in.broken.Store(true)
-		in.x.traps.Add(1)
 		return in.callError(hookExport(f.kind), err)
 	}
 	if in.isBroken() {

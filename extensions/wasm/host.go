@@ -36,7 +36,7 @@ func (x *Extension) hostModule(ctx context.Context) error {
 			params[i] = i32
 		}
 		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
-			kc, ok := ctx.(*killCtx)
+			kc, ok := ctx.(*hostCtx)
 			if !ok {
 				stack[0] = api.EncodeI32(codeFailed)
 				return

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -27,19 +25,16 @@ type instance struct {
 	seq  int32           // handle generator
 	init *initState      // during ganglion_init only
 
-	gctx   *killCtx // the context of every guest call; see killCtx
+	gctx   *hostCtx // the context of every guest call; see hostCtx
 	frames []*frame // running hook calls, outermost first
 	free   []*frame // frames to reuse
 
 	// deadline is when the running guest code must have returned, in Unix
-	// nanoseconds, or 0 while no guest code runs (parked in next, idle).
+	// nanoseconds on the extension's coarse clock, or 0 while no guest code
+	// runs (parked in next, idle). yield checks it.
 	deadline atomic.Int64
-	// kill is closed to stop the instance: the Done of every context its
-	// calls run with. wazero then closes the module and the call fails.
-	kill     chan struct{}
-	killOnce sync.Once
-	why      atomic.Value // string: why it was killed
-	broken   atomic.Bool  // trapped, killed or exited: never used again
+	why      string      // why yield stopped the guest, for callError
+	broken   atomic.Bool // trapped, stopped or exited: never used again
 
 	lastErr  string // the last failed host call's message
 	guestErr string // the guest's set_error
@@ -57,8 +52,8 @@ var instanceSeq atomic.Uint64
 // sets the extension's manifest and registrations; later ones must declare
 // the same.
 func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
-	in := &instance{x: x, kill: make(chan struct{})}
-	in.gctx = &killCtx{Context: context.Background(), in: in}
+	in := &instance{x: x}
+	in.gctx = &hostCtx{Context: context.Background(), in: in}
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
 		WithStartFunctions(). // _initialize is called below, under the deadline
@@ -70,15 +65,9 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	// A start section runs inside InstantiateModule: under the deadline,
 	// with the instance's context, where imports answer PHASE.
 	in.deadline.Store(x.clock.Load() + int64(x.limits.Timeout))
-	x.mu.Lock()
-	x.live[in] = struct{}{}
-	x.mu.Unlock()
 	mod, err := x.rt.InstantiateModule(in.gctx, x.compiled, cfg)
 	in.deadline.Store(0)
 	if err != nil {
-		x.mu.Lock()
-		delete(x.live, in)
-		x.mu.Unlock()
 		return nil, fmt.Errorf("instantiate: %w", in.callError("start", err))
 	}
 	in.mod = mod
@@ -155,7 +144,7 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 func (in *instance) callError(name string, err error) error {
 	msg := in.guestErr
 	in.guestErr = ""
-	if why, _ := in.why.Load().(string); why != "" {
+	if why := in.why; why != "" {
 		return &TrapError{Export: name, Reason: why, Message: msg, deadline: why == whyDeadline, Err: err}
 	}
 	var ee *sys.ExitError
@@ -165,10 +154,7 @@ func (in *instance) callError(name string, err error) error {
 	return &TrapError{Export: name, Reason: "trap", Message: msg, Err: err}
 }
 
-const (
-	whyDeadline  = "deadline exceeded"
-	whyCancelled = "call cancelled"
-)
+const whyDeadline = "deadline exceeded"
 
 // TrapError is the failure of a guest call that did not return normally:
 // a trap, an exit, the deadline. The instance is discarded. It matches
@@ -243,51 +229,23 @@ func (w *logWriter) flush() {
 	w.buf = w.buf[:0]
 }
 
-// yield is the metering call (meter.go): it traps the guest if its
-// deadline has passed or the instance was stopped. It runs every few
-// thousand loop iterations and function entries.
+// yield is the metering call (meter.go), made every few thousand loop
+// iterations and function entries: it traps a guest that overran its
+// deadline. It runs on the guest's goroutine, so why needs no lock.
 func (in *instance) yield() {
 	if d := in.deadline.Load(); d != 0 && in.x.clock.Load() > d {
-		in.stop(whyDeadline)
-	}
-	if why, _ := in.why.Load().(string); why != "" {
-		panic(errors.New(why)) // wazero turns a host function's panic into a trap
+		in.why = whyDeadline
+		panic(errors.New(whyDeadline)) // wazero turns a host function's panic into a trap
 	}
 }
 
-// stop kills the instance: its running call fails, and it is discarded.
-func (in *instance) stop(why string) {
-	in.killOnce.Do(func() {
-		in.why.Store(why)
-		close(in.kill)
-	})
-}
-
-// killCtx is the context of every guest call of an instance: its Done is
-// the instance's kill switch, closed by the watchdog, and host functions
-// find their instance through it. It is one immutable value per instance,
-// because wazero's watcher goroutine may read it after the call returned.
-// The hook's own context (values, cancellation) is the frame's.
-type killCtx struct {
+// hostCtx is the context of every guest call of an instance: host
+// functions find their instance through it. The hook's own context
+// (values, cancellation) is the frame's.
+type hostCtx struct {
 	context.Context
 	in *instance
 }
-
-func (c *killCtx) Done() <-chan struct{} { return c.in.kill }
-
-func (c *killCtx) Err() error {
-	select {
-	case <-c.in.kill:
-		if why, _ := c.in.why.Load().(string); why == whyDeadline {
-			return context.DeadlineExceeded
-		}
-		return context.Canceled
-	default:
-		return nil
-	}
-}
-
-func (c *killCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // functions returns the call engines for nesting depth d.
 func (in *instance) functions(d int) *hookFunctions {
@@ -306,9 +264,6 @@ func (in *instance) isBroken() bool { return in.broken.Load() }
 // close closes the module; the instance is not used again.
 func (in *instance) close() {
 	in.broken.Store(true)
-	in.x.mu.Lock()
-	delete(in.x.live, in)
-	in.x.mu.Unlock()
 	_ = in.mod.Close(context.Background())
 }
 

@@ -23,9 +23,9 @@ import (
 // code calls the host — through the module's own ganglion.manifest import,
 // with the reserved arguments (-1, -1) — and refills it. Every unbounded
 // execution passes function entries or loop headers, so the host is called
-// at least once per meterFuel of them: there it checks the deadline and the
-// kill switch and traps the guest if either fired, and the goroutine passes
-// through Go, where the scheduler and the collector can stop it.
+// at least once per meterFuel of them: there it traps a guest that overran
+// its deadline, and the goroutine passes through Go, where the scheduler
+// and the collector can stop it.
 
 // meterFuel is how many function entries and loop iterations a guest runs
 // between two calls to the host: about 10–50 µs of guest work.
