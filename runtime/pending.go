@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,19 +242,11 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 		return nil, ErrClosed
 	}
 	defer r.gate.leave()
-	it, err := r.ledger.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	a, inst, done, err := r.holdInstance(ctx, it)
+	it, a, inst, done, err := r.holdItem(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	it, err = r.ledger.Get(ctx, id) // again, now that nothing else acts on the instance
-	if err != nil {
-		return nil, err
-	}
 	if !it.Open {
 		return nil, fmt.Errorf("pending item %q: %w (it is %s)", id, ledger.ErrResolved, it.Status)
 	}
@@ -268,16 +261,36 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 	return a.settle(ctx, inst, it, out)
 }
 
-// holdInstance acquires the turn slot of the instance it belongs to.
-func (r *Runtime) holdInstance(ctx context.Context, it ledger.Item) (*agent, *instance, func(), error) {
-	a, ok := r.agents[it.Agent]
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("pending item %q belongs to agent %q, which the config does not define", it.ID, it.Agent)
+// holdItem acquires the turn slot of the instance item id belongs to and
+// returns the item as it is then, when nothing else acts on the instance.
+// The caller calls done.
+func (r *Runtime) holdItem(ctx context.Context, id string) (ledger.Item, *agent, *instance, func(), error) {
+	it, err := r.ledger.Get(ctx, id)
+	if err != nil {
+		return ledger.Item{}, nil, nil, nil, err
 	}
-	inst := r.instance(a, it.Instance)
+	a, inst, done, err := r.holdInstance(ctx, "pending item "+strconv.Quote(id), it.Agent, it.Instance)
+	if err != nil {
+		return ledger.Item{}, nil, nil, nil, err
+	}
+	if it, err = r.ledger.Get(ctx, id); err != nil {
+		done()
+		return ledger.Item{}, nil, nil, nil, err
+	}
+	return it, a, inst, done, nil
+}
+
+// holdInstance acquires the turn slot of agent's instance key and loads
+// it; what names the caller's business in errors.
+func (r *Runtime) holdInstance(ctx context.Context, what, agentName, key string) (*agent, *instance, func(), error) {
+	a, ok := r.agents[agentName]
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%s belongs to agent %q, which the config does not define", what, agentName)
+	}
+	inst := r.instance(a, key)
 	if err := inst.acquire(ctx); err != nil {
 		r.unhold(inst)
-		return nil, nil, nil, fmt.Errorf("pending item %q: waiting for instance %q: %w", it.ID, it.Instance, err)
+		return nil, nil, nil, fmt.Errorf("%s: waiting for instance %q: %w", what, key, err)
 	}
 	done := func() { inst.release(); r.unhold(inst) }
 	if err := inst.load(ctx, r.store); err != nil {
@@ -404,18 +417,11 @@ func (r *Runtime) ExpirePending(ctx context.Context) ([]ledger.Item, error) {
 }
 
 func (r *Runtime) expire(ctx context.Context, id string) (*ledger.Item, error) {
-	it, err := r.ledger.Get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	a, inst, done, err := r.holdInstance(ctx, it)
+	it, a, inst, done, err := r.holdItem(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	if it, err = r.ledger.Get(ctx, id); err != nil {
-		return nil, err
-	}
 	if it.Status != ledger.Pending { // resolved meanwhile
 		return nil, nil
 	}
@@ -454,7 +460,7 @@ func (r *Runtime) recoverResumes(ctx context.Context) error {
 	}
 	var errs []error
 	for _, t := range todo {
-		a, inst, done, err := r.holdInstance(ctx, ledger.Item{ID: t.turn, Agent: t.agent, Instance: t.instance})
+		a, inst, done, err := r.holdInstance(ctx, "paused "+t.turn, t.agent, t.instance)
 		if err != nil {
 			errs = append(errs, err)
 			continue
