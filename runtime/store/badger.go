@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -225,10 +226,7 @@ func (s *Badger) LoadInstance(ctx context.Context, agent, key string) (meta Meta
 		return Meta{}, nil, false, err
 	}
 	defer s.end()
-	if err := validate(agent, key); err != nil {
-		return Meta{}, nil, false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validate(agent, key)); err != nil {
 		return Meta{}, nil, false, err
 	}
 	err = s.db.View(func(txn *badger.Txn) error {
@@ -299,10 +297,7 @@ func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
 		return err
 	}
 	defer s.end()
-	if err := validate(agent, key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validate(agent, key)); err != nil {
 		return err
 	}
 	if err := b.check(); err != nil {
@@ -356,10 +351,7 @@ func (s *Badger) Instances(ctx context.Context, agent string) ([]string, error) 
 		return nil, err
 	}
 	defer s.end()
-	if err := ValidateName("agent name", agent); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, ValidateName("agent name", agent)); err != nil {
 		return nil, err
 	}
 	var keys []string
@@ -409,10 +401,7 @@ func (s *Badger) GetState(ctx context.Context, agent, key, extension string) ([]
 		return nil, err
 	}
 	defer s.end()
-	if err := validateState(agent, key, extension); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validateState(agent, key, extension)); err != nil {
 		return nil, err
 	}
 	var value []byte
@@ -439,10 +428,7 @@ func (s *Badger) SetState(ctx context.Context, agent, key, extension string, val
 		return err
 	}
 	defer s.end()
-	if err := validateState(agent, key, extension); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validateState(agent, key, extension)); err != nil {
 		return err
 	}
 	k := stateKey(agent, key, extension)
@@ -465,13 +451,7 @@ func (s *Badger) PutSecret(ctx context.Context, agent, key, name string, sealed 
 		return err
 	}
 	defer s.end()
-	if err := validateSecret(agent, key, name); err != nil {
-		return err
-	}
-	if err := checkSealed(name, sealed); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, cmp.Or(validateSecret(agent, key, name), checkSealed(name, sealed))); err != nil {
 		return err
 	}
 	// Badger keeps the slice until the transaction commits.
@@ -488,10 +468,7 @@ func (s *Badger) GetSecret(ctx context.Context, agent, key, name string) ([]byte
 		return nil, false, err
 	}
 	defer s.end()
-	if err := validateSecret(agent, key, name); err != nil {
-		return nil, false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validateSecret(agent, key, name)); err != nil {
 		return nil, false, err
 	}
 	var sealed []byte
@@ -521,10 +498,7 @@ func (s *Badger) ListSecrets(ctx context.Context, agent, key string) ([]string, 
 		return nil, err
 	}
 	defer s.end()
-	if err := validate(agent, key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validate(agent, key)); err != nil {
 		return nil, err
 	}
 	var names []string
@@ -555,10 +529,7 @@ func (s *Badger) DeleteSecret(ctx context.Context, agent, key, name string) erro
 		return err
 	}
 	defer s.end()
-	if err := validateSecret(agent, key, name); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validateSecret(agent, key, name)); err != nil {
 		return err
 	}
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(secretKey(agent, key, name)) }); err != nil {

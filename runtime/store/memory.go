@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -152,6 +154,15 @@ func NewMemory() *Memory {
 	return &Memory{agents: make(map[string]map[string]*memInstance)}
 }
 
+// ready is Memory's method preamble: closed first, then the argument
+// check's error, invalid, then ctx.
+func (m *Memory) ready(ctx context.Context, invalid error) error {
+	if m.closed.Load() {
+		return ErrClosed
+	}
+	return checked(ctx, invalid)
+}
+
 // lookup returns the instance, or nil. m.mu must be held.
 func (m *Memory) lookup(agent, key string) *memInstance {
 	return m.agents[agent][key]
@@ -187,13 +198,7 @@ func (m *Memory) prune(agent, key string, in *memInstance) {
 // LoadInstance implements [Store]. The returned slice is the caller's; the
 // messages in it share their slices and maps with the stored ones.
 func (m *Memory) LoadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
-	if m.closed.Load() {
-		return Meta{}, nil, false, ErrClosed
-	}
-	if err := validate(agent, key); err != nil {
-		return Meta{}, nil, false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validate(agent, key)); err != nil {
 		return Meta{}, nil, false, err
 	}
 	m.mu.RLock()
@@ -211,13 +216,7 @@ func (m *Memory) LoadInstance(ctx context.Context, agent, key string) (Meta, []R
 // Commit implements [Store]. It stores the batch's records by value: see
 // [Memory] on immutability.
 func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if err := validate(agent, key); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validate(agent, key)); err != nil {
 		return err
 	}
 	if err := b.check(); err != nil {
@@ -247,41 +246,20 @@ func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
 
 // Instances implements [Store]. It returns nil when agent has no instance.
 func (m *Memory) Instances(ctx context.Context, agent string) ([]string, error) {
-	if m.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := ValidateName("agent name", agent); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, ValidateName("agent name", agent)); err != nil {
 		return nil, err
 	}
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if m.agents == nil {
-		m.mu.RUnlock()
 		return nil, ErrClosed
 	}
-	var keys []string
-	if instances := m.agents[agent]; len(instances) > 0 {
-		keys = make([]string, 0, len(instances))
-		for k := range instances {
-			keys = append(keys, k)
-		}
-	}
-	m.mu.RUnlock()
-	slices.Sort(keys)
-	return keys, nil
+	return slices.Sorted(maps.Keys(m.agents[agent])), nil
 }
 
 // GetState implements [Store]. The returned slice is a copy.
 func (m *Memory) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
-	if m.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := validateState(agent, key, extension); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validateState(agent, key, extension)); err != nil {
 		return nil, err
 	}
 	m.mu.RLock()
@@ -302,13 +280,7 @@ func (m *Memory) GetState(ctx context.Context, agent, key, extension string) ([]
 
 // SetState implements [Store]. It stores a copy of value.
 func (m *Memory) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if err := validateState(agent, key, extension); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validateState(agent, key, extension)); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -333,16 +305,7 @@ func (m *Memory) SetState(ctx context.Context, agent, key, extension string, val
 
 // PutSecret implements [Store]. It stores a copy of sealed.
 func (m *Memory) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if err := validateSecret(agent, key, name); err != nil {
-		return err
-	}
-	if err := checkSealed(name, sealed); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, cmp.Or(validateSecret(agent, key, name), checkSealed(name, sealed))); err != nil {
 		return err
 	}
 	sealed = bytes.Clone(sealed)
@@ -364,13 +327,7 @@ func (m *Memory) PutSecret(ctx context.Context, agent, key, name string, sealed 
 
 // GetSecret implements [Store]. The returned slice is a copy.
 func (m *Memory) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
-	if m.closed.Load() {
-		return nil, false, ErrClosed
-	}
-	if err := validateSecret(agent, key, name); err != nil {
-		return nil, false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validateSecret(agent, key, name)); err != nil {
 		return nil, false, err
 	}
 	m.mu.RLock()
@@ -384,41 +341,20 @@ func (m *Memory) GetSecret(ctx context.Context, agent, key, name string) ([]byte
 
 // ListSecrets implements [Store].
 func (m *Memory) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
-	if m.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := validate(agent, key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validate(agent, key)); err != nil {
 		return nil, err
 	}
 	m.mu.RLock()
+	defer m.mu.RUnlock()
 	if m.agents == nil {
-		m.mu.RUnlock()
 		return nil, ErrClosed
 	}
-	var names []string
-	if secrets := m.secrets[instanceID{agent, key}]; len(secrets) > 0 {
-		names = make([]string, 0, len(secrets))
-		for name := range secrets {
-			names = append(names, name)
-		}
-	}
-	m.mu.RUnlock()
-	slices.Sort(names)
-	return names, nil
+	return slices.Sorted(maps.Keys(m.secrets[instanceID{agent, key}])), nil
 }
 
 // DeleteSecret implements [Store].
 func (m *Memory) DeleteSecret(ctx context.Context, agent, key, name string) error {
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if err := validateSecret(agent, key, name); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validateSecret(agent, key, name)); err != nil {
 		return err
 	}
 	m.mu.Lock()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -119,4 +120,13 @@ func quoteShort(s string) string {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(s[:quoteMax]) + "..."
+}
+
+// checked is every store method's preamble once the store is known open:
+// the argument check's error, invalid, if there is one, else ctx's.
+func checked(ctx context.Context, invalid error) error {
+	if invalid != nil {
+		return invalid
+	}
+	return ctx.Err()
 }

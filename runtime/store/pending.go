@@ -16,13 +16,7 @@ import (
 
 // PutPending implements [Store].
 func (m *Memory) PutPending(ctx context.Context, r PendingRecord) error {
-	if m.closed.Load() {
-		return ErrClosed
-	}
-	if err := r.check(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, r.check()); err != nil {
 		return err
 	}
 	r.Data = bytes.Clone(r.Data) // callers reuse buffers
@@ -40,13 +34,7 @@ func (m *Memory) PutPending(ctx context.Context, r PendingRecord) error {
 
 // GetPending implements [Store].
 func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
-	if m.closed.Load() {
-		return PendingRecord{}, false, ErrClosed
-	}
-	if err := ValidateName("pending item ID", id); err != nil {
-		return PendingRecord{}, false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, ValidateName("pending item ID", id)); err != nil {
 		return PendingRecord{}, false, err
 	}
 	m.mu.RLock()
@@ -61,13 +49,7 @@ func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool
 
 // ListPending implements [Store].
 func (m *Memory) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
-	if m.closed.Load() {
-		return nil, ErrClosed
-	}
-	if err := validateFilter(agent, key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
 	m.mu.RLock()
@@ -107,10 +89,7 @@ func (s *Badger) PutPending(ctx context.Context, r PendingRecord) error {
 		return err
 	}
 	defer s.end()
-	if err := r.check(); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, r.check()); err != nil {
 		return err
 	}
 	v, err := json.Marshal(r)
@@ -129,10 +108,7 @@ func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool
 		return PendingRecord{}, false, err
 	}
 	defer s.end()
-	if err := ValidateName("pending item ID", id); err != nil {
-		return PendingRecord{}, false, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, ValidateName("pending item ID", id)); err != nil {
 		return PendingRecord{}, false, err
 	}
 	var r PendingRecord
@@ -160,10 +136,7 @@ func (s *Badger) ListPending(ctx context.Context, agent, key string) ([]PendingR
 		return nil, err
 	}
 	defer s.end()
-	if err := validateFilter(agent, key); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
+	if err := checked(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
 	var out []PendingRecord
