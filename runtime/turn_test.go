@@ -695,42 +695,15 @@ func TestMiddlewareFailures(t *testing.T) {
 					switch l.hook {
 					case pipeline.HookTurn:
 						api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
-							if !l.after {
-								if err := l.act(ctx); err != nil {
-									return nil, err
-								}
-							}
-							r, err := tc.Next(ctx)
-							if err == nil && l.after {
-								err = l.act(ctx)
-							}
-							return r, err
+							return around(ctx, l.after, l.act, tc.Next)
 						})
 					case pipeline.HookStep:
 						api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
-							if !l.after {
-								if err := l.act(ctx); err != nil {
-									return nil, err
-								}
-							}
-							r, err := s.Next(ctx)
-							if err == nil && l.after {
-								err = l.act(ctx)
-							}
-							return r, err
+							return around(ctx, l.after, l.act, s.Next)
 						})
 					case pipeline.HookToolCall:
 						api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-							if !l.after {
-								if err := l.act(ctx); err != nil {
-									return nil, err
-								}
-							}
-							r, err := c.Next(ctx)
-							if err == nil && l.after {
-								err = l.act(ctx)
-							}
-							return r, err
+							return around(ctx, l.after, l.act, c.Next)
 						})
 					}
 				}
@@ -874,4 +847,19 @@ agents:
 		"tool(c1 echo): replaced: echo: x",
 		"assistant: done",
 	})
+}
+
+// around runs act before next, or after it when after is set, the way each
+// case of TestMiddlewareFailures's layers does at every hook.
+func around[R any](ctx context.Context, after bool, act func(context.Context) error, next func(context.Context) (*R, error)) (*R, error) {
+	if !after {
+		if err := act(ctx); err != nil {
+			return nil, err
+		}
+	}
+	r, err := next(ctx)
+	if err == nil && after {
+		err = act(ctx)
+	}
+	return r, err
 }
