@@ -194,9 +194,20 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := Parse("rules.yaml", b)
 		if err != nil {
+			if !strings.HasPrefix(err.Error(), "rules.yaml:") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
 			return
 		}
-		r.Decide(call("execute_command", map[string]any{"command": "git status", "path": "x"}))
+		res := r.Decide(call("execute_command", map[string]any{"command": "git status", "path": "x"}))
+		if d := res.Decision; d != Approve && d != Ask && d != Deny || res.Explanation == "" {
+			t.Fatalf("Decide = %+v, want approve, ask or deny and why", res)
+		}
+		for _, m := range res.Matched {
+			if m.Decision.strictness() > res.Decision.strictness() {
+				t.Fatalf("rule %q decides %s but the result is %s: the strictest must win", m.Rule, m.Decision, res.Decision)
+			}
+		}
 	})
 }
 
