@@ -34,12 +34,16 @@
 //	s \x00 <agent> \x00 <key> \x00 <extension>   extension state, verbatim bytes
 //	c \x00 <agent> \x00 <key> \x00 <name>        sealed secret, verbatim bytes
 //	p \x00 <id>                                 one PendingRecord, JSON
+//	t \x00 <id>                                 one TaskRecord, JSON
 //
 // All the keys of one agent and kind share the prefix "<kind>\x00<agent>\x00",
 // which no other agent's keys start with (agent "a" ends its prefix with a
 // NUL, where agent "ab" has a "b"), so listing an agent's instances reads
 // only that agent's keys. An instance's messages share the prefix
 // "m\x00<agent>\x00<key>\x00" and are read in Seq order by one scan.
+//
+// The t keys, like the c keys below, came after schema version 1 without
+// changing it: older builds never read them.
 //
 // A database without the version key is taken as new only if it is empty;
 // a database with another version is refused.

@@ -18,6 +18,7 @@ const (
 	kindState   byte = 's' // one extension's state for an instance
 	kindPending byte = 'p' // one pending item, by ID
 	kindSecret  byte = 'c' // one sealed secret of an instance
+	kindTask    byte = 't' // one delegation task, by ID
 )
 
 // sep separates the parts of a key. Names cannot contain it.
@@ -37,7 +38,7 @@ type storeKey struct {
 	seq       uint64 // kindMessage only
 	extension string // kindState only
 	name      string // kindSecret only
-	id        string // kindPending only (no agent or instance in the key)
+	id        string // kindPending and kindTask only (no agent or instance in the key)
 }
 
 // encode returns the key's bytes. The names must be valid.
@@ -55,6 +56,8 @@ func (k storeKey) encode() []byte {
 		return pendingKey(k.id)
 	case kindSecret:
 		return secretKey(k.agent, k.instance, k.name)
+	case kindTask:
+		return taskKey(k.id)
 	}
 	panic(fmt.Sprintf("store: encode key of unknown kind %q", k.kind))
 }
@@ -115,6 +118,14 @@ func pendingKey(id string) []byte {
 	return append(bytes.Clone(pendingPrefix), id...)
 }
 
+// taskPrefix is the prefix of every task's key.
+var taskPrefix = []byte{kindTask, sep}
+
+// taskKey is t\x00<id>.
+func taskKey(id string) []byte {
+	return append(bytes.Clone(taskPrefix), id...)
+}
+
 // errBadKey is wrapped by every error of decodeKey.
 var errBadKey = errors.New("malformed key")
 
@@ -134,12 +145,12 @@ func decodeKey(b []byte) (storeKey, error) {
 		}
 		return storeKey{kind: kindVersion}, nil
 	}
-	if kind == kindPending {
+	if kind == kindPending || kind == kindTask {
 		if len(b) < 2 || b[1] != sep {
 			return bad("no separator after kind")
 		}
-		k := storeKey{kind: kindPending, id: string(b[2:])}
-		if err := ValidateName("pending item ID", k.id); err != nil {
+		k := storeKey{kind: kind, id: string(b[2:])}
+		if err := ValidateName("ID", k.id); err != nil {
 			return bad(err.Error())
 		}
 		return k, nil

@@ -20,6 +20,7 @@ func TestKeyLayout(t *testing.T) {
 		{"message seq 0", storeKey{kind: kindMessage, agent: "a", instance: "k"}, "m\x00a\x00k\x00\x00\x00\x00\x00\x00\x00\x00\x00"},
 		{"state", storeKey{kind: kindState, agent: "a", instance: "k", extension: "memo.v2"}, "s\x00a\x00k\x00memo.v2"},
 		{"pending", storeKey{kind: kindPending, id: "q-7"}, "p\x00q-7"},
+		{"task", storeKey{kind: kindTask, id: "task_1a"}, "t\x00task_1a"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -122,7 +122,7 @@ func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool
 			return err
 		}
 		found = true
-		return decodePending(item, &r)
+		return decodeByID(item, pendingPrefix, &r)
 	})
 	if err != nil {
 		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
@@ -139,15 +139,25 @@ func (s *Badger) ListPending(ctx context.Context, agent, key string) ([]PendingR
 	if err := checked(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
+	out, err := s.listByID(pendingPrefix, agent, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: list pending items: %w", err)
+	}
+	return out, nil
+}
+
+// listByID returns the records under prefix (pending items or tasks) that
+// belong to agent's instance key, sorted by ID.
+func (s *Badger) listByID(prefix []byte, agent, key string) ([]PendingRecord, error) {
 	var out []PendingRecord
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
-		opts.Prefix = pendingPrefix
+		opts.Prefix = prefix
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var r PendingRecord
-			if err := decodePending(it.Item(), &r); err != nil {
+			if err := decodeByID(it.Item(), prefix, &r); err != nil {
 				return err
 			}
 			if r.matches(agent, key) {
@@ -156,20 +166,17 @@ func (s *Badger) ListPending(ctx context.Context, agent, key string) ([]PendingR
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store: list pending items: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
-// decodePending decodes the record under item, checking it is the one its
-// key names.
-func decodePending(item *badger.Item, r *PendingRecord) error {
+// decodeByID decodes the record under item, whose key is prefix and an ID,
+// checking it is the one its key names.
+func decodeByID(item *badger.Item, prefix []byte, r *PendingRecord) error {
 	k := item.KeyCopy(nil)
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, r) }); err != nil {
 		return corrupt(k, err)
 	}
-	if want := string(k[len(pendingPrefix):]); r.ID != want {
+	if want := string(k[len(prefix):]); r.ID != want {
 		return corrupt(k, fmt.Errorf("record has ID %q", r.ID))
 	}
 	return nil

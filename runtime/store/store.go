@@ -91,6 +91,16 @@ type Store interface {
 	// ListPending returns the pending records of agent's instance key,
 	// sorted by ID; an empty key lists all of agent's, an empty agent all.
 	ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error)
+	// CommitTasks stores the delegation tasks put, replacing those with
+	// their IDs, and deletes the tasks with the IDs del, all atomically:
+	// nothing is changed if anything fails. Deleting a missing task is not
+	// an error; an ID both put and deleted is.
+	CommitTasks(ctx context.Context, put []TaskRecord, del []string) error
+	// GetTask returns the task with id; found is false if none.
+	GetTask(ctx context.Context, id string) (r TaskRecord, found bool, err error)
+	// ListTasks returns the tasks of agent's instance key, sorted by ID; an
+	// empty key lists all of agent's, an empty agent all.
+	ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error)
 	// PutSecret stores a sealed (encrypted) secret value of the instance
 	// under name, replacing any. The store never sees plaintext: callers seal
 	// values first. A sealed value is never empty, so an empty one is refused
@@ -122,15 +132,18 @@ type PendingRecord struct {
 }
 
 // check refuses a record a store cannot keep.
-func (r *PendingRecord) check() error {
-	if err := ValidateName("pending item ID", r.ID); err != nil {
+func (r *PendingRecord) check() error { return r.checkAs("pending item") }
+
+// checkAs is check, naming the record what in errors.
+func (r *PendingRecord) checkAs(what string) error {
+	if err := ValidateName(what+" ID", r.ID); err != nil {
 		return err
 	}
 	if err := validate(r.Agent, r.Instance); err != nil {
 		return err
 	}
 	if !json.Valid(r.Data) {
-		return fmt.Errorf("store: pending item %q: data is not valid JSON", r.ID)
+		return fmt.Errorf("store: %s %q: data is not valid JSON", what, r.ID)
 	}
 	return nil
 }

@@ -269,6 +269,7 @@ var conformance = []struct {
 	{"commit is atomic", testAtomicCommit},
 	{"state", testState},
 	{"pending items", testPending},
+	{"tasks", testTasks},
 	{"secrets", testSecrets},
 	{"secrets alone are neither listed nor found", testSecretsAreNotInstances},
 	{"state is the caller's", func(t *testing.T, s store.Store) {
@@ -502,6 +503,9 @@ func testClosed(t *testing.T, s store.Store) {
 		{"GetSecret", func() error { _, _, err := s.GetSecret(ctx, "a", "k", "K"); return err }},
 		{"ListSecrets", func() error { _, err := s.ListSecrets(ctx, "a", "k"); return err }},
 		{"DeleteSecret", func() error { return s.DeleteSecret(ctx, "a", "k", "K") }},
+		{"CommitTasks", func() error { return s.CommitTasks(ctx, nil, []string{"t1"}) }},
+		{"GetTask", func() error { _, _, err := s.GetTask(ctx, "t1"); return err }},
+		{"ListTasks", func() error { _, err := s.ListTasks(ctx, "", ""); return err }},
 		{"Close", func() error { return s.Close() }},
 	}
 	for _, tt := range tests {
@@ -803,4 +807,74 @@ func testSecretsAreNotInstances(t *testing.T, s store.Store) {
 	wantInstance(t, s, "a", "k", nil, nil)
 	wantSecrets(t, s, "a", "k", "K")
 	wantSecret(t, s, "a", "k", "K", []byte("sealed"))
+}
+
+func testTasks(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	task := func(id, agent, key, data string) store.TaskRecord {
+		return store.TaskRecord{ID: id, Agent: agent, Instance: key, Data: json.RawMessage(data)}
+	}
+	list := func(agent, key string) string {
+		t.Helper()
+		rs, err := s.ListTasks(ctx, agent, key)
+		if err != nil {
+			t.Fatalf("ListTasks(%q, %q): %v", agent, key, err)
+		}
+		var ids []string
+		for _, r := range rs {
+			ids = append(ids, r.ID+"="+string(r.Data))
+		}
+		return strings.Join(ids, " ")
+	}
+	if _, found, err := s.GetTask(ctx, "t1"); found || err != nil {
+		t.Fatalf("GetTask of nothing = %v, %v", found, err)
+	}
+	buf := []byte(`{"pending":2}`)
+	if err := s.CommitTasks(ctx, []store.TaskRecord{
+		{ID: "t1", Agent: "lead", Instance: "k", Data: buf},
+		task("t2", "coder", "k", `{"parent":"t1"}`),
+		task("t3", "tester", "other", `{"parent":"t1"}`),
+	}, nil); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "XXXX") // the store keeps its own copy
+	// A child's report: one commit deletes the child and updates the parent.
+	if err := s.CommitTasks(ctx, []store.TaskRecord{task("t1", "lead", "k", `{"pending":1}`)}, []string{"t2", "missing"}); err != nil {
+		t.Fatal(err)
+	}
+	r, found, err := s.GetTask(ctx, "t1")
+	if err != nil || !found || string(r.Data) != `{"pending":1}` || r.Agent != "lead" || r.Instance != "k" {
+		t.Errorf("GetTask(t1) = %+v, %v, %v", r, found, err)
+	}
+	for _, tt := range []struct{ agent, key, want string }{
+		{"", "", `t1={"pending":1} t3={"parent":"t1"}`},
+		{"lead", "", `t1={"pending":1}`},
+		{"tester", "other", `t3={"parent":"t1"}`},
+		{"tester", "k", ``},
+		{"coder", "", ``},
+	} {
+		if got := list(tt.agent, tt.key); got != tt.want {
+			t.Errorf("ListTasks(%q, %q) = %q, want %q", tt.agent, tt.key, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		put  []store.TaskRecord
+		del  []string
+		want string
+	}{
+		{[]store.TaskRecord{task("bad id", "a", "k", `{}`)}, nil, `store: invalid task ID "bad id": character " " at offset 3 not allowed (want [a-zA-Z0-9_.-]{1,64})`},
+		{[]store.TaskRecord{task("t9", "a b", "k", `{}`)}, nil, `store: invalid agent name "a b": character " " at offset 1 not allowed (want [a-zA-Z0-9_.-]{1,64})`},
+		{[]store.TaskRecord{task("t9", "a", "k", `{`)}, nil, `store: task "t9": data is not valid JSON`},
+		{nil, []string{"t/1"}, `store: invalid task ID "t/1": character "/" at offset 1 not allowed (want [a-zA-Z0-9_.-]{1,64})`},
+		{[]store.TaskRecord{task("t1", "lead", "k", `{}`)}, []string{"t1"}, `store: task "t1" is both put and deleted`},
+		// A bad record anywhere refuses the whole commit: t3 is not deleted.
+		{[]store.TaskRecord{task("t1", "lead", "k", `{}`), task("t8", "a", "k", `nope`)}, []string{"t3"}, `store: task "t8": data is not valid JSON`},
+	} {
+		if err := s.CommitTasks(ctx, tt.put, tt.del); err == nil || err.Error() != tt.want {
+			t.Errorf("CommitTasks(%v, %v) = %v, want %q", tt.put, tt.del, err, tt.want)
+		}
+	}
+	if got, want := list("", ""), `t1={"pending":1} t3={"parent":"t1"}`; got != want {
+		t.Errorf("after refused commits: %q, want %q", got, want)
+	}
 }

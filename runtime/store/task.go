@@ -1,0 +1,186 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// This file holds both stores' task methods: delegation tasks (see the
+// runtime's call_agent), kept by ID like pending items, and changed several
+// at a time, atomically, since a child's report changes its parent too.
+
+// TaskRecord is what a store keeps of one delegation task: its ID, the
+// instance working on it, and the task itself as JSON, which the store does
+// not read. Its rules are those of a [PendingRecord].
+type TaskRecord PendingRecord
+
+func (r *TaskRecord) check() error { return (*PendingRecord)(r).checkAs("task") }
+
+// CommitTasks implements [Store].
+func (m *Memory) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
+	if err := m.ready(ctx, checkTasks(put, del)); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return ErrClosed
+	}
+	if m.tasks == nil {
+		m.tasks = map[string]TaskRecord{}
+	}
+	for _, id := range del {
+		delete(m.tasks, id)
+	}
+	for _, r := range put {
+		r.Data = bytes.Clone(r.Data) // callers reuse buffers
+		m.tasks[r.ID] = r
+	}
+	return nil
+}
+
+// GetTask implements [Store].
+func (m *Memory) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
+	if err := m.ready(ctx, ValidateName("task ID", id)); err != nil {
+		return TaskRecord{}, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return TaskRecord{}, false, ErrClosed
+	}
+	r, ok := m.tasks[id]
+	r.Data = bytes.Clone(r.Data)
+	return r, ok, nil
+}
+
+// ListTasks implements [Store].
+func (m *Memory) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
+	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return nil, ErrClosed
+	}
+	var out []TaskRecord
+	for _, r := range m.tasks {
+		if (*PendingRecord)(&r).matches(agent, key) {
+			r.Data = bytes.Clone(r.Data)
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b TaskRecord) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// checkTasks refuses a CommitTasks a store cannot apply: an invalid record
+// or ID, or an ID both put and deleted.
+func checkTasks(put []TaskRecord, del []string) error {
+	for i := range put {
+		if err := put[i].check(); err != nil {
+			return err
+		}
+	}
+	for _, id := range del {
+		if err := ValidateName("task ID", id); err != nil {
+			return err
+		}
+		if slices.ContainsFunc(put, func(r TaskRecord) bool { return r.ID == id }) {
+			return fmt.Errorf("store: task %q is both put and deleted", id)
+		}
+	}
+	return nil
+}
+
+// CommitTasks implements [Store], in one Badger transaction.
+func (s *Badger) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	defer s.end()
+	if err := checked(ctx, checkTasks(put, del)); err != nil {
+		return err
+	}
+	vals := make([][]byte, len(put))
+	for i, r := range put {
+		v, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("store: encode task %q: %w", r.ID, err)
+		}
+		vals[i] = v
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		for _, id := range del {
+			if err := txn.Delete(taskKey(id)); err != nil {
+				return err
+			}
+		}
+		for i, r := range put {
+			if err := txn.Set(taskKey(r.ID), vals[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: commit tasks: %w", err)
+	}
+	return nil
+}
+
+// GetTask implements [Store].
+func (s *Badger) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
+	if err := s.begin(); err != nil {
+		return TaskRecord{}, false, err
+	}
+	defer s.end()
+	if err := checked(ctx, ValidateName("task ID", id)); err != nil {
+		return TaskRecord{}, false, err
+	}
+	var r PendingRecord
+	found := false
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(taskKey(id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		return decodeByID(item, taskPrefix, &r)
+	})
+	if err != nil {
+		return TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
+	}
+	return TaskRecord(r), found, nil
+}
+
+// ListTasks implements [Store].
+func (s *Badger) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
+	if err := s.begin(); err != nil {
+		return nil, err
+	}
+	defer s.end()
+	if err := checked(ctx, validateFilter(agent, key)); err != nil {
+		return nil, err
+	}
+	recs, err := s.listByID(taskPrefix, agent, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: list tasks: %w", err)
+	}
+	out := make([]TaskRecord, len(recs))
+	for i, r := range recs {
+		out[i] = TaskRecord(r)
+	}
+	return out, nil
+}
