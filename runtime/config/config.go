@@ -24,6 +24,15 @@ type File struct {
 	// Agents are the agents, in order; the first is the CLI's default.
 	// A file needs at least one.
 	Agents []Agent `yaml:"agents"`
+	// Teams group agents (seed 002's projects). An agent belongs to at most
+	// one team. A team's agents delegate among themselves (call_agent); an
+	// agent in no team is system-level: it delegates to the other
+	// system-level agents, and one way into a team with call_team_agent.
+	Teams []Team `yaml:"teams"`
+	// Outputs is the directory where a delegated task's response longer
+	// than the report limit is saved, reported as the file's absolute path.
+	// Default: "outputs" next to the config file.
+	Outputs string `yaml:"outputs"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
 }
@@ -73,6 +82,16 @@ type Agent struct {
 	// MaxSteps bounds the steps of a turn: 1 to [MaxStepsLimit]. Load sets
 	// 0 (absent) to [DefaultMaxSteps].
 	MaxSteps int `yaml:"max_steps"`
+}
+
+// Team is a named group of agents.
+type Team struct {
+	// Name identifies the team: [a-zA-Z0-9_.-]{1,64}, unique in the file.
+	Name string `yaml:"name"`
+	// Description tells system-level agents what the team is for.
+	Description string `yaml:"description"`
+	// Agents are the team's members, agents the file defines; at least one.
+	Agents []string `yaml:"agents"`
 }
 
 // Extension is one extension an agent loads.
@@ -140,6 +159,12 @@ const (
 	// DefaultWorkspace is the workspace directory, relative to the config
 	// file, when the config gives none.
 	DefaultWorkspace = "workspace"
+	// DefaultOutputs is the outputs directory, relative to the config file,
+	// when the config gives none.
+	DefaultOutputs = "outputs"
+	// ToolCallTeamAgent is the system tool that delegates into a team;
+	// only agents in no team may list it.
+	ToolCallTeamAgent = "call_team_agent"
 	// ScriptedProvider is the offline model provider that replays a script;
 	// a model with this provider needs Script.
 	ScriptedProvider = "scripted"

@@ -163,6 +163,10 @@ func (f *File) resolve(dir string) {
 	if f.Data != "" {
 		f.Data = join(dir, f.Data)
 	}
+	if f.Outputs == "" {
+		f.Outputs = DefaultOutputs
+	}
+	f.Outputs = join(dir, f.Outputs)
 	// An alias (model: *m) may make two agents share one *Model; resolve
 	// each model once.
 	resolved := map[*Model]bool{}

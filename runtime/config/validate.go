@@ -102,7 +102,64 @@ func (f *File) Validate(k Known) error {
 	for i := range f.Agents {
 		v.agent(i, firstAgent)
 	}
+	v.teams(firstAgent)
 	return v.errs.err()
+}
+
+// teams checks the teams against the agents (named in agents, by index).
+func (v *validator) teams(agents map[string]int) {
+	firstTeam := map[string]int{}
+	teamOf := map[string]string{} // agent → its team
+	for i, t := range v.f.Teams {
+		path := "$.teams[" + strconv.Itoa(i) + "]"
+		pre := fmt.Sprintf("team %q: ", t.Name)
+		switch {
+		case t.Name == "":
+			pre = "teams[" + strconv.Itoa(i) + "]: "
+			v.errorf(path+".name", "%sname is required", pre)
+		case !validAgentName(t.Name):
+			v.errorf(path+".name", "invalid team name %q: use 1 to 64 letters, digits, '_', '.' or '-'", t.Name)
+		default:
+			if j, dup := firstTeam[t.Name]; dup {
+				v.errorf(path+".name", "duplicate team name %q (first at %s)", t.Name, v.firstAt("$.teams["+strconv.Itoa(j)+"].name"))
+			} else {
+				firstTeam[t.Name] = i
+			}
+		}
+		if len(t.Agents) == 0 {
+			v.errorf(path, "%sno agents: list its members under \"agents\"", pre)
+		}
+		for j, name := range t.Agents {
+			ap := path + ".agents[" + strconv.Itoa(j) + "]"
+			if _, ok := agents[name]; !ok {
+				v.errorf(ap, "%sunknown agent %q (agents: %s)", pre, name, strings.Join(agentNames(v.f), ", "))
+				continue
+			}
+			if other, in := teamOf[name]; in {
+				v.errorf(ap, "%sagent %q is in team %q already; an agent belongs to at most one team", pre, name, other)
+				continue
+			}
+			teamOf[name] = t.Name
+		}
+	}
+	for i, a := range v.f.Agents {
+		team, in := teamOf[a.Name]
+		if !in {
+			continue
+		}
+		if j := slices.Index(a.Tools, ToolCallTeamAgent); j >= 0 {
+			v.errorf("$.agents["+strconv.Itoa(i)+"].tools["+strconv.Itoa(j)+"]",
+				"agent %q: %s is for agents in no team; %q is in team %q, and a team's agents cannot delegate up or into another team", a.Name, ToolCallTeamAgent, a.Name, team)
+		}
+	}
+}
+
+func agentNames(f *File) []string {
+	out := make([]string, len(f.Agents))
+	for i, a := range f.Agents {
+		out[i] = a.Name
+	}
+	return out
 }
 
 type validator struct {

@@ -55,6 +55,34 @@ agents:
   - name: helper
   - name: assistant
 `, `ganglion.yaml:5:11: duplicate agent name "assistant" (first at line 3)`},
+	{"team_unknown_agent", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: lead
+  - name: coder
+teams:
+  - name: dev
+    agents: [coder, tester]
+`, `ganglion.yaml:7:21: team "dev": unknown agent "tester" (agents: lead, coder)`},
+	{"team_agent_twice", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: lead
+  - name: coder
+teams:
+  - name: dev
+    agents: [coder]
+  - name: qa
+    agents:
+      - coder
+`, `ganglion.yaml:10:9: team "qa": agent "coder" is in team "dev" already; an agent belongs to at most one team`},
+	{"team_duplicate_and_empty", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: lead
+teams:
+  - name: dev
+    agents: [lead]
+  - name: dev
+  - agents: [lead]
+`, `ganglion.yaml:7:5: team "dev": no agents: list its members under "agents"`},
 	{"unknown_extension", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant
