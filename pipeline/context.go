@@ -16,6 +16,10 @@ const (
 	FinishMaxSteps FinishReason = "max_steps"
 	// FinishPaused: the turn waits for a human; a pending item records what for.
 	FinishPaused FinishReason = "paused"
+	// FinishDelegated: the turn delegated work to other agents and waits
+	// for their reports; its task's final answer goes to the requester's
+	// channel when they are in (TurnResult.TaskID names the task).
+	FinishDelegated FinishReason = "delegated"
 	// FinishError: the turn failed; the error says why.
 	FinishError FinishReason = "error"
 	// FinishAborted: the caller cancelled the turn.
@@ -32,6 +36,8 @@ type TurnResult struct {
 	Steps int `json:"steps"`
 	// Usage sums the model usage of the turn's steps.
 	Usage Usage `json:"usage"`
+	// TaskID is the delegation task the turn works on, if any.
+	TaskID string `json:"task_id,omitempty"`
 }
 
 // StepResult is the outcome of a step: the model's message and the results of

@@ -31,6 +31,11 @@ type agent struct {
 	logger      *slog.Logger
 	apis        []*extensions.API
 	closers     []extensions.Closer
+	// team is its team, "" for a system-level agent; peers are the agents
+	// it may call_agent: its teammates, or the other system-level agents.
+	team         string
+	peers        []string
+	canCallTeams bool // it has call_team_agent
 	// kinds are the pending-item kinds its extensions handle; written only
 	// while they register.
 	kinds map[kindKey]extensions.PendingKind
@@ -49,7 +54,7 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 	}
-	a.tools = tools
+	a.tools = a.delegationScope(tools)
 
 	var b pipeline.Builder
 	for _, ec := range ac.Extensions {
@@ -72,6 +77,32 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		return nil, err
 	}
 	return a, nil
+}
+
+// delegationScope sets whom a may delegate to, and returns tools without
+// the delegation tools a has no use for: seed 002 offers call_agent only to
+// an agent with someone to delegate to.
+func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
+	r := a.rt
+	a.team = r.teamOf[a.name]
+	for _, name := range r.allAgents {
+		if name != a.name && r.teamOf[name] == a.team {
+			a.peers = append(a.peers, name)
+		}
+	}
+	return slices.DeleteFunc(tools, func(t pipeline.Tool) bool {
+		switch {
+		case t.Name == ToolCallAgent && len(a.peers) == 0:
+			a.logger.Info("call_agent is not offered: the agent has nobody to delegate to")
+			return true
+		case t.Name == ToolCallTeamAgent && (a.team != "" || len(r.teamNames) == 0):
+			a.logger.Info("call_team_agent is not offered: the config defines no team")
+			return true
+		case t.Name == ToolCallTeamAgent:
+			a.canCallTeams = true
+		}
+		return false
+	})
 }
 
 func (a *agent) openModel(o *options, ac config.Agent, providers map[string]model.Provider) error {

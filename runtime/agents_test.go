@@ -375,7 +375,7 @@ agents:
 			got[m.ToolCallID] = m.Content
 		}
 	}
-	if want := `[{"name":"coder","description":"writes the code"},{"name":"tester"}]`; got["l"] != want {
+	if want := `{"agents":[{"name":"coder","description":"writes the code"},{"name":"tester"}]}`; got["l"] != want {
 		t.Errorf("list_agents = %s\nwant %s", got["l"], want)
 	}
 	if !strings.HasPrefix(got["g"], `[{"name":"list_agents",`) || !strings.Contains(got["g"], `"name":"get_my_tools"`) || strings.Contains(got["g"], "read_file") {

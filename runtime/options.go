@@ -44,6 +44,8 @@ type options struct {
 	agentTimeout  time.Duration
 	agentDepth    int
 	transport     Transport
+	channels      map[string]Channel
+	outputs       string
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool

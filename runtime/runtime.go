@@ -65,6 +65,22 @@ type Runtime struct {
 	agentDepth   int           // longest chain of agent calls
 	transport    Transport     // carries agent calls; default in process
 
+	// Delegation (delegation.go). Teams are fixed at New.
+	teams     map[string][]string // team → its agents
+	teamOf    map[string]string   // agent → its team
+	teamNames []string
+	teamDesc  map[string]string
+	allAgents []string // the config's agents, in order
+	channels  map[string]Channel
+	api       *apiChannel
+	outputs   string // where long reports are saved, absolute
+	taskMu    sync.Mutex
+	flightMu  sync.Mutex          // guards inFlight and blocked
+	inFlight  map[string]bool     // tasks whose turn a goroutine runs
+	blocked   map[instanceID]bool // paused instances that tasks wait for
+	bg        context.Context     // task turns run under it; Close cancels it
+	bgCancel  context.CancelFunc
+
 	// The expiry loop (see expiryLoop); nil channels when it does not run.
 	expiryWake chan struct{}
 	expiryStop chan struct{}
@@ -116,7 +132,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	toolNames := append(append([]string{}, tool.WorkspaceToolNames...), systemToolNames...)
+	toolNames := append(append(append([]string{}, tool.WorkspaceToolNames...), systemToolNames...), ToolCallAgent, ToolCallTeamAgent)
 	for _, t := range o.tools {
 		toolNames = append(toolNames, t.Name)
 	}
@@ -148,6 +164,31 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	r.transport = o.transport
 	if r.transport == nil {
 		r.transport = inProcess{r}
+	}
+	r.bg, r.bgCancel = context.WithCancel(context.Background())
+	r.inFlight, r.blocked = map[string]bool{}, map[instanceID]bool{}
+	r.api = &apiChannel{}
+	r.channels = map[string]Channel{ChannelAPI: r.api}
+	for name, ch := range o.channels {
+		if name == ChannelAPI || name == ChannelAgent {
+			return nil, fmt.Errorf("runtime: channel %q is the runtime's own; name yours otherwise", name)
+		}
+		r.channels[name] = ch
+	}
+	for _, ac := range cfg.Agents {
+		r.allAgents = append(r.allAgents, ac.Name)
+	}
+	r.teams, r.teamOf, r.teamDesc = map[string][]string{}, map[string]string{}, map[string]string{}
+	for _, t := range cfg.Teams {
+		r.teams[t.Name] = slices.Clone(t.Agents)
+		r.teamNames = append(r.teamNames, t.Name)
+		r.teamDesc[t.Name] = t.Description
+		for _, a := range t.Agents {
+			r.teamOf[a] = t.Name
+		}
+	}
+	if err := r.setOutputs(o, cfg); err != nil {
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -186,6 +227,9 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if _, err := r.ExpirePending(ctx); err != nil {
 		r.logger.Error("expiry of pending items failed", "err", err)
 	}
+	// Delegations outlive processes too: run the task turns that did not
+	// finish, and hand over the reports that were not.
+	r.kickTasks(ctx, "", "")
 	if !o.noExpiryTimer {
 		r.expiryWake, r.expiryStop, r.expiryDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go r.expiryLoop()
@@ -217,6 +261,29 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	}
 	r.store, r.ownsStore = st, true
 	return dir, nil
+}
+
+// setOutputs sets the directory long reports are saved in: the option,
+// else the config's outputs, else "outputs" beside the data directory, else
+// in the system's temporary directory.
+func (r *Runtime) setOutputs(o *options, cfg *config.File) error {
+	dir := o.outputs
+	if dir == "" {
+		dir = cfg.Outputs
+	}
+	if dir == "" {
+		if r.dataDir != "" {
+			dir = filepath.Join(filepath.Dir(r.dataDir), "outputs")
+		} else {
+			dir = filepath.Join(os.TempDir(), "ganglion-outputs")
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("outputs directory: %w", err)
+	}
+	r.outputs = abs
+	return nil
 }
 
 // openTools opens the workspace and returns the registry of every tool an
@@ -256,7 +323,7 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 			}
 		}
 	}
-	for _, t := range r.systemTools() {
+	for _, t := range append(r.systemTools(), r.delegationTools()...) {
 		if err := reg.Add(t); err != nil {
 			return nil, err
 		}
@@ -401,6 +468,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)
+	a.beginTask(ts, in)
 	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents})
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
@@ -424,6 +492,14 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		if res.FinishReason == "" {
 			res.FinishReason = pipeline.FinishText
 		}
+	}
+	if ts.taskID != "" || len(ts.delegs) > 0 {
+		res, err = a.settleTask(ts, in, res, err)
+		clear(ts.delegs)
+		ts.delegs = ts.delegs[:0]
+	}
+	if len(inst.paused) == 0 {
+		r.unblock(a.name, inst.key)
 	}
 	if r.bus.Active() {
 		data := map[string]any{"finish_reason": res.FinishReason, "steps": res.Steps, "usage": res.Usage, "response": res.Response.Content}
@@ -475,6 +551,11 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 // workspace and the store (unless it came from [WithStore]). Later calls
 // return [ErrClosed]. Close is idempotent.
 func (r *Runtime) Close() error {
+	// Task turns running in the background are aborted: their tasks stay
+	// stored and run again at the next start.
+	if r.bgCancel != nil {
+		r.bgCancel()
+	}
 	if !r.gate.close() {
 		return nil
 	}

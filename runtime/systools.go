@@ -24,6 +24,18 @@ type agentInfo struct {
 	Description string `json:"description,omitempty"`
 }
 
+type teamInfo struct {
+	Team        string      `json:"team"`
+	Description string      `json:"description,omitempty"`
+	Agents      []agentInfo `json:"agents"`
+}
+
+type agentList struct {
+	Agents []agentInfo `json:"agents"`
+	// Teams are listed for an agent that may call_team_agent.
+	Teams []teamInfo `json:"teams,omitempty"`
+}
+
 type toolInfo struct {
 	Name        string                `json:"name"`
 	Description string                `json:"description"`
@@ -36,12 +48,16 @@ var noArgs = []byte(`{"type":"object","properties":{},"additionalProperties":fal
 func (r *Runtime) systemTools() []pipeline.Tool {
 	return []pipeline.Tool{
 		{ToolSpec: pipeline.ToolSpec{Name: ToolListAgents, Category: pipeline.CategoryRead, Parameters: noArgs,
-			Description: "List the other agents of this runtime, with what each is for: the agents you could ask for help."},
+			Description: "List the agents you may delegate to (call_agent), with what each is for, and the teams you may delegate into (call_team_agent) if any."},
 			Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-				out := []agentInfo{}
-				for _, name := range r.order {
-					if name != c.Agent() {
-						out = append(out, agentInfo{Name: name, Description: r.agents[name].description})
+				a, err := r.agent(c.Agent())
+				if err != nil {
+					return nil, err
+				}
+				out := agentList{Agents: r.agentInfos(a.peers)}
+				if a.canCallTeams {
+					for _, t := range r.teamNames {
+						out.Teams = append(out.Teams, teamInfo{Team: t, Description: r.teamDesc[t], Agents: r.agentInfos(r.teams[t])})
 					}
 				}
 				return jsonResult(out)
@@ -60,6 +76,14 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 				return jsonResult(out)
 			}},
 	}
+}
+
+func (r *Runtime) agentInfos(names []string) []agentInfo {
+	out := make([]agentInfo, 0, len(names))
+	for _, n := range names {
+		out = append(out, agentInfo{Name: n, Description: r.agents[n].description})
+	}
+	return out
 }
 
 func jsonResult(v any) (*pipeline.ToolResult, error) {

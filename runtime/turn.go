@@ -41,6 +41,12 @@ type turnState struct {
 	text     strings.Builder
 	calls    []partialCall
 	agents   callerAgents // the turn's ctx.agents
+	// The delegation task the turn works on ("" if none), the tasks above
+	// it, and the delegations its tool calls made (delegation.go).
+	taskID    string
+	taskChain []string
+	delegMu   sync.Mutex
+	delegs    []delegation
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.
 	pauseAfterStep atomic.Bool

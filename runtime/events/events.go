@@ -19,6 +19,13 @@ const (
 	ToolFinished    = "tool.finished"
 	MessageAppended = "message.appended"
 	LayerSkipped    = "middleware.skipped"
+	// Delegation (seed 002): a turn delegated a child task; a task
+	// completed (reported to its parent, or answered); a root task's
+	// answer went to its requester's channel; a team started.
+	TaskDelegated = "task.delegated"
+	TaskCompleted = "task.completed"
+	TaskAnswered  = "task.answered"
+	TeamActivated = "team.activated"
 )
 
 // Event is one published event.

@@ -1,0 +1,603 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+)
+
+// The delegation chain of seed 002: call_agent and call_team_agent record
+// delegations in the turn; when the turn ends, settleTask stores its task
+// and the child tasks in one commit and starts the children; a child that
+// answers without delegating reports to its parent (completeTask), and
+// when the parent's last report is in, the parent's agent gets one merged
+// report, after a reminder of what it delegated (deliverReport).
+
+// The delegation tools and limits.
+const (
+	ToolCallAgent     = "call_agent"
+	ToolCallTeamAgent = config.ToolCallTeamAgent
+	// ReportLimit is the longest response, in characters, a child reports
+	// whole; a longer one is saved to a file under the outputs directory
+	// and reported as the file's absolute path and its first
+	// ReportSummary characters.
+	ReportLimit   = 2000
+	ReportSummary = 500
+)
+
+// delegation is one call_agent of a running turn.
+type delegation struct {
+	child string // the child task's ID
+	agent string
+	key   string
+	team  string
+	msg   string
+	at    time.Time
+	order int // step × 2^16 + the call's index in the step: parallel calls finish in any order
+}
+
+var callAgentArgs = []byte(`{"type":"object","properties":{` +
+	`"agent_id":{"type":"string","description":"The agent to delegate to: one that list_agents shows."},` +
+	`"message":{"type":"string","description":"Everything the agent needs to do the task: it remembers nothing of earlier tasks, so repeat the request's conditions and give absolute file paths."}},` +
+	`"required":["agent_id","message"],"additionalProperties":false}`)
+
+var callTeamAgentArgs = []byte(`{"type":"object","properties":{` +
+	`"team":{"type":"string","description":"The team, as list_agents shows it."},` +
+	`"agent_id":{"type":"string","description":"The team's agent to delegate to."},` +
+	`"message":{"type":"string","description":"Everything the agent needs to do the task: it remembers nothing of earlier tasks."}},` +
+	`"required":["team","agent_id","message"],"additionalProperties":false}`)
+
+// delegationTools returns call_agent and call_team_agent.
+func (r *Runtime) delegationTools() []pipeline.Tool {
+	return []pipeline.Tool{
+		{ToolSpec: pipeline.ToolSpec{Name: ToolCallAgent, Category: pipeline.CategoryOther, Parameters: callAgentArgs,
+			Description: "Delegate a task to another agent. It works on it after your turn ends, and its report comes back to you as a new message; " +
+				"do not claim any result before it arrives. Call it several times in one turn to delegate in parallel: you get one merged report."},
+			Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+				var args struct{ AgentID, Message string }
+				if err := json.Unmarshal(c.Arguments(), &struct {
+					AgentID *string `json:"agent_id"`
+					Message *string `json:"message"`
+				}{&args.AgentID, &args.Message}); err != nil {
+					return nil, err
+				}
+				return r.delegate(c, "", args.AgentID, args.Message)
+			}},
+		{ToolSpec: pipeline.ToolSpec{Name: ToolCallTeamAgent, Category: pipeline.CategoryOther, Parameters: callTeamAgentArgs,
+			Description: "Delegate a task to an agent of a team; the whole team starts, and the agent may delegate within it. " +
+				"Its report comes back to you as a new message; do not claim any result before it arrives."},
+			Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+				var args struct{ Team, AgentID, Message string }
+				if err := json.Unmarshal(c.Arguments(), &struct {
+					Team    *string `json:"team"`
+					AgentID *string `json:"agent_id"`
+					Message *string `json:"message"`
+				}{&args.Team, &args.AgentID, &args.Message}); err != nil {
+					return nil, err
+				}
+				if args.Team == "" {
+					return nil, errors.New("team is empty: name a team that list_agents shows")
+				}
+				return r.delegate(c, args.Team, args.AgentID, args.Message)
+			}},
+	}
+}
+
+// delegate records a call_agent (team "") or call_team_agent of the turn
+// c runs in, after checking the rules of seed 002.
+func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
+	ts, ok := c.Host().(*turnState)
+	if !ok {
+		return nil, errors.New("delegation runs only in a turn")
+	}
+	a := ts.agent
+	switch {
+	case strings.TrimSpace(msg) == "":
+		return nil, errors.New("message is empty: say what the agent is to do, with everything it needs")
+	case target == a.name:
+		return nil, fmt.Errorf("you cannot delegate to yourself (%s): do the task yourself, or delegate to another agent", a.name)
+	}
+	if _, ok := r.agents[target]; !ok {
+		return nil, fmt.Errorf("no agent %q; you may delegate to: %s", target, a.delegateTargets())
+	}
+	if team == "" {
+		if !slices.Contains(a.peers, target) {
+			if t := r.teamOf[target]; t != "" && a.team == "" {
+				return nil, fmt.Errorf("agent %q is in team %q: use %s with team %q", target, t, ToolCallTeamAgent, t)
+			}
+			if a.team != "" {
+				return nil, fmt.Errorf("you are in team %q and may delegate only within it, to: %s", a.team, a.delegateTargets())
+			}
+			return nil, fmt.Errorf("you may not delegate to %q; you may delegate to: %s", target, a.delegateTargets())
+		}
+	} else {
+		members, ok := r.teams[team]
+		switch {
+		case a.team != "":
+			return nil, fmt.Errorf("you are in team %q: a team's agents cannot delegate up or into another team", a.team)
+		case !ok:
+			return nil, fmt.Errorf("no team %q (teams: %s)", team, strings.Join(r.teamNames, ", "))
+		case !slices.Contains(members, target):
+			return nil, fmt.Errorf("team %q has no agent %q (its agents: %s)", team, target, strings.Join(members, ", "))
+		}
+	}
+	depth := len(ts.taskChain) + 1
+	if depth > r.agentDepth {
+		return nil, fmt.Errorf("%w: %s → %s/%s is deeper than %d; do the task yourself",
+			ErrDepth, strings.Join(append(slices.Clone(ts.taskChain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.agentDepth)
+	}
+	d := delegation{child: newID("task_"), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
+		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
+	ts.delegMu.Lock()
+	ts.delegs = append(ts.delegs, d)
+	n := len(ts.delegs)
+	ts.delegMu.Unlock()
+	return &pipeline.ToolResult{Content: fmt.Sprintf(
+		"Delegated to %s as task %s (%d delegation(s) this turn). It starts when your turn ends; its report comes back to you as a new message. "+
+			"Until then, do not say you have its result.", target, d.child, n)}, nil
+}
+
+// delegateTargets lists whom a may delegate to, for errors.
+func (a *agent) delegateTargets() string {
+	var out []string
+	out = append(out, a.peers...)
+	if a.team == "" && a.canCallTeams {
+		for _, t := range a.rt.teamNames {
+			out = append(out, fmt.Sprintf("team %s (%s)", t, strings.Join(a.rt.teams[t], ", ")))
+		}
+	}
+	if len(out) == 0 {
+		return "nobody"
+	}
+	return strings.Join(out, ", ")
+}
+
+// beginTask reads which task the turn works on, from its input.
+func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
+	ts.taskID, ts.delegs, ts.taskChain = "", ts.delegs[:0], ts.taskChain[:0]
+	if id, ok := in.Metadata["taskId"].(string); ok {
+		ts.taskID = id
+	} else if in.Kind == pipeline.InputResume {
+		turn, _ := in.Metadata["resumes"].(string)
+		ts.taskID = a.pausedTask(ts.storeCtx, ts.inst.key, turn)
+	}
+	switch ch := in.Metadata["taskChain"].(type) {
+	case []string:
+		ts.taskChain = append(ts.taskChain, ch...)
+	case []any:
+		for _, e := range ch {
+			if s, ok := e.(string); ok {
+				ts.taskChain = append(ts.taskChain, s)
+			}
+		}
+	}
+}
+
+// pausedTask returns the task whose turn paused as turn, or "".
+func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
+	if turn == "" {
+		return ""
+	}
+	ts, err := a.rt.Tasks(ctx, a.name, key)
+	if err != nil {
+		a.logger.Error("reading the tasks of a resumed turn failed", "instance", key, "err", err)
+		return ""
+	}
+	for _, t := range ts {
+		if t.State == TaskPaused && t.Turn == turn {
+			return t.ID
+		}
+	}
+	return ""
+}
+
+// settleTask records what a turn that works on a task, or delegated, did to
+// its task: new delegations, a pause, or the answer. The caller holds the
+// instance's slot; res and err are the turn's, returned updated.
+func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error) (*pipeline.TurnResult, error) {
+	r := a.rt
+	ctx := ts.storeCtx
+	r.taskMu.Lock()
+	defer r.taskMu.Unlock()
+	var t *Task
+	if ts.taskID != "" {
+		got, err := r.Task(ctx, ts.taskID)
+		if err != nil {
+			a.logger.Warn("turn's task is gone", "instance", ts.inst.key, "turn", ts.turnID, "task", ts.taskID, "err", err)
+		} else {
+			t = &got
+		}
+	}
+	delegs := ts.delegs
+	slices.SortStableFunc(delegs, func(x, y delegation) int { return x.order - y.order })
+	if turnErr != nil {
+		if len(delegs) > 0 {
+			a.logger.Warn("a failed turn's delegations are dropped", "instance", ts.inst.key, "turn", ts.turnID, "delegations", len(delegs))
+		}
+		if t == nil || res.FinishReason == pipeline.FinishAborted {
+			// Aborted (the caller gave up, or the runtime closes): the task
+			// stays as it is, and runs again after a restart.
+			return res, turnErr
+		}
+		if err := r.completeTask(ctx, t, "", turnErr); err != nil {
+			turnErr = errors.Join(turnErr, err)
+		}
+		return res, turnErr
+	}
+	if in.Kind == pipeline.InputDelegationReport && t != nil {
+		if n := intMeta(in.Metadata["reported"]); n > t.Context.Reported {
+			t.Context.Reported = min(n, len(t.Context.Responses))
+		}
+	}
+	paused := res.FinishReason == pipeline.FinishPaused
+	if len(delegs) > 0 {
+		root := t == nil
+		if root {
+			t = a.rootTask(ts, in)
+		}
+		children := make([]*Task, 0, len(delegs)+1)
+		for _, d := range delegs {
+			t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
+			children = append(children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: a.name + "/" + ts.inst.key, Channel: ChannelAgent,
+				OriginalRequest: d.msg, ParentID: t.ID, CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), a.name+"/"+ts.inst.key),
+				CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: a.name + "/" + ts.inst.key}})
+		}
+		t.Pending += len(delegs)
+		t.State, t.Turn = TaskWaiting, ""
+		if paused {
+			t.State, t.Turn = TaskPaused, ts.turnID
+		}
+		if err := r.commitTasks(ctx, append(children, t)); err != nil {
+			return res, errors.Join(turnErr, fmt.Errorf("agent %q instance %q %s: saving its delegations: %w", a.name, ts.inst.key, ts.turnID, err))
+		}
+		res.TaskID = t.ID
+		if res.FinishReason == pipeline.FinishText {
+			res.FinishReason = pipeline.FinishDelegated
+		}
+		if r.bus.Active() {
+			for _, c := range children {
+				r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+					Data: map[string]any{"task_id": t.ID, "child_task_id": c.ID, "to": c.Agent, "team": c.Team, "message": oneLine(c.OriginalRequest, 200), "pending": t.Pending, "root": root}})
+			}
+		}
+		for _, c := range children {
+			r.dispatch(c)
+		}
+		return res, turnErr
+	}
+	if t == nil {
+		return res, turnErr
+	}
+	res.TaskID = t.ID
+	switch {
+	case paused:
+		t.State, t.Turn = TaskPaused, ts.turnID
+	case t.Pending > 0:
+		t.State, t.Turn = TaskWaiting, ""
+		res.FinishReason = pipeline.FinishDelegated
+	case t.Context.Reported < len(t.Context.Responses):
+		// Reports came in while the turn paused: hand them over now.
+		t.State, t.Turn = TaskReporting, ""
+		res.FinishReason = pipeline.FinishDelegated
+	default:
+		return res, r.completeTask(ctx, t, res.Response.Content, nil)
+	}
+	if err := r.commitTasks(ctx, []*Task{t}); err != nil {
+		return res, fmt.Errorf("agent %q instance %q %s: saving task %s: %w", a.name, ts.inst.key, ts.turnID, t.ID, err)
+	}
+	if t.State == TaskReporting {
+		r.deliverReport(t.ID)
+	}
+	return res, turnErr
+}
+
+// rootTask makes the task of a turn that delegated without working on a task.
+func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
+	str := func(k, def string) string {
+		if s, _ := in.Metadata[k].(string); s != "" {
+			return s
+		}
+		return def
+	}
+	requester := "user"
+	if in.Kind == pipeline.InputAgentRequest {
+		requester = str("callerAgent", "agent") + "/" + str("callerInstanceKey", ts.inst.key)
+	}
+	requester = str("requester", requester)
+	t := &Task{ID: newID("task_"), Agent: a.name, Instance: ts.inst.key, Requester: requester, Channel: str("channel", ChannelAPI),
+		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.taskChain), CreatedAt: a.rt.now()}
+	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
+	return t
+}
+
+// completeTask ends task t with its agent's answer (or the error that
+// failed it): it reports to the parent, whose merged report starts once
+// every child reported, or answers the requester's channel; and it deletes
+// t. The caller holds r.taskMu.
+func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, failed error) error {
+	now := r.now()
+	if failed != nil {
+		answer = fmt.Sprintf("Task failed: agent %s could not finish it: %v", t.Agent, failed)
+	}
+	r.publishTask(events.TaskCompleted, t, map[string]any{"task_id": t.ID, "parent_task_id": t.ParentID, "failed": failed != nil, "response": oneLine(answer, 200)})
+	if t.ParentID == "" {
+		if err := r.commitTasks(ctx, nil, t.ID); err != nil {
+			return fmt.Errorf("task %s: %w", t.ID, err)
+		}
+		rep := Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
+			Request: t.OriginalRequest, Response: answer, CompletedAt: now}
+		if failed != nil {
+			rep.Error, rep.Response = failed.Error(), ""
+		}
+		r.answer(ctx, rep)
+		return nil
+	}
+	parent, err := r.Task(ctx, t.ParentID)
+	if err != nil {
+		r.logger.Error("a child task's parent is gone; its report is dropped", "task", t.ID, "parent", t.ParentID, "err", err)
+		return r.commitTasks(ctx, nil, t.ID)
+	}
+	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now}
+	if utf8Len(answer) > ReportLimit {
+		file, err := r.saveOutput(t.ID, answer)
+		if err != nil {
+			return fmt.Errorf("task %s: saving its long response: %w", t.ID, err)
+		}
+		resp.File = file
+		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, ReportSummary))
+	}
+	parent.Context.Responses = append(parent.Context.Responses, resp)
+	if parent.Pending > 0 {
+		parent.Pending--
+	}
+	ready := parent.Pending == 0 && parent.State == TaskWaiting
+	if ready {
+		parent.State = TaskReporting
+	}
+	if err := r.commitTasks(ctx, []*Task{&parent}, t.ID); err != nil {
+		return fmt.Errorf("task %s: reporting to task %s: %w", t.ID, parent.ID, err)
+	}
+	if ready {
+		r.deliverReport(parent.ID)
+	}
+	return nil
+}
+
+// intMeta reads a count from input metadata: an int in process, a float64
+// after a JSON round trip.
+func intMeta(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case float64:
+		return int(n)
+	}
+	return 0
+}
+
+func utf8Len(s string) int {
+	n := 0
+	for range s {
+		n++
+	}
+	return n
+}
+
+// saveOutput writes a long response to the outputs directory and returns
+// the file's absolute path.
+func (r *Runtime) saveOutput(taskID, text string) (string, error) {
+	if err := os.MkdirAll(r.outputs, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(r.outputs, "result_"+taskID+".txt")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+		return "", err
+	}
+	return path, os.Rename(tmp, path)
+}
+
+// answer hands a root task's report to its requester's channel.
+func (r *Runtime) answer(ctx context.Context, rep Report) {
+	ch, ok := r.channels[rep.Channel]
+	var err error
+	if !ok {
+		err = fmt.Errorf("no channel %q is registered (WithChannel)", rep.Channel)
+	} else {
+		err = ch.Deliver(ctx, rep)
+	}
+	if err != nil {
+		r.logger.Warn("a task's answer could not be delivered; it is in the agent's history and the task.answered event", "task", rep.TaskID, "channel", rep.Channel, "err", err)
+	}
+	if r.bus.Active() {
+		data := map[string]any{"task_id": rep.TaskID, "requester": rep.Requester, "channel": rep.Channel, "response": rep.Response, "delivered": err == nil}
+		if rep.Error != "" {
+			data["error"] = rep.Error
+		}
+		r.bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
+	}
+}
+
+func (r *Runtime) publishTask(topic string, t *Task, data map[string]any) {
+	if r.bus.Active() {
+		r.bus.Publish(events.Event{Topic: topic, Agent: t.Agent, Instance: t.Instance, Source: "runtime", Data: data})
+	}
+}
+
+// dispatch starts the turn of child task c in the background.
+func (r *Runtime) dispatch(c *Task) {
+	callerAgent, callerKey, _ := strings.Cut(c.Requester, "/")
+	in := pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: c.OriginalRequest, Metadata: map[string]any{
+		"taskId": c.ID, "parentTaskId": c.ParentID, "taskChain": c.Chain,
+		"callerAgent": callerAgent, "callerInstanceKey": callerKey, "callerTurnId": c.CallerTurn, "callSource": SourceTool,
+	}}
+	if c.Team != "" {
+		in.Metadata["team"] = c.Team
+	}
+	r.background(c.ID, c.Agent, c.Instance, in, c.Team)
+}
+
+// deliverReport hands task id's merged report to its agent in the
+// background.
+func (r *Runtime) deliverReport(id string) {
+	t, err := r.Task(context.Background(), id)
+	if err != nil {
+		r.logger.Error("delivering a report failed", "task", id, "err", err)
+		return
+	}
+	fresh := t.Context.Responses[min(t.Context.Reported, len(t.Context.Responses)):]
+	in := pipeline.InputEvent{Kind: pipeline.InputDelegationReport, Text: reportText(&t, fresh), Metadata: map[string]any{
+		"taskId": t.ID, "reported": len(t.Context.Responses), "taskChain": t.Chain, "callSource": SourceTool,
+	}}
+	if len(fresh) == 1 {
+		in.Metadata["callerAgent"] = fresh[0].FromAgent
+	}
+	r.background(t.ID, t.Agent, t.Instance, in, "")
+}
+
+// background runs a task's turn in a goroutine, unless one runs already.
+// A turn that cannot start (its instance is paused, or the runtime closes)
+// leaves the task as it is: it starts after the instance resumes, or after
+// a restart.
+func (r *Runtime) background(taskID, agent, key string, in pipeline.InputEvent, team string) {
+	r.flightMu.Lock()
+	if r.inFlight[taskID] {
+		r.flightMu.Unlock()
+		return
+	}
+	r.inFlight[taskID] = true
+	r.flightMu.Unlock()
+	if !r.gate.enter() {
+		r.land(taskID)
+		return
+	}
+	go func() {
+		defer r.gate.leave()
+		defer r.land(taskID)
+		if team != "" {
+			r.activateTeam(team, key)
+		}
+		_, err := r.transport.Deliver(r.bg, agent, key, in)
+		switch {
+		case errors.Is(err, ErrPaused):
+			r.block(agent, key)
+			r.logger.Info("a task waits for its paused instance", "task", taskID, "agent", agent, "instance", key)
+		case err != nil && r.bg.Err() == nil:
+			r.logger.Warn("a task's turn failed", "task", taskID, "agent", agent, "instance", key, "err", err)
+		}
+	}()
+}
+
+func (r *Runtime) land(taskID string) {
+	r.flightMu.Lock()
+	delete(r.inFlight, taskID)
+	r.flightMu.Unlock()
+}
+
+// block notes that a task waits for agent's instance key to resume.
+func (r *Runtime) block(agent, key string) {
+	r.flightMu.Lock()
+	r.blocked[instanceID{agent, key}] = true
+	r.flightMu.Unlock()
+}
+
+// unblock starts the tasks that waited for agent's instance key, if any.
+// The runtime calls it after the instance's turns; it costs a map lookup
+// when nothing waits.
+func (r *Runtime) unblock(agent, key string) {
+	r.flightMu.Lock()
+	id := instanceID{agent, key}
+	was := r.blocked[id]
+	delete(r.blocked, id)
+	r.flightMu.Unlock()
+	if was {
+		go r.kickTasks(context.Background(), agent, key)
+	}
+}
+
+// kickTasks starts the turns that tasks of agent's instance key wait for
+// ("" for all): queued tasks whose turn has not finished, and merged
+// reports not yet handed over. The runtime calls it at start-up, which is
+// what makes delegations survive a restart.
+func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
+	ts, err := r.Tasks(ctx, agent, key)
+	if err != nil {
+		r.logger.Error("reading open tasks failed", "err", err)
+		return
+	}
+	for _, t := range ts {
+		if _, ok := r.agents[t.Agent]; !ok {
+			r.logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)
+			continue
+		}
+		switch t.State {
+		case TaskQueued:
+			r.dispatch(&t)
+		case TaskReporting:
+			r.deliverReport(t.ID)
+		}
+	}
+}
+
+// activateTeam loads the instances of every agent of team under key: the
+// whole team starts when one of its agents is delegated to (seed 002).
+func (r *Runtime) activateTeam(team, key string) {
+	for _, name := range r.teams[team] {
+		_, _, done, err := r.holdInstance(r.bg, "team "+strconv.Quote(team), name, key)
+		if err != nil {
+			r.logger.Warn("starting a team agent failed", "team", team, "agent", name, "err", err)
+			continue
+		}
+		done()
+	}
+	if r.bus.Active() {
+		r.bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
+			Data: map[string]any{"team": team, "agents": r.teams[team]}})
+	}
+}
+
+// reportText is the input of a merged report turn: seed 002's reminder of
+// the delegation context, then the reports that arrived.
+func reportText(t *Task, fresh []DelegationResponse) string {
+	c := &t.Context
+	var b strings.Builder
+	b.WriteString("[System notice: delegation context restored]\n")
+	fmt.Fprintf(&b, "This is where you were when you delegated %d task(s):\n", len(c.Delegations))
+	fmt.Fprintf(&b, "- Original requester: %s\n", c.Requester)
+	fmt.Fprintf(&b, "- Original request: %s\n", c.OriginalRequest)
+	b.WriteString("- Delegations:\n")
+	for i, d := range c.Delegations {
+		fmt.Fprintf(&b, "  %d. %s: %s\n", i+1, d.DelegatedTo, d.Message)
+	}
+	b.WriteString("Every task you delegated has now reported back. Answer from these reports; do not claim any result they do not contain.\n\n---\n")
+	// In delegation order, however the children finished.
+	order := func(id string) int {
+		return slices.IndexFunc(c.Delegations, func(d Delegation) bool { return d.ChildTaskID == id })
+	}
+	sorted := slices.Clone(fresh)
+	slices.SortStableFunc(sorted, func(x, y DelegationResponse) int { return order(x.ChildTaskID) - order(y.ChildTaskID) })
+	if len(sorted) > 1 {
+		fmt.Fprintf(&b, "[Merged report of %d parallel delegations]\n", len(sorted))
+	} else {
+		b.WriteString("[Delegation report]\n")
+	}
+	for _, resp := range sorted {
+		status := ""
+		if resp.Failed {
+			status = " (failed)"
+		}
+		fmt.Fprintf(&b, "\n## %s, task %s%s\n%s\n", resp.FromAgent, resp.ChildTaskID, status, resp.Response)
+	}
+	return b.String()
+}
