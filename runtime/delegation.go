@@ -445,7 +445,7 @@ func (r *Runtime) dispatch(c *Task) {
 	if c.Team != "" {
 		in.Metadata["team"] = c.Team
 	}
-	r.background(c.ID, c.Agent, c.Instance, in, c.Team)
+	r.background(c.ID, TaskQueued, c.Agent, c.Instance, in, c.Team)
 }
 
 // deliverReport hands task id's merged report to its agent in the
@@ -463,14 +463,16 @@ func (r *Runtime) deliverReport(id string) {
 	if len(fresh) == 1 {
 		in.Metadata["callerAgent"] = fresh[0].FromAgent
 	}
-	r.background(t.ID, t.Agent, t.Instance, in, "")
+	r.background(t.ID, TaskReporting, t.Agent, t.Instance, in, "")
 }
 
-// background runs a task's turn in a goroutine, unless one runs already.
+// background runs a task's turn in a goroutine, unless one runs already
+// or the task is no longer in state want (read before the turn starts, so
+// that a stale list of tasks cannot run a finished task's turn again).
 // A turn that cannot start (its instance is paused, or the runtime closes)
 // leaves the task as it is: it starts after the instance resumes, or after
 // a restart.
-func (r *Runtime) background(taskID, agent, key string, in pipeline.InputEvent, team string) {
+func (r *Runtime) background(taskID string, want TaskState, agent, key string, in pipeline.InputEvent, team string) {
 	r.flightMu.Lock()
 	if r.inFlight[taskID] {
 		r.flightMu.Unlock()
@@ -485,6 +487,9 @@ func (r *Runtime) background(taskID, agent, key string, in pipeline.InputEvent, 
 	go func() {
 		defer r.gate.leave()
 		defer r.land(taskID)
+		if t, err := r.Task(r.bg, taskID); err != nil || t.State != want {
+			return
+		}
 		if team != "" {
 			r.activateTeam(team, key)
 		}
@@ -502,7 +507,35 @@ func (r *Runtime) background(taskID, agent, key string, in pipeline.InputEvent, 
 func (r *Runtime) land(taskID string) {
 	r.flightMu.Lock()
 	delete(r.inFlight, taskID)
+	if len(r.inFlight) == 0 && r.idle != nil {
+		close(r.idle)
+		r.idle = nil
+	}
 	r.flightMu.Unlock()
+}
+
+// WaitTasks waits until no delegation task's turn runs in the background:
+// every delegation started so far has completed, or waits for a human (its
+// instance paused) or for a restart (the runtime closed). A task's next
+// turn always starts before the turn that caused it ends, so WaitTasks
+// does not return while a chain is still moving.
+func (r *Runtime) WaitTasks(ctx context.Context) error {
+	r.flightMu.Lock()
+	if len(r.inFlight) == 0 {
+		r.flightMu.Unlock()
+		return nil
+	}
+	if r.idle == nil {
+		r.idle = make(chan struct{})
+	}
+	idle := r.idle
+	r.flightMu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // block notes that a task waits for agent's instance key to resume.
@@ -522,9 +555,16 @@ func (r *Runtime) unblock(agent, key string) {
 	delete(r.blocked, id)
 	r.flightMu.Unlock()
 	if was {
-		go r.kickTasks(context.Background(), agent, key)
+		r.kickTasks(context.Background(), agent, key)
 	}
 }
+
+// RecoverTasks starts, in the background, the turns that stored delegation
+// tasks wait for: the turns of child tasks that did not finish (they run
+// again from their request), and the merged reports not yet handed over.
+// New calls it unless [WithoutTaskRecovery] is given; calling it again
+// does not start a task's turn twice.
+func (r *Runtime) RecoverTasks(ctx context.Context) { r.kickTasks(ctx, "", "") }
 
 // kickTasks starts the turns that tasks of agent's instance key wait for
 // ("" for all): queued tasks whose turn has not finished, and merged

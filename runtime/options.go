@@ -46,6 +46,7 @@ type options struct {
 	transport     Transport
 	channels      map[string]Channel
 	outputs       string
+	noTaskKick    bool
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool

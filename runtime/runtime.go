@@ -75,9 +75,10 @@ type Runtime struct {
 	api       *apiChannel
 	outputs   string // where long reports are saved, absolute
 	taskMu    sync.Mutex
-	flightMu  sync.Mutex          // guards inFlight and blocked
+	flightMu  sync.Mutex          // guards inFlight, blocked and idle
 	inFlight  map[string]bool     // tasks whose turn a goroutine runs
 	blocked   map[instanceID]bool // paused instances that tasks wait for
+	idle      chan struct{}       // closed when inFlight empties; nil if nobody waits
 	bg        context.Context     // task turns run under it; Close cancels it
 	bgCancel  context.CancelFunc
 
@@ -229,7 +230,9 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	// Delegations outlive processes too: run the task turns that did not
 	// finish, and hand over the reports that were not.
-	r.kickTasks(ctx, "", "")
+	if !o.noTaskKick {
+		r.kickTasks(ctx, "", "")
+	}
 	if !o.noExpiryTimer {
 		r.expiryWake, r.expiryStop, r.expiryDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go r.expiryLoop()

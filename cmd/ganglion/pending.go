@@ -200,7 +200,8 @@ func addDataFlags(cmd *cobra.Command, f *runFlags) {
 // streams the resume turn that follows.
 func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, stderr io.Writer,
 	act func(*runtime.Runtime, ledger.Item) (*pipeline.TurnResult, error)) error {
-	rt, _, err := openRuntime(ctx, f, dir, stderr)
+	answers, channel := cliAnswers()
+	rt, _, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
 		return err
 	}
@@ -225,6 +226,20 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 	out.endTurn(res, nil)
 	if res.FinishReason == pipeline.FinishPaused {
 		printPaused(ctx, rt, out, it.Agent, it.Instance, stderr)
+		return turnExit(res, nil)
+	}
+	// The resumed turn may belong to a delegation chain: see it through
+	// here, rather than leave it to the next start.
+	if res.TaskID != "" {
+		if err := rt.WaitTasks(ctx); err != nil {
+			return failed(err)
+		}
+		for len(answers) > 0 {
+			out.answer(<-answers, true)
+		}
+		if open, err := rt.Pending(ctx, ledger.Filter{Open: true}); err == nil && len(open) > 0 {
+			printPaused(ctx, rt, out, "", "", stderr)
+		}
 	}
 	return turnExit(res, nil)
 }
@@ -295,7 +310,8 @@ func describe(it ledger.Item) string {
 	return string(it.Request)
 }
 
-// printPaused tells how to answer what the instance waits for.
+// printPaused tells how to answer what the instance waits for; every
+// instance's items with agent "".
 func printPaused(ctx context.Context, rt *runtime.Runtime, out *printer, agent, instance string, w io.Writer) {
 	if out.json {
 		return
@@ -306,6 +322,11 @@ func printPaused(ctx context.Context, rt *runtime.Runtime, out *printer, agent, 
 		return
 	}
 	for _, it := range items {
+		if agent == "" {
+			fmt.Fprintf(w, "[paused] %s/%s: %s %s: %s\n", it.Agent, it.Instance, it.ID, it.Kind, describe(it))
+			fmt.Fprintf(w, "  %s\n", howToAnswer(it))
+			continue
+		}
 		fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
 		fmt.Fprintf(w, "  %s\n", howToAnswer(it))
 	}

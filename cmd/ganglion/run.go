@@ -63,8 +63,9 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
 }
 
 // openRuntime loads DIR/ganglion.yaml and starts a runtime on it, as the
-// flags say; it returns the agent the flags name (default: the first).
-func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer) (*runtime.Runtime, string, error) {
+// flags and extra say; it returns the agent the flags name (default: the
+// first).
+func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer, extra ...runtime.Option) (*runtime.Runtime, string, error) {
 	logger, err := newLogger(stderr, f.logLevel)
 	if err != nil {
 		return nil, "", err
@@ -81,7 +82,7 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer) 
 	if f.data != "" {
 		opts = append(opts, runtime.WithDataDir(f.data))
 	}
-	rt, err := runtime.New(ctx, opts...)
+	rt, err := runtime.New(ctx, append(opts, extra...)...)
 	if err != nil {
 		return nil, "", failed(err)
 	}
@@ -137,8 +138,28 @@ func isConfigDir(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// cliChannel is the channel "cli": the answers of the tasks this process
+// started, and of those an earlier process started and this one finished.
+const cliChannel = "cli"
+
+// cliAnswers returns the channel "cli" as an option of New, and where
+// its answers arrive.
+func cliAnswers() (<-chan runtime.Report, runtime.Option) {
+	answers := make(chan runtime.Report, 64)
+	deliver := runtime.ChannelFunc(func(_ context.Context, r runtime.Report) error {
+		select {
+		case answers <- r:
+			return nil
+		default: // a channel must not hold the runtime up
+			return fmt.Errorf("%d answers are waiting to be printed already", cap(answers))
+		}
+	})
+	return answers, runtime.WithChannel(cliChannel, deliver)
+}
+
 func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	rt, agent, err := openRuntime(ctx, f, dir, stderr)
+	answers, channel := cliAnswers()
+	rt, agent, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
 		return err
 	}
@@ -148,8 +169,16 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	defer unsub()
 
 	send := func(text string) (*pipeline.TurnResult, error) {
-		res, err := rt.Send(ctx, agent, f.instance, runtime.UserMessage(text))
+		in := runtime.UserMessage(text)
+		in.Metadata = map[string]any{"channel": cliChannel, "requester": "user@cli"}
+		res, err := rt.Send(ctx, agent, f.instance, in)
 		out.endTurn(res, err)
+		if err == nil && res.FinishReason == pipeline.FinishDelegated {
+			res, err = waitAnswer(ctx, rt, res, answers, out)
+			if err == nil && res.FinishReason == pipeline.FinishPaused {
+				printPaused(ctx, rt, out, "", "", stderr)
+			}
+		}
 		return res, err
 	}
 	if !interactive {
@@ -219,6 +248,55 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	return sc.Err()
 }
 
+// waitAnswer waits for the answer of the task a turn delegated (its merged
+// reports' turns stream as they run) and returns it as the turn's result.
+// When the chain stops short of an answer, an agent in it waits for a
+// human: the result is paused. Answers to other tasks, left by an earlier
+// process, are printed as they come.
+func waitAnswer(ctx context.Context, rt *runtime.Runtime, res *pipeline.TurnResult, answers <-chan runtime.Report, out *printer) (*pipeline.TurnResult, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stalled := make(chan error, 1)
+	go func() { stalled <- rt.WaitTasks(wctx) }()
+	got := func(rep runtime.Report) (*pipeline.TurnResult, error, bool) {
+		if rep.TaskID != res.TaskID {
+			out.answer(rep, true)
+			return nil, nil, false
+		}
+		out.answer(rep, false)
+		if rep.Error != "" {
+			return res, fmt.Errorf("task %s: %s", rep.TaskID, rep.Error), true
+		}
+		return &pipeline.TurnResult{TurnID: res.TurnID, FinishReason: pipeline.FinishText, TaskID: rep.TaskID,
+			Response: pipeline.Message{Role: pipeline.RoleAssistant, Content: rep.Response}}, nil, true
+	}
+	for {
+		select {
+		case rep := <-answers:
+			if r, err, done := got(rep); done {
+				return r, err
+			}
+		case err := <-stalled:
+			if err != nil {
+				return res, fmt.Errorf("waiting for task %s: %w (it goes on at the next start)", res.TaskID, err)
+			}
+			// The answer is delivered before the last task turn ends.
+			for {
+				select {
+				case rep := <-answers:
+					if r, err, done := got(rep); done {
+						return r, err
+					}
+					continue
+				default:
+				}
+				break
+			}
+			return &pipeline.TurnResult{TurnID: res.TurnID, FinishReason: pipeline.FinishPaused, TaskID: res.TaskID}, nil
+		}
+	}
+}
+
 // turnExit maps a turn's outcome to the command's result.
 func turnExit(res *pipeline.TurnResult, err error) error {
 	if err != nil {
@@ -261,10 +339,26 @@ func (p *printer) event(ev events.Event) {
 		p.w.Write(append(b, '\n'))
 		return
 	}
+	data, _ := ev.Data.(map[string]any)
+	switch ev.Topic {
+	case events.TaskDelegated:
+		p.endLine()
+		fmt.Fprintf(p.w, "[task] %s → %s: %s\n", ev.Agent, data["to"], data["message"])
+		return
+	case events.TaskCompleted:
+		if parent, _ := data["parent_task_id"].(string); parent != "" {
+			p.endLine()
+			if f, _ := data["failed"].(bool); f {
+				fmt.Fprintf(p.w, "[task] %s: %s\n", ev.Agent, data["response"]) // "Task failed: ..."
+			} else {
+				fmt.Fprintf(p.w, "[task] %s reported: %s\n", ev.Agent, data["response"])
+			}
+		}
+		return
+	}
 	if ev.Agent != p.agent || ev.Instance != p.instance {
 		return
 	}
-	data, _ := ev.Data.(map[string]any)
 	switch ev.Topic {
 	case events.ModelDelta:
 		if data["kind"] == "text" {
@@ -289,6 +383,26 @@ func (p *printer) endLine() {
 	if p.midLine {
 		fmt.Fprintln(p.w)
 		p.midLine = false
+	}
+}
+
+// answer prints a task's answer: only its end, since its text streamed as
+// the turn ran, unless it is the answer to an earlier process's request
+// (earlier), whose text did not stream here.
+func (p *printer) answer(r runtime.Report, earlier bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		b, _ := json.Marshal(events.Event{Topic: "cli.answer", Agent: r.Agent, Instance: r.Instance, Source: "cli", Data: r})
+		p.w.Write(append(b, '\n'))
+		return
+	}
+	p.endLine()
+	switch {
+	case r.Error != "":
+		fmt.Fprintf(p.w, "[task] %s failed: %s\n", r.TaskID, r.Error)
+	case earlier:
+		fmt.Fprintf(p.w, "[task] answer to an earlier request (%q) from %s/%s:\n%s\n", oneLine(r.Request, 60), r.Agent, r.Instance, r.Response)
 	}
 }
 

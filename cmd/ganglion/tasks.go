@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ganglion-dev/ganglion/runtime"
+)
+
+func newTasksCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "tasks [DIR]",
+		Short: "List the open delegation tasks",
+		Long: `Tasks lists the delegation tasks (call_agent) of DIR/ganglion.yaml that have
+not completed: what each waits for, its parent, and how many of its own
+delegations have not reported yet. A task is deleted when it completes.
+
+It only reads: the unfinished tasks run again at the next ganglion run.
+--agent and --instance narrow the list (default: every agent and
+instance); --json prints one task per line, with its delegation context.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, runtime.WithoutTaskRecovery())
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			key := f.instance
+			if !cmd.Flags().Changed("instance") {
+				key = ""
+			}
+			tasks, err := rt.Tasks(cmd.Context(), f.agent, key)
+			if err != nil {
+				return failed(err)
+			}
+			if f.json {
+				for _, t := range tasks {
+					b, err := json.Marshal(t)
+					if err != nil {
+						return failed(err)
+					}
+					fmt.Fprintf(stdout, "%s\n", b)
+				}
+				return nil
+			}
+			if len(tasks) == 0 {
+				fmt.Fprintln(stderr, "no open tasks")
+				return nil
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TASK\tAGENT/INSTANCE\tSTATE\tPENDING\tPARENT\tREQUESTER\tREQUEST")
+			for _, t := range tasks {
+				parent := t.ParentID
+				if parent == "" {
+					parent = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Agent, t.Instance, t.State, t.Pending, parent, t.Requester, oneLine(t.OriginalRequest, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	addRuntimeFlags(cmd, &f)
+	return cmd
+}
