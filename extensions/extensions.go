@@ -153,6 +153,21 @@ type API struct {
 	// Workspace is the directory the agent's file tools are confined to,
 	// or "" if it has none.
 	Workspace string
+
+	peer func(agent, extension string) (Extension, bool)
+}
+
+// Peer returns the extension another agent of the runtime loaded under
+// name, for built-in extensions that cooperate across agents (the approval
+// extension applies a calling agent's rules to the agents it calls). It
+// reports false when the agent or the extension does not exist, and
+// always for WebAssembly extensions, which are reached only through their
+// hooks.
+func (a *API) Peer(agent, name string) (Extension, bool) {
+	if a.peer == nil {
+		return nil, false
+	}
+	return a.peer(agent, name)
 }
 
 // Host is what the runtime provides to build an [API]. Extension authors do
@@ -174,6 +189,8 @@ type Host struct {
 	Grants []string
 	// Workspace is the agent's workspace directory, if any.
 	Workspace string
+	// Peer finds another agent's extension by name (API.Peer); nil: none.
+	Peer func(agent, extension string) (Extension, bool)
 }
 
 // NewAPI returns the API of extension name on h. The runtime calls it; so do
@@ -196,6 +213,7 @@ func NewAPI(name string, h Host) *API {
 		Secrets:  &Secrets{host: h.Secrets, agent: h.Agent, ext: name, grants: slices.Clone(h.Grants)},
 
 		Workspace: h.Workspace,
+		peer:      h.Peer,
 	}
 }
 

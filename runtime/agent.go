@@ -30,6 +30,7 @@ type agent struct {
 	pipe        *pipeline.Pipeline
 	logger      *slog.Logger
 	apis        []*extensions.API
+	exts        map[string]extensions.Extension // by configured name
 	closers     []extensions.Closer
 	// team is its team, "" for a system-level agent; peers are the agents
 	// it may call_agent: its teammates, or the other system-level agents.
@@ -155,7 +156,14 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		Agent: a.name, Builder: b, Store: a.rt.store, Bus: a.rt.bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
 		Pending: pendingHost{a}, Secrets: pendingHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
+		Peer: a.rt.peerExtension,
 	})
+	if a.exts == nil {
+		a.exts = map[string]extensions.Extension{}
+	}
+	if ec.Wasm == "" {
+		a.exts[ec.Name] = ext
+	}
 	a.apis = append(a.apis, api)
 	if c, ok := ext.(extensions.Closer); ok {
 		a.closers = append(a.closers, c)
@@ -164,6 +172,18 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		return fmt.Errorf("extension %q: register: %w", ec.Name, err)
 	}
 	return nil
+}
+
+// peerExtension is extensions.Host.Peer: agents are built one after the
+// other, so an agent built later is found only once New has returned,
+// which is when turns run.
+func (r *Runtime) peerExtension(agent, name string) (extensions.Extension, bool) {
+	a, ok := r.agents[agent]
+	if !ok {
+		return nil, false
+	}
+	x, ok := a.exts[name]
+	return x, ok
 }
 
 // addTool adds a tool an extension registers.

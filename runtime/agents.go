@@ -58,6 +58,9 @@ type callerAgents struct {
 	key   string
 	turn  string
 	chain []string // "agent/instance" of the callers before this turn
+	// taskChain is the turn's delegation ancestry, passed on so that
+	// the called agent's approval rules see who is behind the call.
+	taskChain []string
 }
 
 var _ pipeline.Agents = (*callerAgents)(nil)
@@ -65,17 +68,24 @@ var _ pipeline.Agents = (*callerAgents)(nil)
 // reset makes c the agents of the turn ts starts with input in.
 func (c *callerAgents) reset(a *agent, key, turn string, in pipeline.InputEvent) {
 	c.a, c.key, c.turn = a, key, turn
-	c.chain = c.chain[:0]
-	switch ch := in.Metadata["chain"].(type) {
+	c.chain = appendStrings(c.chain[:0], in.Metadata["chain"])
+	c.taskChain = appendStrings(c.taskChain[:0], in.Metadata["taskChain"])
+}
+
+// appendStrings appends the strings of a metadata list to dst: a []string
+// in process, a []any after a JSON round trip.
+func appendStrings(dst []string, v any) []string {
+	switch l := v.(type) {
 	case []string:
-		c.chain = append(c.chain, ch...)
+		dst = append(dst, l...)
 	case []any:
-		for _, e := range ch {
+		for _, e := range l {
 			if s, ok := e.(string); ok {
-				c.chain = append(c.chain, s)
+				dst = append(dst, s)
 			}
 		}
 	}
+	return dst
 }
 
 // input builds the called turn's input, or refuses the call.
@@ -103,6 +113,9 @@ func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, s
 	}
 	md["callerAgent"], md["callerInstanceKey"], md["callerTurnId"], md["callSource"] = c.a.name, c.key, c.turn, source
 	md["chain"] = chain
+	if len(c.taskChain) > 0 {
+		md["taskChain"] = slices.Clone(c.taskChain)
+	}
 	return key, pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: text, Metadata: md}, nil
 }
 

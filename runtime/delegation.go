@@ -172,15 +172,11 @@ func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
 		turn, _ := in.Metadata["resumes"].(string)
 		ts.taskID = a.pausedTask(ts.storeCtx, ts.inst.key, turn)
 	}
-	switch ch := in.Metadata["taskChain"].(type) {
-	case []string:
-		ts.taskChain = append(ts.taskChain, ch...)
-	case []any:
-		for _, e := range ch {
-			if s, ok := e.(string); ok {
-				ts.taskChain = append(ts.taskChain, s)
-			}
-		}
+	ts.taskChain = appendStrings(ts.taskChain, in.Metadata["taskChain"])
+	if ts.taskID == "" {
+		// A turn that starts a task has no task above it, but it may have
+		// callers waiting on it (ctx.agents.request): they come first.
+		ts.taskChain = append(ts.taskChain, ts.agents.chain...)
 	}
 }
 

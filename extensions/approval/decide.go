@@ -88,6 +88,28 @@ func (r *Rules) Decide(c Call) Result {
 	return res
 }
 
+// narrowedBy returns res, the agent's own decision, after the decision c
+// of a caller's rules for the same call: the stricter of the two wins (the
+// own one on a tie), and the caller's matches and errors are added, named
+// "caller:rule".
+func (res Result) narrowedBy(caller string, c Result) Result {
+	matched := make([]Match, 0, len(res.Matched)+len(c.Matched))
+	matched = append(matched, res.Matched...)
+	for _, m := range c.Matched {
+		m.Rule = caller + ":" + m.Rule
+		matched = append(matched, m)
+	}
+	res.Matched = matched
+	for _, e := range c.Errors {
+		res.Errors = append(res.Errors, caller+": "+e)
+	}
+	if c.Decision.strictness() > res.Decision.strictness() {
+		res.Decision = c.Decision
+		res.Explanation = fmt.Sprintf("the rules of %s, which called this agent, are stricter: %s", caller, c.Explanation)
+	}
+	return res
+}
+
 // holds reports whether every guard of the rule holds.
 func (ru *rule) holds(e *Env) bool {
 	for i := range ru.guards {

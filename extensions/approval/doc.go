@@ -79,9 +79,16 @@
 //
 // # Delegated turns
 //
-// chain.depth and chain.agents describe the agents whose calls
-// (ctx.agents) started the turn, the first caller first: a rule can deny
-// what a delegated turn may do. Not yet: the caller's own rules applying
-// too, so that a child's rules can only narrow them (issue 6, with the
-// delegation chain of issue 4).
+// chain.depth and chain.agents describe the agents behind the turn, the
+// first first: the delegation ancestry (call_agent, call_team_agent), then
+// the callers waiting on it (ctx.agents.request). A rule can deny what a
+// delegated turn may do.
+//
+// The callers' rules apply too. For every agent in the chain that loads
+// this extension, its rules judge the call as well (with the same call:
+// agent is still the one making it), and the strictest decision of all
+// wins. So a child's own rules can only make a decision stricter: a caller
+// that denies deploys denies them to every agent it delegates to, however
+// deep. A caller's matches appear in the result as "caller:rule", and the
+// explanation names the caller whose rules decided.
 package approval

@@ -228,8 +228,10 @@ func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 	}
 	rules := x.Rules()
 	t, _ := c.Tool()
-	res := rules.Decide(Call{Tool: c.Name(), Category: t.Category, Args: c.Arguments(), Agent: c.Agent(),
-		Instance: c.InstanceKey(), Turn: c.TurnID(), Step: c.Step(), Workspace: x.api.Workspace, Chain: callChain(c.Input())})
+	call := Call{Tool: c.Name(), Category: t.Category, Args: c.Arguments(), Agent: c.Agent(),
+		Instance: c.InstanceKey(), Turn: c.TurnID(), Step: c.Step(), Workspace: x.api.Workspace, Chain: callChain(c.Input())}
+	res := rules.Decide(call)
+	res = x.narrow(res, call)
 	x.api.Events.Publish("approval.decided", c.InstanceKey(), map[string]any{
 		"turn_id": c.TurnID(), "call_id": c.CallID(), "tool": c.Name(), "decision": res.Decision,
 		"matched": res.Matched, "explanation": res.Explanation})
@@ -312,9 +314,37 @@ func resolveMistakes(_ context.Context, it ledger.Item, act extensions.Action) (
 	return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance, or reject to stop the agent", extensions.ErrInvalidAction)
 }
 
+// narrow applies the rules of the agents behind the call, when another
+// agent started the turn (ctx.agents or call_agent): each caller's approval
+// rules judge the call too, and the strictest decision wins, so a called
+// agent's own rules can only make a decision stricter.
+func (x *Extension) narrow(res Result, call Call) Result {
+	seen := map[string]bool{call.Agent: true}
+	for _, caller := range call.Chain {
+		if seen[caller] {
+			continue
+		}
+		seen[caller] = true
+		p, ok := x.api.Peer(caller, x.api.Name)
+		if !ok {
+			continue
+		}
+		px, ok := p.(*Extension)
+		if !ok {
+			continue
+		}
+		if err := px.reload(); err != nil {
+			x.api.Logger.Warn("a caller's rules file was not reloaded; its rules in force stay", "caller", caller, "err", err)
+		}
+		res = res.narrowedBy(caller, px.Rules().Decide(call))
+	}
+	return res
+}
+
 // callChain returns the agents of the call chain that started the turn,
 // the first caller first, from the input's metadata (see runtime's agent
-// calls: "agent/instance" entries).
+// calls and delegation: "agent/instance" entries, the delegation ancestry
+// under taskChain, then the waiting callers under chain).
 func callChain(in pipeline.InputEvent) []string {
 	var out []string
 	add := func(s string) {
@@ -324,15 +354,17 @@ func callChain(in pipeline.InputEvent) []string {
 			out = append(out, s)
 		}
 	}
-	switch ch := in.Metadata["chain"].(type) {
-	case []string:
-		for _, s := range ch {
-			add(s)
-		}
-	case []any:
-		for _, e := range ch {
-			if s, ok := e.(string); ok {
+	for _, key := range []string{"taskChain", "chain"} {
+		switch ch := in.Metadata[key].(type) {
+		case []string:
+			for _, s := range ch {
 				add(s)
+			}
+		case []any:
+			for _, e := range ch {
+				if s, ok := e.(string); ok {
+					add(s)
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package approval_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -413,5 +414,129 @@ rules:
 	res, err := rt.Send(ctx, "helper", "direct", runtime.UserMessage("deploy"))
 	if err != nil || res.Response.Content != "helper: deployed" {
 		t.Fatalf("direct = %+v, %v", res, err)
+	}
+}
+
+// TestDelegationNarrowing: when another agent started the turn, by
+// call_agent or ctx.agents, the caller's rules judge the call too, and the
+// stricter decision wins: a child's own rules can only make it stricter.
+func TestDelegationNarrowing(t *testing.T) {
+	const (
+		denyDeploy    = "default: approve\nrules:\n  - name: no deploys\n    when: tool.name == \"deploy\"\n    decision: deny\n    reason: releases are frozen\n"
+		askDeploy     = "default: approve\nrules:\n  - name: deploys need a human\n    when: tool.name == \"deploy\"\n    decision: ask\n"
+		approveAll    = "default: approve\nrules: []\n"
+		childApproves = "default: deny\nrules:\n  - name: deploys are mine\n    when: tool.name == \"deploy\"\n    decision: approve\n"
+	)
+	const script = `
+agents:
+  root:
+    turns: [{match: "report", steps: [{text: "root done"}]}]
+    fallback: {steps: [{tool_calls: [{name: call_agent, args: {agent_id: lead, message: "ship it"}}]}, {text: "delegated"}]}
+  lead:
+    turns: [{match: "report", steps: [{text: "lead done"}]}]
+    fallback: {steps: [{tool_calls: [{name: call_agent, args: {agent_id: coder, message: "deploy it"}}]}, {text: "delegated"}]}
+  requester: {fallback: {steps: [{text: "requested"}]}}
+  coder:
+    fallback: {steps: [{tool_calls: [{name: deploy, id: d}]}, {text: "coder: {{ .LastMessage }}"}]}
+`
+	tests := []struct {
+		name             string
+		root, lead, mine string // rules files; "" loads no approval extension
+		from             string // who starts: root, lead, requester (ctx.agents) or coder (direct)
+		want             string // the deploy call's result, or "ask: " and the explanation
+		runs             int32
+	}{
+		{"caller denies, child approves: denied", "", denyDeploy, childApproves, "lead",
+			`tool call denied: the rules of lead, which called this agent, are stricter: rule "no deploys" decides deny: releases are frozen`, 0},
+		{"asked directly, the child's own rules", "", denyDeploy, childApproves, "coder", "deployed", 1},
+		{"caller approves, child denies: the child's stricter rules stand", "", approveAll, denyDeploy, "lead",
+			`tool call denied: rule "no deploys" decides deny: releases are frozen`, 0},
+		{"caller asks: ask", "", askDeploy, childApproves, "lead",
+			`ask: the rules of lead, which called this agent, are stricter: rule "deploys need a human" decides ask`, 0},
+		{"caller without rules: the child's", "", "", childApproves, "lead", "deployed", 1},
+		{"the whole ancestry: root's rules reach the grandchild", denyDeploy, "", childApproves, "root",
+			`tool call denied: the rules of root, which called this agent, are stricter: rule "no deploys" decides deny: releases are frozen`, 0},
+		{"ctx.agents request: the requester's rules", "", "", childApproves, "requester",
+			`tool call denied: the rules of requester, which called this agent, are stricter: rule "no deploys" decides deny: releases are frozen`, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ext := func(file, rules string) string {
+				if rules == "" {
+					return "[]"
+				}
+				return "[{name: approval, config: {rules: " + file + "}}]"
+			}
+			requesterRules, requesterExts := "", "[{name: ask}]"
+			if tt.from == "requester" {
+				requesterRules, requesterExts = denyDeploy, "[{name: ask}, {name: approval, config: {rules: requester.yaml}}]"
+			}
+			p := newProject(t, script, approveAll, `agents:
+  - name: root
+    tools: [call_agent]
+    extensions: `+ext("root.yaml", tt.root)+`
+  - name: lead
+    tools: [call_agent]
+    extensions: `+ext("lead.yaml", tt.lead)+`
+  - name: requester
+    extensions: `+requesterExts+`
+  - name: coder
+    tools: [deploy]
+    extensions: `+ext("coder.yaml", tt.mine)+`
+`)
+			for file, rules := range map[string]string{"root.yaml": tt.root, "lead.yaml": tt.lead, "requester.yaml": requesterRules, "coder.yaml": tt.mine} {
+				if err := os.WriteFile(filepath.Join(p.dir, file), []byte(rules), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ask := func(extensions.Config) (extensions.Extension, error) {
+				return extensions.Func(func(api *extensions.API) error {
+					api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+						if _, err := tc.Agents().Request(ctx, "coder", "deploy please", pipeline.AgentCallOptions{}); err != nil {
+							return nil, err
+						}
+						return tc.Next(ctx)
+					})
+					return nil
+				}), nil
+			}
+			rt := p.open(runtime.WithMemoryStore(), runtime.WithExtension("ask", ask))
+			defer rt.Close()
+			if _, err := rt.Send(ctx, tt.from, "k", runtime.UserMessage("go")); err != nil {
+				t.Fatal(err)
+			}
+			if err := rt.WaitTasks(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			msgs, err := rt.History(ctx, "coder", "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range msgs {
+				if m.ToolCallID == "d" {
+					got = m.Content
+				}
+			}
+			if strings.HasPrefix(tt.want, "ask: ") {
+				items, err := rt.Pending(ctx, ledger.Filter{Agent: "coder", Open: true})
+				if err != nil || len(items) != 1 {
+					t.Fatalf("pending = %v, %v; want one approval", items, err)
+				}
+				var req struct{ Explanation string }
+				if err := json.Unmarshal(items[0].Request, &req); err != nil {
+					t.Fatal(err)
+				}
+				got = "ask: " + req.Explanation
+			}
+			if got != tt.want {
+				t.Errorf("deploy = %q\nwant    %q", got, tt.want)
+			}
+			if n := p.runs.Load(); n != tt.runs {
+				t.Errorf("deploy ran %d times, want %d", n, tt.runs)
+			}
+		})
 	}
 }
