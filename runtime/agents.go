@@ -125,6 +125,11 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 	if err != nil {
 		return "", err
 	}
+	self, to := c.a.name+"/"+c.key, target+"/"+key
+	if err := c.a.rt.waitFor(self, to); err != nil {
+		return "", fmt.Errorf("call agent %q: %w", target, err)
+	}
+	defer c.a.rt.stopWaiting(self, to)
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = c.a.rt.agentTimeout
@@ -139,6 +144,60 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 		return "", fmt.Errorf("call agent %q instance %q: %w", target, key, err)
 	}
 	return res.Response.Content, nil
+}
+
+// waitFor records that a turn of instance self waits for one of instance
+// to, unless to's turn already waits, directly or through others, for
+// self's: each would hold its instance's slot waiting for the other until
+// the timeout. The chain carried in the input catches a cycle within one
+// chain of calls; this wait-for graph catches the cycle of two independent
+// turns calling each other.
+func (r *Runtime) waitFor(self, to string) error {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	if path := r.waitPath(to, self, nil); path != nil {
+		return fmt.Errorf("%w: %s → %s (a turn of %s waits for %s already)", ErrCycle, self, strings.Join(path, " → "), to, self)
+	}
+	if r.waits == nil {
+		r.waits = map[string]map[string]int{}
+	}
+	if r.waits[self] == nil {
+		r.waits[self] = map[string]int{}
+	}
+	r.waits[self][to]++
+	return nil
+}
+
+// waitPath returns the instances from "from" to "to" along the wait-for
+// graph, both included, or nil if to is not reached. r.waitMu is held.
+func (r *Runtime) waitPath(from, to string, seen map[string]bool) []string {
+	if from == to {
+		return []string{to}
+	}
+	if seen[from] {
+		return nil
+	}
+	if seen == nil {
+		seen = map[string]bool{}
+	}
+	seen[from] = true
+	for next := range r.waits[from] {
+		if p := r.waitPath(next, to, seen); p != nil {
+			return append([]string{from}, p...)
+		}
+	}
+	return nil
+}
+
+func (r *Runtime) stopWaiting(self, to string) {
+	r.waitMu.Lock()
+	defer r.waitMu.Unlock()
+	if r.waits[self][to]--; r.waits[self][to] <= 0 {
+		delete(r.waits[self], to)
+		if len(r.waits[self]) == 0 {
+			delete(r.waits, self)
+		}
+	}
 }
 
 // Send starts a turn of target without waiting for it. The runtime's Close

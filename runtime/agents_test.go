@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -380,5 +381,69 @@ agents:
 	}
 	if !strings.HasPrefix(got["g"], `[{"name":"list_agents",`) || !strings.Contains(got["g"], `"name":"get_my_tools"`) || strings.Contains(got["g"], "read_file") {
 		t.Errorf("get_my_tools = %s", got["g"])
+	}
+}
+
+// TestAgentsCrossTurnCycle: two independent turns that request each
+// other's instance would each hold its slot waiting for the other until
+// the timeout; the wait-for graph fails the second request at once.
+func TestAgentsCrossTurnCycle(t *testing.T) {
+	var arrived sync.WaitGroup
+	arrived.Add(2)
+	barrier := func(cfg extensions.Config) (extensions.Extension, error) {
+		var c callerCfg
+		if err := cfg.Decode(&c); err != nil {
+			return nil, err
+		}
+		return extensions.Func(func(api *extensions.API) error {
+			api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				if tc.Input().Kind != pipeline.InputUserMessage {
+					return tc.Next(ctx)
+				}
+				arrived.Done()
+				arrived.Wait() // both turns run, each holding its instance
+				if _, err := tc.Agents().Request(ctx, c.Target, "hi", pipeline.AgentCallOptions{}); err != nil {
+					return nil, err
+				}
+				return tc.Next(ctx)
+			})
+			return nil
+		}), nil
+	}
+	// A cycle missed would wait for the timeout: an hour, past the test's
+	// own deadline.
+	h := newHarness(t, `
+agents:
+  - name: worker
+    extensions: [{name: barrier, config: {target: critic}}]
+  - name: critic
+    extensions: [{name: barrier, config: {target: worker}}]
+`, agentsScript, runtime.WithExtension("barrier", barrier), runtime.WithAgentTimeout(time.Hour))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	errs := make(chan error, 2)
+	for _, a := range []string{"worker", "critic"} {
+		go func() {
+			_, err := h.send(ctx, a, "k", "start")
+			errs <- err
+		}()
+	}
+	var cycles, ok int
+	for range 2 {
+		err := <-errs
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, runtime.ErrCycle):
+			cycles++
+			if !regexp.MustCompile(`agent call cycle: (worker/k → critic/k → worker/k \(a turn of critic/k waits for worker/k already\)|critic/k → worker/k → critic/k \(a turn of worker/k waits for critic/k already\))`).MatchString(err.Error()) {
+				t.Errorf("cycle error = %v", err)
+			}
+		default:
+			t.Errorf("err = %v", err)
+		}
+	}
+	if cycles != 1 || ok != 1 {
+		t.Errorf("%d cycles and %d answers, want one of each", cycles, ok)
 	}
 }

@@ -64,6 +64,8 @@ type Runtime struct {
 	agentTimeout time.Duration // default timeout of ctx.agents.request
 	agentDepth   int           // longest chain of agent calls
 	transport    Transport     // carries agent calls; default in process
+	waitMu       sync.Mutex
+	waits        map[string]map[string]int // instance → the instances its turns wait for (agents.go)
 
 	// Delegation (delegation.go). Teams are fixed at New.
 	teams     map[string][]string // team → its agents
