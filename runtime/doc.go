@@ -39,6 +39,26 @@
 // reach execute_command as environment variables, and are redacted from
 // every tool result.
 //
+// # Agents calling agents
+//
+// Middleware calls other agents through the turn's and step's Agents
+// (request waits for the answer, send does not); the runtime routes the
+// call through its [Transport], spawns the target instance, adds the
+// caller's metadata, and refuses cycles ([ErrCycle]) and chains deeper
+// than [WithAgentDepth] ([ErrDepth]).
+//
+// Models delegate with the call_agent and call_team_agent tools (seed
+// 002). A turn that delegated finishes with reason delegated and a
+// [Task] stored for its input; each delegation is a child task whose
+// turn starts when the delegating turn ends. A child's answer is
+// reported to its parent; when the parent's last report is in, its agent
+// gets one merged report, after a reminder of what it delegated, and the
+// root task's final answer goes to its requester's [Channel]:
+// [Runtime.Ask] waits for it. Tasks are durable: [New] starts again the
+// task turns a stopped process left unfinished ([WithoutTaskRecovery]
+// turns that off, [Runtime.RecoverTasks] does it on demand), and
+// [Runtime.WaitTasks] waits for the background task turns.
+//
 // The pieces live in sub-packages: config (the YAML file), model (the
 // provider interface and the scripted model), tool (the tool registry,
 // argument checking and the workspace tools), store (badger and in-memory
