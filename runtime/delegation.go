@@ -18,8 +18,11 @@ import (
 )
 
 // The delegation chain of seed 002: call_agent and call_team_agent record
-// delegations in the turn; when the turn ends, settleTask stores its task
-// and the child tasks in one commit and starts the children; a child that
+// delegations in the turn; the step's commit stores them with the tool
+// results that announce them (stageDelegations: the turn's task and one
+// child task each); when the turn ends, settleTask starts the children. A
+// child starts only then, so that it cannot report before a later
+// delegation of the same turn is counted. A child that
 // answers without delegating reports to its parent (completeTask), and
 // when the parent's last report is in, the parent's agent gets one merged
 // report, after a reminder of what it delegated (deliverReport).
@@ -141,7 +144,8 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
 	ts.delegMu.Lock()
 	ts.delegs = append(ts.delegs, d)
-	n := len(ts.delegs)
+	ts.delegN++
+	n := ts.delegN
 	ts.delegMu.Unlock()
 	return &pipeline.ToolResult{Content: fmt.Sprintf(
 		"Delegated to %s as task %s (%d delegation(s) this turn). It starts when your turn ends; its report comes back to you as a new message. "+
@@ -165,7 +169,8 @@ func (a *agent) delegateTargets() string {
 
 // beginTask reads which task the turn works on, from its input.
 func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
-	ts.taskID, ts.delegs, ts.taskChain = "", ts.delegs[:0], ts.taskChain[:0]
+	clear(ts.children)
+	ts.taskID, ts.delegs, ts.delegN, ts.children, ts.taskChain = "", ts.delegs[:0], 0, ts.children[:0], ts.taskChain[:0]
 	if id, ok := in.Metadata["taskId"].(string); ok {
 		ts.taskID = id
 	} else if in.Kind == pipeline.InputResume {
@@ -198,14 +203,66 @@ func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
 	return ""
 }
 
+// stageDelegations adds the delegations the step's tool calls made to the
+// instance's next commit: the turn's task (created if the turn had none)
+// with its delegation context and pending count, and one queued child task
+// per delegation. The step's tool results and the tasks they announce are
+// so stored together, or not at all. The caller holds r.taskMu until that
+// commit, so that no report changes the task in between.
+func (a *agent) stageDelegations(ts *turnState) error {
+	ts.delegMu.Lock()
+	delegs := ts.delegs
+	ts.delegs = ts.delegs[len(ts.delegs):]
+	ts.delegMu.Unlock()
+	if len(delegs) == 0 {
+		return nil
+	}
+	// Parallel calls finish in any order; the context keeps call order.
+	slices.SortStableFunc(delegs, func(x, y delegation) int { return x.order - y.order })
+	r := a.rt
+	var t *Task
+	if ts.taskID != "" {
+		got, err := r.Task(ts.storeCtx, ts.taskID)
+		if err != nil {
+			return fmt.Errorf("delegating: the turn's %w", err)
+		}
+		t = &got
+	} else {
+		t = a.rootTask(ts, ts.turn.Input())
+		ts.taskID = t.ID
+	}
+	self := a.name + "/" + ts.inst.key
+	for _, d := range delegs {
+		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
+		ts.children = append(ts.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
+			OriginalRequest: d.msg, ParentID: t.ID, CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
+			CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: self}})
+	}
+	t.Pending += len(delegs)
+	t.State, t.Turn = TaskWaiting, ""
+	put := ts.inst.pending.Tasks
+	for _, c := range append(ts.children[len(ts.children)-len(delegs):], t) {
+		rec, err := encodeTask(c)
+		if err != nil {
+			return err
+		}
+		put = append(put, rec)
+	}
+	ts.inst.pending.Tasks = put
+	return nil
+}
+
 // settleTask records what a turn that works on a task, or delegated, did to
-// its task: new delegations, a pause, or the answer. The caller holds the
-// instance's slot; res and err are the turn's, returned updated.
+// its task, and starts what follows: the children it delegated to, the
+// merged report of a task whose reports came in while it paused, or the
+// task's completion. The caller holds the instance's slot; res and err are
+// the turn's, returned updated.
 func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error) (*pipeline.TurnResult, error) {
 	r := a.rt
 	ctx := ts.storeCtx
 	r.taskMu.Lock()
 	defer r.taskMu.Unlock()
+	children := ts.children
 	var t *Task
 	if ts.taskID != "" {
 		got, err := r.Task(ctx, ts.taskID)
@@ -215,15 +272,28 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 			t = &got
 		}
 	}
-	delegs := ts.delegs
-	slices.SortStableFunc(delegs, func(x, y delegation) int { return x.order - y.order })
-	if turnErr != nil {
-		if len(delegs) > 0 {
-			a.logger.Warn("a failed turn's delegations are dropped", "instance", ts.inst.key, "turn", ts.turnID, "delegations", len(delegs))
+	// The children are stored, and the history says they were delegated:
+	// they run whatever became of the turn.
+	defer func() {
+		for _, c := range children {
+			r.dispatch(c)
 		}
-		if t == nil || res.FinishReason == pipeline.FinishAborted {
-			// Aborted (the caller gave up, or the runtime closes): the task
-			// stays as it is, and runs again after a restart.
+	}()
+	if r.bus.Active() && t != nil {
+		for _, c := range children {
+			r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+				Data: map[string]any{"task_id": t.ID, "child_task_id": c.ID, "to": c.Agent, "team": c.Team, "message": oneLine(c.OriginalRequest, 200), "pending": t.Pending, "root": t.ParentID == ""}})
+		}
+	}
+	if t == nil {
+		return res, turnErr
+	}
+	res.TaskID = t.ID
+	if turnErr != nil {
+		if len(children) > 0 || res.FinishReason == pipeline.FinishAborted {
+			// It waits for its children; or the turn was aborted (the
+			// caller gave up, or the runtime closes) and runs again after a
+			// restart.
 			return res, turnErr
 		}
 		if err := r.completeTask(ctx, t, "", turnErr); err != nil {
@@ -231,63 +301,24 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 		}
 		return res, turnErr
 	}
-	if in.Kind == pipeline.InputDelegationReport && t != nil {
+	if in.Kind == pipeline.InputDelegationReport {
 		if n := intMeta(in.Metadata["reported"]); n > t.Context.Reported {
 			t.Context.Reported = min(n, len(t.Context.Responses))
 		}
 	}
-	paused := res.FinishReason == pipeline.FinishPaused
-	if len(delegs) > 0 {
-		root := t == nil
-		if root {
-			t = a.rootTask(ts, in)
-		}
-		children := make([]*Task, 0, len(delegs)+1)
-		for _, d := range delegs {
-			t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
-			children = append(children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: a.name + "/" + ts.inst.key, Channel: ChannelAgent,
-				OriginalRequest: d.msg, ParentID: t.ID, CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), a.name+"/"+ts.inst.key),
-				CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: a.name + "/" + ts.inst.key}})
-		}
-		t.Pending += len(delegs)
-		t.State, t.Turn = TaskWaiting, ""
-		if paused {
-			t.State, t.Turn = TaskPaused, ts.turnID
-		}
-		if err := r.commitTasks(ctx, append(children, t)); err != nil {
-			return res, errors.Join(turnErr, fmt.Errorf("agent %q instance %q %s: saving its delegations: %w", a.name, ts.inst.key, ts.turnID, err))
-		}
-		res.TaskID = t.ID
-		if res.FinishReason == pipeline.FinishText {
-			res.FinishReason = pipeline.FinishDelegated
-		}
-		if r.bus.Active() {
-			for _, c := range children {
-				r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
-					Data: map[string]any{"task_id": t.ID, "child_task_id": c.ID, "to": c.Agent, "team": c.Team, "message": oneLine(c.OriginalRequest, 200), "pending": t.Pending, "root": root}})
-			}
-		}
-		for _, c := range children {
-			r.dispatch(c)
-		}
-		return res, turnErr
-	}
-	if t == nil {
-		return res, turnErr
-	}
-	res.TaskID = t.ID
 	switch {
-	case paused:
+	case res.FinishReason == pipeline.FinishPaused:
 		t.State, t.Turn = TaskPaused, ts.turnID
 	case t.Pending > 0:
 		t.State, t.Turn = TaskWaiting, ""
-		res.FinishReason = pipeline.FinishDelegated
 	case t.Context.Reported < len(t.Context.Responses):
 		// Reports came in while the turn paused: hand them over now.
 		t.State, t.Turn = TaskReporting, ""
-		res.FinishReason = pipeline.FinishDelegated
 	default:
 		return res, r.completeTask(ctx, t, res.Response.Content, nil)
+	}
+	if res.FinishReason == pipeline.FinishText {
+		res.FinishReason = pipeline.FinishDelegated
 	}
 	if err := r.commitTasks(ctx, []*Task{t}); err != nil {
 		return res, fmt.Errorf("agent %q instance %q %s: saving task %s: %w", a.name, ts.inst.key, ts.turnID, t.ID, err)
@@ -579,11 +610,69 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		}
 		switch t.State {
 		case TaskQueued:
+			if r.recoverAnswer(ctx, &t) {
+				continue
+			}
 			r.dispatch(&t)
 		case TaskReporting:
 			r.deliverReport(t.ID)
 		}
 	}
+}
+
+// recoverAnswer completes queued task t with the answer its turn gave, if
+// that turn ran to its end but the process stopped before the task
+// recorded it: the turn does not run twice. It reports whether it did.
+func (r *Runtime) recoverAnswer(ctx context.Context, t *Task) bool {
+	msgs, err := r.History(ctx, t.Agent, t.Instance)
+	if err != nil {
+		r.logger.Error("reading a task's history failed", "task", t.ID, "err", err)
+		return false
+	}
+	answer, ok := turnAnswer(msgs, t.ID)
+	if !ok {
+		return false
+	}
+	r.taskMu.Lock()
+	defer r.taskMu.Unlock()
+	cur, err := r.Task(ctx, t.ID)
+	if err != nil || cur.State != TaskQueued {
+		return err == nil // gone: nothing to do; changed: not ours
+	}
+	if err := r.completeTask(ctx, &cur, answer, nil); err != nil {
+		r.logger.Error("completing an answered task failed", "task", t.ID, "err", err)
+	}
+	return true
+}
+
+// turnAnswer finds the turn whose input started task id in msgs and
+// returns its final answer, if it ran to one: an assistant message without
+// tool calls, last before the next turn's input.
+func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
+	isInput := func(m pipeline.Message) bool {
+		if m.Role != pipeline.RoleUser {
+			return false
+		}
+		switch m.Source.Type {
+		case pipeline.SourceUser, pipeline.SourceAgent, pipeline.SourceRuntime:
+			return true
+		}
+		return false
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if !isInput(msgs[i]) || msgs[i].Metadata["taskId"] != id {
+			continue
+		}
+		j := i + 1
+		for j < len(msgs) && !isInput(msgs[j]) {
+			j++
+		}
+		if last := msgs[j-1]; j-1 > i && last.Role == pipeline.RoleAssistant && len(last.ToolCalls) == 0 {
+			return last.Content, true
+		}
+		return "", false
+	}
+	return "", false
 }
 
 // activateTeam loads the instances of every agent of team under key: the

@@ -120,7 +120,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	err := st.Commit(ctx, in.agent.name, in.key, in.pending)
 	in.pending.Put = in.pending.Put[:0]
 	in.pending.Delete = in.pending.Delete[:0]
-	in.pending.Meta = nil
+	in.pending.Meta, in.pending.Tasks = nil, nil
 	if err != nil {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false

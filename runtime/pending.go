@@ -121,7 +121,7 @@ func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.Turn
 			return fmt.Errorf("resume the call %s of pending item %s: %w", it.CallID, it.ID, err)
 		}
 	}
-	return ts.inst.flush(ts.storeCtx, a.rt.store)
+	return a.commitStep(ts) // a resumed call_agent delegates
 }
 
 // resumeCall is extensions.ResumeCall.

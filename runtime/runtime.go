@@ -498,10 +498,8 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 			res.FinishReason = pipeline.FinishText
 		}
 	}
-	if ts.taskID != "" || len(ts.delegs) > 0 {
+	if ts.taskID != "" {
 		res, err = a.settleTask(ts, in, res, err)
-		clear(ts.delegs)
-		ts.delegs = ts.delegs[:0]
 	}
 	if len(inst.paused) == 0 {
 		r.unblock(a.name, inst.key)

@@ -46,7 +46,9 @@ type turnState struct {
 	taskID    string
 	taskChain []string
 	delegMu   sync.Mutex
-	delegs    []delegation
+	delegs    []delegation // not yet committed
+	delegN    int          // delegations made in the turn
+	children  []*Task      // committed: to start when the turn ends
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.
 	pauseAfterStep atomic.Bool
@@ -171,13 +173,39 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 			return nil, err
 		}
 	}
-	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
+	if err := a.commitStep(ts); err != nil {
 		return nil, err
 	}
 	if toolErr != nil {
 		return nil, toolErr
 	}
 	return sr, nil
+}
+
+// commitStep commits the tool results of a step (or of a resume), with the
+// delegations they announce. If the commit fails, the delegations never
+// happened, like the results.
+func (a *agent) commitStep(ts *turnState) error {
+	ts.delegMu.Lock()
+	n := len(ts.delegs)
+	ts.delegMu.Unlock()
+	if n == 0 {
+		return ts.inst.flush(ts.storeCtx, a.rt.store)
+	}
+	r := a.rt
+	r.taskMu.Lock()
+	defer r.taskMu.Unlock()
+	children, taskID := len(ts.children), ts.taskID
+	err := a.stageDelegations(ts)
+	if err == nil {
+		err = ts.inst.flush(ts.storeCtx, r.store)
+	}
+	if err != nil {
+		clear(ts.children[children:])
+		ts.children, ts.taskID = ts.children[:children], taskID
+		ts.inst.pending.Tasks = nil
+	}
+	return err
 }
 
 // callModel streams one response and assembles it into a message.

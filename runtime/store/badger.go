@@ -331,7 +331,7 @@ func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
 				return fmt.Errorf("write meta: %w", err)
 			}
 		}
-		return nil
+		return setTasks(txn, b.Tasks)
 	})
 	switch {
 	case errors.Is(err, badger.ErrTxnTooBig):

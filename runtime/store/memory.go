@@ -242,6 +242,7 @@ func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
 		in.meta, in.hasMeta = *b.Meta, true
 	}
 	m.prune(agent, key, in)
+	m.putTasks(b.Tasks)
 	return nil
 }
 

@@ -44,6 +44,10 @@ type Batch struct {
 	Delete []uint64
 	// Meta, if not nil, replaces the instance's meta.
 	Meta *Meta
+	// Tasks are delegation tasks stored with the changes, replacing those
+	// with their IDs: a turn's call_agent results and the tasks they
+	// create are committed together (see [Store.CommitTasks]).
+	Tasks []TaskRecord
 }
 
 // check refuses a batch that cannot be stored as it is.
@@ -53,11 +57,13 @@ func (b *Batch) check() error {
 			return fmt.Errorf("store: record %d has no message", r.Seq)
 		}
 	}
-	return nil
+	return checkTasks(b.Tasks, nil)
 }
 
 // Empty reports whether b changes nothing.
-func (b *Batch) Empty() bool { return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil }
+func (b *Batch) Empty() bool {
+	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0
+}
 
 // Store persists instances: their history, their meta, their extensions'
 // state and their sealed secrets. Implementations are safe for concurrent

@@ -877,4 +877,17 @@ func testTasks(t *testing.T, s store.Store) {
 	if got, want := list("", ""), `t1={"pending":1} t3={"parent":"t1"}`; got != want {
 		t.Errorf("after refused commits: %q, want %q", got, want)
 	}
+
+	// An instance's batch carries tasks: messages and tasks land together,
+	// or neither does.
+	commit(t, s, "lead", "k", store.Batch{Put: []store.Record{rec(0, "delegated")}, Meta: meta(1, 1),
+		Tasks: []store.TaskRecord{task("t1", "lead", "k", `{"pending":2}`), task("t4", "coder", "k", `{"parent":"t1"}`)}})
+	if got, want := list("", ""), `t1={"pending":2} t3={"parent":"t1"} t4={"parent":"t1"}`; got != want {
+		t.Errorf("after a batch with tasks: %q, want %q", got, want)
+	}
+	err = s.Commit(ctx, "lead", "k", store.Batch{Put: []store.Record{rec(1, "lost")}, Meta: meta(1, 2), Tasks: []store.TaskRecord{task("t5", "coder", "k", `{`)}})
+	if err == nil || err.Error() != `store: task "t5": data is not valid JSON` {
+		t.Errorf("batch with a bad task: %v", err)
+	}
+	wantInstance(t, s, "lead", "k", meta(1, 1), []store.Record{rec(0, "delegated")})
 }

@@ -33,17 +33,22 @@ func (m *Memory) CommitTasks(ctx context.Context, put []TaskRecord, del []string
 	if m.agents == nil {
 		return ErrClosed
 	}
-	if m.tasks == nil {
-		m.tasks = map[string]TaskRecord{}
-	}
 	for _, id := range del {
 		delete(m.tasks, id)
+	}
+	m.putTasks(put)
+	return nil
+}
+
+// putTasks stores put. m.mu is held for writing.
+func (m *Memory) putTasks(put []TaskRecord) {
+	if len(put) > 0 && m.tasks == nil {
+		m.tasks = map[string]TaskRecord{}
 	}
 	for _, r := range put {
 		r.Data = bytes.Clone(r.Data) // callers reuse buffers
 		m.tasks[r.ID] = r
 	}
-	return nil
 }
 
 // GetTask implements [Store].
@@ -110,29 +115,30 @@ func (s *Badger) CommitTasks(ctx context.Context, put []TaskRecord, del []string
 	if err := checked(ctx, checkTasks(put, del)); err != nil {
 		return err
 	}
-	vals := make([][]byte, len(put))
-	for i, r := range put {
-		v, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("store: encode task %q: %w", r.ID, err)
-		}
-		vals[i] = v
-	}
 	err := s.db.Update(func(txn *badger.Txn) error {
 		for _, id := range del {
 			if err := txn.Delete(taskKey(id)); err != nil {
 				return err
 			}
 		}
-		for i, r := range put {
-			if err := txn.Set(taskKey(r.ID), vals[i]); err != nil {
-				return err
-			}
-		}
-		return nil
+		return setTasks(txn, put)
 	})
 	if err != nil {
 		return fmt.Errorf("store: commit tasks: %w", err)
+	}
+	return nil
+}
+
+// setTasks writes put in txn.
+func setTasks(txn *badger.Txn, put []TaskRecord) error {
+	for _, r := range put {
+		v, err := json.Marshal(r)
+		if err != nil {
+			return fmt.Errorf("encode task %q: %w", r.ID, err)
+		}
+		if err := txn.Set(taskKey(r.ID), v); err != nil {
+			return fmt.Errorf("write task %q: %w", r.ID, err)
+		}
 	}
 	return nil
 }
