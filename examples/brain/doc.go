@@ -10,6 +10,8 @@
 //
 //	go run ./examples/brain
 //
-// The same unconscious written as a WebAssembly guest is
-// examples/extensions/unconscious.
+// Both halves also exist as WebAssembly guests, written with the Go SDK:
+// examples/extensions/unconscious (agents_request) and
+// examples/extensions/observer (agents_send). TestBrainWASM in
+// examples/extensions runs this brain with the worker loading both.
 package main

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -20,7 +22,7 @@ import (
 
 // examples are the extensions this folder holds, one directory each;
 // testdata/sdkcheck is a guest that checks the SDK against the host.
-var examples = []string{"guardrail", "redactor", "tool", "counter", "unconscious", "testdata/sdkcheck"}
+var examples = []string{"guardrail", "redactor", "tool", "counter", "unconscious", "observer", "testdata/sdkcheck"}
 
 var (
 	guests    guesttest.Set
@@ -446,4 +448,168 @@ agents:
 	if err == nil || !strings.Contains(err.Error(), "its manifest asks to call agents the config does not grant: unconscious") {
 		t.Fatalf("without the grant: %v", err)
 	}
+}
+
+// TestBrainWASM is examples/brain with both halves in WebAssembly: the
+// worker loads the unconscious guest (agents_request before the model
+// runs) and the observer guest (agents_send after it), and the observer
+// agent counts what it is told in its state with a native extension, like
+// the brain's tally. The observer's turns run in the background; the test
+// waits for each on the runtime's turn.finished event, published once the
+// turn's messages are stored.
+func TestBrainWASM(t *testing.T) {
+	s := newScenario(t, `
+agents:
+  - name: worker
+    extensions:
+      - wasm: "{{unconscious}}"
+        agents: [unconscious]
+      - wasm: "{{observer}}"
+        agents: [observer]
+  - name: unconscious
+  - name: observer
+    extensions: [{name: tally}]
+`, `
+agents:
+  worker: {fallback: {steps: [{text: "on it: {{ .Input }}"}]}}
+  unconscious: {fallback: {steps: [{text: "a hunch about {{ .Input }}"}]}}
+  observer: {fallback: {steps: [{text: "observed"}]}}
+`)
+	type tallyState struct{ Observations int }
+	tally := func(extensions.Config) (extensions.Extension, error) {
+		return extensions.Func(func(api *extensions.API) error {
+			api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				var n tallyState
+				if _, err := api.State.Load(ctx, tc.InstanceKey(), &n); err != nil {
+					return nil, err
+				}
+				n.Observations++
+				if err := api.State.Save(ctx, tc.InstanceKey(), n); err != nil {
+					return nil, err
+				}
+				return tc.Next(ctx)
+			})
+			return nil
+		}), nil
+	}
+	rt := s.open(runtime.WithExtension("tally", tally))
+	ctx := context.Background()
+
+	// The observer's finished turns, in order (Publish delivers in the
+	// publishing goroutine, after the turn's flush).
+	observed := make(chan events.Event, 8)
+	t.Cleanup(rt.Events().Subscribe(events.TurnFinished, func(ev events.Event) {
+		if ev.Agent == "observer" {
+			observed <- ev
+		}
+	}))
+	waitObserved := func() events.Event {
+		t.Helper()
+		select {
+		case ev := <-observed:
+			return ev
+		case <-time.After(30 * time.Second):
+			t.Fatal("the observer's turn did not finish within 30s")
+			return events.Event{}
+		}
+	}
+
+	inputs := []string{"ship the release", "answer the customer"}
+	for i, input := range inputs {
+		res, err := rt.Send(ctx, "worker", "k", runtime.UserMessage(input))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "on it: " + input; res.FinishReason != pipeline.FinishText || res.Response.Content != want {
+			t.Errorf("worker answered %s %q, want %s %q", res.FinishReason, res.Response.Content, pipeline.FinishText, want)
+		}
+		// Waiting for each observation before the next worker turn keeps
+		// the observer's turns in order.
+		ev := waitObserved()
+		if ev.Instance != "k" {
+			t.Errorf("observer turn in instance %q, want k (the caller's)", ev.Instance)
+		}
+		if data, _ := ev.Data.(map[string]any); data["error"] != nil || data["response"] != "observed" {
+			t.Errorf("observer turn finished with %v", ev.Data)
+		}
+		raw, err := rt.ExtensionState(ctx, "observer", "k", "tally")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n tallyState
+		if err := json.Unmarshal(raw, &n); err != nil {
+			t.Fatalf("tally state %q: %v", raw, err)
+		}
+		if n.Observations != i+1 {
+			t.Errorf("after %d worker turns the observer counted %d observations", i+1, n.Observations)
+		}
+	}
+
+	// The worker's conversation: per turn, the injected answer, the input,
+	// the model's answer; neither agent call.
+	hist, err := rt.History(ctx, "worker", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, in := range inputs {
+		want = append(want, "system: unconscious: a hunch about "+in, "user: "+in, "assistant: on it: "+in)
+	}
+	if got := roleContents(hist); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("worker history:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, m := range hist {
+		if m.Metadata["callerAgent"] != nil || strings.Contains(m.Content, "worker said:") {
+			t.Errorf("worker history holds an agent call: %+v", m)
+		}
+	}
+
+	// The callees' conversations: each call is an input from the worker's
+	// middleware, in the worker's instance key.
+	for _, callee := range []struct {
+		agent  string
+		inputs []string
+	}{
+		{"unconscious", inputs},
+		{"observer", []string{"worker said: on it: " + inputs[0], "worker said: on it: " + inputs[1]}},
+	} {
+		hist, err := rt.History(ctx, callee.agent, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hist) != 2*len(callee.inputs) {
+			t.Errorf("%s history: %q, want %d messages", callee.agent, roleContents(hist), 2*len(callee.inputs))
+			continue
+		}
+		for i, in := range callee.inputs {
+			m := hist[2*i]
+			if m.Role != pipeline.RoleUser || m.Content != in || m.Metadata["callerAgent"] != "worker" ||
+				m.Metadata["callerInstanceKey"] != "k" || m.Metadata["callerTurnId"] != fmt.Sprintf("turn-%d", i+1) ||
+				m.Metadata["callSource"] != runtime.SourceMiddleware {
+				t.Errorf("%s input %d = %s %q %v, want user %q from worker/k turn-%d by %s",
+					callee.agent, i, m.Role, m.Content, m.Metadata, in, i+1, runtime.SourceMiddleware)
+			}
+		}
+	}
+
+	// Without the config's grant, the observer guest is refused at load.
+	denied := newScenario(t, `
+agents:
+  - name: worker
+    extensions: [{wasm: "{{observer}}"}]
+  - name: observer
+`, "agents: {worker: {fallback: {steps: [{text: x}]}}}\n")
+	_, err = denied.tryOpen(slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "its manifest asks to call agents the config does not grant: observer") {
+		t.Fatalf("without the grant: %v", err)
+	}
+}
+
+// roleContents renders messages as "role: content".
+func roleContents(msgs []pipeline.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = string(m.Role) + ": " + m.Content
+	}
+	return out
 }
