@@ -105,8 +105,9 @@ type DelegationResponse struct {
 // Channels a root task's requester may be reached on. Apps add their own
 // with [WithChannel].
 const (
-	// ChannelAPI answers the Go caller waiting in [Runtime.Ask]; a root
-	// task started any other way without a channel uses it too.
+	// ChannelAPI answers the Go caller waiting in [Runtime.Ask]. A root
+	// task started by [Runtime.Send] without a channel uses it too, and
+	// its answer is only published (events.TaskAnswered).
 	ChannelAPI = "api"
 	// ChannelAgent marks a child task: it reports to its parent.
 	ChannelAgent = "agent"
@@ -167,6 +168,9 @@ func WithOutputsDir(dir string) Option { return optionFunc(func(o *options) { o.
 type apiChannel struct{ waiters sync.Map } // reply-to → chan Report
 
 func (c *apiChannel) Deliver(_ context.Context, r Report) error {
+	if r.ReplyTo == "" {
+		return nil // a Send, not an Ask: nobody waits; the task.answered event carries it
+	}
 	v, ok := c.waiters.LoadAndDelete(r.ReplyTo)
 	if !ok {
 		return fmt.Errorf("no caller waits for task %s any more (it gave up, or the runtime restarted); the answer is in %s/%s's history", r.TaskID, r.Agent, r.Instance)
