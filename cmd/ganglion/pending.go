@@ -57,14 +57,7 @@ Answer them with ganglion answer, skip, provide or reject.`,
 				return failed(err)
 			}
 			if f.json {
-				for _, it := range items {
-					b, err := json.Marshal(it)
-					if err != nil {
-						return fmt.Errorf("encode pending item %s: %w", it.ID, err)
-					}
-					fmt.Fprintf(stdout, "%s\n", b)
-				}
-				return nil
+				return jsonLines(stdout, items, func(it ledger.Item) string { return "pending item " + it.ID })
 			}
 			if len(items) == 0 {
 				fmt.Fprintln(stderr, "nothing is pending")

@@ -46,14 +46,7 @@ instance); --json prints one task per line, with its delegation context.`,
 				return failed(err)
 			}
 			if f.json {
-				for _, t := range tasks {
-					b, err := json.Marshal(t)
-					if err != nil {
-						return failed(err)
-					}
-					fmt.Fprintf(stdout, "%s\n", b)
-				}
-				return nil
+				return jsonLines(stdout, tasks, func(t runtime.Task) string { return "task " + t.ID })
 			}
 			if len(tasks) == 0 {
 				fmt.Fprintln(stderr, "no open tasks")
@@ -73,4 +66,17 @@ instance); --json prints one task per line, with its delegation context.`,
 	}
 	addRuntimeFlags(cmd, &f)
 	return cmd
+}
+
+// jsonLines prints items as one JSON object per line; what names an item
+// in errors.
+func jsonLines[T any](w io.Writer, items []T, what func(T) string) error {
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return failed(fmt.Errorf("encode %s: %w", what(it), err))
+		}
+		fmt.Fprintf(w, "%s\n", b)
+	}
+	return nil
 }

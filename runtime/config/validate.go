@@ -112,20 +112,7 @@ func (v *validator) teams(agents map[string]int) {
 	teamOf := map[string]string{} // agent → its team
 	for i, t := range v.f.Teams {
 		path := "$.teams[" + strconv.Itoa(i) + "]"
-		pre := fmt.Sprintf("team %q: ", t.Name)
-		switch {
-		case t.Name == "":
-			pre = "teams[" + strconv.Itoa(i) + "]: "
-			v.errorf(path+".name", "%sname is required", pre)
-		case !validAgentName(t.Name):
-			v.errorf(path+".name", "invalid team name %q: use 1 to 64 letters, digits, '_', '.' or '-'", t.Name)
-		default:
-			if j, dup := firstTeam[t.Name]; dup {
-				v.errorf(path+".name", "duplicate team name %q (first at %s)", t.Name, v.firstAt("$.teams["+strconv.Itoa(j)+"].name"))
-			} else {
-				firstTeam[t.Name] = i
-			}
-		}
+		pre := v.name("team", "teams", i, t.Name, firstTeam)
 		if len(t.Agents) == 0 {
 			v.errorf(path, "%sno agents: list its members under \"agents\"", pre)
 		}
@@ -191,24 +178,32 @@ func (v *validator) firstAt(path string) string {
 	return strings.TrimPrefix(path, "$.")
 }
 
+// name checks the name of the i-th entry of list (agents, teams) of
+// things called what, records it in first, and returns the prefix of the
+// entry's errors.
+func (v *validator) name(what, list string, i int, name string, first map[string]int) string {
+	path := "$." + list + "[" + strconv.Itoa(i) + "].name"
+	switch {
+	case name == "":
+		pre := list + "[" + strconv.Itoa(i) + "]: "
+		v.errorf(path, "%sname is required", pre)
+		return pre
+	case !validAgentName(name):
+		v.errorf(path, "invalid %s name %q: use 1 to 64 letters, digits, '_', '.' or '-'", what, name)
+	default:
+		if j, dup := first[name]; dup {
+			v.errorf(path, "duplicate %s name %q (first at %s)", what, name, v.firstAt("$."+list+"["+strconv.Itoa(j)+"].name"))
+		} else {
+			first[name] = i
+		}
+	}
+	return fmt.Sprintf("%s %q: ", what, name)
+}
+
 func (v *validator) agent(i int, firstAgent map[string]int) {
 	a := &v.f.Agents[i]
 	path := "$.agents[" + strconv.Itoa(i) + "]"
-	pre := fmt.Sprintf("agent %q: ", a.Name)
-	switch {
-	case a.Name == "":
-		pre = "agents[" + strconv.Itoa(i) + "]: "
-		v.errorf(path+".name", "%sname is required", pre)
-	case !validAgentName(a.Name):
-		v.errorf(path+".name", "invalid agent name %q: use 1 to 64 letters, digits, '_', '.' or '-'", a.Name)
-	default:
-		if j, dup := firstAgent[a.Name]; dup {
-			v.errorf(path+".name", "duplicate agent name %q (first at %s)",
-				a.Name, v.firstAt("$.agents["+strconv.Itoa(j)+"].name"))
-		} else {
-			firstAgent[a.Name] = i
-		}
-	}
+	pre := v.name("agent", "agents", i, a.Name, firstAgent)
 
 	switch {
 	case a.Model == nil && v.f.Model == nil && !v.modelSupplied:

@@ -111,10 +111,17 @@ func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool
 	if err := checked(ctx, ValidateName("pending item ID", id)); err != nil {
 		return PendingRecord{}, false, err
 	}
-	var r PendingRecord
-	found := false
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(pendingKey(id))
+	r, found, err := s.getByID(pendingPrefix, id)
+	if err != nil {
+		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
+	}
+	return r, found, nil
+}
+
+// getByID reads the record under prefix and id (a pending item or a task).
+func (s *Badger) getByID(prefix []byte, id string) (r PendingRecord, found bool, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(append(bytes.Clone(prefix), id...))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return nil
 		}
@@ -122,12 +129,9 @@ func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool
 			return err
 		}
 		found = true
-		return decodeByID(item, pendingPrefix, &r)
+		return decodeByID(item, prefix, &r)
 	})
-	if err != nil {
-		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
-	}
-	return r, found, nil
+	return r, found, err
 }
 
 // ListPending implements [Store].

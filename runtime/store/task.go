@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -152,19 +151,7 @@ func (s *Badger) GetTask(ctx context.Context, id string) (TaskRecord, bool, erro
 	if err := checked(ctx, ValidateName("task ID", id)); err != nil {
 		return TaskRecord{}, false, err
 	}
-	var r PendingRecord
-	found := false
-	err := s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(taskKey(id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		return decodeByID(item, taskPrefix, &r)
-	})
+	r, found, err := s.getByID(taskPrefix, id)
 	if err != nil {
 		return TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
 	}
