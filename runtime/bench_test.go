@@ -2,7 +2,9 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -186,5 +188,78 @@ agents:
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// fanOutWidth is how many agents BenchmarkDelegationFanOut delegates to.
+const fanOutWidth = 100
+
+// BenchmarkDelegationFanOut is one parallel delegation of seed 002, from
+// Ask to final answer: a root agent calls call_agent fanOutWidth times in
+// one step (agents w000 … w099: call_agent keeps the caller's instance key,
+// so each child is its own agent), the runtime stores the root task and the
+// 100 child tasks in one commit and starts the children; each answers in a
+// turn of its own, in the background; the last report makes one merged
+// report, the root's agent answers it, and Ask returns that answer. Scripted
+// model, in-memory store; a fresh instance key every op.
+func BenchmarkDelegationFanOut(b *testing.B) {
+	var cfg, script strings.Builder
+	cfg.WriteString("agents:\n  - name: root\n    tools: [call_agent]\n")
+	script.WriteString("agents:\n  root:\n    turns:\n")
+	fmt.Fprintf(&script, "      - match: \"Merged report of %d parallel delegations\"\n        steps: [{text: \"all done\"}]\n", fanOutWidth)
+	script.WriteString("    fallback:\n      steps:\n        - tool_calls:\n")
+	for i := range fanOutWidth {
+		name := fmt.Sprintf("w%03d", i)
+		fmt.Fprintf(&cfg, "  - name: %s\n", name)
+		fmt.Fprintf(&script, "            - {name: call_agent, args: {agent_id: %s, message: \"part %d of the job\"}}\n", name, i)
+	}
+	script.WriteString("        - text: \"delegated\"\n")
+	for i := range fanOutWidth {
+		fmt.Fprintf(&script, "  w%03d: {fallback: {steps: [{text: \"part done\"}]}}\n", i)
+	}
+	sc, err := model.ParseScript("fanout.yaml", []byte(script.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := config.Parse(b.TempDir()+"/ganglion.yaml", []byte(cfg.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt, err := runtime.New(context.Background(), runtime.WithConfig(c), runtime.WithMemoryStore(), runtime.WithModel(sc))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		key := "k" + strconv.Itoa(i)
+		rep, err := rt.Ask(ctx, "root", key, "do the job")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Response != "all done" || rep.TaskID == "" {
+			b.Fatalf("report = %+v", rep)
+		}
+		i++
+	}
+	b.StopTimer()
+	// The root saw one merged report of every child.
+	hist, err := rt.History(ctx, "root", "k0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reports := 0
+	for _, m := range hist {
+		if m.Role == pipeline.RoleUser && strings.HasPrefix(m.Content, "[System notice") {
+			reports++
+			if n := strings.Count(m.Content, "\npart done\n"); n != fanOutWidth {
+				b.Errorf("the merged report holds %d answers, want %d", n, fanOutWidth)
+			}
+		}
+	}
+	if reports != 1 {
+		b.Errorf("the root got %d reports, want 1", reports)
 	}
 }

@@ -240,6 +240,7 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	}
 	t.Pending += len(delegs)
 	t.State, t.Turn = TaskWaiting, ""
+	delete(r.taskCache, t.ID) // written below, through the instance's commit
 	put := ts.inst.pending.Tasks
 	for _, c := range append(ts.children[len(ts.children)-len(delegs):], t) {
 		rec, err := encodeTask(c)
@@ -258,6 +259,19 @@ func (a *agent) stageDelegations(ts *turnState) error {
 // task's completion. The caller holds the instance's slot; res and err are
 // the turn's, returned updated.
 func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error) (*pipeline.TurnResult, error) {
+	var complete func() error
+	res, turnErr = a.settleLocked(ts, in, res, turnErr, &complete)
+	if complete != nil {
+		if err := complete(); err != nil {
+			turnErr = errors.Join(turnErr, err)
+		}
+	}
+	return res, turnErr
+}
+
+// settleLocked is settleTask under r.taskMu; a completion of the task is
+// left in complete, to run after the lock is released.
+func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error, complete *func() error) (*pipeline.TurnResult, error) {
 	r := a.rt
 	ctx := ts.storeCtx
 	r.taskMu.Lock()
@@ -296,9 +310,8 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 			// restart.
 			return res, turnErr
 		}
-		if err := r.completeTask(ctx, t, "", turnErr); err != nil {
-			turnErr = errors.Join(turnErr, err)
-		}
+		failed := turnErr
+		*complete = func() error { return r.completeTask(ctx, t, "", failed) }
 		return res, turnErr
 	}
 	if in.Kind == pipeline.InputDelegationReport {
@@ -315,7 +328,9 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 		// Reports came in while the turn paused: hand them over now.
 		t.State, t.Turn = TaskReporting, ""
 	default:
-		return res, r.completeTask(ctx, t, res.Response.Content, nil)
+		answer := res.Response.Content
+		*complete = func() error { return r.completeTask(ctx, t, answer, nil) }
+		return res, turnErr
 	}
 	if res.FinishReason == pipeline.FinishText {
 		res.FinishReason = pipeline.FinishDelegated
@@ -351,7 +366,14 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 // completeTask ends task t with its agent's answer (or the error that
 // failed it): it reports to the parent, whose merged report starts once
 // every child reported, or answers the requester's channel; and it deletes
-// t. The caller holds r.taskMu.
+// t. The caller does not hold r.taskMu.
+//
+// Reports to one parent are group-committed: a child's report joins a
+// queue, and whoever takes r.taskMu next commits every queued report with
+// one write of the parent, in the transaction that deletes their tasks.
+// Children that finish together (a parallel fan-out) so cost a few writes
+// of the parent, not one each: the parent's record grows with its
+// delegations, and rewriting it per child made a fan-out quadratic.
 func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, failed error) error {
 	now := r.now()
 	if failed != nil {
@@ -359,7 +381,10 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	}
 	r.publishTask(events.TaskCompleted, t, map[string]any{"task_id": t.ID, "parent_task_id": t.ParentID, "failed": failed != nil, "response": oneLine(answer, 200)})
 	if t.ParentID == "" {
-		if err := r.commitTasks(ctx, nil, t.ID); err != nil {
+		r.taskMu.Lock()
+		err := r.commitTasks(ctx, nil, t.ID)
+		r.taskMu.Unlock()
+		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}
 		rep := Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
@@ -370,11 +395,6 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		r.answer(ctx, rep)
 		return nil
 	}
-	parent, err := r.Task(ctx, t.ParentID)
-	if err != nil {
-		r.logger.Error("a child task's parent is gone; its report is dropped", "task", t.ID, "parent", t.ParentID, "err", err)
-		return r.commitTasks(ctx, nil, t.ID)
-	}
 	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now}
 	if utf8Len(answer) > ReportLimit {
 		file, err := r.saveOutput(t.ID, answer)
@@ -384,16 +404,47 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		resp.File = file
 		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, ReportSummary))
 	}
-	parent.Context.Responses = append(parent.Context.Responses, resp)
-	if parent.Pending > 0 {
-		parent.Pending--
+	r.reportMu.Lock()
+	r.reports[t.ParentID] = append(r.reports[t.ParentID], resp)
+	r.reportMu.Unlock()
+
+	r.taskMu.Lock()
+	defer r.taskMu.Unlock()
+	r.reportMu.Lock()
+	batch := r.reports[t.ParentID]
+	delete(r.reports, t.ParentID)
+	r.reportMu.Unlock()
+	if len(batch) == 0 {
+		return nil // committed with another child's report
 	}
+	done := make([]string, len(batch))
+	for i, b := range batch {
+		done[i] = b.ChildTaskID
+	}
+	cached, ok := r.taskCache[t.ParentID]
+	if !ok {
+		got, err := r.Task(ctx, t.ParentID)
+		if err != nil {
+			r.logger.Error("a child task's parent is gone; its reports are dropped", "tasks", done, "parent", t.ParentID, "err", err)
+			return r.commitTasks(ctx, nil, done...)
+		}
+		cached = &got
+		r.taskCache[t.ParentID] = cached
+	}
+	parent := *cached // the cache changes only once the store has
+	parent.Context.Responses = append(parent.Context.Responses, batch...)
+	parent.Pending = max(0, parent.Pending-len(batch))
 	ready := parent.Pending == 0 && parent.State == TaskWaiting
 	if ready {
 		parent.State = TaskReporting
 	}
-	if err := r.commitTasks(ctx, []*Task{&parent}, t.ID); err != nil {
-		return fmt.Errorf("task %s: reporting to task %s: %w", t.ID, parent.ID, err)
+	if parent.Pending == 0 {
+		delete(r.taskCache, parent.ID) // no more reports to come
+	}
+	if err := r.commitTasks(ctx, []*Task{&parent}, done...); err != nil {
+		// The children stay stored; at the next start their answers are
+		// found in their histories (recoverAnswer) and reported again.
+		return fmt.Errorf("tasks %s: reporting to task %s: %w", strings.Join(done, ", "), parent.ID, err)
 	}
 	if ready {
 		r.deliverReport(parent.ID)
@@ -463,77 +514,104 @@ func (r *Runtime) publishTask(topic string, t *Task, data map[string]any) {
 }
 
 // dispatch starts the turn of child task c in the background.
-func (r *Runtime) dispatch(c *Task) {
-	callerAgent, callerKey, _ := strings.Cut(c.Requester, "/")
-	in := pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: c.OriginalRequest, Metadata: map[string]any{
-		"taskId": c.ID, "parentTaskId": c.ParentID, "taskChain": c.Chain,
-		"callerAgent": callerAgent, "callerInstanceKey": callerKey, "callerTurnId": c.CallerTurn, "callSource": SourceTool,
-	}}
-	if c.Team != "" {
-		in.Metadata["team"] = c.Team
-	}
-	r.background(c.ID, TaskQueued, c.Agent, c.Instance, in, c.Team)
-}
+func (r *Runtime) dispatch(c *Task) { r.background(c.ID) }
 
 // deliverReport hands task id's merged report to its agent in the
 // background.
-func (r *Runtime) deliverReport(id string) {
-	t, err := r.Task(context.Background(), id)
-	if err != nil {
-		r.logger.Error("delivering a report failed", "task", id, "err", err)
-		return
+func (r *Runtime) deliverReport(id string) { r.background(id) }
+
+// taskInput is the input of the turn task t waits for: its request when it
+// is queued, its merged report when it is reporting; ok is false when it
+// waits for no turn.
+func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
+	switch t.State {
+	case TaskQueued:
+		callerAgent, callerKey, _ := strings.Cut(t.Requester, "/")
+		in = pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: t.OriginalRequest, Metadata: map[string]any{
+			"taskId": t.ID, "parentTaskId": t.ParentID, "taskChain": t.Chain,
+			"callerAgent": callerAgent, "callerInstanceKey": callerKey, "callerTurnId": t.CallerTurn, "callSource": SourceTool,
+		}}
+		if t.Team != "" {
+			in.Metadata["team"] = t.Team
+		}
+		return in, true
+	case TaskReporting:
+		fresh := t.Context.Responses[min(t.Context.Reported, len(t.Context.Responses)):]
+		in = pipeline.InputEvent{Kind: pipeline.InputDelegationReport, Text: reportText(t, fresh), Metadata: map[string]any{
+			"taskId": t.ID, "reported": len(t.Context.Responses), "taskChain": t.Chain, "callSource": SourceTool,
+		}}
+		if len(fresh) == 1 {
+			in.Metadata["callerAgent"] = fresh[0].FromAgent
+		}
+		return in, true
 	}
-	fresh := t.Context.Responses[min(t.Context.Reported, len(t.Context.Responses)):]
-	in := pipeline.InputEvent{Kind: pipeline.InputDelegationReport, Text: reportText(&t, fresh), Metadata: map[string]any{
-		"taskId": t.ID, "reported": len(t.Context.Responses), "taskChain": t.Chain, "callSource": SourceTool,
-	}}
-	if len(fresh) == 1 {
-		in.Metadata["callerAgent"] = fresh[0].FromAgent
-	}
-	r.background(t.ID, TaskReporting, t.Agent, t.Instance, in, "")
+	return in, false
 }
 
-// background runs a task's turn in a goroutine, unless one runs already
-// or the task is no longer in state want (read before the turn starts, so
-// that a stale list of tasks cannot run a finished task's turn again).
-// A turn that cannot start (its instance is paused, or the runtime closes)
+// background runs the turn task id waits for in a goroutine. A task runs
+// one turn at a time: asked while its turn runs (a child reported before
+// the turn that delegated to it returned), it runs again after, as the
+// task is then. The turn's input is built from the task as stored when it
+// starts, so a stale list of tasks cannot run a finished task's turn. A
+// turn that cannot start (its instance is paused, or the runtime closes)
 // leaves the task as it is: it starts after the instance resumes, or after
 // a restart.
-func (r *Runtime) background(taskID string, want TaskState, agent, key string, in pipeline.InputEvent, team string) {
+func (r *Runtime) background(id string) {
 	r.flightMu.Lock()
-	if r.inFlight[taskID] {
+	if r.inFlight[id] {
+		r.again[id] = true
 		r.flightMu.Unlock()
 		return
 	}
-	r.inFlight[taskID] = true
+	r.inFlight[id] = true
 	r.flightMu.Unlock()
+	r.runTask(id)
+}
+
+// runTask runs task id's turn in a goroutine; the caller holds the task's
+// place in r.inFlight, which the goroutine gives back (land).
+func (r *Runtime) runTask(id string) {
 	if !r.gate.enter() {
-		r.land(taskID)
+		r.land(id)
 		return
 	}
 	go func() {
 		defer r.gate.leave()
-		defer r.land(taskID)
-		if t, err := r.Task(r.bg, taskID); err != nil || t.State != want {
+		defer r.land(id)
+		t, err := r.Task(r.bg, id)
+		if err != nil {
 			return
 		}
-		if team != "" {
-			r.activateTeam(team, key)
+		in, ok := taskInput(&t)
+		if !ok {
+			return
 		}
-		_, err := r.transport.Deliver(r.bg, agent, key, in)
+		if t.State == TaskQueued && t.Team != "" {
+			r.activateTeam(t.Team, t.Instance)
+		}
+		_, err = r.transport.Deliver(r.bg, t.Agent, t.Instance, in)
 		switch {
 		case errors.Is(err, ErrPaused):
-			r.block(agent, key)
-			r.logger.Info("a task waits for its paused instance", "task", taskID, "agent", agent, "instance", key)
+			r.block(t.Agent, t.Instance)
+			r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
 		case err != nil && r.bg.Err() == nil:
-			r.logger.Warn("a task's turn failed", "task", taskID, "agent", agent, "instance", key, "err", err)
+			r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		}
 	}()
 }
 
-func (r *Runtime) land(taskID string) {
+// land gives back task id's place in r.inFlight, or runs the task again if
+// it was asked for meanwhile.
+func (r *Runtime) land(id string) {
 	r.flightMu.Lock()
-	delete(r.inFlight, taskID)
+	if r.again[id] && r.bg.Err() == nil {
+		delete(r.again, id)
+		r.flightMu.Unlock()
+		r.runTask(id)
+		return
+	}
+	delete(r.again, id)
+	delete(r.inFlight, id)
 	if len(r.inFlight) == 0 && r.idle != nil {
 		close(r.idle)
 		r.idle = nil
@@ -634,8 +712,8 @@ func (r *Runtime) recoverAnswer(ctx context.Context, t *Task) bool {
 		return false
 	}
 	r.taskMu.Lock()
-	defer r.taskMu.Unlock()
 	cur, err := r.Task(ctx, t.ID)
+	r.taskMu.Unlock()
 	if err != nil || cur.State != TaskQueued {
 		return err == nil // gone: nothing to do; changed: not ours
 	}

@@ -123,3 +123,53 @@ func TestRecoverAnsweredTask(t *testing.T) {
 		t.Errorf("tasks left: %v, %v", ts, err)
 	}
 }
+
+// TestReportWhileTheDelegatingTurnReturns: a middle agent's child can
+// report before the middle agent's own turn has returned (here its
+// turn.finished handler is slow); the report turn then runs after that
+// turn, instead of being skipped because the task's turn was running.
+func TestReportWhileTheDelegatingTurnReturns(t *testing.T) {
+	h := newHarness(t, `
+agents:
+  - name: planner
+    tools: [call_agent]
+  - name: architect
+    tools: [call_agent]
+  - name: engineer
+`, `
+agents:
+  planner:
+    turns: [{match: "report", steps: [{text: "planner: {{ .Input }}"}]}]
+    fallback: {steps: [{tool_calls: [{name: call_agent, args: {agent_id: architect, message: "design it"}}]}, {text: "asked the architect"}]}
+  architect:
+    turns: [{match: "report", steps: [{text: "design approved by the engineer"}]}]
+    fallback: {steps: [{tool_calls: [{name: call_agent, args: {agent_id: engineer, message: "check it"}}]}, {text: "asked the engineer"}]}
+  engineer: {fallback: {steps: [{text: "checked"}]}}
+`)
+	slow := make(chan struct{})
+	h.rt.Events().Subscribe(events.TurnFinished, func(ev events.Event) {
+		if ev.Agent == "architect" && ev.TurnID == "turn-1" {
+			<-slow // until the engineer has reported
+		}
+	})
+	h.rt.Events().Subscribe(events.TaskCompleted, func(ev events.Event) {
+		if ev.Agent == "engineer" {
+			// Its report is committed, and the architect's report turn
+			// asked for, right after this event: let that happen while the
+			// architect's first turn has still not returned.
+			go func() {
+				time.Sleep(50 * time.Millisecond)
+				close(slow)
+			}()
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	rep, err := h.rt.Ask(ctx, "planner", "k", "plan it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Response, "design approved by the engineer") {
+		t.Errorf("answer = %q", rep.Response)
+	}
+}

@@ -75,13 +75,17 @@ type Runtime struct {
 	allAgents []string // the config's agents, in order
 	channels  map[string]Channel
 	api       *apiChannel
-	outputs   string // where long reports are saved, absolute
-	taskMu    sync.Mutex
-	flightMu  sync.Mutex          // guards inFlight, blocked and idle
-	inFlight  map[string]bool     // tasks whose turn a goroutine runs
-	blocked   map[instanceID]bool // paused instances that tasks wait for
-	idle      chan struct{}       // closed when inFlight empties; nil if nobody waits
-	bg        context.Context     // task turns run under it; Close cancels it
+	outputs   string                          // where long reports are saved, absolute
+	taskMu    sync.Mutex                      // serialises changes to stored tasks; guards taskCache
+	taskCache map[string]*Task                // parents waiting for reports, as stored (completeTask)
+	reportMu  sync.Mutex                      // guards reports
+	reports   map[string][]DelegationResponse // parent → reports waiting for its next write
+	flightMu  sync.Mutex                      // guards inFlight, blocked and idle
+	inFlight  map[string]bool                 // tasks whose turn a goroutine runs
+	again     map[string]bool                 // tasks asked to run while in flight: run again after
+	blocked   map[instanceID]bool             // paused instances that tasks wait for
+	idle      chan struct{}                   // closed when inFlight empties; nil if nobody waits
+	bg        context.Context                 // task turns run under it; Close cancels it
 	bgCancel  context.CancelFunc
 
 	// The expiry loop (see expiryLoop); nil channels when it does not run.
@@ -169,7 +173,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.transport = inProcess{r}
 	}
 	r.bg, r.bgCancel = context.WithCancel(context.Background())
-	r.inFlight, r.blocked = map[string]bool{}, map[instanceID]bool{}
+	r.taskCache = map[string]*Task{}
+	r.inFlight, r.again, r.blocked, r.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]DelegationResponse{}
 	r.api = &apiChannel{}
 	r.channels = map[string]Channel{ChannelAPI: r.api}
 	for name, ch := range o.channels {

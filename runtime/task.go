@@ -272,7 +272,9 @@ func encodeTask(t *Task) (store.TaskRecord, error) {
 	return store.TaskRecord{ID: t.ID, Agent: t.Agent, Instance: t.Instance, Data: b}, nil
 }
 
-// commitTasks stores put and deletes del, atomically.
+// commitTasks stores put and deletes del, atomically, and keeps the cache
+// of parents waiting for reports (completeTask) in step. The caller holds
+// r.taskMu.
 func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) error {
 	recs := make([]store.TaskRecord, len(put))
 	for i, t := range put {
@@ -282,7 +284,20 @@ func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) e
 		}
 		recs[i] = rec
 	}
-	return r.store.CommitTasks(ctx, recs, del)
+	err := r.store.CommitTasks(ctx, recs, del)
+	for _, t := range put {
+		if _, ok := r.taskCache[t.ID]; ok {
+			if err != nil {
+				delete(r.taskCache, t.ID)
+			} else {
+				r.taskCache[t.ID] = t
+			}
+		}
+	}
+	for _, id := range del {
+		delete(r.taskCache, id)
+	}
+	return err
 }
 
 // newID returns prefix and 12 random hex digits.
