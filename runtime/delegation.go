@@ -15,6 +15,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 // The delegation chain of seed 002: call_agent and call_team_agent record
@@ -332,7 +333,8 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 		*complete = func() error { return r.completeTask(ctx, t, answer, nil) }
 		return res, turnErr
 	}
-	if res.FinishReason == pipeline.FinishText {
+	if res.FinishReason == pipeline.FinishText || res.FinishReason == pipeline.FinishMaxSteps {
+		// Its answer is the task's, still to come.
 		res.FinishReason = pipeline.FinishDelegated
 	}
 	if err := r.commitTasks(ctx, []*Task{t}); err != nil {
@@ -592,8 +594,13 @@ func (r *Runtime) runTask(id string) {
 		_, err = r.transport.Deliver(r.bg, t.Agent, t.Instance, in)
 		switch {
 		case errors.Is(err, ErrPaused):
-			r.block(t.Agent, t.Instance)
 			r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
+			r.block(t.Agent, t.Instance)
+			// The instance may have resumed between the refusal and the
+			// block: its unblock found nothing to start then.
+			if open, err := r.ledger.List(r.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
+				r.unblock(t.Agent, t.Instance)
+			}
 		case err != nil && r.bg.Err() == nil:
 			r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		}

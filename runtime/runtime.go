@@ -195,9 +195,6 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			r.teamOf[a] = t.Name
 		}
 	}
-	if err := r.setOutputs(o, cfg); err != nil {
-		return nil, err
-	}
 	ok := false
 	defer func() {
 		if !ok {
@@ -209,6 +206,9 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 	r.dataDir = dataDir
+	if err := r.setOutputs(o, cfg); err != nil {
+		return nil, err
+	}
 	if err := r.openKeyring(o, dataDir); err != nil {
 		return nil, err
 	}
