@@ -53,13 +53,13 @@ type delegation struct {
 
 var callAgentArgs = []byte(`{"type":"object","properties":{` +
 	`"agent_id":{"type":"string","description":"The agent to delegate to: one that list_agents shows."},` +
-	`"message":{"type":"string","description":"Everything the agent needs to do the task: it remembers nothing of earlier tasks, so repeat the request's conditions and give absolute file paths."}},` +
+	`"message":{"type":"string","description":"Everything the agent needs to do the task. Treat it as remembering nothing of earlier tasks: repeat the request's conditions and give absolute file paths."}},` +
 	`"required":["agent_id","message"],"additionalProperties":false}`)
 
 var callTeamAgentArgs = []byte(`{"type":"object","properties":{` +
 	`"team":{"type":"string","description":"The team, as list_agents shows it."},` +
 	`"agent_id":{"type":"string","description":"The team's agent to delegate to."},` +
-	`"message":{"type":"string","description":"Everything the agent needs to do the task: it remembers nothing of earlier tasks."}},` +
+	`"message":{"type":"string","description":"Everything the agent needs to do the task. Treat it as remembering nothing of earlier tasks."}},` +
 	`"required":["team","agent_id","message"],"additionalProperties":false}`)
 
 // delegationTools returns call_agent and call_team_agent.
@@ -145,12 +145,10 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
 	ts.delegMu.Lock()
 	ts.delegs = append(ts.delegs, d)
-	ts.delegN++
-	n := ts.delegN
 	ts.delegMu.Unlock()
 	return &pipeline.ToolResult{Content: fmt.Sprintf(
-		"Delegated to %s as task %s (%d delegation(s) this turn). It starts when your turn ends; its report comes back to you as a new message. "+
-			"Until then, do not say you have its result.", target, d.child, n)}, nil
+		"Delegated to %s as task %s. It starts when your turn ends; its report comes back to you as a new message. "+
+			"Until then, do not say you have its result.", target, d.child)}, nil
 }
 
 // delegateTargets lists whom a may delegate to, for errors.
@@ -171,7 +169,7 @@ func (a *agent) delegateTargets() string {
 // beginTask reads which task the turn works on, from its input.
 func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
 	clear(ts.children)
-	ts.taskID, ts.delegs, ts.delegN, ts.children, ts.taskChain = "", ts.delegs[:0], 0, ts.children[:0], ts.taskChain[:0]
+	ts.taskID, ts.delegs, ts.children, ts.taskChain = "", ts.delegs[:0], ts.children[:0], ts.taskChain[:0]
 	if id, ok := in.Metadata["taskId"].(string); ok {
 		ts.taskID = id
 	} else if in.Kind == pipeline.InputResume {

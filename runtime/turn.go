@@ -47,7 +47,6 @@ type turnState struct {
 	taskChain []string
 	delegMu   sync.Mutex
 	delegs    []delegation // not yet committed
-	delegN    int          // delegations made in the turn
 	children  []*Task      // committed: to start when the turn ends
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.

@@ -197,11 +197,11 @@ func summary(m pipeline.Message) string {
 	}
 	text, _, more := strings.Cut(m.Content, "\n")
 	if m.Role == pipeline.RoleTool {
-		// "Delegated to coder as task task_… (2 delegation(s) this turn).
-		// …": parallel calls run concurrently, so which one counts 1, 2 or
-		// 3 varies from run to run. Keep the part before the count.
+		// "Delegated to coder as task task_…. It starts when …": the
+		// first sentence says it.
 		var cut bool
-		text, _, cut = strings.Cut(text, " (")
+		text, _, cut = strings.Cut(text, ". ")
+		text += "."
 		more = more || cut
 	}
 	if r := []rune(text); len(r) > 100 {
