@@ -72,6 +72,12 @@ type Request struct {
 	Tools []pipeline.Tool
 	// MaxOutputTokens bounds the answer; 0 means the provider's default.
 	MaxOutputTokens int
+	// Secret, if set, returns a secret provided to the instance by name (a
+	// [DEPENDENCY_REQUEST] a human answered with ganglion provide).
+	// Networked providers read their API key from it when the environment
+	// variable the config names is empty. The value must never reach a
+	// log, an event or an error.
+	Secret func(name string) (string, bool)
 }
 
 // Stream yields the chunks of one response. Recv returns io.EOF after the last
