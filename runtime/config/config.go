@@ -58,7 +58,24 @@ type Model struct {
 	ContextWindow int `yaml:"context_window"`
 	// MaxOutputTokens bounds an answer; 0: the provider's default.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
+	// ToolProtocol is how the model calls tools: "native" (default), the
+	// provider's tool calling, or "xml", tool calls written as
+	// <tool_name><param>value</param></tool_name> in the text, for models
+	// without native tool calling (seed 003).
+	ToolProtocol string `yaml:"tool_protocol"`
+	// MaxRetries bounds the retries of a failed call (rate limit, server or
+	// network error); absent: 5, 0: none.
+	MaxRetries *int `yaml:"max_retries"`
+	// Thinking is the token budget of Anthropic's extended thinking; 0
+	// (default) leaves it off.
+	Thinking int `yaml:"thinking"`
 }
+
+// The tool protocols of [Model.ToolProtocol].
+const (
+	ToolProtocolNative = "native"
+	ToolProtocolXML    = "xml"
+)
 
 // Agent defines one agent.
 type Agent struct {

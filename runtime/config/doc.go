@@ -50,19 +50,41 @@
 //	model       Model    default model of every agent that has none.
 //	agents      [Agent]  the agents, at least one; the first is the CLI's
 //	                     default.
+//	teams       [Team]   groups of agents that delegate among themselves.
+//	outputs     path     where long delegation reports are saved; default
+//	                     "outputs" next to the file.
 //
 // Model ([Model]):
 //
 //	provider           string  required; "scripted" (offline, replays
-//	                           script) or a provider the runtime registers.
+//	                           script), "openai" (any OpenAI-compatible
+//	                           server), "anthropic", or a provider the
+//	                           runtime registers.
 //	name               string  the provider's model name.
 //	script             path    the scripted model's responses; required by
 //	                           the scripted provider.
 //	base_url           string  API endpoint of a networked provider.
 //	api_key_env        string  environment variable holding the API key;
-//	                           the key itself never goes in the file.
+//	                           the key itself never goes in the file (a
+//	                           value that is not a variable's name is
+//	                           refused and masked in error excerpts).
 //	context_window     int     context size in tokens; 0: provider default.
 //	max_output_tokens  int     bound on an answer; 0: provider default.
+//	tool_protocol      string  "native" (default) or "xml": tool calls
+//	                           written as XML in the text, for models
+//	                           without tool calling.
+//	max_retries        int     retries of a call that failed with a rate
+//	                           limit or a server or network error; absent:
+//	                           5, 0: none, at most 20.
+//	thinking           int     Anthropic's extended-thinking budget in
+//	                           tokens; 0: off.
+//
+// Team ([Team]):
+//
+//	name         string    required, [a-zA-Z0-9_.-]{1,64}, unique.
+//	description  string    what the team is for.
+//	agents       [string]  its agents, at least one; an agent is in at
+//	                       most one team.
 //
 // Agent ([Agent]):
 //

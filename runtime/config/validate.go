@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 )
@@ -103,6 +104,14 @@ func (f *File) Validate(k Known) error {
 		v.agent(i, firstAgent)
 	}
 	v.teams(firstAgent)
+	// A key pasted as api_key_env is masked in every excerpt, keeping its
+	// length so that carets stay in place.
+	for _, k := range v.maybeKeys {
+		mask := strings.Repeat("*", utf8.RuneCountInString(k))
+		for _, e := range v.errs {
+			e.Snippet = strings.ReplaceAll(e.Snippet, k, mask)
+		}
+	}
 	return v.errs.err()
 }
 
@@ -154,6 +163,7 @@ type validator struct {
 	tools, extensions, providers nameSet
 	modelSupplied                bool
 	errs                         ErrorList
+	maybeKeys                    []string // invalid api_key_env values, masked in excerpts
 }
 
 // errorf records a problem at the node at path, or at its nearest parent
@@ -340,6 +350,41 @@ func (v *validator) model(m *Model, path, pre string) {
 	if m.MaxOutputTokens < 0 {
 		v.errorf(path+".max_output_tokens", "%smax_output_tokens must not be negative, got %d", pre, m.MaxOutputTokens)
 	}
+	switch m.ToolProtocol {
+	case "", ToolProtocolNative, ToolProtocolXML:
+	default:
+		v.errorf(path+".tool_protocol", "%stool_protocol must be %s or %s, got %q", pre, ToolProtocolNative, ToolProtocolXML, m.ToolProtocol)
+	}
+	if m.MaxRetries != nil && (*m.MaxRetries < 0 || *m.MaxRetries > MaxRetriesLimit) {
+		v.errorf(path+".max_retries", "%smax_retries must be between 0 and %d, got %d", pre, MaxRetriesLimit, *m.MaxRetries)
+	}
+	if m.Thinking < 0 {
+		v.errorf(path+".thinking", "%sthinking must not be negative, got %d", pre, m.Thinking)
+	}
+	if m.APIKeyEnv != "" && !validEnvName(m.APIKeyEnv) {
+		// It may be a key pasted in by mistake: neither the message nor
+		// an excerpt of the line repeats it.
+		v.errorf(path+".api_key_env", "%sapi_key_env must name an environment variable (letters, digits and '_'); "+
+			"this value is not one, and may be a key itself: put the key in a variable, never in the config", pre)
+		v.maybeKeys = append(v.maybeKeys, m.APIKeyEnv)
+	}
+}
+
+// MaxRetriesLimit is the largest max_retries [File.Validate] accepts.
+const MaxRetriesLimit = 20
+
+// validEnvName reports whether name is an environment variable's name.
+func validEnvName(name string) bool {
+	if name == "" || len(name) > 128 || ('0' <= name[0] && name[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // validAgentName reports whether name matches [a-zA-Z0-9_.-]{1,64}.

@@ -83,6 +83,10 @@ teams:
   - name: dev
   - agents: [lead]
 `, `ganglion.yaml:7:5: team "dev": no agents: list its members under "agents"`},
+	{"model_tool_protocol_and_key", `model: {provider: scripted, script: s.yaml, tool_protocol: json, api_key_env: sk-proj-abc123, max_retries: 99}
+agents:
+  - name: lead
+`, `ganglion.yaml:1:60: model: tool_protocol must be native or xml, got "json"`},
 	{"unknown_extension", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant
