@@ -51,7 +51,9 @@ type instance struct {
 }
 
 func newInstance(a *agent, key string) *instance {
-	return &instance{agent: a, key: key, queue: make(chan struct{}, 1)}
+	in := &instance{agent: a, key: key, queue: make(chan struct{}, 1)}
+	in.ts.secretFn = in.ts.secret
+	return in
 }
 
 // acquire waits for the instance's turn slot, or for ctx to end.

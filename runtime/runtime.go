@@ -475,7 +475,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	ts.steps, ts.usage = 0, pipeline.Usage{}
 	ts.pauseAfterStep.Store(false)
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
-		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput}
+		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput, Secret: ts.secretFn}
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)
 	a.beginTask(ts, in)
@@ -485,6 +485,11 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 			Data: map[string]any{"kind": in.Kind, "text": in.Text}})
 	}
 	res, err := a.pipe.RunTurn(ctx, tc)
+	// The usage of every step, also of a turn that failed later.
+	if ts.usage != (pipeline.Usage{}) {
+		inst.meta.Usage = inst.meta.Usage.Add(ts.usage)
+		inst.metaDirty = true
+	}
 	if ferr := inst.flush(ts.storeCtx, r.store); ferr != nil {
 		err = errors.Join(err, ferr)
 	}
@@ -521,6 +526,16 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	ts.turn.Reset(pipeline.TurnInfo{})
 	ts.req.Messages, ts.req.Tools = nil, nil
 	return res, err
+}
+
+// Usage returns the model usage an instance's turns have added up, over
+// its whole life (it is stored with the instance).
+func (r *Runtime) Usage(ctx context.Context, agentName, instanceKey string) (pipeline.Usage, error) {
+	if _, err := r.agent(agentName); err != nil {
+		return pipeline.Usage{}, err
+	}
+	meta, _, _, err := r.store.LoadInstance(ctx, agentName, instanceKey)
+	return meta.Usage, err
 }
 
 // History returns the stored conversation of an instance, oldest first.

@@ -128,6 +128,18 @@ func (in *instance) loadSecrets(ctx context.Context) error {
 	return nil
 }
 
+// secret is model.Request.Secret for the instance's turns: a provided
+// secret by name, read once per load. Only the turn holding the slot calls
+// it.
+func (ts *turnState) secret(name string) (string, bool) {
+	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
+		ts.agent.logger.Error("reading the instance's secrets failed", "instance", ts.inst.key, "err", err)
+		return "", false
+	}
+	v, ok := ts.inst.secretVals[name]
+	return v, ok
+}
+
 // dropSecrets makes the next use read the secrets again.
 func (in *instance) dropSecrets() {
 	in.secretVals, in.redactor, in.secretsLoaded = nil, nil, false

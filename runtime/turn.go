@@ -48,6 +48,8 @@ type turnState struct {
 	delegMu   sync.Mutex
 	delegs    []delegation // not yet committed
 	children  []*Task      // committed: to start when the turn ends
+	// secretFn is ts.secret, bound once: model.Request.Secret.
+	secretFn func(string) (string, bool)
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.
 	pauseAfterStep atomic.Bool

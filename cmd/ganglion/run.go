@@ -167,6 +167,8 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	out := &printer{w: stdout, json: f.json, agent: agent, instance: f.instance}
 	unsub := rt.Events().Subscribe("*", out.event)
 	defer unsub()
+	before, _ := rt.Usage(ctx, agent, f.instance)
+	defer func() { printUsage(ctx, rt, agent, f.instance, before, f.json, stderr) }()
 
 	send := func(text string) (*pipeline.TurnResult, error) {
 		in := runtime.UserMessage(text)
@@ -295,6 +297,27 @@ func waitAnswer(ctx context.Context, rt *runtime.Runtime, res *pipeline.TurnResu
 			return &pipeline.TurnResult{TurnID: res.TurnID, FinishReason: pipeline.FinishPaused, TaskID: res.TaskID}, nil
 		}
 	}
+}
+
+// printUsage tells, at the end of a run, the model usage of the instance
+// during the run and over its life, when a provider reported any.
+func printUsage(ctx context.Context, rt *runtime.Runtime, agent, instance string, before pipeline.Usage, asJSON bool, w io.Writer) {
+	total, err := rt.Usage(context.WithoutCancel(ctx), agent, instance)
+	if err != nil || total == (pipeline.Usage{}) {
+		return
+	}
+	run := pipeline.Usage{InputTokens: total.InputTokens - before.InputTokens, OutputTokens: total.OutputTokens - before.OutputTokens,
+		CacheReadTokens: total.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: total.CacheWriteTokens - before.CacheWriteTokens}
+	if asJSON {
+		b, _ := json.Marshal(events.Event{Topic: "cli.usage", Agent: agent, Instance: instance, Source: "cli",
+			Data: map[string]any{"run": run, "instance": total}})
+		fmt.Fprintf(w, "%s\n", b)
+		return
+	}
+	tokens := func(u pipeline.Usage) string {
+		return fmt.Sprintf("%d in, %d out, %d cache read, %d cache write", u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheWriteTokens)
+	}
+	fmt.Fprintf(w, "[usage] this run: %s; %s/%s in all: %s (tokens; delegated agents count in their own instances)\n", tokens(run), agent, instance, tokens(total))
 }
 
 // turnExit maps a turn's outcome to the command's result.

@@ -23,6 +23,8 @@ type Meta struct {
 	CreatedAt time.Time `json:"created_at"`
 	// UpdatedAt is when the instance last changed.
 	UpdatedAt time.Time `json:"updated_at"`
+	// Usage adds up the model usage of the instance's turns.
+	Usage pipeline.Usage `json:"usage"`
 }
 
 // Record is a message with its position in the instance's history.
