@@ -12,6 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/events"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/xmltools"
 	"github.com/ganglion-dev/ganglion/runtime/tool"
 )
 
@@ -107,6 +108,20 @@ func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
 }
 
 func (a *agent) openModel(o *options, ac config.Agent, providers map[string]model.Provider) error {
+	if err := a.openProvider(o, ac); err != nil {
+		return err
+	}
+	if ac.Model != nil && ac.Model.ToolProtocol == config.ToolProtocolXML {
+		// Tool calls as XML in the text: the model is shown the tools in
+		// its system prompt and its answers are parsed (seed 003 §2).
+		a.model = xmltools.Wrap(a.model)
+	}
+	return nil
+}
+
+// openProvider sets a.model: WithModel's provider, else the config's,
+// retrying as seed 003 §5 says.
+func (a *agent) openProvider(o *options, ac config.Agent) error {
 	if ac.Model != nil {
 		a.modelName = ac.Model.Name
 		a.maxOutput = ac.Model.MaxOutputTokens
@@ -126,7 +141,7 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 	if err != nil {
 		return err
 	}
-	a.model = p
+	a.model = a.retrying(p, ac.Model)
 	return nil
 }
 

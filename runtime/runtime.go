@@ -116,7 +116,7 @@ func BuiltinExtensions() *extensions.Registry {
 // it opens the store, the workspace, the model providers, and loads every
 // agent's extensions. Close releases it all.
 func New(ctx context.Context, opts ...Option) (*Runtime, error) {
-	o := &options{exts: BuiltinExtensions(), providers: map[string]ProviderFactory{"scripted": scriptedProvider()}, maxInstances: DefaultInstanceCache}
+	o := &options{exts: BuiltinExtensions(), providers: builtinProviders(), maxInstances: DefaultInstanceCache}
 	for _, opt := range opts {
 		opt.apply(o)
 	}

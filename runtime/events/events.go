@@ -19,6 +19,9 @@ const (
 	ToolFinished    = "tool.finished"
 	MessageAppended = "message.appended"
 	LayerSkipped    = "middleware.skipped"
+	// ModelRetry: a model call failed with a rate limit or a server or
+	// network error and is tried again after a wait.
+	ModelRetry = "model.retry"
 	// Delegation (seed 002): a turn delegated a child task; a task
 	// completed (reported to its parent, or answered); a root task's
 	// answer went to its requester's channel; a team started.

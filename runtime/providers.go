@@ -1,0 +1,58 @@
+package runtime
+
+import (
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/anthropic"
+	"github.com/ganglion-dev/ganglion/runtime/model/openai"
+)
+
+// The model providers every runtime knows; WithProvider adds others.
+const (
+	ProviderScripted  = config.ScriptedProvider
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// builtinProviders returns the factories of the built-in providers.
+func builtinProviders() map[string]ProviderFactory {
+	return map[string]ProviderFactory{
+		ProviderScripted: scriptedProvider(),
+		ProviderOpenAI: func(m config.Model) (model.Provider, error) {
+			keyEnv := m.APIKeyEnv
+			if keyEnv == "" && m.BaseURL == "" {
+				// OpenAI's own API needs a key; a local server given by
+				// base_url (Ollama, LM Studio) may not.
+				keyEnv = openai.DefaultAPIKeyEnv
+			}
+			return openai.New(openai.Config{Model: m.Name, BaseURL: m.BaseURL, APIKeyEnv: keyEnv, MaxOutputTokens: m.MaxOutputTokens})
+		},
+		ProviderAnthropic: func(m config.Model) (model.Provider, error) {
+			return anthropic.New(anthropic.Config{Model: m.Name, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, MaxOutputTokens: m.MaxOutputTokens, Thinking: m.Thinking})
+		},
+	}
+}
+
+// retrying wraps the provider p of agent a, as its model settings say, in
+// the retries of seed 003 §5, each published as a model.retry event.
+func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
+	policy := model.RetryPolicy{OnRetry: func(i model.RetryInfo) {
+		a.logger.Warn("model call failed; retrying", "instance", i.Request.InstanceKey, "turn", i.Request.TurnID,
+			"attempt", i.Attempt, "of", i.MaxRetries, "wait", i.Delay, "err", i.Err)
+		bus := a.rt.bus
+		if !bus.Active() {
+			return
+		}
+		bus.Publish(events.Event{Topic: events.ModelRetry, Agent: a.name, Instance: i.Request.InstanceKey, TurnID: i.Request.TurnID, Source: "runtime",
+			Data: map[string]any{"step": i.Request.Step, "attempt": i.Attempt, "max_retries": i.MaxRetries, "delay_ms": i.Delay.Milliseconds(),
+				"retry_after": i.FromServer, "kind": model.KindOf(i.Err).String(), "error": i.Err.Error()}})
+	}}
+	if m != nil && m.MaxRetries != nil {
+		policy.MaxRetries = *m.MaxRetries
+		if policy.MaxRetries == 0 {
+			policy.MaxRetries = -1 // none
+		}
+	}
+	return model.WithRetry(p, policy)
+}
