@@ -2,6 +2,7 @@ package quickstart_test
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/shlex"
+
+	"github.com/ganglion-dev/ganglion/runtime"
 )
 
 // readmeCommand returns the quick start command of the README.
@@ -88,4 +91,47 @@ notes.txt is the team's launch checklist, with three open items: write the READM
 // normalise removes the padding some wc implementations put before the count.
 func normalise(s string) string {
 	return regexp.MustCompile(`-> +(\d+)`).ReplaceAllString(strings.ReplaceAll(s, "\r\n", "\n"), "-> $1")
+}
+
+// TestREADMEProviderRecipe: every model line the README offers for real
+// providers, put in place of the quick start's model line, makes a config
+// that validates and a runtime that starts (no request is sent).
+func TestREADMEProviderRecipe(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile("ganglion.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	modelLine := regexp.MustCompile(`(?m)^model: \{provider: scripted[^\n]*$`)
+	if !modelLine.Match(cfg) {
+		t.Fatal("the quick start's config has no one-line model: to swap")
+	}
+	lines := regexp.MustCompile("model: \\{provider: (?:openai|anthropic)[^}`]*\\}").FindAll(readme, -1)
+	if len(lines) < 4 {
+		t.Fatalf("README offers %d provider lines, want the recipe's and the table's", len(lines))
+	}
+	for _, line := range lines {
+		t.Run(string(line), func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(".")); err != nil {
+				t.Fatal(err)
+			}
+			swapped := modelLine.ReplaceAll(cfg, line)
+			if err := os.WriteFile(filepath.Join(dir, "ganglion.yaml"), swapped, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			rt, err := runtime.New(context.Background(), runtime.WithConfigFile(filepath.Join(dir, "ganglion.yaml")), runtime.WithMemoryStore())
+			if err != nil {
+				t.Fatalf("%s:\n%v", line, err)
+			}
+			rt.Close()
+		})
+	}
 }
