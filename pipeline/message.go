@@ -209,3 +209,20 @@ func (u Usage) Add(v Usage) Usage {
 		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
 	}
 }
+
+// Message metadata the runtime reads to build the effective history, the
+// history the model sees (see the condense extension). The full history
+// keeps every message; these marks only hide or replace them in the view.
+const (
+	// MetaPinned (true) keeps a message out of every summary and
+	// truncation; an extension pins what the model must always see.
+	MetaPinned = "pinned"
+	// MetaTruncated (true) leaves a message out of the effective history.
+	MetaTruncated = "truncated"
+	// MetaCondensedBy names the summary message that stands for this one
+	// in the effective history.
+	MetaCondensedBy = "condensed_by"
+	// MetaSummary marks a summary message: the effective history shows it
+	// where the first message it condenses was, not where it is stored.
+	MetaSummary = "summary"
+)

@@ -26,13 +26,15 @@ type agent struct {
 	model       model.Provider
 	modelName   string
 	maxOutput   int
-	maxSteps    int
-	tools       []pipeline.Tool
-	pipe        *pipeline.Pipeline
-	logger      *slog.Logger
-	apis        []*extensions.API
-	exts        map[string]extensions.Extension // by configured name
-	closers     []extensions.Closer
+	// contextWindow is the model's context size in tokens, 0 if unknown.
+	contextWindow int
+	maxSteps      int
+	tools         []pipeline.Tool
+	pipe          *pipeline.Pipeline
+	logger        *slog.Logger
+	apis          []*extensions.API
+	exts          map[string]extensions.Extension // by configured name
+	closers       []extensions.Closer
 	// team is its team, "" for a system-level agent; peers are the agents
 	// it may call_agent: its teammates, or the other system-level agents.
 	team         string
@@ -125,6 +127,7 @@ func (a *agent) openProvider(o *options, ac config.Agent) error {
 	if ac.Model != nil {
 		a.modelName = ac.Model.Name
 		a.maxOutput = ac.Model.MaxOutputTokens
+		a.contextWindow = ac.Model.ContextWindow
 	}
 	if o.model != nil {
 		a.model = o.model

@@ -10,6 +10,9 @@ const historyChunk = 64
 type entry struct {
 	msg *pipeline.Message
 	seq uint64
+	// tokens is the message's token count plus one, 0 until counted (see
+	// effIndex).
+	tokens int32
 }
 
 // history is an instance's conversation in memory, in chunks of
@@ -19,6 +22,7 @@ type entry struct {
 type history struct {
 	chunks [][]entry
 	n      int
+	eff    effIndex // the effective history, see effective.go
 }
 
 func (h *history) len() int { return h.n }
@@ -32,6 +36,7 @@ func (h *history) append(e entry) {
 	last := len(h.chunks) - 1
 	h.chunks[last] = append(h.chunks[last], e)
 	h.n++
+	h.appended()
 }
 
 // remove deletes entry i, moving the later ones down by one.
@@ -46,9 +51,11 @@ func (h *history) remove(i int) {
 	if len(h.chunks[last]) == 0 {
 		h.chunks = h.chunks[:last]
 	}
+	h.changed()
 }
 
-func (h *history) reset() { *h = history{} }
+// reset empties the history, keeping its token counter.
+func (h *history) reset() { *h = history{eff: effIndex{count: h.eff.count, idx: h.eff.idx[:0]}} }
 
 // indexOf finds a message by ID, newest first: edits usually concern recent messages.
 func (h *history) indexOf(id string) int {

@@ -218,7 +218,8 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 			m.CreatedAt = in.hist.at(i).msg.CreatedAt
 		}
 		e := in.hist.at(i)
-		e.msg = &m // a new message: the old one may still be shared
+		e.msg, e.tokens = &m, 0 // a new message: the old one may still be shared
+		in.hist.changed()
 		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: e.msg})
 		return nil
 	case pipeline.MessageRemove:

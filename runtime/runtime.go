@@ -120,6 +120,14 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	for _, opt := range opts {
 		opt.apply(o)
 	}
+	// The condense extension works on the runtime's own view of the
+	// history: its factory reaches the runtime New is building.
+	var self *Runtime
+	if _, ok := o.exts.Lookup(CondenseName); !ok {
+		reg := extensions.NewRegistry()
+		_ = reg.Register(CondenseName, condenseFactory(&self, o))
+		o.exts.Merge(reg)
+	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
 	}
@@ -162,6 +170,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{},
 		maxInstances: o.maxInstances, wasmCache: o.wasmCache, agentTimeout: DefaultAgentTimeout, agentDepth: DefaultAgentDepth}
+	self = r
 	if o.agentTimeout > 0 {
 		r.agentTimeout = o.agentTimeout
 	}
@@ -550,6 +559,30 @@ func (r *Runtime) History(ctx context.Context, agentName, instanceKey string) ([
 	out := make([]pipeline.Message, len(recs))
 	for i, rec := range recs {
 		out[i] = *rec.Message
+	}
+	return out, nil
+}
+
+// EffectiveHistory returns the history an instance's model sees: the
+// stored history without the messages marked truncated, with each summary
+// in place of the messages it condenses (see the condense extension).
+// [Runtime.History] returns the full history, for people to review.
+func (r *Runtime) EffectiveHistory(ctx context.Context, agentName, instanceKey string) ([]pipeline.Message, error) {
+	if _, err := r.agent(agentName); err != nil {
+		return nil, err
+	}
+	_, recs, _, err := r.store.LoadInstance(ctx, agentName, instanceKey)
+	if err != nil {
+		return nil, err
+	}
+	var h history
+	for _, rec := range recs {
+		h.append(entry{msg: rec.Message, seq: rec.Seq})
+	}
+	e := h.effective()
+	out := make([]pipeline.Message, len(e.idx))
+	for i, p := range e.idx {
+		out[i] = *h.at(p).msg
 	}
 	return out, nil
 }

@@ -139,7 +139,7 @@ func inputSource(in pipeline.InputEvent) pipeline.Source {
 // it asked for.
 func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
 	ts := s.Host().(*turnState)
-	msg, usage, err := a.callModel(ctx, ts, s)
+	msg, usage, err := a.callModelFitting(ctx, ts, s)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +213,7 @@ func (a *agent) commitStep(ts *turnState) error {
 func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
 	req := &ts.req
 	req.Step = s.Index()
-	req.Messages = &ts.conv
+	req.Messages = effectiveView{&ts.inst.hist} // what the marks leave (effective.go)
 	req.Tools = s.Tools().Tools()
 	stream, err := a.model.Stream(ctx, req)
 	if err != nil {

@@ -13,12 +13,18 @@ import (
 
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
 	var f runFlags
+	var effective bool
 	cmd := &cobra.Command{
 		Use:   "history [DIR]",
 		Short: "Print the stored conversation of an instance",
 		Long: `History prints the messages stored for one instance of an agent of
 DIR/ganglion.yaml (DIR defaults to the current directory), oldest first: one
-line per message, or one JSON object per line with --json.`,
+line per message, or one JSON object per line with --json.
+
+By default it prints the full history, every message ever stored, also
+those the condense extension summarised or left out. --effective prints
+the history the model sees instead: summaries in place of what they
+condense, without truncated messages.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
@@ -33,7 +39,11 @@ line per message, or one JSON object per line with --json.`,
 				return err
 			}
 			defer rt.Close()
-			msgs, err := rt.History(cmd.Context(), agent, f.instance)
+			history := rt.History
+			if effective {
+				history = rt.EffectiveHistory
+			}
+			msgs, err := history(cmd.Context(), agent, f.instance)
 			if err != nil {
 				return err
 			}
@@ -55,6 +65,7 @@ line per message, or one JSON object per line with --json.`,
 		},
 	}
 	addRuntimeFlags(cmd, &f)
+	cmd.Flags().BoolVar(&effective, "effective", false, "print the history the model sees, not the full one")
 	return cmd
 }
 
@@ -69,6 +80,13 @@ func printMessage(w io.Writer, m pipeline.Message) {
 		who = "tool " + m.Name
 	case m.Source.Type == pipeline.SourceExtension:
 		who += " (from " + m.Source.Extension + ")"
+	}
+	// What the model no longer sees, in the full history.
+	if b, _ := m.Metadata[pipeline.MetaTruncated].(bool); b {
+		who += " [left out]"
+	}
+	if s, _ := m.Metadata[pipeline.MetaCondensedBy].(string); s != "" {
+		who += " [summarised in " + s + "]"
 	}
 	text := strings.TrimRight(m.Content, "\n")
 	if m.Role == pipeline.RoleTool {

@@ -22,6 +22,11 @@ const (
 	// ModelRetry: a model call failed with a rate limit or a server or
 	// network error and is tried again after a wait.
 	ModelRetry = "model.retry"
+	// ContextCondensed and ContextTruncated: messages of an instance were
+	// summarised, or left out, of the history its model sees; both carry
+	// the message counts before and after.
+	ContextCondensed = "context.condensed"
+	ContextTruncated = "context.truncated"
 	// Delegation (seed 002): a turn delegated a child task; a task
 	// completed (reported to its parent, or answered); a root task's
 	// answer went to its requester's channel; a team started.

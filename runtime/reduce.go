@@ -1,0 +1,211 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"strings"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+)
+
+// Seed 003 §3 and §5: on a context-window error, keep 75 % of the
+// effective history and try again, at most 3 times.
+const (
+	ForcedKeep        = 0.75
+	MaxContextRetries = 3
+)
+
+// callModelFitting is callModel, retried after a forced reduction of the
+// effective history when the provider says it does not fit the context
+// window.
+func (a *agent) callModelFitting(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
+	msg, usage, err := a.callModel(ctx, ts, s)
+	for try := 1; err != nil && errors.Is(err, model.ErrContextWindow); try++ {
+		if try > MaxContextRetries {
+			return msg, usage, fmt.Errorf("%w (still too long after %d reductions to %.0f%% of the history)", err, MaxContextRetries, ForcedKeep*100)
+		}
+		before, after, rerr := a.reduce(ts, ForcedKeep, "context_window_exceeded")
+		if rerr != nil {
+			return msg, usage, errors.Join(err, rerr)
+		}
+		if after >= before {
+			return msg, usage, fmt.Errorf("%w (nothing left to leave out: the %d messages the model sees are all kept on purpose)", err, before)
+		}
+		msg, usage, err = a.callModel(ctx, ts, s)
+	}
+	return msg, usage, err
+}
+
+// unit is a run of effective messages that stay or go together: an
+// assistant message and the results of its tool calls, or one message.
+type unit struct {
+	pos  []int // positions in the full history
+	keep bool  // it holds a message that must stay
+}
+
+// reduce marks the oldest messages of the effective history truncated
+// until at most keep of them remain, leaving alone what must stay: the
+// first user message (the task), pinned messages, messages open pending
+// items point to, the inputs and reports of open delegation tasks, and
+// the newest message. A tool call and its results go together. It returns
+// the effective message counts before and after, and publishes
+// context.truncated with them and reason. The caller holds the slot.
+func (a *agent) reduce(ts *turnState, keep float64, reason string) (before, after int, err error) {
+	h := &ts.inst.hist
+	e := h.effective()
+	before = len(e.idx)
+	target := int(math.Ceil(float64(before) * keep))
+	units, err := a.units(ts)
+	if err != nil {
+		return before, before, err
+	}
+	left := before
+	var marked []int
+	for _, u := range units {
+		if left <= target {
+			break
+		}
+		if u.keep {
+			continue
+		}
+		marked = append(marked, u.pos...)
+		left -= len(u.pos)
+	}
+	if err := ts.mark(marked, func(md map[string]any) { md[pipeline.MetaTruncated] = true }); err != nil {
+		return before, before, err
+	}
+	after = len(h.effective().idx)
+	if bus := a.rt.bus; bus.Active() && after < before {
+		bus.Publish(events.Event{Topic: events.ContextTruncated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+			Data: map[string]any{"reason": reason, "before": before, "after": after, "keep": keep}})
+	}
+	return before, after, nil
+}
+
+// mark replaces the messages at the positions with copies whose metadata
+// set changes; the replacements are stored with the next commit.
+func (ts *turnState) mark(pos []int, set func(map[string]any)) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	ids := make([]string, len(pos))
+	for i, p := range pos {
+		ids[i] = ts.inst.hist.at(p).msg.ID
+	}
+	for _, id := range ids {
+		i := ts.inst.hist.indexOf(id)
+		m := *ts.inst.hist.at(i).msg
+		m.Metadata = maps.Clone(m.Metadata)
+		if m.Metadata == nil {
+			m.Metadata = map[string]any{}
+		}
+		set(m.Metadata)
+		if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: id, Message: m}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// units splits the effective history into units, oldest first, and says
+// which must stay.
+func (a *agent) units(ts *turnState) ([]unit, error) {
+	h := &ts.inst.hist
+	e := h.effective()
+	keep, err := a.keepSet(ts)
+	if err != nil {
+		return nil, err
+	}
+	var out []unit
+	firstUser := true
+	for i := 0; i < len(e.idx); i++ {
+		p := e.idx[i]
+		m := h.at(p).msg
+		u := unit{pos: []int{p}, keep: keep[m.ID] || isPinned(m)}
+		if firstUser && m.Role == pipeline.RoleUser && !isSummary(m) {
+			u.keep, firstUser = true, false
+		}
+		if len(m.ToolCalls) > 0 {
+			calls := map[string]bool{}
+			for _, c := range m.ToolCalls {
+				calls[c.ID] = true
+			}
+			for i+1 < len(e.idx) {
+				r := h.at(e.idx[i+1]).msg
+				if r.Role != pipeline.RoleTool || !calls[r.ToolCallID] {
+					break
+				}
+				i++
+				u.pos = append(u.pos, e.idx[i])
+				u.keep = u.keep || keep[r.ID] || isPinned(r)
+			}
+		}
+		out = append(out, u)
+	}
+	if len(out) > 0 {
+		out[len(out)-1].keep = true // the newest: what the model answers
+	}
+	return out, nil
+}
+
+// keepSet returns the IDs of the messages that open pending items and
+// open delegation tasks need.
+func (a *agent) keepSet(ts *turnState) (map[string]bool, error) {
+	r := a.rt
+	keep := map[string]bool{}
+	items, err := r.ledger.List(ts.storeCtx, ledger.Filter{Agent: a.name, Instance: ts.inst.key, Open: true})
+	if err != nil {
+		return nil, err
+	}
+	calls := map[string]bool{}
+	for _, it := range items {
+		keep[it.Checkpoint] = true
+		if it.CallID != "" {
+			calls[it.CallID] = true
+		}
+	}
+	tasks, err := r.Tasks(ts.storeCtx, a.name, ts.inst.key)
+	if err != nil {
+		return nil, err
+	}
+	open := map[string]bool{}
+	var waiting []string // children not reported yet
+	for _, t := range tasks {
+		open[t.ID] = true
+		done := map[string]bool{}
+		for _, resp := range t.Context.Responses {
+			done[resp.ChildTaskID] = true
+		}
+		for _, d := range t.Context.Delegations {
+			if !done[d.ChildTaskID] {
+				waiting = append(waiting, d.ChildTaskID)
+			}
+		}
+	}
+	h := &ts.inst.hist
+	for _, p := range h.effective().idx {
+		m := h.at(p).msg
+		if id, _ := m.Metadata["taskId"].(string); id != "" && open[id] {
+			keep[m.ID] = true // a task's input or report, until the task completes
+		}
+		for _, c := range m.ToolCalls {
+			if calls[c.ID] {
+				keep[m.ID] = true
+			}
+		}
+		if m.Role == pipeline.RoleTool && (m.Name == ToolCallAgent || m.Name == ToolCallTeamAgent) {
+			for _, child := range waiting {
+				if strings.Contains(m.Content, child) {
+					keep[m.ID] = true // a delegation whose report has not come
+				}
+			}
+		}
+	}
+	return keep, nil
+}
