@@ -384,7 +384,7 @@ func (c *condenser) write(ctx context.Context, ts *turnState, s *pipeline.StepCo
 
 // complete asks p for a summary of transcript and returns its text.
 func complete(ctx context.Context, p model.Provider, ts *turnState, name, transcript string) (string, error) {
-	req := &model.Request{Agent: ts.agent.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Turn: ts.req.Turn, Step: ts.req.Step,
+	req := &model.Request{Agent: ts.agent.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Turn: ts.req.Turn, Step: 1, // a call of its own
 		Model: name, System: summaryPrompt, Secret: ts.secretFn,
 		Messages: pipeline.MessageSlice{{Role: pipeline.RoleUser, Content: transcript}}}
 	st, err := p.Stream(ctx, req)
