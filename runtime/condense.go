@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -135,8 +136,10 @@ func condenseFactory(r **Runtime, o *options) extensions.Factory {
 			if s.Agent == "" {
 				return nil, errors.New(`summariser "agent" needs agent: the agent that writes summaries`)
 			}
-			if _, err := c.rt.agent(s.Agent); err != nil {
-				return nil, fmt.Errorf("summariser agent: %w", err)
+			// The agents are built in config order: the summariser may
+			// come later, so look in the config, not among those built.
+			if !slices.Contains(c.rt.allAgents, s.Agent) {
+				return nil, fmt.Errorf("summariser agent: %w %q (agents: %s)", ErrUnknownAgent, s.Agent, strings.Join(c.rt.allAgents, ", "))
 			}
 		case "model":
 			if s.Model == nil || s.Model.Provider == "" {
@@ -209,8 +212,10 @@ func (c *condenser) step(ctx context.Context, s *pipeline.StepContext) (*pipelin
 		// is handled by the forced reduction.
 		c.api.Logger.Warn("condensing the history failed", "instance", ts.inst.key, "turn", ts.turnID, "err", err)
 	}
-	counted := c.counted(ts)
 	res, err := s.Next(ctx)
+	// What was counted for the prompt the provider reports on: after a
+	// forced reduction inside Next, that is the reduced one.
+	counted := ts.sentTokens + c.systemTokens(ts)
 	if err == nil && res != nil {
 		if rep := int(res.Usage.InputTokens + res.Usage.CacheReadTokens + res.Usage.CacheWriteTokens); rep > 0 && counted > 0 {
 			c.mu.Lock()
@@ -224,11 +229,15 @@ func (c *condenser) step(ctx context.Context, s *pipeline.StepContext) (*pipelin
 // counted is the local count of what the model is sent: the effective
 // history and the system prompt.
 func (c *condenser) counted(ts *turnState) int {
-	n := ts.inst.hist.effective().tokens
-	if ts.agent.system != "" {
-		n += countTokens(&pipeline.Message{Content: ts.agent.system})
+	return ts.inst.hist.effective().tokens + c.systemTokens(ts)
+}
+
+// systemTokens counts the agent's system prompt.
+func (c *condenser) systemTokens(ts *turnState) int {
+	if ts.agent.system == "" {
+		return 0
 	}
-	return n
+	return countTokens(&pipeline.Message{Content: ts.agent.system})
 }
 
 // estimate corrects the local count with the last reported one.
@@ -334,6 +343,12 @@ func (c *condenser) summarise(ctx context.Context, ts *turnState, s *pipeline.St
 	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaCondensedBy] = id }); err != nil {
 		return "", err
 	}
+	// A truncation that follows in this step must not throw away the
+	// summary just written.
+	if ts.keepIDs == nil {
+		ts.keepIDs = map[string]bool{}
+	}
+	ts.keepIDs[id] = true
 	after := len(h.effective().idx)
 	if bus := c.rt.bus; bus.Active() {
 		bus.Publish(events.Event{Topic: events.ContextCondensed, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: c.api.Name,
@@ -404,6 +419,8 @@ func complete(ctx context.Context, p model.Provider, ts *turnState, name, transc
 		switch ch.Kind {
 		case model.KindText:
 			b.WriteString(ch.Text)
+		case model.KindUsage:
+			ts.usage = ts.usage.Add(ch.Usage) // the summary is the turn's cost
 		case model.KindError:
 			return "", ch.Err
 		}

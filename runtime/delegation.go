@@ -170,6 +170,7 @@ func (a *agent) delegateTargets() string {
 func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
 	clear(ts.children)
 	ts.taskID, ts.delegs, ts.children, ts.taskChain = "", ts.delegs[:0], ts.children[:0], ts.taskChain[:0]
+	ts.inputID, ts.keepIDs, ts.sentTokens = "", nil, 0
 	if id, ok := in.Metadata["taskId"].(string); ok {
 		ts.taskID = id
 	} else if in.Kind == pipeline.InputResume {

@@ -35,7 +35,7 @@ func (a *agent) callModelFitting(ctx context.Context, ts *turnState, s *pipeline
 			return msg, usage, errors.Join(err, rerr)
 		}
 		if after >= before {
-			return msg, usage, fmt.Errorf("%w (nothing left to leave out: the %d messages the model sees are all kept on purpose)", err, before)
+			return msg, usage, fmt.Errorf("%w (nothing left to leave out: the model sees only messages kept on purpose, %d of them)", err, before)
 		}
 		msg, usage, err = a.callModel(ctx, ts, s)
 	}
@@ -124,32 +124,33 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 	}
 	var out []unit
 	firstUser := true
-	for i := 0; i < len(e.idx); i++ {
-		p := e.idx[i]
+	callUnit := map[string]int{} // tool call ID → the unit of its call
+	newest := -1
+	for _, p := range e.idx {
 		m := h.at(p).msg
-		u := unit{pos: []int{p}, keep: keep[m.ID] || isPinned(m)}
+		k := keep[m.ID] || isPinned(m)
+		// A result joins its call's unit, wherever it stands: a message a
+		// middleware put in between must not split them.
+		if m.Role == pipeline.RoleTool {
+			if j, ok := callUnit[m.ToolCallID]; ok {
+				out[j].pos = append(out[j].pos, p)
+				out[j].keep = out[j].keep || k
+				newest = j
+				continue
+			}
+		}
+		u := unit{pos: []int{p}, keep: k}
 		if firstUser && m.Role == pipeline.RoleUser && !isSummary(m) {
 			u.keep, firstUser = true, false
 		}
-		if len(m.ToolCalls) > 0 {
-			calls := map[string]bool{}
-			for _, c := range m.ToolCalls {
-				calls[c.ID] = true
-			}
-			for i+1 < len(e.idx) {
-				r := h.at(e.idx[i+1]).msg
-				if r.Role != pipeline.RoleTool || !calls[r.ToolCallID] {
-					break
-				}
-				i++
-				u.pos = append(u.pos, e.idx[i])
-				u.keep = u.keep || keep[r.ID] || isPinned(r)
-			}
+		for _, c := range m.ToolCalls {
+			callUnit[c.ID] = len(out)
 		}
 		out = append(out, u)
+		newest = len(out) - 1
 	}
-	if len(out) > 0 {
-		out[len(out)-1].keep = true // the newest: what the model answers
+	if newest >= 0 {
+		out[newest].keep = true // the newest: what the model answers
 	}
 	return out, nil
 }
@@ -187,6 +188,12 @@ func (a *agent) keepSet(ts *turnState) (map[string]bool, error) {
 				waiting = append(waiting, d.ChildTaskID)
 			}
 		}
+	}
+	// The turn's own input (the request it answers) and what the caller
+	// asked to keep.
+	keep[ts.inputID] = true
+	for id := range ts.keepIDs {
+		keep[id] = true
 	}
 	h := &ts.inst.hist
 	for _, p := range h.effective().idx {

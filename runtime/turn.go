@@ -41,6 +41,13 @@ type turnState struct {
 	text     strings.Builder
 	calls    []partialCall
 	agents   callerAgents // the turn's ctx.agents
+	// inputID is the ID of the turn's input message, which reductions keep;
+	// keepIDs are more messages a reduction must keep (the summary just
+	// written). sentTokens is the effective history's token count when the
+	// model was last called, when counting is on.
+	inputID    string
+	keepIDs    map[string]bool
+	sentTokens int
 	// The delegation task the turn works on ("" if none), the tasks above
 	// it, and the delegations its tool calls made (delegation.go).
 	taskID    string
@@ -75,6 +82,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	if err := ts.conv.append(&input); err != nil {
 		return nil, err
 	}
+	ts.inputID = ts.inst.hist.at(ts.inst.hist.len() - 1).msg.ID
 	if in.Kind == pipeline.InputResume {
 		// The resume is on record before anything else of the turn runs:
 		// the stored message is what says the paused turn was resumed.
@@ -214,6 +222,9 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 	req := &ts.req
 	req.Step = s.Index()
 	req.Messages = effectiveView{&ts.inst.hist} // what the marks leave (effective.go)
+	if h := &ts.inst.hist; h.eff.count != nil {
+		ts.sentTokens = h.effective().tokens
+	}
 	req.Tools = s.Tools().Tools()
 	stream, err := a.model.Stream(ctx, req)
 	if err != nil {
