@@ -102,7 +102,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = defaultHTTPClient()
+		hc = model.HTTPClient()
 	}
 	p := &Provider{cfg: cfg}
 	p.client = sdk.NewClient(
@@ -114,16 +114,6 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-// defaultHTTPClient is what the SDK would use: Go's default transport with
-// a bound on the wait for response headers, which does not limit a stream.
-func defaultHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = 10 * time.Minute
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
-}
 
 // Stream sends req and returns the stream of its response. A failure to
 // open the stream is returned as a [*model.Error] (or, when ctx ended, an

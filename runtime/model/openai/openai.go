@@ -127,7 +127,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = defaultHTTPClient()
+		client = model.HTTPClient()
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),
@@ -147,18 +147,6 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-// defaultHTTPClient is like the SDK's default client: the default
-// transport's settings, and a bound on the wait for response headers so
-// that a server that accepts a connection and never answers does not hang
-// a call forever.
-func defaultHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = 10 * time.Minute
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
-}
 
 // Stream sends req and returns the stream of its answer. A failure before
 // the answer starts is returned as a [*model.Error], or as ctx's error when
