@@ -114,7 +114,6 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-
 // Stream sends req and returns the stream of its response. A failure to
 // open the stream is returned as a [*model.Error] (or, when ctx ended, an
 // error matching ctx's error with errors.Is).

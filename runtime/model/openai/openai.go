@@ -147,7 +147,6 @@ func New(cfg Config) (*Provider, error) {
 	return p, nil
 }
 
-
 // Stream sends req and returns the stream of its answer. A failure before
 // the answer starts is returned as a [*model.Error], or as ctx's error when
 // ctx is done.
