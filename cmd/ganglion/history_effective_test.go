@@ -3,9 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -129,5 +133,75 @@ func TestHistoryEffective(t *testing.T) {
 	r = runCLI(t, "", "history", dir, "--data", data, "--effective", "--instance", "nobody")
 	if r.code != exitOK || r.stdout != "" || r.stderr != "no messages stored for agent \"a\" instance \"nobody\"\n" {
 		t.Errorf("empty instance: %+v", r)
+	}
+}
+
+// TestRunShowsCondensing: run tells when the history the model sees was
+// condensed.
+func TestRunShowsCondensing(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(`model: {provider: scripted, script: script.yaml, context_window: 300, max_output_tokens: 20}
+agents:
+  - name: a
+    extensions: [{name: condense}]
+`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  a:
+    turns:
+      - match: "^(user|assistant): "
+        steps: [{text: "They shared many facts."}]
+    fallback:
+      steps: [{text: "Noted: {{ .Input }}"}]
+`), 0o644))
+	var out strings.Builder
+	for i := 1; i <= 12; i++ {
+		r := runCLI(t, "", "run", dir, "--data", data, fmt.Sprintf("fact %d: the quick brown fox jumps over the lazy dog", i))
+		if r.code != exitOK {
+			t.Fatalf("run %d: exit %d\n%s%s", i, r.code, r.stdout, r.stderr)
+		}
+		out.WriteString(r.stdout)
+	}
+	if !regexp.MustCompile(`(?m)^\[context\] \d+ messages summarised: the model now sees \d+ of \d+$`).MatchString(out.String()) {
+		t.Errorf("no [context] line in:\n%s", out.String())
+	}
+}
+
+// TestRunShowsRetry: run tells when a model call is retried, and never
+// shows the key.
+func TestRunShowsRetry(t *testing.T) {
+	const key = "sk-cli-canary-93b1d7e4"
+	t.Setenv("CLI_TEST_KEY", key)
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After-Ms", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hello\"}}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n")
+		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte("model: {provider: openai, name: m, base_url: "+srv.URL+", api_key_env: CLI_TEST_KEY}\nagents: [{name: a}]\n"), 0o644))
+	for _, args := range [][]string{{}, {"--json"}} {
+		r := runCLI(t, "", append([]string{"run", dir, "--data", filepath.Join(dir, "data"), "hi"}, args...)...)
+		if r.code != exitOK {
+			t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stdout+r.stderr, key) {
+			t.Errorf("the key is in the output:\n%s%s", r.stdout, r.stderr)
+		}
+		if len(args) == 0 && r.stdout != "[retry] rate limited; trying again in 1 ms (1 of 5)\nhello\n" {
+			t.Errorf("stdout = %q", r.stdout)
+		}
+		if len(args) == 1 && !strings.Contains(r.stdout, `"topic":"model.retry"`) {
+			t.Errorf("no model.retry event in --json output:\n%s", r.stdout)
+		}
+		calls.Store(0)
 	}
 }

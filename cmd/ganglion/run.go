@@ -399,6 +399,15 @@ func (p *printer) event(ev events.Event) {
 		} else {
 			fmt.Fprintf(p.w, "[tool] %s -> %s\n", data["tool"], summary(content))
 		}
+	case events.ContextCondensed:
+		p.endLine()
+		fmt.Fprintf(p.w, "[context] %v messages summarised: the model now sees %v of %v\n", data["condensed"], data["after"], data["before"])
+	case events.ContextTruncated:
+		p.endLine()
+		fmt.Fprintf(p.w, "[context] the oldest messages left out (%v): the model now sees %v of %v\n", data["reason"], data["after"], data["before"])
+	case events.ModelRetry:
+		p.endLine()
+		fmt.Fprintf(p.w, "[retry] %v; trying again in %v ms (%v of %v)\n", data["kind"], data["delay_ms"], data["attempt"], data["max_retries"])
 	}
 }
 
