@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tiktoken-go/tokenizer"
@@ -73,6 +74,8 @@ type condenser struct {
 
 	mu  sync.Mutex
 	obs map[string]observation // by instance key: the last call's reported size
+
+	sysTokens atomic.Int64 // the system prompt's count plus one; 0 until counted
 }
 
 // observation is what the provider said the last prompt cost, next to what
@@ -232,12 +235,18 @@ func (c *condenser) counted(ts *turnState) int {
 	return ts.inst.hist.effective().tokens + c.systemTokens(ts)
 }
 
-// systemTokens counts the agent's system prompt.
+// systemTokens counts the agent's system prompt, once: it does not change,
+// and counting costs microseconds per step.
 func (c *condenser) systemTokens(ts *turnState) int {
-	if ts.agent.system == "" {
-		return 0
+	if n := c.sysTokens.Load(); n > 0 {
+		return int(n - 1)
 	}
-	return countTokens(&pipeline.Message{Content: ts.agent.system})
+	n := 0
+	if ts.agent.system != "" {
+		n = countTokens(&pipeline.Message{Content: ts.agent.system})
+	}
+	c.sysTokens.Store(int64(n) + 1)
+	return n
 }
 
 // estimate corrects the local count with the last reported one.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -397,7 +398,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		return nil
 	}
 	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now}
-	if utf8Len(answer) > ReportLimit {
+	if utf8.RuneCountInString(answer) > ReportLimit {
 		file, err := r.saveOutput(t.ID, answer)
 		if err != nil {
 			return fmt.Errorf("task %s: saving its long response: %w", t.ID, err)
@@ -463,14 +464,6 @@ func intMeta(v any) int {
 		return int(n)
 	}
 	return 0
-}
-
-func utf8Len(s string) int {
-	n := 0
-	for range s {
-		n++
-	}
-	return n
 }
 
 // saveOutput writes a long response to the outputs directory and returns
@@ -653,6 +646,7 @@ func (r *Runtime) WaitTasks(ctx context.Context) error {
 func (r *Runtime) block(agent, key string) {
 	r.flightMu.Lock()
 	r.blocked[instanceID{agent, key}] = true
+	r.nBlocked.Store(int32(len(r.blocked)))
 	r.flightMu.Unlock()
 }
 
@@ -660,10 +654,14 @@ func (r *Runtime) block(agent, key string) {
 // The runtime calls it after the instance's turns; it costs a map lookup
 // when nothing waits.
 func (r *Runtime) unblock(agent, key string) {
+	if r.nBlocked.Load() == 0 {
+		return // every turn calls this: no shared lock when nothing waits
+	}
 	r.flightMu.Lock()
 	id := instanceID{agent, key}
 	was := r.blocked[id]
 	delete(r.blocked, id)
+	r.nBlocked.Store(int32(len(r.blocked)))
 	r.flightMu.Unlock()
 	if was {
 		r.kickTasks(context.Background(), agent, key)

@@ -1874,11 +1874,8 @@ agents:
 	waitNoTasks(t, h.rt)
 }
 
-// TestDelegationToPausedInstance: a task for an instance paused by a
-// human's pending item waits, and runs once the instance resumes.
-func TestDelegationToPausedInstance(t *testing.T) {
-	ctx := context.Background()
-	h := newHarness(t, askerConfig, `
+// askerScript: lead delegates to asker, which asks a human when told to.
+const askerScript = `
 agents:
   lead:
     turns:
@@ -1902,7 +1899,13 @@ agents:
               required: true
               [/USER_QUESTION]
     fallback: {steps: [{text: "task done"}]}
-`, runtime.WithoutExpiryTimer())
+`
+
+// TestDelegationToPausedInstance: a task for an instance paused by a
+// human's pending item waits, and runs once the instance resumes.
+func TestDelegationToPausedInstance(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, askerConfig, askerScript, runtime.WithoutExpiryTimer())
 	if res := h.mustSend("asker", "k", "please ask"); res.FinishReason != pipeline.FinishPaused {
 		t.Fatalf("asker = %+v", res)
 	}
@@ -2001,31 +2004,7 @@ func (p *pausedHook) Deliver(ctx context.Context, agent, key string, in pipeline
 func TestDelegationPausedInstanceResumesMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	hook := &pausedHook{}
-	h := newHarness(t, askerConfig, `
-agents:
-  lead:
-    turns:
-      - match: "Delegation report"
-        steps: [{text: "Final: {{ .Input }}"}]
-    fallback:
-      steps:
-        - tool_calls: [{name: call_agent, args: {agent_id: asker, message: "the task"}}]
-        - text: "waiting"
-  asker:
-    turns:
-      - match: "^Answer to your question"
-        steps: [{text: "resumed"}]
-      - match: "^please ask"
-        steps:
-          - text: |
-              [USER_QUESTION]
-              category: clarification
-              question: How old?
-              default: 30
-              required: true
-              [/USER_QUESTION]
-    fallback: {steps: [{text: "task done"}]}
-`, runtime.WithoutExpiryTimer(), runtime.WithTransport(hook))
+	h := newHarness(t, askerConfig, askerScript, runtime.WithoutExpiryTimer(), runtime.WithTransport(hook))
 	hook.rt = h.rt
 	if res := h.mustSend("asker", "k", "please ask"); res.FinishReason != pipeline.FinishPaused {
 		t.Fatalf("asker = %+v", res)

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -84,6 +85,7 @@ type Runtime struct {
 	inFlight  map[string]bool                 // tasks whose turn a goroutine runs
 	again     map[string]bool                 // tasks asked to run while in flight: run again after
 	blocked   map[instanceID]bool             // paused instances that tasks wait for
+	nBlocked  atomic.Int32                    // len(blocked), read without the lock by every turn
 	idle      chan struct{}                   // closed when inFlight empties; nil if nobody waits
 	bg        context.Context                 // task turns run under it; Close cancels it
 	bgCancel  context.CancelFunc

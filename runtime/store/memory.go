@@ -35,7 +35,7 @@ type Memory struct {
 	mu      sync.RWMutex
 	agents  map[string]map[string]*memInstance // agent → instance key → instance
 	pending map[string]PendingRecord           // pending items by ID
-	tasks   map[string]TaskRecord              // delegation tasks by ID
+	tasks   map[string]PendingRecord           // delegation tasks by ID (as TaskRecord)
 	// secrets are kept apart from agents so that they do not make an
 	// instance exist (see Store.Instances). No inner map is empty.
 	secrets map[instanceID]map[string][]byte // instance → name → sealed value

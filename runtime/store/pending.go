@@ -37,12 +37,24 @@ func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool
 	if err := m.ready(ctx, ValidateName("pending item ID", id)); err != nil {
 		return PendingRecord{}, false, err
 	}
+	return m.getByID(pendingTable, id)
+}
+
+// A table picks the map of records by ID (pending items or tasks); it is
+// read under m.mu, since a map is made on first use.
+type table func(*Memory) map[string]PendingRecord
+
+func pendingTable(m *Memory) map[string]PendingRecord { return m.pending }
+func taskTable(m *Memory) map[string]PendingRecord    { return m.tasks }
+
+// getByID returns the record with id in table, a copy.
+func (m *Memory) getByID(table table, id string) (PendingRecord, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
 		return PendingRecord{}, false, ErrClosed
 	}
-	r, ok := m.pending[id]
+	r, ok := table(m)[id]
 	r.Data = bytes.Clone(r.Data)
 	return r, ok, nil
 }
@@ -52,13 +64,19 @@ func (m *Memory) ListPending(ctx context.Context, agent, key string) ([]PendingR
 	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
+	return m.listByID(pendingTable, agent, key)
+}
+
+// listByID returns the records of table that belong to agent's instance
+// key, copies, sorted by ID.
+func (m *Memory) listByID(table table, agent, key string) ([]PendingRecord, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
 		return nil, ErrClosed
 	}
 	var out []PendingRecord
-	for _, r := range m.pending {
+	for _, r := range table(m) {
 		if r.matches(agent, key) {
 			r.Data = bytes.Clone(r.Data)
 			out = append(out, r)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -42,11 +41,11 @@ func (m *Memory) CommitTasks(ctx context.Context, put []TaskRecord, del []string
 // putTasks stores put. m.mu is held for writing.
 func (m *Memory) putTasks(put []TaskRecord) {
 	if len(put) > 0 && m.tasks == nil {
-		m.tasks = map[string]TaskRecord{}
+		m.tasks = map[string]PendingRecord{}
 	}
 	for _, r := range put {
 		r.Data = bytes.Clone(r.Data) // callers reuse buffers
-		m.tasks[r.ID] = r
+		m.tasks[r.ID] = PendingRecord(r)
 	}
 }
 
@@ -55,14 +54,8 @@ func (m *Memory) GetTask(ctx context.Context, id string) (TaskRecord, bool, erro
 	if err := m.ready(ctx, ValidateName("task ID", id)); err != nil {
 		return TaskRecord{}, false, err
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.agents == nil {
-		return TaskRecord{}, false, ErrClosed
-	}
-	r, ok := m.tasks[id]
-	r.Data = bytes.Clone(r.Data)
-	return r, ok, nil
+	r, ok, err := m.getByID(taskTable, id)
+	return TaskRecord(r), ok, err
 }
 
 // ListTasks implements [Store].
@@ -70,20 +63,17 @@ func (m *Memory) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord
 	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.agents == nil {
-		return nil, ErrClosed
+	recs, err := m.listByID(taskTable, agent, key)
+	return tasksOf(recs), err
+}
+
+// tasksOf converts records read by ID into tasks.
+func tasksOf(recs []PendingRecord) []TaskRecord {
+	out := make([]TaskRecord, len(recs))
+	for i, r := range recs {
+		out[i] = TaskRecord(r)
 	}
-	var out []TaskRecord
-	for _, r := range m.tasks {
-		if (*PendingRecord)(&r).matches(agent, key) {
-			r.Data = bytes.Clone(r.Data)
-			out = append(out, r)
-		}
-	}
-	slices.SortFunc(out, func(a, b TaskRecord) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return out
 }
 
 // checkTasks refuses a CommitTasks a store cannot apply: an invalid record
@@ -171,9 +161,5 @@ func (s *Badger) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}
-	out := make([]TaskRecord, len(recs))
-	for i, r := range recs {
-		out[i] = TaskRecord(r)
-	}
-	return out, nil
+	return tasksOf(recs), nil
 }
