@@ -93,6 +93,13 @@ func WithSyncWrites(on bool) BadgerOption {
 // OpenBadger opens the store in directory dir, creating the directory and
 // the store if need be.
 //
+// A process killed while Badger was creating a file can leave that file
+// empty, and Badger's first open of such a directory fails ("while opening
+// memtables ... Create a new file") where a second succeeds. OpenBadger
+// recognises that failure, opens again (a few times at most) and logs a
+// warning through the logger of [WithLogger]; the empty file held no data,
+// so nothing is lost.
+//
 // # Errors
 //
 // Only one process, and one Badger in a process, may hold a directory: if
@@ -145,13 +152,30 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*Badger,
 		// Badger's metrics are process-wide expvars; nothing reads them.
 		WithMetricsEnabled(false)
 	db, err := badger.Open(bopts)
-	// The directory's lock is a flock, shared by every process that holds
-	// its file open. A child this process forks (execute_command) holds it
-	// for the instant between fork and exec, so a lock that a Close in this
-	// process has just released can still look taken: wait a little before
-	// concluding that another process has it.
-	for wait := 10 * time.Millisecond; err != nil && isLockError(err) && wait <= 320*time.Millisecond; wait *= 2 {
-		time.Sleep(wait)
+	wait, retries := 10*time.Millisecond, 0
+retry:
+	for err != nil {
+		switch {
+		// The directory's lock is a flock, shared by every process that
+		// holds its file open. A child this process forks (execute_command)
+		// holds it for the instant between fork and exec, so a lock that a
+		// Close in this process has just released can still look taken:
+		// wait a little before concluding that another process has it.
+		case isLockError(err) && wait <= 320*time.Millisecond:
+			time.Sleep(wait)
+			wait *= 2
+		// Badger's first open of an empty file a crash left behind sizes
+		// the file, then fails; the next open reads it as the empty log it
+		// is. See isEmptyFileError.
+		case isEmptyFileError(err) && retries < maxEmptyFileRetries:
+			retries++
+			if c.logger != nil {
+				c.logger.Warn("store: opening the data directory again: the first try met an empty file that a crash left behind",
+					"dir", dir, "attempt", retries, "err", err)
+			}
+		default:
+			break retry
+		}
 		db, err = badger.Open(bopts)
 	}
 	if err != nil {
@@ -162,6 +186,27 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*Badger,
 		return nil, err
 	}
 	return &Badger{db: db, dir: dir}, nil
+}
+
+// maxEmptyFileRetries bounds how many times openBadger opens a directory
+// again after [isEmptyFileError]. Each retry gets past one empty file, and a
+// crash leaves at most one memtable and one value log file empty; the rest
+// is margin.
+const maxEmptyFileRetries = 4
+
+// isEmptyFileError reports whether err is Badger failing to open a
+// directory because a memtable (.mem) or value log (.vlog) file in it is
+// empty. Badger creates such a file, then sizes it, so a process killed in
+// between leaves it empty. Opening it, Badger sizes it and writes its header,
+// but then takes the "new file" signal of its mmap layer (z.NewFile, "Create
+// a new file") for a failure and gives up; the next open finds a sized file
+// with no entries and goes on. No data is lost: the file was empty. (Badger
+// issue 2207.) Badger flattens the cause into its text, so the text is all
+// there is.
+func isEmptyFileError(err error) bool {
+	msg := err.Error()
+	return strings.HasSuffix(msg, "Create a new file") &&
+		(strings.HasPrefix(msg, "while opening memtables") || strings.HasPrefix(msg, "During db.vlog.open"))
 }
 
 // isLockError reports whether err is Badger failing to lock its directory.
@@ -564,7 +609,17 @@ func (b badgerLogger) log(level slog.Level, format string, args []any) {
 	if !b.l.Enabled(ctx, level) {
 		return
 	}
-	b.l.Log(ctx, level, "badger: "+strings.TrimSpace(fmt.Sprintf(format, args...)))
+	msg := strings.TrimSpace(fmt.Sprintf(format, args...))
+	// Badger reports the failed open that openBadger retries (see
+	// isEmptyFileError) as an error; openBadger says what happened at
+	// warning level, so here it is detail.
+	if level == slog.LevelError && strings.HasPrefix(msg, "Received err: ") && strings.HasSuffix(msg, "Create a new file. Cleaning up...") {
+		level = slog.LevelDebug
+		if !b.l.Enabled(ctx, level) {
+			return
+		}
+	}
+	b.l.Log(ctx, level, "badger: "+msg)
 }
 
 func (b badgerLogger) Errorf(f string, a ...any)   { b.log(slog.LevelError, f, a) }
