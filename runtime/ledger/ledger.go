@@ -139,6 +139,15 @@ func New(st store.Store, opts ...Option) *Ledger {
 // Create stores it as a new pending item and returns it with its ID, status
 // and timestamps. An ID of its own is kept if valid and unused.
 func (l *Ledger) Create(ctx context.Context, it Item) (Item, error) {
+	return l.CreateWith(ctx, it, func(r store.PendingRecord) error { return l.st.PutPending(ctx, r) })
+}
+
+// CreateWith is [Ledger.Create] with the writing left to commit, which
+// must store r, and may store it together with other changes in one
+// transaction (see [store.Batch.Pending]): a turn that pauses commits the
+// message that asks and the item that waits for the answer at once. If
+// commit fails, the item does not exist and its error is returned.
+func (l *Ledger) CreateWith(ctx context.Context, it Item, commit func(r store.PendingRecord) error) (Item, error) {
 	if it.Kind == "" {
 		return Item{}, errors.New("ledger: an item needs a kind")
 	}
@@ -160,8 +169,12 @@ func (l *Ledger) Create(ctx context.Context, it Item) (Item, error) {
 	now := l.now()
 	it.Status, it.Open, it.Answer, it.Reason, it.Message, it.Fails, it.ResumedBy = Pending, true, "", "", "", false, ""
 	it.CreatedAt, it.UpdatedAt = now, now
-	if err := l.put(ctx, it); err != nil {
+	r, err := record(it)
+	if err != nil {
 		return Item{}, err
+	}
+	if err := commit(r); err != nil {
+		return Item{}, fmt.Errorf("ledger: %w", err)
 	}
 	l.publish("pending.created", it)
 	return it, nil
@@ -300,14 +313,23 @@ func (l *Ledger) MarkResumed(ctx context.Context, ids []string, turnID string) e
 }
 
 func (l *Ledger) put(ctx context.Context, it Item) error {
-	data, err := json.Marshal(it)
+	r, err := record(it)
 	if err != nil {
-		return fmt.Errorf("ledger: encode pending item %q: %w", it.ID, err)
+		return err
 	}
-	if err := l.st.PutPending(ctx, store.PendingRecord{ID: it.ID, Agent: it.Agent, Instance: it.Instance, Data: data}); err != nil {
+	if err := l.st.PutPending(ctx, r); err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
+}
+
+// record encodes it as the store keeps it.
+func record(it Item) (store.PendingRecord, error) {
+	data, err := json.Marshal(it)
+	if err != nil {
+		return store.PendingRecord{}, fmt.Errorf("ledger: encode pending item %q: %w", it.ID, err)
+	}
+	return store.PendingRecord{ID: it.ID, Agent: it.Agent, Instance: it.Instance, Data: data}, nil
 }
 
 func (l *Ledger) publish(topic string, it Item) {

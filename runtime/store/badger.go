@@ -376,6 +376,15 @@ func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
 				return fmt.Errorf("write meta: %w", err)
 			}
 		}
+		for _, r := range b.Pending {
+			v, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("encode pending item %q: %w", r.ID, err)
+			}
+			if err := txn.Set(pendingKey(r.ID), v); err != nil {
+				return fmt.Errorf("write pending item %q: %w", r.ID, err)
+			}
+		}
 		return setTasks(txn, b.Tasks)
 	})
 	switch {

@@ -243,6 +243,13 @@ func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
 	}
 	m.prune(agent, key, in)
 	m.putTasks(b.Tasks)
+	if len(b.Pending) > 0 && m.pending == nil {
+		m.pending = map[string]PendingRecord{}
+	}
+	for _, r := range b.Pending {
+		r.Data = bytes.Clone(r.Data) // callers reuse buffers
+		m.pending[r.ID] = r
+	}
 	return nil
 }
 

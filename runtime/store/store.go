@@ -50,6 +50,11 @@ type Batch struct {
 	// with their IDs: a turn's call_agent results and the tasks they
 	// create are committed together (see [Store.CommitTasks]).
 	Tasks []TaskRecord
+	// Pending are pending items stored with the changes, replacing those
+	// with their IDs: the message that asks a human something and the item
+	// that waits for the answer are committed together, so a crash cannot
+	// leave one without the other (see [Store.PutPending]).
+	Pending []PendingRecord
 }
 
 // check refuses a batch that cannot be stored as it is.
@@ -59,12 +64,17 @@ func (b *Batch) check() error {
 			return fmt.Errorf("store: record %d has no message", r.Seq)
 		}
 	}
+	for i := range b.Pending {
+		if err := b.Pending[i].check(); err != nil {
+			return err
+		}
+	}
 	return checkTasks(b.Tasks, nil)
 }
 
 // Empty reports whether b changes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0
+	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0 && len(b.Pending) == 0
 }
 
 // Store persists instances: their history, their meta, their extensions'

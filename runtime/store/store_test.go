@@ -269,6 +269,7 @@ var conformance = []struct {
 	{"commit is atomic", testAtomicCommit},
 	{"state", testState},
 	{"pending items", testPending},
+	{"pending items with a batch", testPendingInBatch},
 	{"tasks", testTasks},
 	{"secrets", testSecrets},
 	{"secrets alone are neither listed nor found", testSecretsAreNotInstances},
@@ -670,6 +671,31 @@ func testPending(t *testing.T, s store.Store) {
 	}
 	if got := ids("", ""); got != "q1,q2,q3,q4" {
 		t.Errorf("refused puts changed the store: %q", got)
+	}
+}
+
+// testPendingInBatch commits a message and the pending item it opens in one
+// batch: both are stored, and a batch refused for its item stores neither.
+func testPendingInBatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	item := store.PendingRecord{ID: "q1", Agent: "a", Instance: "k", Data: json.RawMessage(`{"status":"pending"}`)}
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "question")}, Meta: meta(1, 1), Pending: []store.PendingRecord{item}})
+	wantInstance(t, s, "a", "k", meta(1, 1), []store.Record{rec(0, "question")})
+	if r, found, err := s.GetPending(ctx, "q1"); err != nil || !found || string(r.Data) != `{"status":"pending"}` {
+		t.Fatalf("GetPending(q1) = %+v, %v, %v", r, found, err)
+	}
+
+	bad := store.PendingRecord{ID: "q2", Agent: "a", Instance: "k", Data: json.RawMessage(`{`)}
+	err := s.Commit(ctx, "a", "k", store.Batch{Put: []store.Record{rec(1, "second")}, Meta: meta(2, 2), Pending: []store.PendingRecord{bad}})
+	if want := `store: pending item "q2": data is not valid JSON`; err == nil || err.Error() != want {
+		t.Fatalf("commit with a bad item: err = %v, want %q", err, want)
+	}
+	wantInstance(t, s, "a", "k", meta(1, 1), []store.Record{rec(0, "question")})
+	if _, found, _ := s.GetPending(ctx, "q2"); found {
+		t.Fatal("a refused batch stored its pending item")
+	}
+	if (&store.Batch{Pending: []store.PendingRecord{item}}).Empty() {
+		t.Error("a batch with only a pending item is Empty")
 	}
 }
 
