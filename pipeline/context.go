@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 )
 
@@ -157,6 +159,7 @@ type StepContext struct {
 	index    int
 	catalog  ToolCatalog
 	watchers []func(delta string)
+	onReply  []func(ctx context.Context, m *Message) error
 	p        *Pipeline
 	cur      cursor[*StepResult]
 }
@@ -171,7 +174,7 @@ func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
 
 // Init makes s the context of step index of turn t; see [TurnContext.Reset].
 func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
-	*s = StepContext{turn: t, watchers: s.watchers[:0], cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0]}}
+	*s = StepContext{turn: t, watchers: s.watchers[:0], onReply: s.onReply[:0], cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0]}}
 	s.Reset(index, tools)
 }
 
@@ -181,6 +184,8 @@ func (s *StepContext) Reset(index int, tools []Tool) {
 	s.catalog.Reset(tools)
 	clear(s.watchers)
 	s.watchers = s.watchers[:0]
+	clear(s.onReply)
+	s.onReply = s.onReply[:0]
 }
 
 // WatchText calls fn with each piece of the model's text as it streams in
@@ -200,6 +205,30 @@ func (s *StepContext) PublishText(delta string) {
 	for _, fn := range s.watchers {
 		fn(delta)
 	}
+}
+
+// WatchReply calls fn once the model's reply of this step is complete,
+// before [StepContext.Next] returns: after the reply joined the
+// conversation, but before it is stored and before any tool it asks for
+// runs. What fn stores through the Extension API (a pending item that a
+// question in the reply opens) is so committed together with the reply, and
+// a crash cannot keep one without the other. fn must not change m. An error
+// from fn fails the step, as an error of the middleware would, and no tool
+// runs. fn is not called when a middleware inside answers the step itself.
+func (s *StepContext) WatchReply(fn func(ctx context.Context, m *Message) error) {
+	s.onReply = append(s.onReply, fn)
+}
+
+// PublishReply calls the functions registered with [StepContext.WatchReply]
+// in order, and returns the first error. The runtime calls it once per
+// step; middleware has no use for it.
+func (s *StepContext) PublishReply(ctx context.Context, m *Message) error {
+	for _, fn := range s.onReply {
+		if err := fn(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Watching reports whether any function watches the step's text.
@@ -253,6 +282,10 @@ type ToolCallInfo struct {
 	Host  any
 	// Input is the event that started the turn.
 	Input InputEvent
+	// MessageID is the ID of the stored message whose tool calls hold this
+	// one; with the agent, the instance and the call's ID it names the call
+	// for good (see [ToolCallContext.IdempotencyKey]).
+	MessageID string
 }
 
 // ToolCallContext is the context of one tool call, given to toolCall
@@ -294,6 +327,30 @@ func (c *ToolCallContext) Step() int { return c.info.Step }
 // Input returns the event that started the turn: who started it (a user,
 // another agent and its call chain, a resume), not something to change.
 func (c *ToolCallContext) Input() InputEvent { return c.info.Input }
+
+// IdempotencyKey returns a key that names this tool call for good: the same
+// for every run of the call (a call resumed after an approval, or one asked
+// again after a restart) and different for any other call, even one a
+// provider gave the same ID. A tool whose effect must not happen twice
+// records the key with the effect and skips a key it has seen; the runtime
+// never re-runs a call on its own, but an agent or a human may ask again.
+// The key is "gk-" and 32 hex digits; execute_command receives it as the
+// environment variable GANGLION_IDEMPOTENCY_KEY.
+func (c *ToolCallContext) IdempotencyKey() string {
+	return IdempotencyKey(c.info.Agent, c.info.InstanceKey, c.info.MessageID, c.info.Call.ID)
+}
+
+// IdempotencyKey is the key [ToolCallContext.IdempotencyKey] returns for
+// call callID of the stored message messageID of agent's instance key.
+func IdempotencyKey(agent, instanceKey, messageID, callID string) string {
+	h := sha256.New()
+	for _, part := range [...]string{agent, instanceKey, messageID, callID} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	var sum [sha256.Size]byte
+	return "gk-" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
 
 // CallID returns the provider's ID of the call.
 func (c *ToolCallContext) CallID() string { return c.info.Call.ID }

@@ -84,7 +84,8 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	if err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
-	if err := in.loadPaused(ctx, in.agent.rt.ledger); err != nil {
+	calls, err := in.loadPaused(ctx, in.agent.rt.ledger)
+	if err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
 	in.dropSecrets()
@@ -98,6 +99,11 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 		}
 	}
 	in.loaded = true
+	// A call the history shows without its result was running when the
+	// process stopped: it gets its "interrupted" result now.
+	if err := in.closeInterrupted(context.WithoutCancel(ctx), st, calls); err != nil {
+		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	}
 	return nil
 }
 
@@ -122,7 +128,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	err := st.Commit(ctx, in.agent.name, in.key, in.pending)
 	in.pending.Put = in.pending.Put[:0]
 	in.pending.Delete = in.pending.Delete[:0]
-	in.pending.Meta, in.pending.Tasks = nil, nil
+	in.pending.Meta, in.pending.Tasks, in.pending.Pending = nil, nil, nil
 	if err != nil {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false

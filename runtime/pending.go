@@ -12,6 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/ledger"
+	"github.com/ganglion-dev/ganglion/runtime/store"
 )
 
 var (
@@ -58,11 +59,12 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 	if timeout > 0 {
 		it.ExpiresAt = a.rt.now().Add(timeout)
 	}
-	// The history the item points to is stored before the item.
-	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
-		return ledger.Item{}, err
-	}
-	created, err := a.rt.ledger.Create(ts.storeCtx, it)
+	// The item is stored with the history it points to, in one commit: a
+	// crash keeps both (the instance is paused) or neither.
+	created, err := a.rt.ledger.CreateWith(ts.storeCtx, it, func(r store.PendingRecord) error {
+		ts.inst.pending.Pending = append(ts.inst.pending.Pending, r)
+		return ts.inst.flush(ts.storeCtx, a.rt.store)
+	})
 	if err != nil {
 		return ledger.Item{}, err
 	}
@@ -132,21 +134,22 @@ type resumeCall struct {
 	it ledger.Item
 }
 
-// call finds the paused call in the history.
-func (rc *resumeCall) call() (pipeline.ToolCall, bool) {
+// call finds the paused call in the history, and the ID of its message.
+func (rc *resumeCall) call() (pipeline.ToolCall, string, bool) {
 	h := &rc.ts.inst.hist
 	for i := h.len() - 1; i >= 0; i-- {
-		for _, c := range h.at(i).msg.ToolCalls {
+		m := h.at(i).msg
+		for _, c := range m.ToolCalls {
 			if c.ID == rc.it.CallID {
-				return c, true
+				return c, m.ID, true
 			}
 		}
 	}
-	return pipeline.ToolCall{}, false
+	return pipeline.ToolCall{}, "", false
 }
 
 func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
-	c, ok := rc.call()
+	c, msgID, ok := rc.call()
 	if !ok {
 		return nil, fmt.Errorf("the call %s is not in the history", rc.it.CallID)
 	}
@@ -156,7 +159,7 @@ func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
 		return nil, err
 	}
 	var out pipeline.ToolResult
-	err := rc.a.runTool(ctx, ts, &ts.step, &ts.call, c, &out)
+	err := rc.a.runTool(ctx, ts, &ts.step, &ts.call, msgID, c, &out)
 	return &out, err
 }
 
@@ -475,17 +478,25 @@ func (r *Runtime) recoverResumes(ctx context.Context) error {
 }
 
 // loadPaused reads which of the instance's items are open, once, when the
-// instance is loaded.
-func (in *instance) loadPaused(ctx context.Context, l *ledger.Ledger) error {
+// instance is loaded. It returns the open items that wait on a tool call,
+// by call ID.
+func (in *instance) loadPaused(ctx context.Context, l *ledger.Ledger) (map[string]string, error) {
 	items, err := l.List(ctx, ledger.Filter{Agent: in.agent.name, Instance: in.key, Open: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	in.paused = make(map[string]string, len(items))
+	var calls map[string]string
 	for _, it := range items {
 		in.paused[it.ID] = it.TurnID
+		if it.CallID != "" {
+			if calls == nil {
+				calls = map[string]string{}
+			}
+			calls[it.CallID] = it.ID
+		}
 	}
-	return nil
+	return calls, nil
 }
 
 // pausedError is Send's refusal for a paused instance.

@@ -473,27 +473,39 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 
 func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	r := a.rt
-	inst.meta.Turns++
-	// Save the count even if the turn adds no message, so that turn IDs stay
-	// unique across restarts.
-	inst.metaDirty = true
 	// The instance's turns run one at a time, so its turn state is reused.
 	ts := &inst.ts
 	ts.agent, ts.inst = a, inst
-	ts.turnID = "turn-" + strconv.FormatInt(inst.meta.Turns, 10)
+	// A task's turn that a stop of the process cut short continues where
+	// it stopped, under its own ID, rather than running again (interrupt.go).
+	cont, again := inst.interrupted(in)
+	turn := cont.turn
+	if again {
+		ts.turnID = cont.turnID
+		in.Metadata = maps.Clone(in.Metadata)
+		in.Metadata[MetaContinues] = cont.turnID
+	} else {
+		inst.meta.Turns++
+		// Save the count even if the turn adds no message, so that turn
+		// IDs stay unique across restarts.
+		inst.metaDirty = true
+		turn = inst.meta.Turns
+		ts.turnID = "turn-" + strconv.FormatInt(turn, 10)
+	}
 	ts.storeCtx = context.WithoutCancel(ctx)
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.steps, ts.usage = 0, pipeline.Usage{}
 	ts.pauseAfterStep.Store(false)
-	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(inst.meta.Turns),
+	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(turn),
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput, Secret: ts.secretFn}
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)
 	a.beginTask(ts, in)
+	ts.cont = cont
 	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents})
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
-			Data: map[string]any{"kind": in.Kind, "text": in.Text}})
+			Data: map[string]any{"kind": in.Kind, "text": in.Text, "continues": again}})
 	}
 	res, err := a.pipe.RunTurn(ctx, tc)
 	// The usage of every step, also of a turn that failed later.

@@ -145,17 +145,23 @@ func (in *instance) dropSecrets() {
 	in.secretVals, in.redactor, in.secretsLoaded = nil, nil, false
 }
 
-// callEnv is the workspace's WithCallEnv: an instance's secrets as
-// environment variables of its commands.
+// IdempotencyKeyEnv is the environment variable that gives each
+// execute_command its call's idempotency key (see
+// [pipeline.ToolCallContext.IdempotencyKey]): a command whose effect must
+// not happen twice records it and skips a key it has seen.
+const IdempotencyKeyEnv = "GANGLION_IDEMPOTENCY_KEY"
+
+// callEnv is the workspace's WithCallEnv: the call's idempotency key, and
+// the instance's secrets, as environment variables of its commands.
 func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]string, error) {
 	ts, ok := c.Host().(*turnState)
-	if !ok || len(ts.inst.secretVals) == 0 {
+	if !ok {
 		return nil, nil
 	}
-	env := make([]string, 0, len(ts.inst.secretVals))
+	env := make([]string, 0, len(ts.inst.secretVals)+1)
 	for n, v := range ts.inst.secretVals {
 		env = append(env, n+"="+v)
 	}
 	slices.Sort(env)
-	return env, nil
+	return append(env, IdempotencyKeyEnv+"="+c.IdempotencyKey()), nil
 }

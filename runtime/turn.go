@@ -60,6 +60,9 @@ type turnState struct {
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.
 	pauseAfterStep atomic.Bool
+	// cont is the interrupted turn this one continues, if any
+	// (interrupt.go): its input is stored already, its steps counted.
+	cont continuation
 }
 
 type partialCall struct {
@@ -70,9 +73,15 @@ type partialCall struct {
 // turnHandler is the innermost turn handler: the loop of steps.
 func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
 	ts := t.Host().(*turnState)
+	if ts.cont.inputID != "" {
+		return a.steps(ctx, ts, t, ts.cont.inputID, ts.cont.steps+1)
+	}
 	in := t.Input()
 	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
-	if in.Kind == pipeline.InputResume {
+	if _, task := in.Metadata["taskId"]; task || in.Kind == pipeline.InputResume {
+		// The input says which turn it started: a resume, to mark the
+		// paused turn resumed; a task's, to continue the turn if a stop
+		// of the process cuts it short.
 		input.Metadata = maps.Clone(in.Metadata)
 		if input.Metadata == nil {
 			input.Metadata = map[string]any{}
@@ -82,7 +91,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	if err := ts.conv.append(&input); err != nil {
 		return nil, err
 	}
-	ts.inputID = ts.inst.hist.at(ts.inst.hist.len() - 1).msg.ID
+	inputID := ts.inst.hist.at(ts.inst.hist.len() - 1).msg.ID
 	if in.Kind == pipeline.InputResume {
 		// The resume is on record before anything else of the turn runs:
 		// the stored message is what says the paused turn was resumed.
@@ -98,9 +107,16 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 			}
 		}
 	}
+	return a.steps(ctx, ts, t, inputID, 1)
+}
+
+// steps runs the turn's steps from first on; inputID is the turn's input
+// message.
+func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContext, inputID string, first int) (*pipeline.TurnResult, error) {
+	ts.inputID = inputID
 	res := &pipeline.TurnResult{TurnID: ts.turnID} // the caller keeps it
-	ts.step.Init(t, 1, a.tools)
-	for step := 1; step <= a.maxSteps; step++ {
+	ts.step.Init(t, first, a.tools)
+	for step := first; step <= a.maxSteps; step++ {
 		ts.step.Reset(step, a.tools)
 		sr, err := a.pipe.RunStep(ctx, &ts.step)
 		if err != nil {
@@ -155,6 +171,11 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 		return nil, err
 	}
 	msg = *ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
+	// What middleware stores on reading the reply (the pending item of a
+	// question) commits with it, in the flush below or in its own.
+	if err := s.PublishReply(ctx, &msg); err != nil {
+		return nil, err
+	}
 	// The model's request for tools is stored before any tool runs, so a
 	// crash cannot run a tool whose call the history does not show.
 	if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
@@ -171,7 +192,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	}
 	// A failed toolCall middleware fails the turn, but only after every call's
 	// result is in the history.
-	results, toolErr := a.runTools(ctx, ts, s, msg.ToolCalls)
+	results, toolErr := a.runTools(ctx, ts, s, msg.ID, msg.ToolCalls)
 	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
 		err := ts.conv.append(&pipeline.Message{
@@ -319,31 +340,31 @@ func (ts *turnState) findCall(id string) *partialCall {
 // runTools runs the calls through the toolCall chain, concurrently when
 // there are several. Every call gets a result, so the history never holds a
 // tool call without its answer.
-func (a *agent) runTools(ctx context.Context, ts *turnState, s *pipeline.StepContext, calls []pipeline.ToolCall) ([]pipeline.ToolResult, error) {
+func (a *agent) runTools(ctx context.Context, ts *turnState, s *pipeline.StepContext, msgID string, calls []pipeline.ToolCall) ([]pipeline.ToolResult, error) {
 	// The step's results live until the next step, like its StepResult.
 	results := slices.Grow(ts.results[:0], len(calls))[:len(calls)]
 	ts.results = results
 	if len(calls) == 1 {
-		return results, a.runTool(ctx, ts, s, &ts.call, calls[0], &results[0])
+		return results, a.runTool(ctx, ts, s, &ts.call, msgID, calls[0], &results[0])
 	}
 	errs := make([]error, len(calls))
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			errs[i] = a.runTool(ctx, ts, s, new(pipeline.ToolCallContext), calls[i], &results[i])
+			errs[i] = a.runTool(ctx, ts, s, new(pipeline.ToolCallContext), msgID, calls[i], &results[i])
 		})
 	}
 	wg.Wait()
 	return results, errors.Join(errs...)
 }
 
-// runTool runs one call through the toolCall chain into *out, using cc as
-// its context.
-func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepContext, cc *pipeline.ToolCallContext, c pipeline.ToolCall, out *pipeline.ToolResult) error {
+// runTool runs one call of the stored message msgID through the toolCall
+// chain into *out, using cc as its context.
+func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepContext, cc *pipeline.ToolCallContext, msgID string, c pipeline.ToolCall, out *pipeline.ToolResult) error {
 	t, found := s.Tools().Lookup(c.Name)
 	cc.Reset(pipeline.ToolCallInfo{
 		Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Step: s.Index(),
-		Call: c, Tool: t, Found: found, Host: ts, Input: ts.turn.Input(),
+		Call: c, Tool: t, Found: found, Host: ts, Input: ts.turn.Input(), MessageID: msgID,
 	})
 	bus := a.rt.bus
 	var start time.Time

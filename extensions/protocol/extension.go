@@ -180,30 +180,71 @@ func (x *Extension) turn(ctx context.Context, t *pipeline.TurnContext) (*pipelin
 func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
 	sc := NewScanner(x.reg, x.opts...)
 	var (
-		evs []Event
-		fed int
+		evs     []Event
+		fed     int
+		replied bool // the reply was read in WatchReply
+		paused  bool
 	)
 	s.WatchText(func(d string) {
 		fed += len(d)
 		evs = append(evs, sc.Feed(d)...)
 	})
+	// The blocks of the model's reply are acted on as soon as it is
+	// complete, before it is stored: the pending items a question opens
+	// are then committed with the message that asks it.
+	s.WatchReply(func(ctx context.Context, m *pipeline.Message) error {
+		replied = true
+		evs = x.read(sc, evs, fed, m.Content)
+		blocks, errs := split(evs)
+		if len(errs) > 0 {
+			return nil // sent back to the model once the step is done
+		}
+		var err error
+		paused, err = x.pause(ctx, s, blocks)
+		return err
+	})
 	sr, err := s.Next(ctx)
 	if err != nil || sr == nil {
 		return sr, err
 	}
-	evs = append(evs, sc.Close()...)
-	if fed != len(sr.Message.Content) {
-		// A middleware inside this one answered the step, or changed the
-		// text: read what the conversation will hold.
-		evs = evs[:0]
-		sc = NewScanner(x.reg, x.opts...)
-		evs = append(evs, sc.Feed(sr.Message.Content)...)
-		evs = append(evs, sc.Close()...)
+	if !replied {
+		// A middleware inside this one answered the step: read what the
+		// conversation will hold.
+		evs = x.read(sc, evs, fed, sr.Message.Content)
 	}
-	var (
-		blocks []*Block
-		errs   []*Error
-	)
+	blocks, errs := split(evs)
+	key := s.InstanceKey() + "\x00" + s.TurnID()
+	if len(errs) > 0 {
+		return x.mistake(ctx, s, sr, key, errs)
+	}
+	x.mu.Lock()
+	delete(x.mistakes, key)
+	x.mu.Unlock()
+	if !replied {
+		if paused, err = x.pause(ctx, s, blocks); err != nil {
+			return nil, err
+		}
+	}
+	if paused {
+		sr.Stop = pipeline.FinishPaused
+	}
+	return sr, nil
+}
+
+// read ends the scan of a reply whose text is content: the events of the
+// text fed so far and of the scanner's close, or of content read afresh
+// when that is not the text fed (a middleware wrote it, or changed it).
+func (x *Extension) read(sc *Scanner, evs []Event, fed int, content string) []Event {
+	if fed == len(content) {
+		return append(evs, sc.Close()...)
+	}
+	sc = NewScanner(x.reg, x.opts...)
+	evs = append(evs[:0], sc.Feed(content)...)
+	return append(evs, sc.Close()...)
+}
+
+// split sorts events into blocks and errors.
+func split(evs []Event) (blocks []*Block, errs []*Error) {
 	for _, ev := range evs {
 		switch {
 		case ev.Block != nil:
@@ -212,14 +253,12 @@ func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipelin
 			errs = append(errs, ev.Err)
 		}
 	}
-	key := s.InstanceKey() + "\x00" + s.TurnID()
-	if len(errs) > 0 {
-		return x.mistake(ctx, s, sr, key, errs)
-	}
-	x.mu.Lock()
-	delete(x.mistakes, key)
-	x.mu.Unlock()
+	return blocks, errs
+}
 
+// pause opens a pending item for each question and dependency request of
+// blocks, publishes the other blocks, and reports whether it paused.
+func (x *Extension) pause(ctx context.Context, s *pipeline.StepContext, blocks []*Block) (bool, error) {
 	paused := false
 	for _, b := range blocks {
 		var (
@@ -240,17 +279,14 @@ func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipelin
 		}
 		data, err := json.Marshal(req)
 		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", b.Kind, err)
+			return false, fmt.Errorf("encode %s: %w", b.Kind, err)
 		}
 		if _, err := x.api.Pending.Pause(ctx, s, ledger.Item{Kind: kind, Request: data, Required: need}, timeout); err != nil {
-			return nil, err
+			return false, err
 		}
 		paused = true
 	}
-	if paused {
-		sr.Stop = pipeline.FinishPaused
-	}
-	return sr, nil
+	return paused, nil
 }
 
 // mistake sends the problems back to the model, or, at the limit, pauses

@@ -18,6 +18,11 @@ const (
 	ToolStarted     = "tool.started"
 	ToolFinished    = "tool.finished"
 	MessageAppended = "message.appended"
+	// TurnInterrupted: when an instance loaded, its history showed tool
+	// calls without results, because the process stopped while they ran;
+	// each got an "interrupted" result, and the turn they belonged to
+	// (TurnID) ended there. Data "calls" names them.
+	TurnInterrupted = "turn.interrupted"
 	LayerSkipped    = "middleware.skipped"
 	// ModelRetry: a model call failed with a rate limit or a server or
 	// network error and is tried again after a wait.

@@ -1,0 +1,150 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/runtime/store"
+)
+
+// This file makes work in progress survive a crash: a tool call that was
+// running when the process died gets an "interrupted" result when its
+// instance loads (so the history never holds a call without its answer,
+// which providers refuse), and a delegation task whose turn was cut short
+// continues that turn instead of starting over from its request.
+
+// MetaInterrupted marks a tool result the runtime wrote because the process
+// stopped while the call ran (or waited for approval): its value is true.
+const MetaInterrupted = "interrupted"
+
+// MetaContinues is set in the input metadata of a turn that continues a
+// task's turn a stop of the process cut short: its value is the ID of that
+// turn, which the continuing turn keeps. Such a turn stores no input of its
+// own (the input is stored already) and goes on from the next step.
+const MetaContinues = "continues"
+
+// closeInterrupted gives every tool call of the loaded history that has no
+// result an error result saying the process stopped while it ran, and
+// commits them; open lists the open pending items of the instance that wait
+// on a call (call ID → item ID), whose calls did not run. The calls are
+// those of the turn the crash cut short: the turn counted last.
+func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open map[string]string) error {
+	h := &in.hist
+	var (
+		calls []pipeline.ToolCall
+		index map[string]int // call ID → position in calls
+	)
+	for i := 0; i < h.len(); i++ {
+		m := h.at(i).msg
+		for _, c := range m.ToolCalls {
+			if index == nil {
+				index = map[string]int{}
+			}
+			index[c.ID] = len(calls)
+			calls = append(calls, c)
+		}
+		if m.Role == pipeline.RoleTool {
+			if j, ok := index[m.ToolCallID]; ok {
+				calls[j].ID = "" // answered
+			}
+		}
+	}
+	turnID := "turn-" + strconv.FormatInt(in.meta.Turns, 10)
+	var names []string
+	for _, c := range calls {
+		if c.ID == "" || index[c.ID] < 0 {
+			continue
+		}
+		index[c.ID] = -1 // a provider may repeat an ID: one result each
+		content := fmt.Sprintf("interrupted: the process stopped while tool %q ran (call %s); it may or may not have taken effect. Check its effect before you run it again.", c.Name, c.ID)
+		if item := open[c.ID]; item != "" {
+			content = fmt.Sprintf("interrupted: the process stopped while tool %q waited for a human's approval (pending item %s); it has not run.", c.Name, item)
+		}
+		p := &pipeline.Message{Role: pipeline.RoleTool, Content: content, ToolCallID: c.ID, Name: c.Name, IsError: true,
+			Source:   pipeline.Source{Type: pipeline.SourceRuntime},
+			Metadata: map[string]any{MetaInterrupted: true, "turn_id": turnID}}
+		seq := in.meta.NextSeq
+		in.meta.NextSeq++
+		p.ID = "msg-" + strconv.FormatUint(seq, 10)
+		p.CreatedAt = in.agent.rt.now()
+		in.lastChange = p.CreatedAt
+		h.append(entry{msg: p, seq: seq})
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
+		names = append(names, c.Name+" ("+c.ID+")")
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	if err := in.flush(ctx, st); err != nil {
+		return err
+	}
+	a := in.agent
+	a.logger.Warn("the process stopped while tool calls ran: they got an interrupted result", "instance", in.key, "turn", turnID, "calls", strings.Join(names, ", "))
+	if bus := a.rt.bus; bus.Active() {
+		bus.Publish(events.Event{Topic: events.TurnInterrupted, Agent: a.name, Instance: in.key, TurnID: turnID, Source: "runtime",
+			Data: map[string]any{"calls": names}})
+	}
+	return nil
+}
+
+// continuation is a task's turn that a stop of the process cut short, and
+// that its next turn continues rather than starting over.
+type continuation struct {
+	turnID  string
+	turn    int64  // the turn's number, from turnID
+	inputID string // the turn's stored input message
+	steps   int    // steps it had run: model replies stored
+}
+
+// interrupted returns the turn of inst that in would start again, if the
+// history shows it started already and did not finish: in is a delegation
+// task's input (its request, or a merged report), and the last input of the
+// history is that same input, followed by no final answer. Only task inputs
+// are ever delivered twice (after a restart), so only they are looked for.
+// The caller holds the instance's slot.
+func (in *instance) interrupted(ev pipeline.InputEvent) (continuation, bool) {
+	task, _ := ev.Metadata["taskId"].(string)
+	if task == "" || (ev.Kind != pipeline.InputAgentRequest && ev.Kind != pipeline.InputDelegationReport) {
+		return continuation{}, false
+	}
+	h := &in.hist
+	steps := 0
+	for i := h.len() - 1; i >= 0; i-- {
+		m := h.at(i).msg
+		if !isTurnInput(m) {
+			if m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant {
+				if steps == 0 && i == h.len()-1 && len(m.ToolCalls) == 0 {
+					return continuation{}, false // it answered
+				}
+				steps++
+			}
+			continue
+		}
+		turnID, _ := m.Metadata["turn_id"].(string)
+		if m.Metadata["taskId"] != task || turnID == "" || intMeta(m.Metadata["reported"]) != intMeta(ev.Metadata["reported"]) {
+			return continuation{}, false
+		}
+		n, err := strconv.ParseInt(strings.TrimPrefix(turnID, "turn-"), 10, 64)
+		if err != nil {
+			return continuation{}, false
+		}
+		return continuation{turnID: turnID, turn: n, inputID: m.ID, steps: steps}, true
+	}
+	return continuation{}, false
+}
+
+// isTurnInput reports whether m is the input message of a turn.
+func isTurnInput(m *pipeline.Message) bool {
+	if m.Role != pipeline.RoleUser {
+		return false
+	}
+	switch m.Source.Type {
+	case pipeline.SourceUser, pipeline.SourceAgent, pipeline.SourceRuntime:
+		return true
+	}
+	return false
+}
