@@ -1,5 +1,8 @@
-// Package yamlsrc renders where in a YAML file an error is: the lines around
-// it, numbered, with a caret under the column. The config loader and the
-// scripted model's loader share it, so every positioned error Ganglion
-// prints looks the same.
+// Package yamlsrc holds what every YAML reader of Ganglion shares: the
+// limits a file must keep before it is parsed ([Check], [ReadFile],
+// [MaxSize], [MaxDepth]), and the rendering of where in a file an error is:
+// the lines around it, numbered, with a caret under the column
+// ([Snippet]). The config loader, the scripted model's loader and the
+// approval rules loader all use it, so every positioned error Ganglion
+// prints looks the same and no reader parses a file the others would refuse.
 package yamlsrc

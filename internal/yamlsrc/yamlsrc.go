@@ -4,10 +4,16 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ContextLines is how many lines before and after the error line a snippet shows.
 const ContextLines = 3
+
+// SnippetWidth is how many characters of a line a snippet shows. Of a longer
+// line it shows a window around the column, with "…" where it cuts, so that
+// an error in a file of one huge line stays readable.
+const SnippetWidth = 160
 
 // Lines splits a file into lines without their line ends, as [Snippet]
 // wants them.
@@ -34,6 +40,7 @@ func Snippet(lines []string, line, col int) string {
 	first := max(1, line-ContextLines)
 	last := min(len(lines), line+ContextLines)
 	width := max(2, len(strconv.Itoa(last)))
+	start := windowStart(lines[line-1], col)
 	var b strings.Builder
 	for n := first; n <= last; n++ {
 		mark := " "
@@ -41,7 +48,7 @@ func Snippet(lines []string, line, col int) string {
 			mark = ">"
 		}
 		prefix := fmt.Sprintf("%s %*d | ", mark, width, n)
-		text := lines[n-1]
+		text, shift := clip(lines[n-1], start)
 		if n > first {
 			b.WriteByte('\n')
 		}
@@ -49,11 +56,52 @@ func Snippet(lines []string, line, col int) string {
 		if n == line {
 			b.WriteByte('\n')
 			b.WriteString(strings.Repeat(" ", len(prefix)))
-			b.WriteString(caretPad(text, col))
+			b.WriteString(caretPad(text, col-start+shift))
 			b.WriteByte('^')
 		}
 	}
 	return b.String()
+}
+
+// windowStart returns the index of the first character of text a snippet
+// shows so that column col is in view: 0 unless text is longer than
+// [SnippetWidth].
+func windowStart(text string, col int) int {
+	if len(text) <= SnippetWidth {
+		return 0 // no more characters than bytes
+	}
+	n := utf8.RuneCountInString(text)
+	if n <= SnippetWidth {
+		return 0
+	}
+	return max(0, min(col-1-SnippetWidth/2, n-SnippetWidth))
+}
+
+// clip returns text whole if it is no longer than [SnippetWidth]
+// characters, else the SnippetWidth characters from character start, with
+// "…" where it cuts; and how many characters it put before them (1 for a
+// "…", else 0).
+func clip(text string, start int) (string, int) {
+	if len(text) <= SnippetWidth {
+		return text, 0
+	}
+	r := []rune(text)
+	if len(r) <= SnippetWidth {
+		return text, 0
+	}
+	start = min(start, len(r)-SnippetWidth)
+	var b strings.Builder
+	shift := 0
+	if start > 0 {
+		b.WriteString("…")
+		shift = 1
+	}
+	end := start + SnippetWidth
+	b.WriteString(string(r[start:end]))
+	if end < len(r) {
+		b.WriteString("…")
+	}
+	return b.String(), shift
 }
 
 // caretPad returns the blanks that put a caret under column col of text:

@@ -2,8 +2,8 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -13,6 +13,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+
+	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 )
 
 // Load reads the config file at path, decodes it strictly, resolves its
@@ -23,9 +25,11 @@ import (
 // # Errors
 //
 // A file that cannot be read yields the file system's error, wrapped. Any
-// problem in the file's content yields an [ErrorList] positioned in the file.
+// problem in the file's content yields an [ErrorList] positioned in the file;
+// so does a file over the limits that keep parsing cheap, checked before the
+// file is parsed: 1 MiB, and collections nested 100 levels deep.
 func Load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlsrc.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
@@ -59,6 +63,9 @@ func LoadAndValidate(path string, k Known) (*File, error) {
 var fileType = reflect.TypeFor[File]()
 
 func parse(name, dir string, data []byte) (*File, error) {
+	if err := yamlsrc.Check(data); err != nil {
+		return nil, ErrorList{limitError(name, data, err)}
+	}
 	src := newSource(name, data)
 	doc, err := parseYAML(data)
 	if err != nil {
@@ -99,6 +106,18 @@ func parse(name, dir string, data []byte) (*File, error) {
 	f.src = src
 	f.resolve(dir)
 	return &f, nil
+}
+
+// limitError converts an error of [yamlsrc.Check] into an Error: at the
+// position where nesting went too deep, or for the whole file.
+func limitError(name string, data []byte, err error) *Error {
+	var le *yamlsrc.LimitError
+	if errors.As(err, &le) && le.Line > 0 {
+		e := newSource(name, data).errorAt(le.Line, le.Column, "", le.Msg)
+		e.err = err
+		return e
+	}
+	return &Error{File: name, Msg: err.Error(), err: err}
 }
 
 // parseYAML parses data into a tree. The YAML library is not expected to
