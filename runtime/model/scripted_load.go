@@ -95,6 +95,15 @@ type loader struct {
 }
 
 func parseScript(name string, data []byte) (*Scripted, error) {
+	// Cheap checks first: the parser's cost grows fast with size and depth.
+	if err := yamlsrc.Check(data); err != nil {
+		var le *yamlsrc.LimitError
+		if errors.As(err, &le) && le.Line > 0 {
+			return nil, &scriptError{file: name, line: le.Line, col: le.Column, msg: le.Msg,
+				excerpt: yamlsrc.Snippet(yamlsrc.Lines(data), le.Line, le.Column)}
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	file, err := parseYAML(data)
 	if err != nil {
 		var ye yaml.Error
