@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
@@ -56,7 +55,7 @@ func parseDecision(s string) (Decision, bool) {
 
 // Limits of a rules file.
 const (
-	MaxFileSize       = 1 << 20 // bytes of a rules file
+	MaxFileSize       = yamlsrc.MaxSize // bytes of a rules file (1 MiB), whose collections nest at most 100 deep
 	MaxRules          = 10000
 	MaxExpressionSize = 16 << 10 // bytes of one when
 	MaxNodes          = 5000     // AST nodes of one when
@@ -162,7 +161,7 @@ type CallDoc struct {
 
 // Load reads and compiles the rules file at path, and runs its tests.
 func Load(path string, opts ...Option) (*Rules, error) {
-	data, err := os.ReadFile(path)
+	data, err := yamlsrc.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
@@ -184,10 +183,15 @@ func Parse(name string, data []byte, opts ...Option) (*Rules, error) {
 	for _, o := range opts {
 		o(&pc)
 	}
-	src := &source{name: name, lines: yamlsrc.Lines(data)}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes is over the limit of %d", name, len(data), MaxFileSize)
+	// Cheap checks first: the parser's cost grows fast with size and depth.
+	if err := yamlsrc.Check(data); err != nil {
+		var le *yamlsrc.LimitError
+		if errors.As(err, &le) && le.Line > 0 {
+			return nil, (&source{name: name, lines: yamlsrc.Lines(data)}).errorf(le.Line, le.Column, "%s", le.Msg)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	src := &source{name: name, lines: yamlsrc.Lines(data)}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, src.yamlError(err)

@@ -65,7 +65,7 @@ func ReadFile(path string) ([]byte, error) {
 // collection; it takes a hundred such lines to be refused.
 func Check(data []byte) error {
 	if len(data) > MaxSize {
-		return &LimitError{Msg: fmt.Sprintf("file is larger than the limit of %d bytes (1 MiB)", MaxSize)}
+		return &LimitError{Msg: fmt.Sprintf("file is over the limit of %d bytes (1 MiB)", MaxSize)}
 	}
 	s := depthScanner{max: MaxDepth}
 	return s.scan(data)

@@ -73,7 +73,7 @@ var checkCases = []struct {
 	{name: "after a quoted key", src: `"a": ` + strings.Repeat("[", 101), want: "1:105: nested deeper than the limit of 100 levels"},
 	{name: "after tags", src: "a: !t &x " + strings.Repeat("[", 101), want: "1:109: nested deeper than the limit of 100 levels"},
 	{name: "explicit keys", src: strings.Repeat("? ", 101) + "x\n", want: "1:201: nested deeper than the limit of 100 levels"},
-	{name: "too large", src: strings.Repeat("#", yamlsrc.MaxSize+1), want: "file is larger than the limit of 1048576 bytes (1 MiB)"},
+	{name: "too large", src: strings.Repeat("#", yamlsrc.MaxSize+1), want: "file is over the limit of 1048576 bytes (1 MiB)"},
 }
 
 func TestCheck(t *testing.T) {

@@ -20,7 +20,7 @@ var limitCases = []struct {
 	{
 		name: "too_large",
 		src:  "agents:\n  - name: a\n" + strings.Repeat("# padding\n", 1<<17),
-		want: "ganglion.yaml: file is larger than the limit of 1048576 bytes (1 MiB)",
+		want: "ganglion.yaml: file is over the limit of 1048576 bytes (1 MiB)",
 	},
 	{
 		name: "nested_flow",
@@ -84,7 +84,7 @@ func TestLoadLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := config.Load(path)
-	want := path + ": file is larger than the limit of 1048576 bytes (1 MiB)"
+	want := path + ": file is over the limit of 1048576 bytes (1 MiB)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}

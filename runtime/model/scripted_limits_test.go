@@ -19,7 +19,7 @@ var limitCases = []struct {
 	{
 		name: "too_large",
 		src:  "agents:\n  a:\n    fallback:\n      steps:\n        - text: " + strings.Repeat("x", 1<<20) + "\n",
-		want: "script.yaml: file is larger than the limit of 1048576 bytes (1 MiB)",
+		want: "script.yaml: file is over the limit of 1048576 bytes (1 MiB)",
 	},
 	{
 		name: "nested_flow",
@@ -76,7 +76,7 @@ func TestLoadScriptLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := model.LoadScript(path)
-	want := path + ": file is larger than the limit of 1048576 bytes (1 MiB)"
+	want := path + ": file is over the limit of 1048576 bytes (1 MiB)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
