@@ -47,6 +47,7 @@ type options struct {
 	channels      map[string]Channel
 	outputs       string
 	noTaskKick    bool
+	noRecovery    bool
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool
@@ -85,6 +86,14 @@ func WithSecretKey(key []byte) Option {
 func WithSecretKeyFile(path string) Option {
 	return optionFunc(func(o *options) { o.secretKeyFile = path })
 }
+
+// WithoutRecovery stops New from finishing what a stopped process left
+// undone (see [Runtime.Recover]): it resumes no answered turn, expires no
+// pending item and starts no task turn, and the runtime runs no turn unless
+// asked to. With [WithoutExpiryTimer] too, opening and reading a data
+// directory runs nothing: the CLI's history, pending and tasks commands
+// open it so.
+func WithoutRecovery() Option { return optionFunc(func(o *options) { o.noRecovery = true }) }
 
 // WithoutExpiryTimer stops the runtime from expiring pending items on its
 // own while it runs; [Runtime.ExpirePending] still does, and New still

@@ -238,24 +238,73 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.order = append(r.order, a.name)
 	}
 	ok = true
-	// Pending items outlive processes: finish the resumes a stopped process
-	// left undone, and handle the deadlines that passed meanwhile.
-	if err := r.recoverResumes(ctx); err != nil {
-		r.logger.Error("resume of answered pending items failed", "err", err)
-	}
-	if _, err := r.ExpirePending(ctx); err != nil {
-		r.logger.Error("expiry of pending items failed", "err", err)
-	}
-	// Delegations outlive processes too: run the task turns that did not
-	// finish, and hand over the reports that were not.
-	if !o.noTaskKick {
-		r.kickTasks(ctx, "", "")
+	if !o.noRecovery {
+		r.recover(ctx, !o.noTaskKick)
 	}
 	if !o.noExpiryTimer {
 		r.expiryWake, r.expiryStop, r.expiryDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go r.expiryLoop()
 	}
 	return r, nil
+}
+
+// recover finishes what a stopped process left undone, and logs what
+// fails: see [Runtime.Recover].
+func (r *Runtime) recover(ctx context.Context, tasks bool) error {
+	var errs []error
+	// Pending items outlive processes: finish the resumes a stopped process
+	// left undone, and handle the deadlines that passed meanwhile.
+	if err := r.recoverResumes(ctx); err != nil {
+		r.logger.Error("resume of answered pending items failed", "err", err)
+		errs = append(errs, err)
+	}
+	if _, err := r.ExpirePending(ctx); err != nil {
+		r.logger.Error("expiry of pending items failed", "err", err)
+		errs = append(errs, err)
+	}
+	// Delegations outlive processes too: continue the task turns that did
+	// not finish, and hand over the reports that were not.
+	if tasks {
+		r.kickTasks(ctx, "", "")
+	}
+	return errors.Join(errs...)
+}
+
+// Recover finishes, for every stored instance, what a stopped process left
+// undone, as New does unless given [WithoutRecovery], and more:
+//
+//   - it loads every stored instance, so that a tool call cut short by the
+//     stop gets its "interrupted" result and a [events.TurnInterrupted]
+//     event now (New leaves that to each instance's next turn);
+//   - it runs the resume turns of paused turns whose items were all
+//     resolved, and expires the pending items whose deadline passed;
+//   - it continues, in the background, the delegation task turns that did
+//     not finish and hands over the reports that were not ([Runtime.WaitTasks]
+//     waits for them).
+//
+// Calling it again does not run anything twice. It returns what failed.
+func (r *Runtime) Recover(ctx context.Context) error {
+	if !r.gate.enter() {
+		return ErrClosed
+	}
+	defer r.gate.leave()
+	var errs []error
+	for _, name := range r.order {
+		keys, err := r.store.Instances(ctx, name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, k := range keys {
+			_, _, done, err := r.holdInstance(ctx, "instance "+strconv.Quote(k), name, k)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			done()
+		}
+	}
+	return errors.Join(append(errs, r.recover(ctx, true))...)
 }
 
 // openStore opens the store and returns the data directory, "" when the
@@ -323,7 +372,12 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
-		ws, err := tool.OpenWorkspace(dir, tool.WithCallEnv(r.callEnv))
+		wopts := []tool.WorkspaceOption{tool.WithCallEnv(r.callEnv)}
+		if r.dataDir != "" {
+			// Beside the store, not in it, as the key file is.
+			wopts = append(wopts, tool.WithProcessDir(filepath.Clean(r.dataDir)+".procs"))
+		}
+		ws, err := tool.OpenWorkspace(dir, wopts...)
 		if err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}

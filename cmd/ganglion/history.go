@@ -34,7 +34,7 @@ condense, without truncated messages.`,
 			if !cmd.Flags().Changed("data") {
 				f.data = ""
 			}
-			rt, agent, err := openRuntime(cmd.Context(), f, dir, stderr)
+			rt, agent, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
 			}

@@ -43,7 +43,7 @@ Answer them with ganglion answer, skip, provide or reject.`,
 			if !cmd.Flags().Changed("data") {
 				f.data = ""
 			}
-			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr)
+			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
 			}

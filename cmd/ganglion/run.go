@@ -93,6 +93,13 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer, 
 	return rt, agent, nil
 }
 
+// readOnly opens a data directory to read it: the runtime runs no turn,
+// neither the work an earlier process left (ganglion resume and run finish
+// that) nor a pending item's expiry.
+func readOnly() []runtime.Option {
+	return []runtime.Option{runtime.WithoutRecovery(), runtime.WithoutExpiryTimer()}
+}
+
 // failed gives err exit code 1 unless it carries a code already. Without
 // it, run would guess from err's text, which may quote a config line, an
 // answer or a reason, whether it is one of cobra's usage errors.
@@ -188,8 +195,18 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 		if err == nil && res.FinishReason == pipeline.FinishPaused {
 			printPaused(ctx, rt, out, agent, f.instance, stderr)
 		}
+		// Chains an earlier process left, which this one took up, finish
+		// before it exits, or they would be cut short again.
+		if ferr := finishRecovered(ctx, rt, answers, out); ferr != nil && err == nil {
+			fmt.Fprintln(stderr, "ganglion:", ferr)
+		}
 		return turnExit(res, err)
 	}
+	defer func() {
+		if err := finishRecovered(ctx, rt, answers, out); err != nil {
+			fmt.Fprintln(stderr, "ganglion:", err)
+		}
+	}()
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	prompt := func() {
@@ -368,6 +385,11 @@ func (p *printer) event(ev events.Event) {
 		p.endLine()
 		fmt.Fprintf(p.w, "[task] %s → %s: %s\n", ev.Agent, data["to"], data["message"])
 		return
+	case events.TurnInterrupted:
+		p.endLine()
+		fmt.Fprintf(p.w, "[interrupted] %s/%s %s: the process stopped while %s ran; the model reads that it may have taken effect\n",
+			ev.Agent, ev.Instance, ev.TurnID, joinAny(data["calls"]))
+		return
 	case events.TaskCompleted:
 		if parent, _ := data["parent_task_id"].(string); parent != "" {
 			p.endLine()
@@ -449,6 +471,21 @@ func (p *printer) endTurn(res *pipeline.TurnResult, err error) {
 	if err == nil && res.FinishReason == pipeline.FinishMaxSteps {
 		fmt.Fprintf(p.w, "[turn] stopped after %d steps (max_steps) without a final answer\n", res.Steps)
 	}
+}
+
+// joinAny joins the strings of a list that came through an event.
+func joinAny(v any) string {
+	switch l := v.(type) {
+	case []string:
+		return strings.Join(l, ", ")
+	case []any:
+		parts := make([]string, len(l))
+		for i, x := range l {
+			parts[i] = fmt.Sprint(x)
+		}
+		return strings.Join(parts, ", ")
+	}
+	return fmt.Sprint(v)
 }
 
 func oneLine(s string, max int) string {

@@ -32,7 +32,7 @@ instance); --json prints one task per line, with its delegation context.`,
 			if !cmd.Flags().Changed("data") {
 				f.data = ""
 			}
-			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, runtime.WithoutTaskRecovery())
+			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/ledger"
+)
+
+func newResumeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "resume [DIR]",
+		Short: "Finish the work a stopped process left open, and print its answers",
+		Long: `Resume finishes what a ganglion process that stopped (a crash, kill -9,
+Ctrl-C) left open in DIR's data directory, waits for it, and prints the
+answers:
+
+  - a tool call that was running when the process stopped gets an
+    "interrupted" result, which says it may or may not have taken effect;
+    each is printed as an [interrupted] line;
+  - a delegated agent whose turn was cut short goes on from where it
+    stopped (its tool calls never run again on their own), and a chain's
+    reports are handed over;
+  - paused turns whose items were all answered resume, and pending items
+    whose deadline passed are handled;
+  - the answer to each earlier request that a chain reaches is printed.
+
+Exit codes: 0 nothing is left open, 1 an error, 3 an agent waits for a
+human (see ganglion pending). ganglion run does the same for the work it
+finds, after its own turn.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			if !cmd.Flags().Changed("data") {
+				f.data = ""
+			}
+			return resumeWork(cmd.Context(), f, dir, stdout, stderr)
+		},
+	}
+	addDataFlags(cmd, &f)
+	return cmd
+}
+
+func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.Writer) error {
+	answers, channel := cliAnswers()
+	// Nothing runs before the printer listens.
+	rt, _, err := openRuntime(ctx, f, dir, stderr, channel, runtime.WithoutRecovery())
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	out := &printer{w: stdout, json: f.json}
+	unsub := rt.Events().Subscribe("*", out.event)
+	defer unsub()
+	if err := rt.Recover(ctx); err != nil {
+		fmt.Fprintln(stderr, "ganglion: resume:", err)
+	}
+	if err := finishRecovered(ctx, rt, answers, out); err != nil {
+		return failed(err)
+	}
+	open, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil {
+		return failed(err)
+	}
+	if len(open) > 0 {
+		printPaused(ctx, rt, out, "", "", stderr)
+		return &codeError{code: exitPaused}
+	}
+	if !f.json {
+		fmt.Fprintln(stderr, "nothing is left open")
+	}
+	return nil
+}
+
+// finishRecovered waits until no delegation task runs in the background
+// (the chains an earlier process left, which New or Recover started), and
+// prints the answers they reach for earlier requests.
+func finishRecovered(ctx context.Context, rt *runtime.Runtime, answers <-chan runtime.Report, out *printer) error {
+	if err := rt.WaitTasks(ctx); err != nil {
+		return fmt.Errorf("waiting for the delegation tasks: %w (they go on at the next start)", err)
+	}
+	// The answer is delivered before the last task turn ends.
+	for {
+		select {
+		case rep := <-answers:
+			out.answer(rep, true)
+		default:
+			return nil
+		}
+	}
+}
