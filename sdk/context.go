@@ -327,6 +327,12 @@ func (c *ToolCall) Name() string { return c.text(fieldToolName) }
 // CallID returns the provider's ID of the call.
 func (c *ToolCall) CallID() string { return c.text(fieldCallID) }
 
+// IdempotencyKey returns the call's stable key: the same for every run of
+// the call (an approved call resumed later, a call the runtime was
+// interrupted in), different for every other call. A tool whose effect must
+// not happen twice records it with the effect and skips a key it has seen.
+func (c *ToolCall) IdempotencyKey() string { return c.text(fieldIdempotencyKey) }
+
 // Args returns the arguments as the model wrote them: JSON, possibly
 // malformed in a middleware (a tool runs only with arguments that match its
 // schema).

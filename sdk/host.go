@@ -28,10 +28,12 @@ const (
 	fieldEventTopic = 12
 	fieldEventData  = 13
 	fieldConfig     = 14
+	// fieldIdempotencyKey: see ToolCall.IdempotencyKey.
+	fieldIdempotencyKey = 15
 )
 
 var fieldNames = [...]string{"", "AGENT", "INSTANCE", "TURN_ID", "INPUT", "INPUT_TEXT", "STEP", "TOOL_NAME",
-	"TOOL_ARGS", "CALL_ID", "TOOLS", "RESULT", "EVENT_TOPIC", "EVENT_DATA", "CONFIG"}
+	"TOOL_ARGS", "CALL_ID", "TOOLS", "RESULT", "EVENT_TOPIC", "EVENT_DATA", "CONFIG", "IDEMPOTENCY_KEY"}
 
 // kindName names a registration kind as the manifest does.
 func kindName(kind int32) string {

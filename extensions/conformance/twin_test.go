@@ -244,6 +244,9 @@ func registerEcho(api *extensions.API, cfg twinConfig) error {
 			if args.Text == "" {
 				return nil, errors.New("twin_echo: the text is empty")
 			}
+			if k := c.IdempotencyKey(); len(k) != 35 || k[:3] != "gk-" {
+				return nil, errors.New("twin_echo: no idempotency key: " + k)
+			}
 			return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), Content: cfg.Tag + " echoes " + args.Text}, nil
 		},
 	})

@@ -40,6 +40,9 @@ const (
 	fieldEventTopic = 12
 	fieldEventData  = 13
 	fieldConfig     = 14
+	// fieldIdempotencyKey is the call's stable idempotency key
+	// (pipeline.ToolCallContext.IdempotencyKey).
+	fieldIdempotencyKey = 15
 )
 
 // Guest export names.

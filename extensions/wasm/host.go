@@ -261,6 +261,8 @@ func hostField(in *instance, p []uint64) int32 {
 		val = f.call.Arguments()
 	case field == fieldCallID && f.call != nil:
 		val = []byte(f.call.CallID())
+	case field == fieldIdempotencyKey && f.call != nil:
+		val = []byte(f.call.IdempotencyKey())
 	case field == fieldTools && f.step != nil:
 		names := []string{}
 		for _, t := range f.step.Tools().Tools() {

@@ -275,6 +275,9 @@ func echo(c *ganglion.ToolCall) (ganglion.ToolResult, error) {
 	if args.Text == "" {
 		return ganglion.ToolResult{}, errors.New("twin_echo: the text is empty")
 	}
+	if k := c.IdempotencyKey(); len(k) != 35 || k[:3] != "gk-" {
+		return ganglion.ToolResult{}, errors.New("twin_echo: no idempotency key: " + k)
+	}
 	return ganglion.ToolResult{Content: cfg.Tag + " echoes " + args.Text}, nil
 }
 
