@@ -25,6 +25,15 @@
 // exits; but the shell can read and write anything the process can.
 // Approval rules, not this package, decide whether a command runs.
 //
+// # Process groups and crashes
+//
+// A command's group also dies when the process that runs it dies, however
+// it dies: a watcher process leads the group and kills it when a pipe that
+// only the runtime holds closes, and the shell gets a parent-death signal.
+// With [WithProcessDir], each running group is also recorded on disk, and
+// the next [OpenWorkspace] kills any group a process left behind whose
+// leader is still the process recorded (a check against PID reuse).
+//
 // # Errors
 //
 // Tool functions made here never return a Go error. Every failure is a

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +95,14 @@ func (w *Workspace) executeCommand(ctx context.Context, a executeCommandArgs) (s
 		<-readDone
 	}()
 
+	// The command runs in a process group of its own that dies with it, on
+	// timeout, on cancellation, and with the runtime (see group).
+	g, err := w.startGroup()
+	if err != nil {
+		pw.Close()
+		return "", fmt.Errorf("cannot start the command: %v", err)
+	}
+	defer g.end() // after the output is read: the watcher dies meanwhile
 	cmd := exec.CommandContext(runCtx, "sh", "-c", a.Command)
 	cmd.Dir = w.dir
 	cmd.Env = w.commandEnv()
@@ -101,15 +110,24 @@ func (w *Workspace) executeCommand(ctx context.Context, a executeCommandArgs) (s
 		cmd.Env = append(cmd.Env, extra...) // later entries win in os/exec
 	}
 	cmd.Stdout, cmd.Stderr = pw, pw // an *os.File: the shell writes to it directly
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
-	if err := cmd.Start(); err != nil {
+	g.join(cmd)
+	cmd.Cancel = g.kill
+	waitErr := func() error {
+		// The shell's parent-death signal follows this thread: hold it
+		// until the shell is reaped (see group).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			return err
+		}
 		pw.Close()
-		return "", fmt.Errorf("cannot start the command: %v", err)
+		return cmd.Wait()
+	}()
+	_ = g.kill() // background children must not outlive the call
+	if cmd.Process == nil {
+		pw.Close()
+		return "", fmt.Errorf("cannot start the command: %v", waitErr)
 	}
-	pw.Close()
-	waitErr := cmd.Wait()
-	_ = killGroup(cmd.Process) // background children must not outlive the call
 
 	// Wait for the output before reading it; the deferred func then returns at once.
 	t := time.NewTimer(pipeGrace)

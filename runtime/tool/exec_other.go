@@ -3,17 +3,26 @@
 package tool
 
 import (
-	"os"
+	"errors"
 	"os/exec"
 )
 
-// setProcessGroup does nothing where there are no process groups.
-func setProcessGroup(*exec.Cmd) {}
+// group stands for a process group where there are none: killing it kills
+// the shell, and its children may survive, as may the shell when the
+// runtime dies.
+type group struct{ cmd *exec.Cmd }
 
-// killGroup kills p; its children may survive.
-func killGroup(p *os.Process) error {
-	if p == nil {
+func (w *Workspace) startGroup() (*group, error) { return &group{}, nil }
+
+func (g *group) join(cmd *exec.Cmd) { g.cmd = cmd }
+
+func (g *group) kill() error {
+	if g.cmd == nil || g.cmd.Process == nil {
 		return nil
 	}
-	return p.Kill()
+	return g.cmd.Process.Kill()
 }
+
+func (g *group) end() { _ = g.kill() }
+
+func killProcessGroup(int) error { return errors.ErrUnsupported }

@@ -4,6 +4,7 @@ package tool_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/tool"
 )
 
@@ -162,5 +164,32 @@ func TestExecuteCommandNoLeak(t *testing.T) {
 			t.Fatalf("%d goroutines before, %d after", before, runtime.NumGoroutine())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkExecuteCommand measures execute_command calls end to end:
+// starting the shell in its process group, collecting the output, killing
+// the group. "echo" is the worst case for the per-call overhead.
+func BenchmarkExecuteCommand(b *testing.B) {
+	ws, err := tool.OpenWorkspace(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ws.Close()
+	exe := ws.Tools()[3]
+	for _, bb := range []struct{ name, command, want string }{
+		{name: "echo", command: "echo hi", want: "hi\n"},
+		{name: "pipeline", command: "ls -l / | sort | wc -l >/dev/null; echo hi", want: "hi\n"},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			args, _ := json.Marshal(map[string]string{"command": bb.command})
+			c := pipeline.NewToolCallContext(pipeline.ToolCallInfo{Call: pipeline.ToolCall{ID: "call-1", Name: exe.Name, Arguments: args}})
+			for b.Loop() {
+				res, err := exe.Func(context.Background(), c)
+				if err != nil || res.IsError || res.Content != bb.want {
+					b.Fatalf("got %+v, %v", res, err)
+				}
+			}
+		})
 	}
 }

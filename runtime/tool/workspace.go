@@ -39,6 +39,7 @@ type Workspace struct {
 	dir    string
 	root   *os.Root
 	cfg    workspaceConfig
+	procs  procDir // "" when no process records are kept
 	closed atomic.Bool
 }
 
@@ -47,6 +48,7 @@ type workspaceConfig struct {
 	maxOutput int
 	env       []string
 	callEnv   func(ctx context.Context, c *pipeline.ToolCallContext) ([]string, error)
+	procDir   string
 }
 
 // WorkspaceOption configures [OpenWorkspace].
@@ -112,8 +114,27 @@ func WithCallEnv(fn func(ctx context.Context, c *pipeline.ToolCallContext) ([]st
 	})
 }
 
+// WithProcessDir keeps a record of each running execute_command call's
+// process group in dir, which must belong to this workspace alone (the
+// runtime uses "<data dir>.procs"). A command's group dies with the runtime
+// however the runtime dies; the records are for the group that a failure of
+// that mechanism leaves behind. [OpenWorkspace] creates dir if needed, kills
+// every group recorded there by a process that no longer runs, if the
+// group's leader is still the process recorded, and removes those records.
+// On systems other than Linux it does nothing.
+func WithProcessDir(dir string) WorkspaceOption {
+	return workspaceOptionFunc(func(c *workspaceConfig) error {
+		if dir == "" {
+			return errors.New("process directory is empty")
+		}
+		c.procDir = dir
+		return nil
+	})
+}
+
 // OpenWorkspace opens dir, which must be an existing directory, as a
-// workspace. It creates nothing. The caller closes the workspace when done.
+// workspace. It creates nothing but the directory of [WithProcessDir]. The
+// caller closes the workspace when done.
 func OpenWorkspace(dir string, opts ...WorkspaceOption) (*Workspace, error) {
 	cfg := workspaceConfig{timeout: DefaultCommandTimeout, maxOutput: DefaultMaxOutput}
 	for _, o := range opts {
@@ -132,11 +153,17 @@ func OpenWorkspace(dir string, opts ...WorkspaceOption) (*Workspace, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("open workspace: %q is not a directory", dir)
 	}
+	var procs procDir
+	if cfg.procDir != "" && recordsSupported {
+		if procs, err = openProcDir(cfg.procDir); err != nil {
+			return nil, fmt.Errorf("open workspace: %w", err)
+		}
+	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open workspace: %w", err)
 	}
-	return &Workspace{dir: abs, root: root, cfg: cfg}, nil
+	return &Workspace{dir: abs, root: root, cfg: cfg, procs: procs}, nil
 }
 
 // Dir returns the absolute path of the workspace directory.
@@ -163,11 +190,14 @@ func (w *Workspace) Close() error {
 // (symbolic links must be relative to be followed at all).
 //
 // execute_command runs "sh -c" with the workspace as its working directory,
-// in its own process group, which is killed when the command times out, when
-// ctx is cancelled, and when the shell exits (so background children do not
-// outlive the call). Its environment holds only what [WithEnv] gives, plus
-// PATH. The shell itself is not confined: it can read and write anywhere the
-// process can. Approval rules are what gate it.
+// in a process group of its own, which is killed when the command times out,
+// when ctx is cancelled, and when the shell exits (so background children do
+// not outlive the call), and which dies with the process that ran it, even
+// one killed with SIGKILL. A small watcher process leads the group, so the
+// shell is a member of it, not its leader: "kill 0" reaches the whole group,
+// "kill -- -$$" does not. Its environment holds only what [WithEnv] gives,
+// plus PATH. The shell itself is not confined: it can read and write
+// anywhere the process can. Approval rules are what gate it.
 //
 // # Errors
 //
