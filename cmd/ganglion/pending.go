@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -340,7 +339,7 @@ func howToAnswer(it ledger.Item) string {
 // promptPending asks, on an interactive run, for what the paused instance
 // waits for, and resolves it. It returns the resume turn's result, or nil
 // when input ended.
-func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance string, sc *bufio.Scanner, stdin io.Reader, stderr io.Writer) (*pipeline.TurnResult, bool, error) {
+func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance string, sc *lineReader, stdin io.Reader, stderr io.Writer) (*pipeline.TurnResult, bool, error) {
 	items, err := rt.Pending(ctx, ledger.Filter{Agent: agent, Instance: instance, Open: true})
 	if err != nil {
 		return nil, false, err

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,8 +206,7 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 			fmt.Fprintln(stderr, "ganglion:", err)
 		}
 	}()
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	sc := newLineReader(stdin, stderr)
 	prompt := func() {
 		if !f.json && isTerminal(stdin) {
 			fmt.Fprint(stderr, "> ")
