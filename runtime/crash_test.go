@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -452,5 +453,94 @@ func TestCrashRightAfterQuestion(t *testing.T) {
 	res, err := rt2.Answer(ctx, items[0].ID, "pro")
 	if err != nil || res == nil || res.Response.Content != `You chose Answer to your question "Which plan?": Pro` {
 		t.Fatalf("Answer = %+v, %v", res, err)
+	}
+}
+
+// TestCrashDuringApprovedCall: the process dies while the resume turn runs
+// a call a human approved. The call's placeholder result ("waiting for a
+// human's approval") does not outlive the crash: the next load replaces it
+// with an interrupted result, and the call does not run again.
+func TestCrashDuringApprovedCall(t *testing.T) {
+	ctx := context.Background()
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	writeFile(t, rules, "default: ask\n")
+	cfg := `
+agents:
+  - name: a
+    tools: [effect]
+    extensions: [{name: approval, config: {rules: ` + rules + `}}]
+`
+	mem := store.NewMemory()
+	ds := &dyingStore{Store: mem}
+	e := newEffectTool()
+	rt, _ := newCrashRuntime(t, cfg, crashToolScript, ds, runtime.WithTool(e.tool()))
+	res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("do it"))
+	if err != nil || res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("Send = %+v, %v", res, err)
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("pending = %+v, %v", items, err)
+	}
+	killDuringTool(t, rt, ds, e, func() error {
+		_, err := rt.Answer(ctx, items[0].ID, "approve")
+		return err
+	})
+
+	e2 := newEffectTool()
+	close(e2.release)
+	rt2, _ := newCrashRuntime(t, cfg, crashToolScript, mem, runtime.WithTool(e2.tool()))
+	msgs := mustHistory(t, rt2, "a", "k")
+	got := describeAll(msgs)
+	var result *pipeline.Message
+	for i := range msgs {
+		if msgs[i].Role == pipeline.RoleTool {
+			result = &msgs[i]
+		}
+	}
+	want := fmt.Sprintf(`interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool "effect" ran, it may or may not have taken effect. Check its effect before you run it again.`, items[0].ID)
+	if result == nil || result.Content != want || !result.IsError || result.Metadata[runtime.MetaInterrupted] != true || result.Metadata[runtime.MetaAwaits] != nil {
+		t.Fatalf("history after the restart:\n%s", strings.Join(got, "\n"))
+	}
+	if n := e2.runs.Load(); n != 0 {
+		t.Errorf("the approved call ran %d more time(s)", n)
+	}
+	if it, err := rt2.PendingItem(ctx, items[0].ID); err != nil || it.ResumedBy == "" {
+		t.Errorf("item after the restart = %+v, %v: want it marked resumed", it, err)
+	}
+	// The instance goes on.
+	if _, err := rt2.Send(ctx, "a", "k", runtime.UserMessage("and now?")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApprovedCallKeepsNoMark: without a crash, the outcome replaces the
+// placeholder and carries no awaits mark.
+func TestApprovedCallKeepsNoMark(t *testing.T) {
+	ctx := context.Background()
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	writeFile(t, rules, "default: ask\n")
+	cfg := `
+agents:
+  - name: a
+    tools: [effect]
+    extensions: [{name: approval, config: {rules: ` + rules + `}}]
+`
+	e := newEffectTool()
+	e.runs.Store(1) // never blocks
+	rt, _ := newCrashRuntime(t, cfg, crashToolScript, store.NewMemory(), runtime.WithTool(e.tool()))
+	rt.Send(ctx, "a", "k", runtime.UserMessage("do it"))
+	msgs := mustHistory(t, rt, "a", "k")
+	if m := msgs[len(msgs)-1]; m.Role != pipeline.RoleTool || m.Metadata[runtime.MetaAwaits] == nil {
+		t.Fatalf("the paused call's result = %+v", m)
+	}
+	items, _ := rt.Pending(ctx, ledger.Filter{Open: true})
+	if _, err := rt.Answer(ctx, items[0].ID, "approve"); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range mustHistory(t, rt, "a", "k") {
+		if m.Role == pipeline.RoleTool && (m.Content != "effect done" || m.Metadata[runtime.MetaAwaits] != nil) {
+			t.Errorf("the approved call's result = %+v", m)
+		}
 	}
 }

@@ -27,6 +27,11 @@ const MetaInterrupted = "interrupted"
 // own (the input is stored already) and goes on from the next step.
 const MetaContinues = "continues"
 
+// MetaAwaits marks the result a tool call got when it paused the turn (an
+// approval): its value is the ID of the pending item the call waits for.
+// The resume replaces that result with the call's outcome.
+const MetaAwaits = "awaits"
+
 // closeInterrupted gives every tool call of the loaded history that has no
 // result an error result saying the process stopped while it ran, and
 // commits them; open lists the open pending items of the instance that wait
@@ -38,8 +43,14 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 		calls []pipeline.ToolCall
 		index map[string]int // call ID → position in calls
 	)
+	var stale []int // results still awaiting an item whose resume was cut short
 	for i := 0; i < h.len(); i++ {
 		m := h.at(i).msg
+		if item, _ := m.Metadata[MetaAwaits].(string); item != "" && in.paused[item] == "" {
+			if turn, _ := m.Metadata["turn_id"].(string); in.resumedBy(turn) != "" {
+				stale = append(stale, i)
+			}
+		}
 		for _, c := range m.ToolCalls {
 			if index == nil {
 				index = map[string]int{}
@@ -75,6 +86,17 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 		h.append(entry{msg: p, seq: seq})
 		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
 		names = append(names, c.Name+" ("+c.ID+")")
+	}
+	for _, i := range stale {
+		e := h.at(i)
+		m := *e.msg
+		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[MetaAwaits], m.Name)
+		m.IsError = true
+		m.Metadata = map[string]any{MetaInterrupted: true, "turn_id": m.Metadata["turn_id"]}
+		e.msg, e.tokens = &m, 0
+		h.changed()
+		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: e.msg})
+		names = append(names, m.Name+" ("+m.ToolCallID+")")
 	}
 	if len(names) == 0 {
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,6 +101,10 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 		return ledger.Item{}, err
 	}
 	ts.inst.paused[created.ID] = created.TurnID
+	if ts.pausedCalls == nil {
+		ts.pausedCalls = map[string]string{}
+	}
+	ts.pausedCalls[created.CallID] = created.ID
 	ts.pauseAfterStep.Store(true)
 	a.rt.wakeExpiry()
 	return created, nil
@@ -173,6 +178,10 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 		if m.Role == pipeline.RoleTool && m.ToolCallID == rc.it.CallID {
 			r := *m
 			r.Content, r.IsError = ts.inst.redactor.Redact(content), isError
+			// It is the call's outcome now, no longer what it waits for.
+			r.Metadata = maps.Clone(m.Metadata)
+			delete(r.Metadata, MetaAwaits)
+			delete(r.Metadata, MetaInterrupted)
 			return ts.conv.applyLocked(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: r})
 		}
 	}

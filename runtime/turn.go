@@ -60,6 +60,9 @@ type turnState struct {
 	// pauseAfterStep is set when a tool call paused the turn
 	// (Pending.PauseCall): the turn ends paused after the step.
 	pauseAfterStep atomic.Bool
+	// pausedCalls maps the calls of the step that paused (PauseCall) to
+	// their pending items; guarded by conv.mu.
+	pausedCalls map[string]string
 	// cont is the interrupted turn this one continues, if any
 	// (interrupt.go): its input is stored already, its steps counted.
 	cont continuation
@@ -195,9 +198,15 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	results, toolErr := a.runTools(ctx, ts, s, msg.ID, msg.ToolCalls)
 	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
+		var meta map[string]any
+		if item := ts.pausedCalls[r.CallID]; item != "" {
+			// What the call waits for: if a stop of the process cuts the
+			// resume short, the next load says so (interrupt.go).
+			meta = map[string]any{MetaAwaits: item, "turn_id": ts.turnID}
+		}
 		err := ts.conv.append(&pipeline.Message{
 			Role: pipeline.RoleTool, Content: r.Content, ToolCallID: r.CallID, Name: r.Name, IsError: r.IsError,
-			Source: pipeline.Source{Type: pipeline.SourceTool},
+			Source: pipeline.Source{Type: pipeline.SourceTool}, Metadata: meta,
 		})
 		if err != nil {
 			return nil, err
@@ -383,7 +392,9 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 		out.CallID, out.Name = c.ID, c.Name
 	}
 	// No tool result shows a provided secret: not to the model, the
-	// history, the events or the logs.
+	// history, the events or the logs. toolHandler masked what the tool
+	// said before any middleware saw it; this masks what a middleware
+	// granted a secret may have written into the result.
 	out.Content = ts.inst.redactor.Redact(out.Content)
 	if bus.Active() {
 		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
@@ -409,7 +420,27 @@ func (a *agent) publishTool(ts *turnState, topic string, c pipeline.ToolCall, r 
 // the tool's schema and run the tool. A tool's failure — an error, a panic,
 // bad arguments, an unknown name — is a result the model reads, never a
 // failed turn.
+//
+// Every result it returns is masked of the instance's secrets, so that no
+// toolCall middleware sees one in a result: an extension reads a secret
+// only through the grant in its config.
 func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r *pipeline.ToolResult, err error) {
+	ts, _ := c.Host().(*turnState)
+	redact := func(s string) string {
+		if ts == nil {
+			return s
+		}
+		return ts.inst.redactor.Redact(s)
+	}
+	defer func() { // runs last, after the recovery from a panic below
+		if r != nil {
+			if masked := redact(r.Content); masked != r.Content {
+				cp := *r // the tool's own value stays as it was
+				cp.Content = masked
+				r = &cp
+			}
+		}
+	}()
 	t, ok := c.Tool()
 	if !ok {
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true,
@@ -420,7 +451,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			a.logger.Error("tool panicked", "tool", c.Name(), "panic", v)
+			a.logger.Error("tool panicked", "tool", c.Name(), "panic", redact(fmt.Sprint(v)))
 			r, err = &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: internal error", c.Name())}, nil
 		}
 	}()
