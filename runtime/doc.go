@@ -59,6 +59,20 @@
 // turns that off, [Runtime.RecoverTasks] does it on demand), and
 // [Runtime.WaitTasks] waits for the background task turns.
 //
+// # Crashes
+//
+// A step commits atomically: the model's reply before any tool it asks for
+// runs, the step's tool results together with the tasks they announce, and
+// a question with its pending item ([pipeline.StepContext.WatchReply]). A
+// tool call the history shows without a result, because the process died
+// while it ran, is never run again: when its instance loads it gets an
+// error result marked [MetaInterrupted], and a [events.TurnInterrupted]
+// event is published. A task's turn cut short continues from its next step
+// ([MetaContinues]). Every call carries a stable
+// [pipeline.ToolCallContext.IdempotencyKey]. [New] finishes what a stopped
+// process left open unless given [WithoutRecovery]; [Runtime.Recover] does
+// it on demand, for every stored instance.
+//
 // # Context condensation
 //
 // The model sees an instance's effective history: the stored history
