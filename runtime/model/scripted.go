@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -193,7 +193,9 @@ type scriptCall struct {
 // LoadScript reads and parses the script at path; see [Scripted] for the
 // format. Errors name the file as path.
 func LoadScript(path string) (*Scripted, error) {
-	data, err := os.ReadFile(path)
+	// A file over the size limit is read only up to it: ParseScript then
+	// refuses it without the whole file in memory.
+	data, err := yamlsrc.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scripted model: %w", err)
 	}
