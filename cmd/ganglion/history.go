@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
 )
 
 func newHistoryCmd(stdout, stderr io.Writer) *cobra.Command {
@@ -50,6 +51,12 @@ condense, without truncated messages.`,
 			if len(msgs) == 0 && !f.json {
 				fmt.Fprintf(stderr, "no messages stored for agent %q instance %q\n", agent, f.instance)
 			}
+			answered := map[string]bool{}
+			for _, m := range msgs {
+				if m.Role == pipeline.RoleTool {
+					answered[m.ToolCallID] = true
+				}
+			}
 			for _, m := range msgs {
 				if f.json {
 					b, err := json.Marshal(m)
@@ -59,7 +66,7 @@ condense, without truncated messages.`,
 					fmt.Fprintf(stdout, "%s\n", b)
 					continue
 				}
-				printMessage(stdout, m)
+				printMessage(stdout, m, answered)
 			}
 			return nil
 		},
@@ -70,8 +77,10 @@ condense, without truncated messages.`,
 }
 
 // printMessage renders a message for people: its role, its text, the tool
-// calls it asks for, each on a line of its own.
-func printMessage(w io.Writer, m pipeline.Message) {
+// calls it asks for, each on a line of its own. A call whose ID answered
+// lacks has no result stored: the process stopped while it ran, and the
+// instance's next load (ganglion resume, or its next turn) answers it.
+func printMessage(w io.Writer, m pipeline.Message, answered map[string]bool) {
 	who := string(m.Role)
 	switch {
 	case m.Role == pipeline.RoleTool && m.IsError:
@@ -88,6 +97,9 @@ func printMessage(w io.Writer, m pipeline.Message) {
 	if s, _ := m.Metadata[pipeline.MetaCondensedBy].(string); s != "" {
 		who += " [summarised in " + s + "]"
 	}
+	if b, _ := m.Metadata[runtime.MetaInterrupted].(bool); b {
+		who += " [interrupted]"
+	}
 	text := strings.TrimRight(m.Content, "\n")
 	if m.Role == pipeline.RoleTool {
 		text = oneLine(text, 200)
@@ -95,5 +107,8 @@ func printMessage(w io.Writer, m pipeline.Message) {
 	fmt.Fprintf(w, "%s: %s\n", who, strings.ReplaceAll(text, "\n", "\n  "))
 	for _, c := range m.ToolCalls {
 		fmt.Fprintf(w, "  -> %s %s\n", c.Name, oneLine(string(c.Arguments), 200))
+		if !answered[c.ID] {
+			fmt.Fprintf(w, "     [no result: the process stopped while it ran; ganglion resume answers it]\n")
+		}
 	}
 }

@@ -157,6 +157,11 @@ func TestReadOnlyCommandsRunNothing(t *testing.T) {
 	if got := effects(t, dir); len(got) != 1 {
 		t.Errorf("effects = %v, want the one of the killed process", got)
 	}
+	if h := cli(t, dir, "history", "--agent", "worker"); !strings.HasSuffix(h.stdout, "  -> execute_command "+
+		`{"command":"echo \"$GANGLION_IDEMPOTENCY_KEY\" >> effects.log; while [ ! -e go ]; do sleep 0.01; done"}`+
+		"\n     [no result: the process stopped while it ran; ganglion resume answers it]\n") {
+		t.Errorf("history does not show the call without a result:\n%s", h.stdout)
+	}
 	r := cli(t, dir, "tasks")
 	if n := strings.Count(r.stdout, "\n"); n != 3 {
 		t.Errorf("tasks after reading:\n%s", r.stdout)
@@ -185,7 +190,8 @@ func TestResume(t *testing.T) {
 		t.Errorf("effects = %v: the interrupted command ran again", got)
 	}
 	h := cli(t, dir, "history", "--agent", "worker")
-	if c := strings.Count(h.stdout, "do the effect"); c != 1 || !strings.Contains(h.stdout, "interrupted: the process stopped while tool \"execute_command\" ran (call w1)") {
+	if c := strings.Count(h.stdout, "do the effect"); c != 1 || !strings.Contains(h.stdout, "tool execute_command (error) [interrupted]: interrupted: the process stopped while tool \"execute_command\" ran (call w1)") ||
+		strings.Contains(h.stdout, "[no result") {
 		t.Errorf("worker history (%d requests):\n%s", c, h.stdout)
 	}
 	// Nothing is left: a second resume finds nothing to do.
