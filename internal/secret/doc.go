@@ -1,8 +1,9 @@
 // Package secret keeps the secret values a human hands a paused agent (API
 // keys, passwords, tokens) out of plain sight: a [Keyring] seals each value
 // with AES-256-GCM before the store writes it, so the database files never
-// hold plaintext, and a [Redactor] masks the values in text the runtime is
-// about to log, show or store.
+// hold plaintext, and a [Redactor] masks the values, and their common
+// encodings, in text the runtime is about to log, show or store (its
+// documentation says what it catches and what it cannot).
 //
 // # Sealed format
 //
