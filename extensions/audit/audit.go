@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,13 +109,25 @@ func (a *auditor) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (*p
 	switch {
 	case err != nil:
 		a.api.Logger.Warn("tool call failed", append(attrs, "err", err)...)
+		return r, err
 	case r.IsError:
-		a.api.Logger.Info("tool call returned an error", append(attrs, "result", truncate(r.Content, 200))...)
+		a.api.Logger.Info("tool call returned an error", append(attrs, "result_bytes", len(r.Content))...)
 	default:
 		a.api.Logger.Info("tool call", append(attrs, "result_bytes", len(r.Content))...)
 	}
-	return r, err
+	// What a tool says is no business of the default log: it may quote
+	// files, environments, anything. The runtime has masked provided
+	// secrets in it already; an operator who asks for debug logs gets its
+	// beginning.
+	if a.api.Logger.Enabled(ctx, slog.LevelDebug) {
+		a.api.Logger.Debug("tool call result", "instance", c.InstanceKey(), "turn", c.TurnID(), "tool", c.Name(), "call_id", c.CallID(),
+			"is_error", r.IsError, "result", truncate(r.Content, maxExcerpt))
+	}
+	return r, nil
 }
+
+// maxExcerpt is how much of a result the debug log shows, in bytes.
+const maxExcerpt = 200
 
 // truncate cuts s to at most n bytes, at a character boundary.
 func truncate(s string, n int) string {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -298,7 +299,7 @@ func TestLogging(t *testing.T) {
 	// The calls of the script's two turns, in call ID order.
 	calls := []map[string]any{
 		{"level": "INFO", "msg": "tool call", "turn": "turn-1", "call_id": "c1", "result_bytes": 2.0},
-		{"level": "INFO", "msg": "tool call returned an error", "turn": "turn-1", "call_id": "c2", "result": "check failed"},
+		{"level": "INFO", "msg": "tool call returned an error", "turn": "turn-1", "call_id": "c2", "result_bytes": 12.0},
 		{"level": "INFO", "msg": "tool call", "turn": "turn-2", "call_id": "c3", "result_bytes": 2.0},
 	}
 	arguments := []string{`{"fail":false}`, `{"fail":true}`, `{"fail":false}`}
@@ -530,4 +531,71 @@ agents:
 		t.Fatalf("Send = %+v, %v; want an aborted turn", res, err)
 	}
 	checkState(t, rt, "i1", `{"turns":1,"tool_calls":1,"tool_errors":0}`)
+}
+
+// TestLoggingResults: a tool's output, an error's included, shows in the
+// log only at debug level, cut to 200 bytes; at info level the log has its
+// size alone.
+func TestLoggingResults(t *testing.T) {
+	const canary = "key=CANARY-5e0c1b9a7d3f"
+	long := canary + strings.Repeat("é", 200) // byte 200 is inside an é: the cut is at 199
+	leaky := pipeline.Tool{
+		ToolSpec: pipeline.ToolSpec{
+			Name: "leaky", Description: "Says too much.", Category: pipeline.CategoryRead,
+			Parameters: json.RawMessage(`{"type":"object","properties":{"fail":{"type":"boolean"}},"required":["fail"]}`),
+		},
+		Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			if strings.Contains(string(c.Arguments()), "true") {
+				return &pipeline.ToolResult{Content: canary, IsError: true}, nil
+			}
+			return &pipeline.ToolResult{Content: long}, nil
+		},
+	}
+	const script = `
+agents:
+  worker:
+    turns:
+      - steps:
+          - tool_calls: [{name: leaky, id: c1, args: {fail: true}}]
+          - tool_calls: [{name: leaky, id: c2, args: {fail: false}}]
+          - text: "done"
+`
+	tests := []struct {
+		name  string
+		level slog.Level
+		want  []map[string]any
+	}{
+		{name: "info", level: slog.LevelInfo, want: []map[string]any{
+			{"level": "INFO", "msg": "tool call returned an error", "call_id": "c1", "result_bytes": float64(len(canary))},
+			{"level": "INFO", "msg": "tool call", "call_id": "c2", "result_bytes": float64(len(long))},
+		}},
+		{name: "debug", level: slog.LevelDebug, want: []map[string]any{
+			{"level": "INFO", "msg": "tool call returned an error", "call_id": "c1", "result_bytes": float64(len(canary))},
+			{"level": "DEBUG", "msg": "tool call result", "call_id": "c1", "is_error": true, "result": canary},
+			{"level": "INFO", "msg": "tool call", "call_id": "c2", "result_bytes": float64(len(long))},
+			{"level": "DEBUG", "msg": "tool call result", "call_id": "c2", "is_error": false, "result": long[:199] + "…"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			rt := newRuntime(t, "agents:\n  - name: worker\n    tools: [leaky]\n    extensions: [{name: audit}]\n", script,
+				runtime.WithTool(leaky), runtime.WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: tt.level}))))
+			if _, err := rt.Send(context.Background(), "worker", "i1", runtime.UserMessage("go")); err != nil {
+				t.Fatal(err)
+			}
+			var want []map[string]any
+			for _, w := range tt.want {
+				r := map[string]any{"agent": "worker", "extension": "audit", "instance": "i1", "turn": "turn-1", "tool": "leaky"}
+				maps.Copy(r, w)
+				want = append(want, r)
+			}
+			if got := records(t, &buf, "tool call"); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("records:\n got %v\nwant %v", got, want)
+			}
+			if tt.level == slog.LevelInfo && strings.Contains(buf.String(), "CANARY") {
+				t.Errorf("the info log shows a tool's output:\n%s", buf.String())
+			}
+		})
+	}
 }
