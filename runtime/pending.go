@@ -170,6 +170,11 @@ func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
 
 func (rc *resumeCall) Result(content string, isError bool) error {
 	ts := rc.ts
+	// A kind may decide the result without Run, before anything in this
+	// process read the instance's secrets: read them for the mask.
+	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
+		return err
+	}
 	ts.conv.mu.Lock()
 	defer ts.conv.mu.Unlock()
 	h := &ts.inst.hist
