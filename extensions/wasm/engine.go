@@ -86,8 +86,14 @@ type Grants struct {
 // compilation cache (a directory) makes the second start of a process fast.
 // An Engine is safe for concurrent use.
 type Engine struct {
-	cache  wazero.CompilationCache
-	logger *slog.Logger
+	cache     wazero.CompilationCache
+	cacheDir  string
+	logger    *slog.Logger
+	validator wazero.Runtime // validates modules (validate.go)
+	valid     sync.Map       // [sha256.Size]byte: modules validated
+	// noMeter loads modules without metering them: a test seam, to check
+	// that the backstop stops what metering does not (see instance.backstop).
+	noMeter bool
 
 	mu     sync.Mutex
 	exts   []*Extension
@@ -100,9 +106,10 @@ func NewEngine(cacheDir string, logger *slog.Logger) (*Engine, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	e := &Engine{logger: logger}
+	e := &Engine{logger: logger, cacheDir: cacheDir}
 	if cacheDir == "" {
 		e.cache = wazero.NewCompilationCache()
+		e.validator = wazero.NewRuntime(context.Background())
 		return e, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
@@ -113,6 +120,7 @@ func NewEngine(cacheDir string, logger *slog.Logger) (*Engine, error) {
 		return nil, fmt.Errorf("wasm compilation cache %s: %w", cacheDir, err)
 	}
 	e.cache = c
+	e.validator = wazero.NewRuntime(context.Background())
 	return e, nil
 }
 
@@ -131,7 +139,7 @@ func (e *Engine) Close() error {
 	for _, x := range exts {
 		errs = append(errs, x.Close())
 	}
-	errs = append(errs, e.cache.Close(context.Background()))
+	errs = append(errs, e.validator.Close(context.Background()), e.cache.Close(context.Background()))
 	return errors.Join(errs...)
 }
 
@@ -139,6 +147,9 @@ func (e *Engine) Close() error {
 // loading it, so that a later Load (in this process or, with a cache
 // directory, another) does not compile it again.
 func (e *Engine) Compile(ctx context.Context, code []byte) error {
+	if err := e.validate(ctx, code); err != nil {
+		return fmt.Errorf("wasm: %w", err)
+	}
 	code, err := meter(code)
 	if err != nil {
 		return fmt.Errorf("wasm: %w", err)
@@ -170,10 +181,13 @@ func (e *Engine) runtimeConfig(limits Limits) wazero.RuntimeConfig {
 	if pages < 1 {
 		pages = 1
 	}
-	// No WithCloseOnContextDone: the host meters guests itself (meter.go).
+	// The host meters guests itself (meter.go); WithCloseOnContextDone is
+	// the backstop, for a guest that metering failed to stop
+	// (instance.backstop).
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithMemoryLimitPages(pages)
+		WithMemoryLimitPages(pages).
+		WithCloseOnContextDone(true)
 }
 
 // Load compiles the module at path and instantiates it once, which runs
@@ -226,10 +240,17 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 	if err := x.hostModule(ctx); err != nil {
 		return nil, fmt.Errorf("wasm %s: %w", path, err)
 	}
-	// The engine compiles the module metered (meter.go). A module it
-	// cannot meter is compiled as written only to say what is wrong with
-	// it, if its shape says more than the metering error.
-	metered, merr := meter(code)
+	// The engine validates the module as written (validate.go), then
+	// compiles it metered (meter.go). A module it cannot meter is compiled
+	// as written only to say what is wrong with it, if its shape says more
+	// than the metering error.
+	if err := e.validate(ctx, code); err != nil {
+		return nil, fmt.Errorf("wasm %s: %w", path, err)
+	}
+	metered, merr := code, error(nil)
+	if !e.noMeter {
+		metered, merr = meter(code)
+	}
 	if merr != nil {
 		plain, err := compile(ctx, rt, code)
 		if err != nil {

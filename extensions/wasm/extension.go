@@ -48,6 +48,9 @@ type Extension struct {
 	// where time.Now costs ~60 ns on a VM. Deadlines are as coarse as the
 	// tick, a small fraction of the timeout.
 	clock atomic.Int64
+
+	liveMu sync.Mutex
+	live   map[*instance]struct{} // every instance, for the backstop
 }
 
 var _ extensions.Extension = (*Extension)(nil)
@@ -301,7 +304,8 @@ func (x *Extension) release(in *instance, re *reentry) {
 }
 
 // tickClock advances the coarse clock that guest deadlines are read on
-// (see Extension.clock and instance.yield) until Close.
+// (see Extension.clock and instance.yield), and runs the backstop
+// (instance.backstop), until Close.
 func (x *Extension) tickClock() {
 	defer close(x.clockDone)
 	t := time.NewTicker(min(max(x.limits.Timeout/8, time.Millisecond), 50*time.Millisecond))
@@ -312,8 +316,29 @@ func (x *Extension) tickClock() {
 			return
 		case now := <-t.C:
 			x.clock.Store(now.UnixNano())
+			x.liveMu.Lock()
+			for in := range x.live {
+				in.backstop(now.UnixNano())
+			}
+			x.liveMu.Unlock()
 		}
 	}
+}
+
+// track adds in to the instances the backstop watches; untrack removes it.
+func (x *Extension) track(in *instance) {
+	x.liveMu.Lock()
+	if x.live == nil {
+		x.live = map[*instance]struct{}{}
+	}
+	x.live[in] = struct{}{}
+	x.liveMu.Unlock()
+}
+
+func (x *Extension) untrack(in *instance) {
+	x.liveMu.Lock()
+	delete(x.live, in)
+	x.liveMu.Unlock()
 }
 
 // Close stops the clock and closes every instance and the module.

@@ -35,6 +35,15 @@ type instance struct {
 	deadline atomic.Int64
 	why      string      // why yield stopped the guest, for callError
 	broken   atomic.Bool // trapped, stopped or exited: never used again
+	// cancel cancels the context of every guest call (gctx), which makes
+	// wazero close the module at the guest's next loop header: the
+	// backstop (see backstop).
+	cancel  context.CancelFunc
+	stopped atomic.Bool // the backstop stopped the guest
+	// seen and since are the backstop's own record, kept by the clock
+	// goroutine only: the deadline of the run it saw last, and when it
+	// first saw it.
+	seen, since int64
 
 	lastErr  string // the last failed host call's message
 	guestErr string // the guest's set_error
@@ -53,7 +62,9 @@ var instanceSeq atomic.Uint64
 // the same.
 func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{x: x}
-	in.gctx = &hostCtx{Context: context.Background(), in: in}
+	gctx, cancel := context.WithCancel(context.Background())
+	in.gctx, in.cancel = &hostCtx{Context: gctx, in: in}, cancel
+	x.track(in)
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
 		WithStartFunctions(). // _initialize is called below, under the deadline
@@ -68,6 +79,8 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	mod, err := x.rt.InstantiateModule(in.gctx, x.compiled, cfg)
 	in.deadline.Store(0)
 	if err != nil {
+		x.untrack(in)
+		cancel()
 		return nil, fmt.Errorf("instantiate: %w", in.callError("start", err))
 	}
 	in.mod = mod
@@ -144,6 +157,10 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 func (in *instance) callError(name string, err error) error {
 	msg := in.guestErr
 	in.guestErr = ""
+	if in.why == "" && in.stopped.Load() {
+		in.x.logger.Error("the backstop stopped a guest that metering did not: a host bug", "export", name)
+		return &TrapError{Export: name, Reason: whyBackstop, Message: msg, deadline: true, Err: err}
+	}
 	if why := in.why; why != "" {
 		return &TrapError{Export: name, Reason: why, Message: msg, deadline: why == whyDeadline, Err: err}
 	}
@@ -154,7 +171,48 @@ func (in *instance) callError(name string, err error) error {
 	return &TrapError{Export: name, Reason: "trap", Message: msg, Err: err}
 }
 
-const whyDeadline = "deadline exceeded"
+const (
+	whyDeadline = "deadline exceeded"
+	whyBackstop = "deadline exceeded (stopped by the backstop: metering did not stop it)"
+)
+
+// Backstop.
+//
+// Metering (meter.go) stops a guest at its deadline only if the metered
+// code calls the host. A bug in the rewriter, or a module that defeated
+// it, would mean an unbounded run. So every guest call also runs with
+// wazero's WithCloseOnContextDone, on a context that the extension's
+// clock goroutine cancels when the guest has run backstopFactor times its
+// budget (backstop): wazero then closes the module at the next loop
+// header, whatever the guest does. It is a backstop and not the
+// mechanism: wazero checks only at loop headers (a recursion without a
+// loop is not stopped), and it exits to Go at each of them. RATIONALE.md
+// has the measurements.
+
+// backstopFactor is how many times its budget a guest call runs before
+// the backstop stops it: generous, so that it never races metering.
+const backstopFactor = 3
+
+// backstop stops the instance's guest if one run of its guest code (one
+// deadline, from a resume to a park or a return) has lasted
+// backstopFactor times the timeout since the clock goroutine first saw
+// it, at time now, and is past its deadline. It measures on its own
+// observations, not on the deadline: that was computed from the coarse
+// clock, which lags when the machine is loaded (and then yield stops the
+// guest early, as it should, not the backstop). It runs on the clock
+// goroutine, not the guest's.
+func (in *instance) backstop(now int64) {
+	d := in.deadline.Load()
+	if d != in.seen {
+		in.seen, in.since = d, now
+		return
+	}
+	if d == 0 || now-in.since <= backstopFactor*int64(in.x.limits.Timeout) || in.x.clock.Load() <= d || in.stopped.Load() {
+		return
+	}
+	in.stopped.Store(true)
+	in.cancel()
+}
 
 // TrapError is the failure of a guest call that did not return normally:
 // a trap, an exit, the deadline. The instance is discarded. It matches
@@ -264,6 +322,8 @@ func (in *instance) isBroken() bool { return in.broken.Load() }
 // close closes the module; the instance is not used again.
 func (in *instance) close() {
 	in.broken.Store(true)
+	in.x.untrack(in)
+	in.cancel()
 	_ = in.mod.Close(context.Background())
 }
 

@@ -53,7 +53,11 @@ const (
 )
 
 // meter returns code with metering inserted (see above). It refuses a
-// module it cannot parse, and one that does not import ganglion.manifest.
+// module it cannot parse, one that does not import ganglion.manifest, and
+// one whose code or exports name a global past the module's own: the fuel
+// counter is the global after them, so no index the guest uses can name it
+// (a host that validates first never sees such a module; meter refuses it
+// on its own, so that the guarantee does not rest on validation alone).
 // Custom sections that hold code offsets (DWARF, branch hints) are
 // dropped, since the offsets move.
 func meter(code []byte) ([]byte, error) {
@@ -83,11 +87,17 @@ func meter(code []byte) ([]byte, error) {
 		funcImports   int
 		globalImports int
 		globals       = -1 // defined globals; -1: no global section
+		types         = -1 // types; -1: no type section
+		funcs         int  // defined functions
 	)
 	for _, s := range secs {
+		r := &reader{b: s.body}
 		switch s.id {
+		case secType:
+			types = int(r.u32())
+		case secFunction:
+			funcs = int(r.u32())
 		case secImport:
-			r := &reader{b: s.body}
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
 				mod, name := r.name(), r.name()
 				switch kind := r.byte(); kind {
@@ -113,22 +123,48 @@ func meter(code []byte) ([]byte, error) {
 					r.fail("import kind 0x%02x", kind)
 				}
 			}
-			if r.err != nil {
-				return nil, fmt.Errorf("import section: %w", r.err)
-			}
 		case secGlobal:
-			r := &reader{b: s.body}
 			globals = int(r.u32())
-			if r.err != nil {
-				return nil, fmt.Errorf("global section: %w", r.err)
-			}
+		}
+		if r.err != nil {
+			return nil, fmt.Errorf("section %d: %w", s.id, r.err)
 		}
 	}
 	if manifest < 0 {
 		return nil, errors.New("does not import ganglion.manifest, which every Ganglion guest calls (see sdk/ABI.md)")
 	}
+	// The fuel counter is the global after the guest's own (imported ones
+	// first, then defined ones): an index no valid guest code names, and
+	// meterCode refuses code that names it.
 	fuel := globalImports + max(globals, 0)
-	check := checkCode(uint32(fuel), uint32(manifest))
+	for _, s := range secs {
+		if s.id == secExport {
+			if err := checkExports(s.body, uint32(fuel)); err != nil {
+				return nil, fmt.Errorf("export section: %w", err)
+			}
+		}
+	}
+	// charge is a function the host appends (after the guest's, so no index
+	// shifts), of a type it appends: bulk operations call it with their
+	// size (see chargeCode).
+	chargeFunc, chargeType := funcImports+funcs, max(types, 0)
+	m := meterer{
+		check:   checkCode(uint32(fuel), uint32(manifest)),
+		charge:  appendU32([]byte{0x10}, uint32(chargeFunc)),
+		globals: uint32(fuel),
+	}
+	var code2 []byte
+	for _, s := range secs {
+		if s.id == secCode {
+			var err error
+			if code2, err = m.code(s.body); err != nil {
+				return nil, fmt.Errorf("code section: %w", err)
+			}
+		}
+	}
+	if m.bulk && (types < 0 || code2 == nil) {
+		return nil, errors.New("bulk operations without a type or function section")
+	}
 
 	out := bytes.NewBuffer(make([]byte, 0, len(code)+len(code)/8))
 	out.Write(code[:8])
@@ -144,6 +180,14 @@ func meter(code []byte) ([]byte, error) {
 		writeSection(out, secGlobal, g)
 		wroteGlobal = true
 	}
+	// appendEntry writes a vector section with one more entry.
+	appendEntry := func(id byte, body, entry []byte) {
+		r := &reader{b: body}
+		n := r.u32()
+		v := appendU32(nil, n+1)
+		v = append(v, body[r.i:]...)
+		writeSection(out, id, append(v, entry...))
+	}
 	for _, s := range secs {
 		if !wroteGlobal && globals < 0 && afterGlobal(s.id) {
 			writeGlobalSection(nil, 0)
@@ -154,16 +198,30 @@ func meter(code []byte) ([]byte, error) {
 				continue
 			}
 			writeSection(out, s.id, s.body)
+		case secType:
+			if !m.bulk {
+				writeSection(out, s.id, s.body)
+				continue
+			}
+			appendEntry(s.id, s.body, []byte{0x60, 0x01, 0x7F, 0x01, 0x7F}) // (func (param i32) (result i32))
+		case secFunction:
+			if !m.bulk {
+				writeSection(out, s.id, s.body)
+				continue
+			}
+			appendEntry(s.id, s.body, appendU32(nil, uint32(chargeType)))
 		case secGlobal:
 			r := &reader{b: s.body}
 			r.u32()
 			writeGlobalSection(s.body[r.i:], globals)
 		case secCode:
-			body, err := meterCode(s.body, check)
-			if err != nil {
-				return nil, fmt.Errorf("code section: %w", err)
+			n := m.funcs
+			if m.bulk {
+				c := chargeCode(uint32(fuel), uint32(manifest))
+				code2 = append(appendU32(code2, uint32(len(c))), c...)
+				n++
 			}
-			writeSection(out, s.id, body)
+			writeSection(out, s.id, append(appendU32(nil, uint32(n)), code2...))
 		default:
 			writeSection(out, s.id, s.body)
 		}
@@ -172,6 +230,19 @@ func meter(code []byte) ([]byte, error) {
 		writeGlobalSection(nil, 0)
 	}
 	return out.Bytes(), nil
+}
+
+// checkExports refuses an export of a global at or past index fuel.
+func checkExports(sec []byte, fuel uint32) error {
+	r := &reader{b: sec}
+	for n := r.u32(); n > 0 && r.err == nil; n-- {
+		name := r.name()
+		kind := r.byte()
+		if i := r.u32(); kind == 0x03 && i >= fuel && r.err == nil {
+			return fmt.Errorf("export %q: global %d, but the module has %d globals", name, i, fuel)
+		}
+	}
+	return r.err
 }
 
 // afterGlobal reports whether a section of id comes after the global
@@ -201,24 +272,63 @@ func checkCode(fuel, manifest uint32) []byte {
 	c = appendU32(c, fuel) // i32.const 1; i32.sub; global.set fuel
 	c = append(c, 0x23)
 	c = appendU32(c, fuel)
-	c = append(c, 0x45, 0x04, 0x40)       // global.get fuel; i32.eqz; if
+	c = append(c, 0x45, 0x04, 0x40) // global.get fuel; i32.eqz; if
+	c = appendRefill(c, fuel, manifest)
+	c = append(c, 0x0B) // end
+	return c
+}
+
+// appendRefill appends the call to the host and the refill of the fuel.
+func appendRefill(c []byte, fuel, manifest uint32) []byte {
 	c = append(c, 0x41, 0x7F, 0x41, 0x7F) // i32.const -1; i32.const -1
 	c = append(c, 0x10)
 	c = appendU32(c, manifest) // call manifest
 	c = append(c, 0x1A, 0x41)  // drop; i32.const meterFuel
 	c = appendS32(c, meterFuel)
 	c = append(c, 0x24)
-	c = appendU32(c, fuel) // global.set fuel
-	c = append(c, 0x0B)    // end
-	return c
+	return appendU32(c, fuel) // global.set fuel
 }
 
-// meterCode inserts check at the entry of every function body and after
-// every loop header.
-func meterCode(sec, check []byte) ([]byte, error) {
+// bulkShift converts the size of a bulk operation to fuel: one unit per
+// 2^bulkShift bytes (or table elements), about what a loop iteration costs.
+const bulkShift = 6
+
+// chargeCode is the body of the charge function, (param $n i32) (result
+// i32): it takes n>>bulkShift from the fuel, calls the host when the fuel
+// is spent, and returns n, so that a call to it before a bulk operation
+// leaves the operation's operands as they were. The fuel stays at least 1
+// after it, as checkCode's test for zero needs.
+func chargeCode(fuel, manifest uint32) []byte {
+	c := []byte{0x00} // no locals
+	c = append(c, 0x23)
+	c = appendU32(c, fuel)                     // global.get fuel
+	c = append(c, 0x20, 0x00, 0x41, bulkShift) // local.get $n; i32.const bulkShift
+	c = append(c, 0x76, 0x6B, 0x24)            // i32.shr_u; i32.sub; global.set fuel
+	c = appendU32(c, fuel)
+	c = append(c, 0x23)
+	c = appendU32(c, fuel)
+	c = append(c, 0x41, 0x01, 0x48, 0x04, 0x40) // global.get fuel; i32.const 1; i32.lt_s; if
+	c = appendRefill(c, fuel, manifest)
+	c = append(c, 0x0B)       // end
+	c = append(c, 0x20, 0x00) // local.get $n
+	return append(c, 0x0B)    // end
+}
+
+// meterer inserts the metering into a code section.
+type meterer struct {
+	check   []byte // at every function entry and loop header
+	charge  []byte // the call to the charge function, before every bulk operation
+	globals uint32 // the guest's globals: any index from it on is refused
+	funcs   int    // function bodies written
+	bulk    bool   // a bulk operation was found: the charge function is needed
+}
+
+// code returns the function bodies of the code section sec, metered,
+// without their count (meterer.funcs).
+func (m *meterer) code(sec []byte) ([]byte, error) {
 	r := &reader{b: sec}
 	n := r.u32()
-	out := appendU32(make([]byte, 0, len(sec)+int(n)*len(check)*2), n)
+	out := make([]byte, 0, len(sec)+int(n)*len(m.check)*2)
 	var body []byte
 	for f := uint32(0); f < n && r.err == nil; f++ {
 		size := r.u32()
@@ -227,7 +337,7 @@ func meterCode(sec, check []byte) ([]byte, error) {
 			break
 		}
 		var err error
-		body, err = meterBody(body[:0], fb, check)
+		body, err = m.body(body[:0], fb)
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", f, err)
 		}
@@ -240,10 +350,13 @@ func meterCode(sec, check []byte) ([]byte, error) {
 	if !r.done() {
 		return nil, errors.New("bytes after the last function body")
 	}
+	m.funcs = int(n)
 	return out, nil
 }
 
-func meterBody(out, fb, check []byte) ([]byte, error) {
+// body inserts the check at the entry of a function body and after every
+// loop header, and the charge before every bulk operation.
+func (m *meterer) body(out, fb []byte) ([]byte, error) {
 	r := &reader{b: fb}
 	for n := r.u32(); n > 0 && r.err == nil; n-- { // locals
 		r.u32()
@@ -253,15 +366,35 @@ func meterBody(out, fb, check []byte) ([]byte, error) {
 		return nil, fmt.Errorf("locals: %w", r.err)
 	}
 	out = append(out, fb[:r.i]...)
-	out = append(out, check...)
+	out = append(out, m.check...)
 	start := r.i
 	for !r.done() && r.err == nil {
-		op := r.byte()
-		r.skipImmediates(op)
-		if op == 0x03 && r.err == nil { // loop bt: check at the header
-			out = append(out, fb[start:r.i]...)
-			out = append(out, check...)
-			start = r.i
+		at := r.i
+		switch op := r.byte(); op {
+		case 0x23, 0x24: // global.get, global.set
+			if g := r.u32(); g >= m.globals && r.err == nil {
+				return nil, fmt.Errorf("offset %d: global %d, but the module has %d globals", at, g, m.globals)
+			}
+		case 0x03: // loop bt: check at the header
+			r.s33()
+			if r.err == nil {
+				out = append(out, fb[start:r.i]...)
+				out = append(out, m.check...)
+				start = r.i
+			}
+		case 0xFC:
+			sub := r.u32()
+			r.skipFC(sub)
+			switch sub {
+			case 8, 10, 11, 12, 14, 17: // memory.init, memory.copy, memory.fill, table.init, table.copy, table.fill
+				// The size is the last operand, on top of the stack.
+				out = append(out, fb[start:at]...)
+				out = append(out, m.charge...)
+				start = at
+				m.bulk = true
+			}
+		default:
+			r.skipImmediates(op)
 		}
 	}
 	if r.err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,20 +37,27 @@ func testModules(t testing.TB) map[string][]byte {
 	return out
 }
 
-// TestMeter: every test module that imports manifest is metered into a
-// module wazero compiles, with one global more and checks in its code.
+// TestMeter: every valid test module that imports manifest is metered
+// into a module wazero compiles, with one global more and checks in its
+// code; an invalid one is refused, or metered into a module that is still
+// invalid.
 func TestMeter(t *testing.T) {
 	for name, code := range testModules(t) {
 		t.Run(name, func(t *testing.T) {
 			out, err := meter(code)
-			if err != nil {
-				if strings.Contains(err.Error(), "does not import ganglion.manifest") {
-					return // refuse_* modules without it
-				}
+			valid := compiles(code) == nil
+			switch {
+			case err != nil && strings.Contains(err.Error(), "does not import ganglion.manifest"):
+				return // refuse_* modules without it
+			case err != nil && !valid:
+				return
+			case err != nil:
 				t.Fatal(err)
-			}
-			if err := compiles(code); err != nil {
-				return // a module made not to compile stays so
+			case !valid:
+				if compiles(out) == nil {
+					t.Fatal("an invalid module is valid once metered")
+				}
+				return
 			}
 			if err := compiles(out); err != nil {
 				t.Fatalf("the metered module does not compile: %v", err)
@@ -77,6 +85,10 @@ func TestMeterRefusals(t *testing.T) {
 		{"no imports", []byte("\x00asm\x01\x00\x00\x00"), "does not import ganglion.manifest"},
 		{"truncated", guard[:len(guard)-5], "past the end"},
 		{"section too long", append(append([]byte{}, guard[:8]...), 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F), "past the end"},
+		// Global 0 of a module without globals would be the fuel counter.
+		{"writes an undeclared global", readTestdata(t, "refuse_fuel.wasm"), "code section: function 1: offset 16: global 0, but the module has 0 globals"},
+		{"exports an undeclared global", wat(t, `(module (import "ganglion" "manifest" (func (param i32 i32) (result i32))) (export "fuel" (global 0)))`),
+			`export section: export "fuel": global 0, but the module has 0 globals`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,13 +100,23 @@ func TestMeterRefusals(t *testing.T) {
 	}
 }
 
-// FuzzMeter: meter never panics, and what wazero compiles before metering
-// it compiles after.
+// FuzzMeter: meter never panics; validate refuses exactly what wazero
+// does not compile; a valid module is metered into a valid one, and an
+// invalid one is refused or stays invalid (metering never makes the
+// guest's code valid, as an appended fuel counter could).
 func FuzzMeter(f *testing.F) {
 	for _, code := range testModules(f) {
 		f.Add(code)
 	}
+	ctx := context.Background()
+	validator := wazero.NewRuntime(ctx)
+	f.Cleanup(func() { validator.Close(ctx) })
 	f.Fuzz(func(t *testing.T, code []byte) {
+		verr := validate(ctx, validator, code)
+		cerr := compiles(code)
+		if (verr == nil) != (cerr == nil) {
+			t.Fatalf("validate: %v; compile: %v", verr, cerr)
+		}
 		out, err := meter(code)
 		if err != nil {
 			return
@@ -102,10 +124,63 @@ func FuzzMeter(f *testing.F) {
 		if !bytes.HasPrefix(out, []byte("\x00asm\x01\x00\x00\x00")) {
 			t.Fatalf("metered output lost the header")
 		}
-		if compiles(code) == nil {
-			if err := compiles(out); err != nil {
-				t.Fatalf("compiles before metering, not after: %v", err)
-			}
+		err = compiles(out)
+		if verr == nil && err != nil {
+			t.Fatalf("valid before metering, not after: %v", err)
+		}
+		if verr != nil && err == nil {
+			t.Fatalf("invalid before metering (%v), valid after", verr)
 		}
 	})
+}
+
+// TestValidate: validate refuses what wazero does not compile, and
+// accepts what it does, for every test module; with the cost of
+// validating only (see validate.go).
+func TestValidate(t *testing.T) {
+	ctx := context.Background()
+	validator := wazero.NewRuntime(ctx)
+	defer validator.Close(ctx)
+	for name, code := range testModules(t) {
+		t.Run(name, func(t *testing.T) {
+			verr, cerr := validate(ctx, validator, code), compiles(code)
+			if (verr == nil) != (cerr == nil) {
+				t.Fatalf("validate: %v; compile: %v", verr, cerr)
+			}
+		})
+	}
+	if err := validate(ctx, validator, readTestdata(t, "refuse_fuel.wasm")); err == nil || err.Error() != `invalid function[1] export["ganglion_init"]: invalid global index` {
+		t.Errorf("validate(refuse_fuel.wasm) = %v", err)
+	}
+}
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wat assembles a module with wat2wasm, skipping the test without it.
+func wat(t testing.TB, text string) []byte {
+	t.Helper()
+	bin, err := exec.LookPath("wat2wasm")
+	if err != nil {
+		t.Skip("wat2wasm (wabt) is not on PATH")
+	}
+	dir := t.TempDir()
+	src, out := filepath.Join(dir, "m.wat"), filepath.Join(dir, "m.wasm")
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := exec.Command(bin, "--no-check", src, "-o", out).CombinedOutput(); err != nil {
+		t.Fatalf("wat2wasm: %v\n%s", err, b)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
