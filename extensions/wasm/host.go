@@ -41,7 +41,15 @@ func (x *Extension) hostModule(ctx context.Context) error {
 				stack[0] = api.EncodeI32(codeFailed)
 				return
 			}
-			stack[0] = api.EncodeI32(fn(kc.in, stack[:nparams]))
+			in := kc.in
+			if in.mem == nil && name != "manifest" {
+				// A start function runs before the instance has its
+				// memory: nothing works there (manifest answers PHASE
+				// itself, and meters).
+				stack[0] = api.EncodeI32(in.fail(codePhase, "%s: no import works in a start function (see sdk/ABI.md)", name))
+				return
+			}
+			stack[0] = api.EncodeI32(fn(in, stack[:nparams]))
 		}), params, []api.ValueType{i32}).Export(name)
 	}
 	add("manifest", 2, hostManifest)
