@@ -118,6 +118,9 @@ func (in *instance) invoke(f *frame, id int32) error {
 	}
 	f.handle = in.seq
 	in.guestErr = ""
+	if d == 0 {
+		in.spent = quota{}
+	}
 	in.frames = append(in.frames, f)
 	f.budget = int64(in.x.limits.Timeout)
 	in.resume(f)

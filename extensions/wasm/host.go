@@ -50,6 +50,10 @@ func (x *Extension) hostModule(ctx context.Context) error {
 				return
 			}
 			stack[0] = api.EncodeI32(fn(in, stack[:nparams]))
+			// A host call is charged by what it cost: the time it took
+			// counts against the deadline, checked here rather than at the
+			// next metering call, thousands of calls later.
+			in.yield()
 		}), params, []api.ValueType{i32}).Export(name)
 	}
 	add("manifest", 2, hostManifest)
@@ -468,6 +472,9 @@ func hostEmit(in *instance, p []uint64) int32 {
 	if code != 0 {
 		return code
 	}
+	if code := in.spend("emit", "message events", &in.spent.emit, &in.spent.emitBytes, len(b), maxEmitCalls, maxEmitBytes); code != 0 {
+		return code
+	}
 	var ev pipeline.MessageEvent
 	if err := decodeStrict(b, &ev); err != nil {
 		return in.fail(codeInvalid, "message event: %v", err)
@@ -592,6 +599,9 @@ func hostPublish(in *instance, p []uint64) int32 {
 	if code != 0 {
 		return code
 	}
+	if code := in.spend("publish", "events", &in.spent.publish, &in.spent.publishBytes, len(b), maxPublishCalls, maxPublishBytes); code != 0 {
+		return code
+	}
 	var data any // no data when data_len is 0
 	if len(b) > 0 {
 		if !json.Valid(b) {
@@ -606,6 +616,9 @@ func hostPublish(in *instance, p []uint64) int32 {
 func hostLog(in *instance, p []uint64) int32 {
 	msg, code := in.text(p[1], p[2], "log message")
 	if code != 0 {
+		return code
+	}
+	if code := in.spend("log", "records", &in.spent.log, &in.spent.logBytes, len(msg), maxLogRecords, maxLogBytes); code != 0 {
 		return code
 	}
 	ctx := context.Background()

@@ -131,6 +131,111 @@ func TestHostileModules(t *testing.T) {
 			trap:  true, deadline: true,
 		},
 		{
+			// Bulk operations are charged by their size (meter.go).
+			name:  "memory.copy storm",
+			ext:   `[{wasm: testdata/hostile_bulk.wasm, limits: {timeout: 200ms}}]`,
+			input: "copy",
+			want:  `extension "hostile_bulk": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Bulk operations are charged by their size (meter.go).
+			name:  "memory.fill storm",
+			ext:   `[{wasm: testdata/hostile_bulk.wasm, limits: {timeout: 200ms}}]`,
+			input: "fill",
+			want:  `extension "hostile_bulk": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Bulk operations are charged by their size (meter.go).
+			name:  "memory.init storm",
+			ext:   `[{wasm: testdata/hostile_bulk.wasm, limits: {timeout: 200ms}}]`,
+			input: "meminit",
+			want:  `extension "hostile_bulk": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Bulk operations are charged by their size (meter.go).
+			name:  "table.fill storm",
+			ext:   `[{wasm: testdata/hostile_bulk.wasm, limits: {timeout: 200ms}}]`,
+			input: "tfill",
+			want:  `extension "hostile_bulk": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Bulk operations are charged by their size (meter.go).
+			name:  "table.copy storm",
+			ext:   `[{wasm: testdata/hostile_bulk.wasm, limits: {timeout: 200ms}}]`,
+			input: "tcopy",
+			want:  `extension "hostile_bulk": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Bulk operations are charged by their size (meter.go).
+			name:  "table.init storm",
+			ext:   `[{wasm: testdata/hostile_bulk.wasm, limits: {timeout: 200ms}}]`,
+			input: "tinit",
+			want:  `extension "hostile_bulk": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Host calls count against the deadline at once, and one hook
+			// call may publish, emit and log only so much.
+			name:  "publish flood",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 200ms}}]`,
+			input: "publish",
+			want:  `extension "hostile_flood": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Host calls count against the deadline at once, and one hook
+			// call may publish, emit and log only so much.
+			name:  "emit flood",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 200ms}}]`,
+			input: "emit",
+			want:  `extension "hostile_flood": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Host calls count against the deadline at once, and one hook
+			// call may publish, emit and log only so much.
+			name:  "log flood",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 200ms}}]`,
+			input: "log",
+			want:  `extension "hostile_flood": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			// Host calls count against the deadline at once, and one hook
+			// call may publish, emit and log only so much.
+			name:  "stdout flood",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 200ms}}]`,
+			input: "stdout",
+			want:  `extension "hostile_flood": turn middleware: ganglion_turn: deadline exceeded`,
+			trap:  true, deadline: true,
+		},
+		{
+			name:  "publish over its bound",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 2s}}]`,
+			input: "until_publish",
+			want:  `extension "hostile_flood": turn middleware: publish: over the limit of 256 events per hook call`,
+			guest: true,
+		},
+		{
+			name:  "emit over its bound",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 2s}}]`,
+			input: "until_emit",
+			want:  `extension "hostile_flood": turn middleware: emit: over the limit of 4194304 bytes per hook call`,
+			guest: true,
+		},
+		{
+			name:  "log over its bound",
+			ext:   `[{wasm: testdata/hostile_flood.wasm, limits: {timeout: 2s}}]`,
+			input: "until_log",
+			want:  `extension "hostile_flood": turn middleware: log: over the limit of 1024 records per hook call`,
+			guest: true,
+		},
+		{
 			name:  "huge values",
 			ext:   `[{wasm: testdata/hostile_huge.wasm, limits: {timeout: 100ms, max_payload: 1KiB}}]`,
 			input: "huge",

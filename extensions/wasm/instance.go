@@ -47,6 +47,43 @@ type instance struct {
 
 	lastErr  string // the last failed host call's message
 	guestErr string // the guest's set_error
+
+	spent quota // what the running call handed the host
+}
+
+// Per call into the guest (a hook call and the calls nested in it, or an
+// init), the guest may hand the host at most this much; beyond it, the
+// import answers TOO_LARGE (and stdout and stderr fail), naming the limit.
+// They bound what a guest that loops on these imports makes the host do
+// and hold before its deadline stops it.
+const (
+	maxPublishCalls = 256     // publish calls
+	maxPublishBytes = 4 << 20 // bytes of event data
+	maxEmitCalls    = 256     // emit calls
+	maxEmitBytes    = 4 << 20 // bytes of message events
+	maxLogRecords   = 1024    // log calls, and lines written to stdout and stderr
+	maxLogBytes     = 1 << 20 // bytes of those
+)
+
+// quota counts what a call handed the host.
+type quota struct {
+	publish, publishBytes int
+	emit, emitBytes       int
+	log, logBytes         int
+}
+
+// spend counts one more use of size bytes against the limits (maxCalls,
+// maxBytes) of what, or returns TOO_LARGE if it would pass one.
+func (in *instance) spend(what, unit string, calls, bytes *int, size, maxCalls, maxBytes int) int32 {
+	if *calls >= maxCalls {
+		return in.fail(codeTooLarge, "%s: over the limit of %d %s per hook call", what, maxCalls, unit)
+	}
+	if *bytes+size > maxBytes {
+		return in.fail(codeTooLarge, "%s: over the limit of %d bytes per hook call", what, maxBytes)
+	}
+	*calls++
+	*bytes += size
+	return 0
 }
 
 // initState collects what ganglion_init declares.
@@ -68,8 +105,8 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
 		WithStartFunctions(). // _initialize is called below, under the deadline
-		WithStdout(&logWriter{x: x, level: slog.LevelInfo, stream: "stdout"}).
-		WithStderr(&logWriter{x: x, level: slog.LevelWarn, stream: "stderr"})
+		WithStdout(&logWriter{in: in, level: slog.LevelInfo, stream: "stdout"}).
+		WithStderr(&logWriter{in: in, level: slog.LevelWarn, stream: "stderr"})
 	if x.grants.Clock {
 		cfg = cfg.WithSysWalltime().WithSysNanotime()
 	}
@@ -141,6 +178,7 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 		return nil, fmt.Errorf("does not export %s", name)
 	}
 	in.guestErr = ""
+	in.spent = quota{}
 	in.deadline.Store(in.x.clock.Load() + int64(in.x.limits.Timeout))
 	res, err := fn.Call(in.gctx, nil...)
 	in.deadline.Store(0)
@@ -248,7 +286,7 @@ func (e *TrapError) Unwrap() []error {
 // extension's logger, a line per record; a line longer than maxLogLine is
 // cut into records of that size.
 type logWriter struct {
-	x      *Extension
+	in     *instance
 	level  slog.Level
 	stream string
 	buf    []byte
@@ -257,6 +295,19 @@ type logWriter struct {
 const maxLogLine = 4096
 
 func (w *logWriter) Write(p []byte) (int, error) {
+	in := w.in
+	// A write is a host call: its time counts at once, and it is bounded
+	// as log is (a line per record).
+	defer in.yield()
+	lines := max(bytes.Count(p, []byte{'\n'}), 1)
+	switch {
+	case in.spent.log+lines > maxLogRecords:
+		return 0, fmt.Errorf("%s: over the limit of %d records per hook call", w.stream, maxLogRecords)
+	case in.spent.logBytes+len(p) > maxLogBytes:
+		return 0, fmt.Errorf("%s: over the limit of %d bytes per hook call", w.stream, maxLogBytes)
+	}
+	in.spent.log += lines
+	in.spent.logBytes += len(p)
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -279,9 +330,10 @@ func (w *logWriter) Write(p []byte) (int, error) {
 }
 
 func (w *logWriter) flush() {
-	logger := w.x.logger
-	if w.x.api != nil {
-		logger = w.x.api.Logger
+	x := w.in.x
+	logger := x.logger
+	if x.api != nil {
+		logger = x.api.Logger
 	}
 	logger.Log(context.Background(), w.level, string(bytes.ToValidUTF8(w.buf, []byte("\uFFFD"))), "stream", w.stream)
 	w.buf = w.buf[:0]
