@@ -544,3 +544,178 @@ agents:
 		}
 	}
 }
+
+const crashAskConfig = `
+agents:
+  - name: lead
+    tools: [call_agent]
+  - name: worker
+    tools: [effect]
+    extensions: [{name: protocol}]
+`
+
+// crashAskScript: the worker asks which way; WITH_TOOL decides whether the
+// step that asks also runs the effect. The resume turn runs the effect
+// (unless it ran when asking) and finishes.
+const crashAskScript = `
+agents:
+  lead:
+    turns:
+      - steps:
+          - tool_calls: [{name: call_agent, id: d1, args: {agent_id: worker, message: "do the effect"}}]
+          - text: "delegated"
+      - steps: [{text: "All done: {{ .Input }}"}]
+  worker:
+    turns:
+      - match: "Answer to your question"
+        steps:
+          - RESUME_STEP
+          - text: "worker finished"
+    fallback:
+      steps:
+        - text: "[USER_QUESTION]\ncategory: choice\nquestion: Which way?\noptions: [Left, Right]\nrequired: true\n[/USER_QUESTION]"
+          ASK_TOOL
+`
+
+// TestCrashDelegatedChildPausedMidStep: the child's step asks a question
+// and runs a tool; the process dies while the tool runs, before the task
+// is marked paused. After the restart the child waits for its answer (its
+// request does not run again), and the answer sees the chain through.
+func TestCrashDelegatedChildPausedMidStep(t *testing.T) {
+	ctx := context.Background()
+	script := strings.NewReplacer("RESUME_STEP", `text: "resumed"`, "ASK_TOOL", "tool_calls: [{name: effect, id: w1}]").Replace(crashAskScript)
+	mem := store.NewMemory()
+	ds := &dyingStore{Store: mem}
+	e := newEffectTool()
+	rt, _ := newCrashRuntime(t, crashAskConfig, script, ds, runtime.WithTool(e.tool()))
+	if _, err := rt.Send(ctx, "lead", "k", runtime.UserMessage("please delegate")); err != nil {
+		t.Fatal(err)
+	}
+	killDuringTool(t, rt, ds, e, func() error { return nil })
+
+	bus, answered := answeredEvents()
+	e2 := newEffectTool()
+	close(e2.release)
+	rt2, _ := newCrashRuntime(t, crashAskConfig, script, mem, runtime.WithTool(e2.tool()), runtime.WithEvents(bus))
+	if err := rt2.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, err := rt2.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 || items[0].Agent != "worker" {
+		t.Fatalf("pending after the restart = %+v, %v", items, err)
+	}
+	if _, err := rt2.Answer(ctx, items[0].ID, "left"); err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	ev := awaitEvent(t, answered, "the chain's answer")
+	waitNoTasks(t, rt2)
+	worker := describeAll(mustHistory(t, rt2, "worker", "k"))
+	if n := strings.Count(strings.Join(worker, "\n"), "user: do the effect"); n != 1 || e2.runs.Load() != 0 ||
+		!strings.HasPrefix(worker[2], "tool!(w1 effect): interrupted:") || worker[len(worker)-1] != "assistant: resumed" {
+		t.Errorf("worker history (%d requests, %d reruns):\n%s", n, e2.runs.Load(), strings.Join(worker, "\n"))
+	}
+	if d := evData(ev); !strings.Contains(fmt.Sprint(d["response"]), "## worker, task task_") || !strings.Contains(fmt.Sprint(d["response"]), "\nresumed\n") {
+		t.Errorf("task.answered = %+v", ev)
+	}
+	if ts := mustTasks(t, rt2, "", ""); len(ts) != 0 {
+		t.Errorf("tasks left: %+v", ts)
+	}
+}
+
+// TestCrashDelegatedChildResumeTurn: the child's question was answered and
+// its resume turn runs a tool when the process dies. After the restart the
+// resume turn goes on from its next step, and the chain finishes.
+func TestCrashDelegatedChildResumeTurn(t *testing.T) {
+	ctx := context.Background()
+	script := strings.NewReplacer("RESUME_STEP", "tool_calls: [{name: effect, id: r1}]", "\n          ASK_TOOL", "").Replace(crashAskScript)
+	mem := store.NewMemory()
+	ds := &dyingStore{Store: mem}
+	e := newEffectTool()
+	rt, _ := newCrashRuntime(t, crashAskConfig, script, ds, runtime.WithTool(e.tool()))
+	if _, err := rt.Send(ctx, "lead", "k", runtime.UserMessage("please delegate")); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("pending = %+v, %v", items, err)
+	}
+	killDuringTool(t, rt, ds, e, func() error {
+		_, err := rt.Answer(ctx, items[0].ID, "right")
+		return err
+	})
+
+	bus, answered := answeredEvents()
+	e2 := newEffectTool()
+	close(e2.release)
+	rt2, rec := newCrashRuntime(t, crashAskConfig, script, mem, runtime.WithTool(e2.tool()), runtime.WithEvents(bus))
+	ev := awaitEvent(t, answered, "the chain's answer after the restart")
+	waitNoTasks(t, rt2)
+	worker := describeAll(mustHistory(t, rt2, "worker", "k"))
+	if e2.runs.Load() != 0 || strings.Count(strings.Join(worker, "\n"), "Answer to your question") != 1 ||
+		!strings.HasPrefix(worker[len(worker)-2], "tool!(r1 effect): interrupted:") || worker[len(worker)-1] != "assistant: worker finished" {
+		t.Errorf("worker history (%d reruns):\n%s", e2.runs.Load(), strings.Join(worker, "\n"))
+	}
+	var steps []string
+	for _, r := range rec.requests() {
+		if r.Agent == "worker" {
+			steps = append(steps, fmt.Sprintf("%s/%d", r.TurnID, r.Step))
+		}
+	}
+	if strings.Join(steps, " ") != "turn-2/2" {
+		t.Errorf("worker model calls after the restart: %v, want turn-2/2", steps)
+	}
+	if d := evData(ev); !strings.Contains(fmt.Sprint(d["response"]), "worker finished") {
+		t.Errorf("task.answered = %+v", ev)
+	}
+	if it, err := rt2.PendingItem(ctx, items[0].ID); err != nil || it.ResumedBy != "turn-2" {
+		t.Errorf("item = %+v, %v: want it marked resumed by turn-2", it, err)
+	}
+}
+
+// TestAnswerWaitsForItsChannel: a root task's answer is stored before it is
+// delivered. With no channel of its name in the process, the task stays,
+// answered; the next process that has the channel delivers it once and
+// deletes the task.
+func TestAnswerWaitsForItsChannel(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMemory()
+	e := newEffectTool()
+	e.runs.Store(1) // never blocks
+	rt, _ := newCrashRuntime(t, crashDelegConfig, crashDelegScript, mem, runtime.WithTool(e.tool()))
+	in := runtime.UserMessage("please delegate")
+	in.Metadata = map[string]any{"channel": "outbox", "replyTo": "r-1"}
+	if _, err := rt.Send(ctx, "lead", "k", in); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ts := mustTasks(t, rt, "", "")
+	if len(ts) != 1 || ts[0].State != runtime.TaskAnswered || !strings.HasPrefix(ts[0].Answer, "All done:") || ts[0].AnsweredAt.IsZero() {
+		t.Fatalf("tasks = %+v, want the root task answered", ts)
+	}
+	mustClose(t, rt)
+
+	var got []runtime.Report
+	var mu sync.Mutex
+	outbox := runtime.ChannelFunc(func(_ context.Context, r runtime.Report) error {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, r)
+		return nil
+	})
+	rt2, _ := newCrashRuntime(t, crashDelegConfig, crashDelegScript, mem, runtime.WithTool(e.tool()), runtime.WithChannel("outbox", outbox))
+	waitNoTasks(t, rt2)
+	rt2.RecoverTasks(ctx) // a second recovery delivers nothing more
+	if err := rt2.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].TaskID != ts[0].ID || got[0].ReplyTo != "r-1" || got[0].Request != "please delegate" || got[0].Response != ts[0].Answer {
+		t.Errorf("delivered %+v", got)
+	}
+}

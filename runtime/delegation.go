@@ -172,18 +172,41 @@ func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
 	clear(ts.children)
 	ts.taskID, ts.delegs, ts.children, ts.taskChain = "", ts.delegs[:0], ts.children[:0], ts.taskChain[:0]
 	ts.inputID, ts.keepIDs, ts.sentTokens = "", nil, 0
-	if id, ok := in.Metadata["taskId"].(string); ok {
-		ts.taskID = id
-	} else if in.Kind == pipeline.InputResume {
-		turn, _ := in.Metadata["resumes"].(string)
-		ts.taskID = a.pausedTask(ts.storeCtx, ts.inst.key, turn)
-	}
+	ts.taskID = a.turnTask(ts.storeCtx, ts.inst, in)
 	ts.taskChain = appendStrings(ts.taskChain, in.Metadata["taskChain"])
 	if ts.taskID == "" {
 		// A turn that starts a task has no task above it, but it may have
 		// callers waiting on it (ctx.agents.request): they come first.
 		ts.taskChain = append(ts.taskChain, ts.agents.chain...)
 	}
+}
+
+// turnTask returns the task a turn with input in works on, or "": the
+// task its input names, or, for a resume, the task whose turn paused. The
+// caller holds the instance's slot.
+func (a *agent) turnTask(ctx context.Context, inst *instance, in pipeline.InputEvent) string {
+	if id, ok := in.Metadata["taskId"].(string); ok {
+		return id
+	}
+	if in.Kind != pipeline.InputResume {
+		return ""
+	}
+	turn, _ := in.Metadata["resumes"].(string)
+	if id := a.pausedTask(ctx, inst.key, turn); id != "" {
+		return id
+	}
+	// A stop of the process can come between a task's turn pausing and the
+	// task being marked paused: the task is still the one whose input
+	// started the chain of turns that paused.
+	t, ok := inst.lastTurn()
+	if !ok || t.task() == "" {
+		return ""
+	}
+	task, err := a.rt.Task(ctx, t.task())
+	if err != nil || task.Agent != a.name || task.Instance != inst.key || (task.State != TaskQueued && task.State != TaskReporting) {
+		return ""
+	}
+	return task.ID
 }
 
 // pausedTask returns the task whose turn paused as turn, or "".
@@ -383,18 +406,18 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	}
 	r.publishTask(events.TaskCompleted, t, map[string]any{"task_id": t.ID, "parent_task_id": t.ParentID, "failed": failed != nil, "response": oneLine(answer, 200)})
 	if t.ParentID == "" {
+		a := *t
+		a.State, a.Answer, a.AnsweredAt = TaskAnswered, answer, now
+		if failed != nil {
+			a.AnswerError, a.Answer = failed.Error(), ""
+		}
 		r.taskMu.Lock()
-		err := r.commitTasks(ctx, nil, t.ID)
+		err := r.commitTasks(ctx, []*Task{&a})
 		r.taskMu.Unlock()
 		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}
-		rep := Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
-			Request: t.OriginalRequest, Response: answer, CompletedAt: now}
-		if failed != nil {
-			rep.Error, rep.Response = failed.Error(), ""
-		}
-		r.answer(ctx, rep)
+		r.deliverAnswer(ctx, &a)
 		return nil
 	}
 	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now}
@@ -481,6 +504,27 @@ func (r *Runtime) saveOutput(taskID, text string) (string, error) {
 }
 
 // answer hands a root task's report to its requester's channel.
+// deliverAnswer hands the answer of root task t (answered) to its
+// requester's channel, then deletes the task. Without a channel of that
+// name in this process, the task stays stored, answered, for a process
+// that has one: it delivers it when it recovers the tasks.
+func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
+	if _, ok := r.channels[t.Channel]; !ok {
+		r.logger.Info("a task's answer waits for a process with its channel", "task", t.ID, "channel", t.Channel)
+		r.publishTask(events.TaskAnswered, t, map[string]any{"task_id": t.ID, "requester": t.Requester, "channel": t.Channel,
+			"response": t.Answer, "delivered": false})
+		return
+	}
+	r.answer(ctx, Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
+		Request: t.OriginalRequest, Response: t.Answer, Error: t.AnswerError, CompletedAt: t.AnsweredAt})
+	r.taskMu.Lock()
+	err := r.commitTasks(ctx, nil, t.ID)
+	r.taskMu.Unlock()
+	if err != nil {
+		r.logger.Error("deleting an answered task failed; its answer is delivered again at the next start", "task", t.ID, "err", err)
+	}
+}
+
 func (r *Runtime) answer(ctx context.Context, rep Report) {
 	ch, ok := r.channels[rep.Channel]
 	var err error
@@ -542,6 +586,38 @@ func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
 	return in, false
 }
 
+// errTaskMoved is Send's refusal of a task's input that the task no
+// longer waits for.
+var errTaskMoved = errors.New("the task no longer waits for this turn")
+
+// checkTaskInput refuses a task's input (its request, or a merged report)
+// when the task no longer waits for that turn: it completed, or moved on,
+// while the input waited for the instance's slot (a resume turn can settle
+// a task whose turn paused just before a stop of the process). The input
+// was built from the task as it was before the wait.
+func (r *Runtime) checkTaskInput(ctx context.Context, in pipeline.InputEvent) error {
+	id, _ := in.Metadata["taskId"].(string)
+	want := TaskQueued
+	switch {
+	case id == "":
+		return nil
+	case in.Kind == pipeline.InputDelegationReport:
+		want = TaskReporting
+	case in.Kind != pipeline.InputAgentRequest:
+		return nil
+	}
+	t, err := r.Task(ctx, id)
+	switch {
+	case errors.Is(err, ErrNoTask):
+		return fmt.Errorf("task %s: %w: it completed", id, errTaskMoved)
+	case err != nil:
+		return err
+	case t.State != want:
+		return fmt.Errorf("task %s: %w: it is %s", id, errTaskMoved, t.State)
+	}
+	return nil
+}
+
 // background runs the turn task id waits for in a goroutine. A task runs
 // one turn at a time: asked while its turn runs (a child reported before
 // the turn that delegated to it returned), it runs again after, as the
@@ -576,6 +652,10 @@ func (r *Runtime) runTask(id string) {
 		if err != nil {
 			return
 		}
+		if t.State == TaskAnswered {
+			r.deliverAnswer(r.bg, &t)
+			return
+		}
 		in, ok := taskInput(&t)
 		if !ok {
 			return
@@ -593,6 +673,8 @@ func (r *Runtime) runTask(id string) {
 			if open, err := r.ledger.List(r.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
 				r.unblock(t.Agent, t.Instance)
 			}
+		case errors.Is(err, errTaskMoved):
+			r.logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
 		case err != nil && r.bg.Err() == nil:
 			r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		}
@@ -698,6 +780,10 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 			r.dispatch(&t)
 		case TaskReporting:
 			r.deliverReport(t.ID)
+		case TaskAnswered:
+			if _, ok := r.channels[t.Channel]; ok {
+				r.background(t.ID) // one delivery at a time, with the task's turns
+			}
 		}
 	}
 }
@@ -713,6 +799,11 @@ func (r *Runtime) recoverAnswer(ctx context.Context, t *Task) bool {
 	}
 	answer, ok := turnAnswer(msgs, t.ID)
 	if !ok {
+		return false
+	}
+	// A reply that asked a human is no answer: the turn paused (a stop of
+	// the process came before the task was marked paused).
+	if open, err := r.ledger.List(ctx, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err != nil || len(open) > 0 {
 		return false
 	}
 	r.taskMu.Lock()
@@ -745,8 +836,9 @@ func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
 		if !isInput(msgs[i]) || msgs[i].Metadata["taskId"] != id {
 			continue
 		}
+		// The turn goes on through the resumes of its pauses.
 		j := i + 1
-		for j < len(msgs) && !isInput(msgs[j]) {
+		for j < len(msgs) && (!isInput(msgs[j]) || msgs[j].Metadata["resumes"] != nil) {
 			j++
 		}
 		if last := msgs[j-1]; j-1 > i && last.Role == pipeline.RoleAssistant && len(last.ToolCalls) == 0 {

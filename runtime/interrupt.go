@@ -122,41 +122,87 @@ type continuation struct {
 	steps   int    // steps it had run: model replies stored
 }
 
-// interrupted returns the turn of inst that in would start again, if the
-// history shows it started already and did not finish: in is a delegation
-// task's input (its request, or a merged report), and the last input of the
-// history is that same input, followed by no final answer. Only task inputs
-// are ever delivered twice (after a restart), so only they are looked for.
-// The caller holds the instance's slot.
+// trail is what the history shows of an instance's last turn.
+type trail struct {
+	last *pipeline.Message // the last turn's input
+	// origin is the input of the turn that the chain of resumes ending at
+	// last goes back to: last itself when last is no resume.
+	origin   *pipeline.Message
+	steps    int  // model replies stored after last
+	answered bool // the history ends with a final model reply
+}
+
+// lastTurn reads the trail of the instance's last turn; ok is false when
+// the history holds no turn input.
+func (in *instance) lastTurn() (t trail, ok bool) {
+	h := &in.hist
+	i := h.len() - 1
+	if i >= 0 {
+		m := h.at(i).msg
+		t.answered = m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant && len(m.ToolCalls) == 0
+	}
+	for ; i >= 0; i-- {
+		m := h.at(i).msg
+		if isTurnInput(m) {
+			t.last = m
+			break
+		}
+		if m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant {
+			t.steps++
+		}
+	}
+	if t.last == nil {
+		return t, false
+	}
+	t.origin = t.last
+	for j := i - 1; j >= 0 && t.origin.Metadata["resumes"] != nil; j-- {
+		if m := h.at(j).msg; isTurnInput(m) {
+			t.origin = m
+		}
+	}
+	return t, true
+}
+
+// task returns the delegation task the trail's turns work on, "" if none.
+func (t trail) task() string {
+	id, _ := t.origin.Metadata["taskId"].(string)
+	return id
+}
+
+// interrupted returns the turn of inst that ev would start again, if the
+// history shows it started already and did not finish: ev is a delegation
+// task's input (its request, or a merged report) that the instance's last
+// chain of turns started, or the resume of the paused turn that the last
+// turn resumed, and no final answer follows. Only these inputs are ever
+// delivered twice (after a restart), so only they are looked for. The
+// turn continued is the last one, a resume turn if the task's turn paused
+// and was resumed. The caller holds the instance's slot.
 func (in *instance) interrupted(ev pipeline.InputEvent) (continuation, bool) {
 	task, _ := ev.Metadata["taskId"].(string)
-	if task == "" || (ev.Kind != pipeline.InputAgentRequest && ev.Kind != pipeline.InputDelegationReport) {
+	resumes, _ := ev.Metadata["resumes"].(string)
+	switch {
+	case task != "" && (ev.Kind == pipeline.InputAgentRequest || ev.Kind == pipeline.InputDelegationReport):
+	case resumes != "" && ev.Kind == pipeline.InputResume:
+	default:
 		return continuation{}, false
 	}
-	h := &in.hist
-	steps := 0
-	for i := h.len() - 1; i >= 0; i-- {
-		m := h.at(i).msg
-		if !isTurnInput(m) {
-			if m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant {
-				if steps == 0 && i == h.len()-1 && len(m.ToolCalls) == 0 {
-					return continuation{}, false // it answered
-				}
-				steps++
-			}
-			continue
-		}
-		turnID, _ := m.Metadata["turn_id"].(string)
-		if m.Metadata["taskId"] != task || turnID == "" || intMeta(m.Metadata["reported"]) != intMeta(ev.Metadata["reported"]) {
-			return continuation{}, false
-		}
-		n, err := strconv.ParseInt(strings.TrimPrefix(turnID, "turn-"), 10, 64)
-		if err != nil {
-			return continuation{}, false
-		}
-		return continuation{turnID: turnID, turn: n, inputID: m.ID, steps: steps}, true
+	t, ok := in.lastTurn()
+	if !ok || t.answered {
+		return continuation{}, false
 	}
-	return continuation{}, false
+	if resumes != "" {
+		if t.last.Metadata["resumes"] != resumes {
+			return continuation{}, false
+		}
+	} else if t.task() != task || intMeta(t.origin.Metadata["reported"]) != intMeta(ev.Metadata["reported"]) {
+		return continuation{}, false
+	}
+	turnID, _ := t.last.Metadata["turn_id"].(string)
+	n, err := strconv.ParseInt(strings.TrimPrefix(turnID, "turn-"), 10, 64)
+	if turnID == "" || err != nil {
+		return continuation{}, false
+	}
+	return continuation{turnID: turnID, turn: n, inputID: t.last.ID, steps: t.steps}, true
 }
 
 // isTurnInput reports whether m is the input message of a turn.

@@ -372,13 +372,18 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if by := inst.resumedBy(turnID); by != "" {
-		return nil, r.ledger.MarkResumed(storeCtx, ids, by)
-	}
 	in := pipeline.InputEvent{Kind: pipeline.InputResume, Text: strings.Join(msgs, "\n\n"),
 		Metadata: map[string]any{"resumes": turnID, "pending": ids}}
 	if len(fails) > 0 {
 		in.Metadata["failed"] = strings.Join(fails, "; ")
+	}
+	if by := inst.resumedBy(turnID); by != "" {
+		// The resume turn ran, or began: a stop of the process came before
+		// the items were marked. A task's resume turn cut short goes on
+		// from where it stopped (interrupt.go); any other ended there.
+		if _, cut := inst.interrupted(in); !cut || a.turnTask(ctx, inst, in) == "" {
+			return nil, r.ledger.MarkResumed(storeCtx, ids, by)
+		}
 	}
 	res, err := a.runTurn(ctx, inst, in)
 	if merr := r.ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {

@@ -522,6 +522,9 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 	if len(inst.paused) > 0 {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, inst.pausedError()
 	}
+	if err := r.checkTaskInput(ctx, in); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, err
+	}
 	return a.runTurn(ctx, inst, in)
 }
 

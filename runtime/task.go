@@ -51,6 +51,11 @@ type Task struct {
 	// length is the task's depth.
 	Chain     []string  `json:"chain,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Answer, AnswerError and AnsweredAt are a root task's answer, kept
+	// while State is TaskAnswered.
+	Answer      string    `json:"answer,omitempty"`
+	AnswerError string    `json:"answer_error,omitempty"`
+	AnsweredAt  time.Time `json:"answered_at,omitzero"`
 }
 
 // TaskState says what a task waits for.
@@ -67,6 +72,12 @@ const (
 	TaskReporting TaskState = "reporting"
 	// TaskPaused: its turn waits for a human (a pending item).
 	TaskPaused TaskState = "paused"
+	// TaskAnswered: a root task's answer waits to be delivered to its
+	// requester's channel. The answer is stored before it is delivered
+	// and the task deleted after, so a stop in between delivers it again
+	// rather than never; while no process has a channel of that name
+	// (WithChannel), the task keeps it.
+	TaskAnswered TaskState = "answered"
 )
 
 // DelegationContext is what a task remembers of its delegations, to

@@ -192,7 +192,8 @@ func addDataFlags(cmd *cobra.Command, f *runFlags) {
 // streams the resume turn that follows.
 func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, stderr io.Writer,
 	act func(*runtime.Runtime, ledger.Item) (*pipeline.TurnResult, error)) error {
-	answers, channel := cliAnswers()
+	out := &printer{w: stdout, json: f.json}
+	_, answers, channel := cliAnswers(out)
 	rt, _, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
 		return err
@@ -202,7 +203,7 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 	if err != nil {
 		return failed(err)
 	}
-	out := &printer{w: stdout, json: f.json, agent: it.Agent, instance: it.Instance}
+	out.watch(it.Agent, it.Instance)
 	unsub := rt.Events().Subscribe("*", out.event)
 	defer unsub()
 	res, err := act(rt, it)

@@ -50,14 +50,14 @@ finds, after its own turn.`,
 }
 
 func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.Writer) error {
-	answers, channel := cliAnswers()
+	out := &printer{w: stdout, json: f.json}
+	_, answers, channel := cliAnswers(out)
 	// Nothing runs before the printer listens.
 	rt, _, err := openRuntime(ctx, f, dir, stderr, channel, runtime.WithoutRecovery())
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	out := &printer{w: stdout, json: f.json}
 	unsub := rt.Events().Subscribe("*", out.event)
 	defer unsub()
 	if err := rt.Recover(ctx); err != nil {
@@ -82,18 +82,30 @@ func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.W
 
 // finishRecovered waits until no delegation task runs in the background
 // (the chains an earlier process left, which New or Recover started), and
-// prints the answers they reach for earlier requests.
+// prints the answers they reach for earlier requests as each arrives: a
+// process killed while a second chain still runs has printed the first.
 func finishRecovered(ctx context.Context, rt *runtime.Runtime, answers <-chan runtime.Report, out *printer) error {
-	if err := rt.WaitTasks(ctx); err != nil {
-		return fmt.Errorf("waiting for the delegation tasks: %w (they go on at the next start)", err)
-	}
-	// The answer is delivered before the last task turn ends.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	idle := make(chan error, 1)
+	go func() { idle <- rt.WaitTasks(wctx) }()
 	for {
 		select {
 		case rep := <-answers:
 			out.answer(rep, true)
-		default:
-			return nil
+		case err := <-idle:
+			if err != nil {
+				return fmt.Errorf("waiting for the delegation tasks: %w (they go on at the next start)", err)
+			}
+			// The answer is delivered before the last task turn ends.
+			for {
+				select {
+				case rep := <-answers:
+					out.answer(rep, true)
+				default:
+					return nil
+				}
+			}
 		}
 	}
 }

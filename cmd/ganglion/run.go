@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -148,29 +150,41 @@ func isConfigDir(p string) bool {
 // started, and of those an earlier process started and this one finished.
 const cliChannel = "cli"
 
-// cliAnswers returns the channel "cli" as an option of New, and where
-// its answers arrive.
-func cliAnswers() (<-chan runtime.Report, runtime.Option) {
-	answers := make(chan runtime.Report, 64)
+// cliAnswers returns the channel "cli" as an option of New. The answers to
+// this process's own requests (those whose metadata said replyTo: own)
+// arrive on the returned channel; any other is the answer to an earlier
+// process's request, which out prints at once, inside Deliver: the runtime
+// deletes a task only once its answer is delivered, so a process killed
+// before it printed an answer leaves it to be printed at the next start.
+func cliAnswers(out *printer) (own string, answers <-chan runtime.Report, opt runtime.Option) {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
+	own = "cli-" + hex.EncodeToString(b[:])
+	ch := make(chan runtime.Report, 64)
 	deliver := runtime.ChannelFunc(func(_ context.Context, r runtime.Report) error {
+		if r.ReplyTo != own {
+			out.answer(r, true)
+			return nil
+		}
 		select {
-		case answers <- r:
+		case ch <- r:
 			return nil
 		default: // a channel must not hold the runtime up
-			return fmt.Errorf("%d answers are waiting to be printed already", cap(answers))
+			return fmt.Errorf("%d answers are waiting to be printed already", cap(ch))
 		}
 	})
-	return answers, runtime.WithChannel(cliChannel, deliver)
+	return own, ch, runtime.WithChannel(cliChannel, deliver)
 }
 
 func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	answers, channel := cliAnswers()
+	out := &printer{w: stdout, json: f.json, instance: f.instance}
+	own, answers, channel := cliAnswers(out)
 	rt, agent, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	out := &printer{w: stdout, json: f.json, agent: agent, instance: f.instance}
+	out.watch(agent, f.instance)
 	unsub := rt.Events().Subscribe("*", out.event)
 	defer unsub()
 	before, _ := rt.Usage(ctx, agent, f.instance)
@@ -178,7 +192,7 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 
 	send := func(text string) (*pipeline.TurnResult, error) {
 		in := runtime.UserMessage(text)
-		in.Metadata = map[string]any{"channel": cliChannel, "requester": "user@cli"}
+		in.Metadata = map[string]any{"channel": cliChannel, "requester": "user@cli", "replyTo": own}
 		res, err := rt.Send(ctx, agent, f.instance, in)
 		out.endTurn(res, err)
 		if err == nil && res.FinishReason == pipeline.FinishDelegated {
@@ -429,6 +443,14 @@ func (p *printer) event(ev events.Event) {
 		p.endLine()
 		fmt.Fprintf(p.w, "[retry] %v; trying again in %v ms (%v of %v)\n", data["kind"], data["delay_ms"], data["attempt"], data["max_retries"])
 	}
+}
+
+// watch makes p print the streamed text and tool calls of agent's
+// instance key.
+func (p *printer) watch(agent, instance string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.agent, p.instance = agent, instance
 }
 
 func (p *printer) endLine() {
