@@ -181,13 +181,11 @@ func (e *Engine) runtimeConfig(limits Limits) wazero.RuntimeConfig {
 	if pages < 1 {
 		pages = 1
 	}
-	// The host meters guests itself (meter.go); WithCloseOnContextDone is
-	// the backstop, for a guest that metering failed to stop
-	// (instance.backstop).
+	// No WithCloseOnContextDone: the host meters guests itself (meter.go),
+	// with a fail-stop backstop (instance.backstop).
 	return wazero.NewRuntimeConfig().
 		WithCompilationCache(e.cache).
-		WithMemoryLimitPages(pages).
-		WithCloseOnContextDone(true)
+		WithMemoryLimitPages(pages)
 }
 
 // Load compiles the module at path and instantiates it once, which runs

@@ -3,3 +3,6 @@ package wasm
 // SkipMetering makes e load modules without metering them: a test seam,
 // to show that the backstop stops a guest that metering does not.
 func SkipMetering(e *Engine) { e.noMeter = true }
+
+// OnRunaway replaces the backstop's panic in x with f.
+func OnRunaway(x *Extension, f func(msg string)) { x.onRunaway = f }

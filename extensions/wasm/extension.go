@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,8 @@ type Extension struct {
 
 	liveMu sync.Mutex
 	live   map[*instance]struct{} // every instance, for the backstop
+	// onRunaway replaces the backstop's panic (a test seam).
+	onRunaway func(msg string)
 }
 
 var _ extensions.Extension = (*Extension)(nil)
@@ -294,8 +297,18 @@ func (x *Extension) release(in *instance, re *reentry) {
 	if in.isBroken() || x.closed {
 		x.count--
 		x.mu.Unlock()
+		broken := in.isBroken() && !x.closed
 		in.close()
 		<-x.slots
+		if broken {
+			// A broken instance may leave up to its memory cap (and
+			// wazero's stack, up to 50 MB) as garbage; a module that
+			// crashes call after call would pile it up faster than the
+			// collector's pace returns it. Collecting now bounds what a
+			// module makes the process hold (BENCHMARKS.md). Crashed calls
+			// are rare, and back off.
+			goruntime.GC()
+		}
 		return
 	}
 	x.idle = append(x.idle, in)
@@ -316,13 +329,36 @@ func (x *Extension) tickClock() {
 			return
 		case now := <-t.C:
 			x.clock.Store(now.UnixNano())
+			var runaway bool
 			x.liveMu.Lock()
 			for in := range x.live {
-				in.backstop(now.UnixNano())
+				runaway = in.backstop(now.UnixNano()) || runaway
 			}
 			x.liveMu.Unlock()
+			if runaway {
+				x.runaway()
+			}
 		}
 	}
+}
+
+// runaway is the backstop's end (see instance.backstop): guest code that
+// metering did not stop cannot be stopped, so the process ends.
+func (x *Extension) runaway() {
+	msg := fmt.Sprintf("wasm: extension %q: guest code ran %v past its deadline (timeout %v) and metering did not stop it: "+
+		"ending the process, since nothing else can stop it (a host bug: please report it)", x.name, x.backstopAfter(), x.limits.Timeout)
+	x.logger.Error(msg)
+	if x.onRunaway != nil {
+		x.onRunaway(msg)
+		return
+	}
+	panic(msg)
+}
+
+// backstopAfter is how long guest code may run past its deadline before
+// the backstop fires.
+func (x *Extension) backstopAfter() time.Duration {
+	return max(backstopFactor*x.limits.Timeout, backstopMin)
 }
 
 // track adds in to the instances the backstop watches; untrack removes it.

@@ -49,7 +49,9 @@ func (x *Extension) hostModule(ctx context.Context) error {
 				stack[0] = api.EncodeI32(in.fail(codePhase, "%s: no import works in a start function (see sdk/ABI.md)", name))
 				return
 			}
+			in.inHost.Add(1)
 			stack[0] = api.EncodeI32(fn(in, stack[:nparams]))
+			in.inHost.Add(-1)
 			// A host call is charged by what it cost: the time it took
 			// counts against the deadline, checked here rather than at the
 			// next metering call, thousands of calls later.

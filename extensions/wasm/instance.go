@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -35,15 +36,14 @@ type instance struct {
 	deadline atomic.Int64
 	why      string      // why yield stopped the guest, for callError
 	broken   atomic.Bool // trapped, stopped or exited: never used again
-	// cancel cancels the context of every guest call (gctx), which makes
-	// wazero close the module at the guest's next loop header: the
-	// backstop (see backstop).
-	cancel  context.CancelFunc
-	stopped atomic.Bool // the backstop stopped the guest
+	// inHost counts the host calls the guest code running now is in (0
+	// while guest code runs): the backstop watches guest code only.
+	inHost atomic.Int32
 	// seen and since are the backstop's own record, kept by the clock
-	// goroutine only: the deadline of the run it saw last, and when it
-	// first saw it.
+	// goroutine only: the deadline of the run it last saw past it, and
+	// when it first saw that (0: none).
 	seen, since int64
+	fired       bool // the backstop fired
 
 	lastErr  string // the last failed host call's message
 	guestErr string // the guest's set_error
@@ -99,8 +99,7 @@ var instanceSeq atomic.Uint64
 // the same.
 func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{x: x}
-	gctx, cancel := context.WithCancel(context.Background())
-	in.gctx, in.cancel = &hostCtx{Context: gctx, in: in}, cancel
+	in.gctx = &hostCtx{Context: context.Background(), in: in}
 	x.track(in)
 	cfg := wazero.NewModuleConfig().
 		WithName(x.name + "#" + strconv.FormatUint(instanceSeq.Add(1), 10)).
@@ -117,7 +116,6 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	in.deadline.Store(0)
 	if err != nil {
 		x.untrack(in)
-		cancel()
 		return nil, fmt.Errorf("instantiate: %w", in.callError("start", err))
 	}
 	in.mod = mod
@@ -195,10 +193,6 @@ func (in *instance) callPlain(ctx context.Context, fn api.Function, name string)
 func (in *instance) callError(name string, err error) error {
 	msg := in.guestErr
 	in.guestErr = ""
-	if in.why == "" && in.stopped.Load() {
-		in.x.logger.Error("the backstop stopped a guest that metering did not: a host bug", "export", name)
-		return &TrapError{Export: name, Reason: whyBackstop, Message: msg, deadline: true, Err: err}
-	}
 	if why := in.why; why != "" {
 		return &TrapError{Export: name, Reason: why, Message: msg, deadline: why == whyDeadline, Err: err}
 	}
@@ -209,47 +203,55 @@ func (in *instance) callError(name string, err error) error {
 	return &TrapError{Export: name, Reason: "trap", Message: msg, Err: err}
 }
 
-const (
-	whyDeadline = "deadline exceeded"
-	whyBackstop = "deadline exceeded (stopped by the backstop: metering did not stop it)"
-)
+const whyDeadline = "deadline exceeded"
 
 // Backstop.
 //
 // Metering (meter.go) stops a guest at its deadline only if the metered
 // code calls the host. A bug in the rewriter, or a module that defeated
-// it, would mean an unbounded run. So every guest call also runs with
-// wazero's WithCloseOnContextDone, on a context that the extension's
-// clock goroutine cancels when the guest has run backstopFactor times its
-// budget (backstop): wazero then closes the module at the next loop
-// header, whatever the guest does. It is a backstop and not the
-// mechanism: wazero checks only at loop headers (a recursion without a
-// loop is not stopped), and it exits to Go at each of them. RATIONALE.md
-// has the measurements.
+// it, would mean guest code that never returns: a goroutine stuck in
+// native code, at 100 % CPU, that Go can neither preempt nor stop, and
+// that stalls the whole process at its next garbage collection. wazero can
+// stop native code only when compiled with WithCloseOnContextDone, which
+// costs every call a goroutine and every loop iteration an exit to Go
+// (5 to 8 times the cost of a layer, RATIONALE.md) and still misses a
+// recursion without a loop. So the backstop is a fail-stop: the
+// extension's clock goroutine watches every instance, and when guest code
+// (not a host call) has run backstopFactor times its budget, and at least
+// backstopMin, past a deadline that metering should have enforced, the
+// host ends the process with an error that says so, rather than hang for
+// ever. The runtime's state is crash-consistent; a supervisor restarts
+// the process. It never fires unless metering is broken.
 
-// backstopFactor is how many times its budget a guest call runs before
-// the backstop stops it: generous, so that it never races metering.
-const backstopFactor = 3
+// backstopFactor and backstopMin are how long guest code may run past its
+// deadline before the backstop fires: generous, so that it never races
+// metering, even on a loaded machine.
+const (
+	backstopFactor = 3
+	backstopMin    = 5 * time.Second
+)
 
-// backstop stops the instance's guest if one run of its guest code (one
-// deadline, from a resume to a park or a return) has lasted
-// backstopFactor times the timeout since the clock goroutine first saw
-// it, at time now, and is past its deadline. It measures on its own
-// observations, not on the deadline: that was computed from the coarse
-// clock, which lags when the machine is loaded (and then yield stops the
-// guest early, as it should, not the backstop). It runs on the clock
-// goroutine, not the guest's.
-func (in *instance) backstop(now int64) {
+// backstop checks the instance at time now, on the clock goroutine, and
+// reports whether its guest code has run past its deadline for longer
+// than the backstop allows. It measures on its own observations (when it
+// first saw the run past its deadline), not on the deadline alone, which
+// was computed from the coarse clock, which lags when the machine is
+// loaded.
+func (in *instance) backstop(now int64) bool {
 	d := in.deadline.Load()
+	if d == 0 || in.x.clock.Load() <= d || in.inHost.Load() != 0 || in.fired {
+		in.seen, in.since = 0, 0
+		return false
+	}
 	if d != in.seen {
 		in.seen, in.since = d, now
-		return
+		return false
 	}
-	if d == 0 || now-in.since <= backstopFactor*int64(in.x.limits.Timeout) || in.x.clock.Load() <= d || in.stopped.Load() {
-		return
+	if now-in.since <= int64(in.x.backstopAfter()) {
+		return false
 	}
-	in.stopped.Store(true)
-	in.cancel()
+	in.fired = true
+	return true
 }
 
 // TrapError is the failure of a guest call that did not return normally:
@@ -375,7 +377,6 @@ func (in *instance) isBroken() bool { return in.broken.Load() }
 func (in *instance) close() {
 	in.broken.Store(true)
 	in.x.untrack(in)
-	in.cancel()
 	_ = in.mod.Close(context.Background())
 }
 

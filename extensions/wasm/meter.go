@@ -144,14 +144,15 @@ func meter(code []byte) ([]byte, error) {
 			}
 		}
 	}
-	// charge is a function the host appends (after the guest's, so no index
-	// shifts), of a type it appends: bulk operations call it with their
-	// size (see chargeCode).
+	// charge and chargeGrow are functions the host appends (after the
+	// guest's, so no index shifts), of a type it appends: bulk operations
+	// and memory.grow call them with their size (see chargeCode).
 	chargeFunc, chargeType := funcImports+funcs, max(types, 0)
 	m := meterer{
-		check:   checkCode(uint32(fuel), uint32(manifest)),
-		charge:  appendU32([]byte{0x10}, uint32(chargeFunc)),
-		globals: uint32(fuel),
+		check:      checkCode(uint32(fuel), uint32(manifest)),
+		charge:     appendU32([]byte{0x10}, uint32(chargeFunc)),
+		chargeGrow: appendU32([]byte{0x10}, uint32(chargeFunc+1)),
+		globals:    uint32(fuel),
 	}
 	var code2 []byte
 	for _, s := range secs {
@@ -180,13 +181,13 @@ func meter(code []byte) ([]byte, error) {
 		writeSection(out, secGlobal, g)
 		wroteGlobal = true
 	}
-	// appendEntry writes a vector section with one more entry.
-	appendEntry := func(id byte, body, entry []byte) {
+	// appendEntries writes a vector section with n more entries.
+	appendEntries := func(id byte, body []byte, n uint32, entries []byte) {
 		r := &reader{b: body}
-		n := r.u32()
-		v := appendU32(nil, n+1)
+		count := r.u32()
+		v := appendU32(nil, count+n)
 		v = append(v, body[r.i:]...)
-		writeSection(out, id, append(v, entry...))
+		writeSection(out, id, append(v, entries...))
 	}
 	for _, s := range secs {
 		if !wroteGlobal && globals < 0 && afterGlobal(s.id) {
@@ -203,13 +204,14 @@ func meter(code []byte) ([]byte, error) {
 				writeSection(out, s.id, s.body)
 				continue
 			}
-			appendEntry(s.id, s.body, []byte{0x60, 0x01, 0x7F, 0x01, 0x7F}) // (func (param i32) (result i32))
+			appendEntries(s.id, s.body, 1, []byte{0x60, 0x01, 0x7F, 0x01, 0x7F}) // (func (param i32) (result i32))
 		case secFunction:
 			if !m.bulk {
 				writeSection(out, s.id, s.body)
 				continue
 			}
-			appendEntry(s.id, s.body, appendU32(nil, uint32(chargeType)))
+			t := appendU32(nil, uint32(chargeType))
+			appendEntries(s.id, s.body, 2, append(t, t...))
 		case secGlobal:
 			r := &reader{b: s.body}
 			r.u32()
@@ -217,9 +219,10 @@ func meter(code []byte) ([]byte, error) {
 		case secCode:
 			n := m.funcs
 			if m.bulk {
-				c := chargeCode(uint32(fuel), uint32(manifest))
-				code2 = append(appendU32(code2, uint32(len(c))), c...)
-				n++
+				for _, c := range [][]byte{chargeCode(uint32(fuel), uint32(manifest), false), chargeCode(uint32(fuel), uint32(manifest), true)} {
+					code2 = append(appendU32(code2, uint32(len(c))), c...)
+				}
+				n += 2
 			}
 			writeSection(out, s.id, append(appendU32(nil, uint32(n)), code2...))
 		default:
@@ -293,17 +296,30 @@ func appendRefill(c []byte, fuel, manifest uint32) []byte {
 // 2^bulkShift bytes (or table elements), about what a loop iteration costs.
 const bulkShift = 6
 
-// chargeCode is the body of the charge function, (param $n i32) (result
-// i32): it takes n>>bulkShift from the fuel, calls the host when the fuel
-// is spent, and returns n, so that a call to it before a bulk operation
-// leaves the operation's operands as they were. The fuel stays at least 1
-// after it, as checkCode's test for zero needs.
-func chargeCode(fuel, manifest uint32) []byte {
+// growShift converts the pages of memory.grow to fuel: 64 KiB a page,
+// as a bulk operation's bytes (growing may copy the whole memory).
+const growShift = 16 - bulkShift
+
+// chargeCode is the body of a charge function, (param $n i32) (result
+// i32): it takes n>>bulkShift from the fuel (for memory.grow, pages:
+// n<<growShift, and nothing for more pages than a memory can have, which
+// fails), calls the host when the fuel is spent, and returns n, so that a
+// call to it before the operation leaves the operation's operands as they
+// were. The fuel stays at least 1 after it, as checkCode's test for zero
+// needs.
+func chargeCode(fuel, manifest uint32, grow bool) []byte {
 	c := []byte{0x00} // no locals
 	c = append(c, 0x23)
-	c = appendU32(c, fuel)                     // global.get fuel
-	c = append(c, 0x20, 0x00, 0x41, bulkShift) // local.get $n; i32.const bulkShift
-	c = append(c, 0x76, 0x6B, 0x24)            // i32.shr_u; i32.sub; global.set fuel
+	c = appendU32(c, fuel) // global.get fuel
+	if grow {
+		// local.get $n; i32.const 65536; i32.le_u; if (result i32)
+		// local.get $n; i32.const growShift; i32.shl; else i32.const 0; end
+		c = append(c, 0x20, 0x00, 0x41, 0x80, 0x80, 0x04, 0x4D, 0x04, 0x7F)
+		c = append(c, 0x20, 0x00, 0x41, growShift, 0x74, 0x05, 0x41, 0x00, 0x0B)
+	} else {
+		c = append(c, 0x20, 0x00, 0x41, bulkShift, 0x76) // local.get $n; i32.const bulkShift; i32.shr_u
+	}
+	c = append(c, 0x6B, 0x24) // i32.sub; global.set fuel
 	c = appendU32(c, fuel)
 	c = append(c, 0x23)
 	c = appendU32(c, fuel)
@@ -316,11 +332,12 @@ func chargeCode(fuel, manifest uint32) []byte {
 
 // meterer inserts the metering into a code section.
 type meterer struct {
-	check   []byte // at every function entry and loop header
-	charge  []byte // the call to the charge function, before every bulk operation
-	globals uint32 // the guest's globals: any index from it on is refused
-	funcs   int    // function bodies written
-	bulk    bool   // a bulk operation was found: the charge function is needed
+	check      []byte // at every function entry and loop header
+	charge     []byte // the call to the charge function, before every bulk operation
+	chargeGrow []byte // the call to the other, before every memory.grow
+	globals    uint32 // the guest's globals: any index from it on is refused
+	funcs      int    // function bodies written
+	bulk       bool   // a bulk operation or memory.grow was found: the charge functions are needed
 }
 
 // code returns the function bodies of the code section sec, metered,
@@ -382,6 +399,12 @@ func (m *meterer) body(out, fb []byte) ([]byte, error) {
 				out = append(out, m.check...)
 				start = r.i
 			}
+		case 0x40: // memory.grow
+			r.u32()
+			out = append(out, fb[start:at]...)
+			out = append(out, m.chargeGrow...)
+			start = at
+			m.bulk = true
 		case 0xFC:
 			sub := r.u32()
 			r.skipFC(sub)
