@@ -110,15 +110,18 @@ func (in *instance) text(ptr, n uint64, what string) (string, int32) {
 }
 
 // give writes val into the guest buffer (ptr, n) if it fits, and returns
-// its length.
+// its length. The whole buffer must lie in the guest's memory, whether
+// val fits or not (sdk/ABI.md: BOUNDS).
 func (in *instance) give(ptr, n uint64, val []byte) int32 {
 	if len(val) > in.x.limits.MaxPayload {
 		return in.fail(codeTooLarge, "the value is %d bytes, over max_payload %d", len(val), in.x.limits.MaxPayload)
 	}
-	if len(val) <= int(uint32(n)) && len(val) > 0 {
-		if !in.mem.Write(uint32(ptr), val) {
-			return in.fail(codeBounds, "buffer (%d, %d) is outside the guest's memory", uint32(ptr), uint32(n))
-		}
+	buf, ok := in.mem.Read(uint32(ptr), uint32(n))
+	if !ok {
+		return in.fail(codeBounds, "buffer (%d, %d) is outside the guest's memory", uint32(ptr), uint32(n))
+	}
+	if len(val) <= len(buf) {
+		copy(buf, val)
 	}
 	return int32(len(val))
 }

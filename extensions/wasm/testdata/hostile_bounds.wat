@@ -7,7 +7,9 @@
 ;; (then again, correctly), and keeps the codes. An input starting with
 ;; "bounds" makes the turn hook call next, then every import that takes a
 ;; (ptr, len) with one outside its 64 KiB memory: at 0xffffff00, and at
-;; 0xfffffff0 with a length that wraps around 2^32 ("_wrap"). It fails with
+;; 0xfffffff0 with a length that wraps around 2^32 ("_wrap"), and last a
+;; buffer too short for the value ("field_short": nothing is written, but
+;; the buffer is still outside). It fails with
 ;; the codes it got, "name=code" pairs in the order of the calls; each should
 ;; be BOUNDS (-5), but for agents_request and agents_send, which answer
 ;; DENIED (-3) before reading anything until the host can call agents. Any
@@ -54,6 +56,7 @@
   (data (i32.const 1840) "last_error")
   (data (i32.const 1856) "agents_request")
   (data (i32.const 1872) "agents_send")
+  (data (i32.const 1888) "field_short")
 
   ;; The codes of init's out-of-bounds manifest and register calls.
   (global $init_manifest (mut i32) (i32.const 1))
@@ -94,6 +97,7 @@
     (call $report (i32.const 1872) (call $agents_send (local.get $ctx) (i32.const 0xffffff00) (i32.const 16)))
     (call $report (i32.const 1824) (call $set_error (i32.const 0xffffff00) (i32.const 16)))
     (call $report (i32.const 1840) (call $last_error (i32.const 0xffffff00) (i32.const 4096)))
+    (call $report (i32.const 1888) (call $field (local.get $ctx) (i32.const 5) (i32.const 0xffffff00) (i32.const 2)))
     (call $fail_report))
 
   ;; $len is the length of the NUL-terminated string at $p.
