@@ -26,6 +26,7 @@ type frame struct {
 	next nextCtx
 
 	nextDone  bool
+	inNext    bool // the rest of the chain runs: set_field is PHASE
 	nextTwice bool // the guest called next again: refused
 	nextErr   error
 	nextPanic *panicked // the rest of the chain panicked

@@ -358,6 +358,11 @@ func hostSetField(in *instance, p []uint64) int32 {
 	if code != 0 {
 		return code
 	}
+	if f.inNext {
+		// A hook nested in f's next (a re-entry of this instance) names
+		// f: what it wrote would be overwritten when next returns.
+		return in.fail(codePhase, "set_field: the %s hook of handle %d is in next; its context can be written once next returns", kindName(f.kind), f.handle)
+	}
 	field := int32(uint32(p[1]))
 	b, code := in.read(p[2], p[3], "value")
 	if code != 0 {
@@ -507,7 +512,9 @@ func hostNext(in *instance, p []uint64) int32 {
 	}
 	f.nextDone = true
 	in.park(f)
+	f.inNext = true
 	f.runNext()
+	f.inNext = false
 	in.resume(f)
 	if f.nextErr != nil {
 		return in.fail(codeFailed, "%v", f.nextErr)

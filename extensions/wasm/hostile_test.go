@@ -276,6 +276,15 @@ func TestHostileModules(t *testing.T) {
 			guest: true,
 		},
 		{
+			// The turn hook is parked in next: its result is next's to set.
+			name:  "set the result of a parked hook",
+			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 1s, max_depth: 3}}]`,
+			input: "reenter_outer",
+			want: `extension "hostile_reenter": turn middleware: extension "hostile_reenter": step middleware: ` +
+				`extension "hostile_reenter": toolCall middleware: outer set_field: PHASE`,
+			guest: true,
+		},
+		{
 			name:  "trap in a re-entered hook",
 			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 100ms, max_depth: 2}}]`,
 			input: "steptrap",

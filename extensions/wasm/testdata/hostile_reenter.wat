@@ -12,6 +12,12 @@
 ;; The step hook also misbehaves while the turn hook is parked in next: an
 ;; input starting with "steptrap" makes it trap (unreachable), one starting
 ;; with "steploop" makes it spin forever.
+;;
+;; With "reenter_outer" (run with a max_depth over 2), the toolCall hook
+;; sets the result of the turn hook it is nested in, which is parked in
+;; next, through the turn's handle, and fails with "outer set_field: PHASE"
+;; if the host refused with PHASE, "outer set_field: 0" if it took it, and
+;; "outer set_field: other" otherwise.
 (module
   (import "ganglion" "manifest" (func $manifest (param i32 i32) (result i32)))
   (import "ganglion" "register" (func $register (param i32 i32 i32) (result i32)))
@@ -19,12 +25,19 @@
   (import "ganglion" "next" (func $next (param i32) (result i32)))
   (import "ganglion" "set_error" (func $set_error (param i32 i32) (result i32)))
   (import "ganglion" "last_error" (func $last_error (param i32 i32) (result i32)))
+  (import "ganglion" "set_field" (func $set_field (param i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
+  (global $turn (mut i32) (i32.const 0))
 
   ;; Strings are NUL-terminated: memory is zero after each segment.
   (data (i32.const 1024) "{\"name\":\"hostile_reenter\",\"version\":\"1.0.0\",\"abi\":1,\"hooks\":[\"turn\",\"step\",\"tool_call\"]}")
   (data (i32.const 1536) "steptrap")
   (data (i32.const 1552) "steploop")
+  (data (i32.const 1568) "reenter_outer")
+  (data (i32.const 1600) "{\"finish_reason\":\"text_response\",\"response\":{\"content\":\"outer\"}}")
+  (data (i32.const 1700) "outer set_field: PHASE")
+  (data (i32.const 1728) "outer set_field: 0")
+  (data (i32.const 1760) "outer set_field: other")
 
   (func (export "ganglion_abi_version") (result i32) (i32.const 1))
 
@@ -37,6 +50,7 @@
     (i32.const 0))
 
   (func (export "ganglion_turn") (param $ctx i32) (param $id i32) (result i32)
+    (global.set $turn (local.get $ctx))
     (call $pass (local.get $ctx)))
 
   (func (export "ganglion_step") (param $ctx i32) (param $id i32) (result i32)
@@ -47,6 +61,17 @@
     (call $pass (local.get $ctx)))
 
   (func (export "ganglion_tool_call") (param $ctx i32) (param $id i32) (result i32)
+    (local $code i32)
+    (if (call $starts (global.get $turn) (i32.const 1568))
+      (then
+        (local.set $code (call $set_field (global.get $turn) (i32.const 11) (i32.const 1600) (call $len (i32.const 1600))))
+        (if (i32.eq (local.get $code) (i32.const -8))
+          (then (drop (call $set_error (i32.const 1700) (call $len (i32.const 1700)))))
+          (else
+            (if (i32.eqz (local.get $code))
+              (then (drop (call $set_error (i32.const 1728) (call $len (i32.const 1728)))))
+              (else (drop (call $set_error (i32.const 1760) (call $len (i32.const 1760))))))))
+        (return (i32.const 1))))
     (call $pass (local.get $ctx)))
 
   ;; $len is the length of the NUL-terminated string at $p.
