@@ -54,6 +54,47 @@ type Extension struct {
 	live   map[*instance]struct{} // every instance, for the backstop
 	// onRunaway replaces the backstop's panic (a test seam).
 	onRunaway func(msg string)
+
+	logMu      sync.Mutex
+	logTokens  int64 // bytes the guest may still log now (see allowLog)
+	logAt      int64 // the clock when logTokens was computed
+	logDropped int   // records dropped since the last notice
+}
+
+// Guest logging (log, stdout, stderr) is rate-limited per extension,
+// across calls and instances, in bytes (a record counts its text and
+// logRecordCost): logRate a second, in bursts of up to logBurst.
+const (
+	logRate       = 1 << 20
+	logBurst      = 1 << 20
+	logRecordCost = 64
+)
+
+// allowLog reports whether a record of n bytes may be logged now, and
+// takes it from the budget if so. The first record refused after one was
+// allowed is noted in the log.
+func (x *Extension) allowLog(n int) bool {
+	cost := int64(n + logRecordCost)
+	now := x.clock.Load()
+	x.logMu.Lock()
+	defer x.logMu.Unlock()
+	if x.logAt == 0 {
+		x.logTokens, x.logAt = logBurst, now
+	}
+	if dt := now - x.logAt; dt > 0 {
+		x.logTokens = min(logBurst, x.logTokens+dt*logRate/int64(time.Second))
+		x.logAt = now
+	}
+	if x.logTokens < cost {
+		if x.logDropped == 0 {
+			x.logger.Warn("the guest logs faster than its rate limit; dropping records", "rate_bytes_per_second", logRate)
+		}
+		x.logDropped++
+		return false
+	}
+	x.logTokens -= cost
+	x.logDropped = 0
+	return true
 }
 
 var _ extensions.Extension = (*Extension)(nil)

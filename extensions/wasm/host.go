@@ -633,6 +633,9 @@ func hostLog(in *instance, p []uint64) int32 {
 	if code := in.spend("log", "records", &in.spent.log, &in.spent.logBytes, len(msg), maxLogRecords, maxLogBytes); code != 0 {
 		return code
 	}
+	if !in.x.allowLog(len(msg)) {
+		return in.fail(codeTooLarge, "log: over the extension's rate limit of %d bytes a second", logRate)
+	}
 	ctx := context.Background()
 	if n := len(in.frames); n > 0 {
 		ctx = in.frames[n-1].ctx

@@ -333,6 +333,10 @@ func (w *logWriter) Write(p []byte) (int, error) {
 
 func (w *logWriter) flush() {
 	x := w.in.x
+	if !x.allowLog(len(w.buf)) {
+		w.buf = w.buf[:0]
+		return
+	}
 	logger := x.logger
 	if x.api != nil {
 		logger = x.api.Logger
