@@ -23,13 +23,17 @@
 // A guest gets no filesystem, network, environment or real clock; WASI is
 // present for toolchains that need it (Go), with nothing behind it. Each
 // hook call runs under a deadline on its guest time (the time in next does
-// not count). The host meters the module at load (meter.go): a fuel counter
-// at every function entry and loop header makes the guest call the host
-// every few thousand of them, and there the host traps a guest that
-// overran. This stops loops and recursion alike, keeps the goroutine
-// preemptible for Go's scheduler and collector, and costs a native
-// decrement, not wazero's exit to Go per loop iteration and goroutine per
-// call. Memory is capped per instance. A call that traps, exits or
+// not count). The host validates the module as written (validate.go), then
+// meters it (meter.go): a fuel counter at every function entry and loop
+// header, and a charge by size at every bulk operation, make the guest
+// call the host every few thousand units, and there the host traps a
+// guest that overran; it checks again when each import returns. This stops
+// loops and recursion alike, keeps the goroutine preemptible for Go's
+// scheduler and collector, and costs a native decrement, not wazero's exit
+// to Go per loop iteration and goroutine per call. Should metering ever
+// fail, a backstop ends the process rather than let guest code run
+// unbounded (instance.backstop). Memory is capped per instance, and what
+// one hook call may publish, emit and log is bounded. A call that traps, exits or
 // overruns fails with a [TrapError] (matching context.DeadlineExceeded when that was the
 // cause); its instance is discarded and the next call gets a fresh one. So
 // a hostile module fails only its own calls. What the guest may do beyond
