@@ -283,7 +283,8 @@ agents:
     tools: [effect]
 `
 
-const crashDelegScript = `
+// crashLead delegates the effect to worker, and answers the report.
+const crashLead = `
 agents:
   lead:
     turns:
@@ -291,7 +292,9 @@ agents:
           - tool_calls: [{name: call_agent, id: d1, args: {agent_id: worker, message: "do the effect"}}]
           - text: "delegated"
       - steps: [{text: "All done: {{ .Input }}"}]
-  worker:
+`
+
+const crashDelegScript = crashLead + `  worker:
     fallback:
       steps:
         - text: "On it."
@@ -554,18 +557,10 @@ agents:
     extensions: [{name: protocol}]
 `
 
-// crashAskScript: the worker asks which way; WITH_TOOL decides whether the
-// step that asks also runs the effect. The resume turn runs the effect
-// (unless it ran when asking) and finishes.
-const crashAskScript = `
-agents:
-  lead:
-    turns:
-      - steps:
-          - tool_calls: [{name: call_agent, id: d1, args: {agent_id: worker, message: "do the effect"}}]
-          - text: "delegated"
-      - steps: [{text: "All done: {{ .Input }}"}]
-  worker:
+// crashAskScript: the worker asks which way. ASK_TOOL is replaced by the
+// tool calls of the step that asks (or nothing), RESUME_STEP by the first
+// step of the resume turn, which then finishes.
+const crashAskScript = crashLead + `  worker:
     turns:
       - match: "Answer to your question"
         steps:

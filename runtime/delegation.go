@@ -822,16 +822,7 @@ func (r *Runtime) recoverAnswer(ctx context.Context, t *Task) bool {
 // returns its final answer, if it ran to one: an assistant message without
 // tool calls, last before the next turn's input.
 func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
-	isInput := func(m pipeline.Message) bool {
-		if m.Role != pipeline.RoleUser {
-			return false
-		}
-		switch m.Source.Type {
-		case pipeline.SourceUser, pipeline.SourceAgent, pipeline.SourceRuntime:
-			return true
-		}
-		return false
-	}
+	isInput := func(m pipeline.Message) bool { return isTurnInput(&m) }
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if !isInput(msgs[i]) || msgs[i].Metadata["taskId"] != id {
 			continue
