@@ -140,7 +140,7 @@ func (in *instance) hook(h uint64) (*frame, int32) {
 
 func hostManifest(in *instance, p []uint64) int32 {
 	if uint32(p[0]) == yieldArg && uint32(p[1]) == yieldArg {
-		in.yield()
+		in.meterYield()
 		return 0
 	}
 	if in.init == nil || in.init.manifest != nil {

@@ -350,9 +350,24 @@ func (w *logWriter) flush() {
 // deadline. It runs on the guest's goroutine, so why needs no lock.
 func (in *instance) yield() {
 	if d := in.deadline.Load(); d != 0 && in.x.clock.Load() > d {
-		in.why = whyDeadline
-		panic(errors.New(whyDeadline)) // wazero turns a host function's panic into a trap
+		in.stop()
 	}
+}
+
+// meterYield is yield for the metering call, which comes after some 10 to
+// 50 µs of guest work at the most: it reads the real clock (~60 ns), so
+// that a clock goroutine running late on a loaded machine does not delay
+// the deadline.
+func (in *instance) meterYield() {
+	if d := in.deadline.Load(); d != 0 && time.Now().UnixNano() > d {
+		in.stop()
+	}
+}
+
+// stop traps the guest at its deadline.
+func (in *instance) stop() {
+	in.why = whyDeadline
+	panic(errors.New(whyDeadline)) // wazero turns a host function's panic into a trap
 }
 
 // hostCtx is the context of every guest call of an instance: host
