@@ -28,13 +28,7 @@ the history the model sees instead: summaries in place of what they
 condense, without truncated messages.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			if !cmd.Flags().Changed("data") {
-				f.data = ""
-			}
+			dir := projectDir(cmd, args, &f)
 			rt, agent, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err

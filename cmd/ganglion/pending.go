@@ -35,13 +35,7 @@ turns wait for. Without --all, only the items still open.
 Answer them with ganglion answer, skip, provide or reject.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			if !cmd.Flags().Changed("data") {
-				f.data = ""
-			}
+			dir := projectDir(cmd, args, &f)
 			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err

@@ -35,13 +35,7 @@ human (see ganglion pending). ganglion run does the same for the work it
 finds, after its own turn.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := "."
-			if len(args) == 1 {
-				dir = args[0]
-			}
-			if !cmd.Flags().Changed("data") {
-				f.data = ""
-			}
+			dir := projectDir(cmd, args, &f)
 			return resumeWork(cmd.Context(), f, dir, stdout, stderr)
 		},
 	}

@@ -94,6 +94,19 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer, 
 	return rt, agent, nil
 }
 
+// projectDir returns the config directory a command names (its one
+// argument, else the current directory), and makes an unset --data mean
+// the config's data directory rather than the flag's default.
+func projectDir(cmd *cobra.Command, args []string, f *runFlags) string {
+	if !cmd.Flags().Changed("data") {
+		f.data = ""
+	}
+	if len(args) == 1 {
+		return args[0]
+	}
+	return "."
+}
+
 // readOnly opens a data directory to read it: the runtime runs no turn,
 // neither the work an earlier process left (ganglion resume and run finish
 // that) nor a pending item's expiry.
