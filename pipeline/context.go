@@ -212,7 +212,8 @@ func (s *StepContext) PublishText(delta string) {
 // conversation, but before it is stored and before any tool it asks for
 // runs. What fn stores through the Extension API (a pending item that a
 // question in the reply opens) is so committed together with the reply, and
-// a crash cannot keep one without the other. fn must not change m. An error
+// a crash cannot keep one without the other. m is the message as the
+// conversation holds it, shared: fn must not change it. An error
 // from fn fails the step, as an error of the middleware would, and no tool
 // runs. fn is not called when a middleware inside answers the step itself.
 func (s *StepContext) WatchReply(fn func(ctx context.Context, m *Message) error) {

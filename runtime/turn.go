@@ -173,10 +173,13 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if err := ts.conv.append(&msg); err != nil {
 		return nil, err
 	}
-	msg = *ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
+	stored := ts.inst.hist.at(ts.inst.hist.len() - 1).msg
+	msg = *stored // with its ID and time
 	// What middleware stores on reading the reply (the pending item of a
-	// question) commits with it, in the flush below or in its own.
-	if err := s.PublishReply(ctx, &msg); err != nil {
+	// question) commits with it, in the flush below or in its own. The
+	// stored message is handed over, not msg: taking msg's address would
+	// move it to the heap at every step.
+	if err := s.PublishReply(ctx, stored); err != nil {
 		return nil, err
 	}
 	// The model's request for tools is stored before any tool runs, so a
