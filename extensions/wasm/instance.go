@@ -355,14 +355,21 @@ func (in *instance) yield() {
 }
 
 // meterYield is yield for the metering call, which comes after some 10 to
-// 50 µs of guest work at the most: it reads the real clock (~60 ns), so
-// that a clock goroutine running late on a loaded machine does not delay
-// the deadline.
+// 50 µs of guest work at the most. It also reads the real clock (~60 ns),
+// so that a clock goroutine running late on a loaded machine does not
+// delay the deadline by more than lateClock. Not by less: the deadline
+// was computed on the coarse clock, which may have been late already then,
+// and the real clock would cut the call's budget by as much (a call with
+// a 1 ms timeout would fail at once).
 func (in *instance) meterYield() {
-	if d := in.deadline.Load(); d != 0 && time.Now().UnixNano() > d {
+	if d := in.deadline.Load(); d != 0 && (in.x.clock.Load() > d || time.Now().UnixNano() > d+int64(lateClock)) {
 		in.stop()
 	}
 }
+
+// lateClock is how late the coarse clock may be before meterYield goes by
+// the real one.
+const lateClock = 50 * time.Millisecond
 
 // stop traps the guest at its deadline.
 func (in *instance) stop() {
