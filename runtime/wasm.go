@@ -6,22 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
-	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 )
 
 // loadWasm loads a WebAssembly extension, starting the engine on first use.
 // The engine's compilation cache lives in the data directory, so a second
 // start of the process compiles nothing.
-//
-// A module that fails to load (invalid, refused, its init failing) does
-// not fail the runtime: the other agents, and the history of this one,
-// stay usable. The extension is replaced by [notLoaded], whose turn layer
-// fails with the load error (or is skipped, with on_error: fail_open), and
-// the error is logged.
-func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (extensions.Extension, error) {
+func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Extension, error) {
 	if r.wasm == nil {
 		cache := r.wasmCache
 		if cache == "" && r.dataDir != "" {
@@ -49,23 +41,7 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (extensions
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	x, err := r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
-	if err != nil {
-		r.logger.Error("a WASM extension failed to load: the turns of the agents that list it fail", "extension", ec.Name, "err", err)
-		return notLoaded{err}, nil
-	}
-	return x, nil
-}
-
-// notLoaded stands for a WASM extension that failed to load: its one
-// turn layer fails every turn with the load error.
-type notLoaded struct{ err error }
-
-func (n notLoaded) Register(api *extensions.API) error {
-	api.Pipeline.Turn(func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) {
-		return nil, fmt.Errorf("not loaded: %w", n.err)
-	})
-	return nil
+	return r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
 }
 
 // jsonable turns what YAML decoded into values encoding/json accepts: maps
