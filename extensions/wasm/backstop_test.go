@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -37,14 +38,22 @@ func TestBackstop(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatalf("the child still runs after 30 s: the backstop did not fire\n%s", out)
 		}
+		// The backstop panics; if the process stalled (the collector
+		// waits for the goroutine stuck in native code, and so does the
+		// clock goroutine), the kernel kills it a second later.
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 {
-			t.Fatalf("the child ended with %v, want a panic (exit status 2)\n%s", err, out)
+		if !errors.As(err, &ee) {
+			t.Fatalf("the child ended with %v, want it ended by the backstop\n%s", err, out)
 		}
 		const want = `panic: wasm: extension "x": guest code ran 5s past its deadline (timeout 100ms) and metering did not stop it: ` +
 			`ending the process, since nothing else can stop it (a host bug: please report it)`
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the child's output lacks\n%s\n---\n%s", want, out)
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		switch {
+		case ee.ExitCode() == 2 && strings.Contains(string(out), want):
+		case ws.Signaled() && ws.Signal() == syscall.SIGKILL:
+			t.Logf("the process stalled; the kill timer ended it")
+		default:
+			t.Errorf("the child ended with %v, want a panic with\n%s\nor SIGKILL\n---\n%s", err, want, out)
 		}
 		if strings.Contains(string(out), "the looping turn returned") {
 			t.Errorf("the looping turn returned:\n%s", out)

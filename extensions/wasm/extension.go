@@ -364,12 +364,24 @@ func (x *Extension) tickClock() {
 	defer close(x.clockDone)
 	t := time.NewTicker(min(max(x.limits.Timeout/8, time.Millisecond), 50*time.Millisecond))
 	defer t.Stop()
+	// The dead-man switch (killTimer): re-armed every rearmEvery while
+	// this goroutine runs, it fires only if the process stalls and a
+	// goroutine still burns CPU, which is guest code stuck in native code.
+	var kill killTimer
+	defer kill.close()
+	const rearmEvery = 100 * time.Millisecond
+	kill.arm(x.backstopAfter() + time.Second)
+	armed := time.Now()
 	for {
 		select {
 		case <-x.stopClock:
 			return
 		case now := <-t.C:
 			x.clock.Store(now.UnixNano())
+			if now.Sub(armed) >= rearmEvery {
+				kill.arm(x.backstopAfter() + time.Second)
+				armed = now
+			}
 			var runaway bool
 			x.liveMu.Lock()
 			for in := range x.live {

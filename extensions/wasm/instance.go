@@ -221,7 +221,10 @@ const whyDeadline = "deadline exceeded"
 // backstopMin, past a deadline that metering should have enforced, the
 // host ends the process with an error that says so, rather than hang for
 // ever. The runtime's state is crash-consistent; a supervisor restarts
-// the process. It never fires unless metering is broken.
+// the process. Should the process stall first (the collector waits for the
+// stuck goroutine, and so does the clock goroutine), a kill timer on the
+// process's CPU time ends it a second later (killtimer_linux.go). It never
+// fires unless metering is broken.
 
 // backstopFactor and backstopMin are how long guest code may run past its
 // deadline before the backstop fires: generous, so that it never races

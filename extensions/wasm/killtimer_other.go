@@ -1,0 +1,13 @@
+//go:build !linux
+
+package wasm
+
+import "time"
+
+// killTimer is the backstop's last resort on Linux (killtimer_linux.go);
+// elsewhere the backstop has only its panic.
+type killTimer struct{ armed bool }
+
+func (*killTimer) arm(time.Duration) {}
+func (*killTimer) disarm()           {}
+func (*killTimer) close()            {}
