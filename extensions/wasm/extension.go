@@ -369,8 +369,12 @@ func (x *Extension) tickClock() {
 	// goroutine still burns CPU, which is guest code stuck in native code.
 	var kill killTimer
 	defer kill.close()
+	// On CPU time, a healthy process may use GOMAXPROCS seconds a second:
+	// the switch fires only if this goroutine did not run for the
+	// backstop's bound and a second more while every P was busy.
 	const rearmEvery = 100 * time.Millisecond
-	kill.arm(x.backstopAfter() + time.Second)
+	killAfter := time.Duration(goruntime.GOMAXPROCS(0)) * (x.backstopAfter() + time.Second)
+	kill.arm(killAfter)
 	armed := time.Now()
 	for {
 		select {
@@ -379,7 +383,7 @@ func (x *Extension) tickClock() {
 		case now := <-t.C:
 			x.clock.Store(now.UnixNano())
 			if now.Sub(armed) >= rearmEvery {
-				kill.arm(x.backstopAfter() + time.Second)
+				kill.arm(killAfter)
 				armed = now
 			}
 			var runaway bool
