@@ -16,9 +16,8 @@ import (
 // dead-man switch); on CPU time, so that a process stopped in a debugger
 // is not killed. It is used by the clock goroutine only.
 type killTimer struct {
-	id    int32
-	ok    bool // created
-	armed bool
+	id int32
+	ok bool // created
 }
 
 // sigevent is struct sigevent of Linux (64 bytes).
@@ -32,7 +31,7 @@ type sigevent struct {
 type itimerspec struct{ interval, value syscall.Timespec }
 
 // arm makes the timer kill the process after it has used d more of CPU
-// time, unless armed again or disarmed before.
+// time, unless armed again before.
 func (k *killTimer) arm(d time.Duration) {
 	if !k.ok {
 		ev := sigevent{signo: int32(syscall.SIGKILL)}
@@ -43,15 +42,6 @@ func (k *killTimer) arm(d time.Duration) {
 		k.ok = true
 	}
 	k.set(d)
-	k.armed = true
-}
-
-// disarm stops the timer.
-func (k *killTimer) disarm() {
-	if k.armed {
-		k.set(0)
-		k.armed = false
-	}
 }
 
 func (k *killTimer) set(d time.Duration) {
@@ -63,6 +53,6 @@ func (k *killTimer) set(d time.Duration) {
 func (k *killTimer) close() {
 	if k.ok {
 		syscall.Syscall(syscall.SYS_TIMER_DELETE, uintptr(k.id), 0, 0)
-		k.ok, k.armed = false, false
+		k.ok = false
 	}
 }
