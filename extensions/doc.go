@@ -1,6 +1,6 @@
 // Package extensions is Ganglion's extension host: the one Extension API
 // through which native Go extensions and WebAssembly modules alike register
-// middleware, tools, state, event handlers and logging (seed 004).
+// middleware, tools, state, event handlers and logging.
 //
 // An extension is loaded per agent. The runtime looks up each `name:` of an
 // agent's config in a [Registry], calls the [Factory] with the extension's

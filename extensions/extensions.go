@@ -125,7 +125,7 @@ func (r *Registry) Merge(other *Registry) {
 	}
 }
 
-// API is what an extension registers through (seed 004's ExtensionApi):
+// API is what an extension registers through:
 // pipeline middleware, tools, persistent state, events and a logger, all
 // bound to one agent and one extension.
 //

@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Agents lets turn and step middleware call other agents (seed 004's
-// ctx.agents): the calls go through the runtime's orchestrator and never
+// Agents lets turn and step middleware call other agents
+// (ctx.agents): the calls go through the runtime's orchestrator and never
 // appear in the calling agent's conversation or its model's context; only
 // what the middleware does with the answer does. ToolCall contexts do not
 // offer it.

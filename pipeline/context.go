@@ -134,7 +134,7 @@ func (t *TurnContext) SetInput(in InputEvent) { t.info.Input = in }
 // Conversation returns the instance's history.
 func (t *TurnContext) Conversation() Conversation { return t.info.Conversation }
 
-// EmitMessage changes the conversation (seed 004's emitMessageEvent).
+// EmitMessage changes the conversation.
 func (t *TurnContext) EmitMessage(ev MessageEvent) error { return t.info.Conversation.Apply(ev) }
 
 // Host returns the runtime's state for the turn; see [TurnInfo.Host].
@@ -291,7 +291,7 @@ type ToolCallInfo struct {
 
 // ToolCallContext is the context of one tool call, given to toolCall
 // middleware and to the tool itself. It offers no way to call other agents:
-// that belongs on turn and step contexts (seed 004 §4.3).
+// that belongs on turn and step contexts.
 //
 // A ToolCallContext is used by one goroutine at a time. Tool calls of one step
 // may run concurrently, each with its own context.

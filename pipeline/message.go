@@ -120,7 +120,7 @@ type Message struct {
 // MessageEventType is the kind of change a [MessageEvent] makes.
 type MessageEventType string
 
-// The changes a middleware may make to its conversation (seed 004's emitMessageEvent).
+// The changes a middleware may make to its conversation.
 const (
 	// MessageAppend adds Message at the end of the conversation.
 	MessageAppend MessageEventType = "append"

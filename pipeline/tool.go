@@ -7,7 +7,7 @@ import (
 	"slices"
 )
 
-// ToolCategory groups tools for approval decisions (seed 003 §4).
+// ToolCategory groups tools for approval decisions.
 type ToolCategory string
 
 // The tool categories.

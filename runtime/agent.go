@@ -84,8 +84,8 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 }
 
 // delegationScope sets whom a may delegate to, and returns tools without
-// the delegation tools a has no use for: seed 002 offers call_agent only to
-// an agent with someone to delegate to.
+// the delegation tools a has no use for: call_agent is offered only to an
+// agent with someone to delegate to.
 func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
 	r := a.rt
 	a.team = r.teamOf[a.name]
@@ -115,14 +115,14 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 	}
 	if ac.Model != nil && ac.Model.ToolProtocol == config.ToolProtocolXML {
 		// Tool calls as XML in the text: the model is shown the tools in
-		// its system prompt and its answers are parsed (seed 003 §2).
+		// its system prompt and its answers are parsed.
 		a.model = xmltools.Wrap(a.model)
 	}
 	return nil
 }
 
 // openProvider sets a.model: WithModel's provider, else the config's,
-// retrying as seed 003 §5 says.
+// retrying as its model settings say.
 func (a *agent) openProvider(o *options, ac config.Agent) error {
 	if ac.Model != nil {
 		a.modelName = ac.Model.Name

@@ -12,7 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// Defaults of agent calls (seed 004).
+// Defaults of agent calls.
 const (
 	DefaultAgentTimeout = 15 * time.Second
 	DefaultAgentDepth   = 5

@@ -245,7 +245,7 @@ agents:
 	}
 }
 
-// TestNoAgentsOnToolCalls: toolCall contexts offer no agent calls (seed 004 §4.3).
+// TestNoAgentsOnToolCalls: toolCall contexts offer no agent calls.
 func TestNoAgentsOnToolCalls(t *testing.T) {
 	if _, ok := reflect.TypeOf(&pipeline.ToolCallContext{}).MethodByName("Agents"); ok {
 		t.Fatal("ToolCallContext has an Agents method")

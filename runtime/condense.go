@@ -23,7 +23,7 @@ import (
 // CondenseName is the name of the built-in condensation extension.
 const CondenseName = "condense"
 
-// Defaults of the condense extension (seed 003 §3).
+// Defaults of the condense extension.
 const (
 	DefaultCondenseBuffer  = 0.10
 	DefaultMinSummarised   = 5

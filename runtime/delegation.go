@@ -19,7 +19,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
-// The delegation chain of seed 002: call_agent and call_team_agent record
+// The delegation chain: call_agent and call_team_agent record
 // delegations in the turn; the step's commit stores them with the tool
 // results that announce them (stageDelegations: the turn's task and one
 // child task each); when the turn ends, settleTask starts the children. A
@@ -100,7 +100,7 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 }
 
 // delegate records a call_agent (team "") or call_team_agent of the turn
-// c runs in, after checking the rules of seed 002.
+// c runs in, after checking whom the agent may delegate to.
 func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
 	ts, ok := c.Host().(*turnState)
 	if !ok {
@@ -841,7 +841,7 @@ func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
 }
 
 // activateTeam loads the instances of every agent of team under key: the
-// whole team starts when one of its agents is delegated to (seed 002).
+// whole team starts when one of its agents is delegated to.
 func (r *Runtime) activateTeam(team, key string) {
 	for _, name := range r.teams[team] {
 		_, _, done, err := r.holdInstance(r.bg, "team "+strconv.Quote(team), name, key)
@@ -857,7 +857,7 @@ func (r *Runtime) activateTeam(team, key string) {
 	}
 }
 
-// reportText is the input of a merged report turn: seed 002's reminder of
+// reportText is the input of a merged report turn: a reminder of
 // the delegation context, then the reports that arrived.
 func reportText(t *Task, fresh []DelegationResponse) string {
 	c := &t.Context

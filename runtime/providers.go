@@ -35,7 +35,7 @@ func builtinProviders() map[string]ProviderFactory {
 }
 
 // retrying wraps the provider p of agent a, as its model settings say, in
-// the retries of seed 003 §5, each published as a model.retry event.
+// retries ([model.WithRetry]), each published as a model.retry event.
 func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
 	policy := model.RetryPolicy{OnRetry: func(i model.RetryInfo) {
 		a.logger.Warn("model call failed; retrying", "instance", i.Request.InstanceKey, "turn", i.Request.TurnID,

@@ -8,7 +8,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// The names of the system tools of seed 002 an agent may list in its
+// The names of the system tools an agent may list in its
 // tools: list_agents shows the agents it could delegate to, get_my_tools
 // the tools it has, so that it can tell whether to delegate at all.
 const (

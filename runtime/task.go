@@ -15,7 +15,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/store"
 )
 
-// Task is a delegation task of seed 002, as the store keeps it. A turn that
+// Task is a delegation task, as the store keeps it. A turn that
 // calls call_agent (or call_team_agent) makes its input a task if it was
 // not one already, and makes one child task per call. A task lives until
 // its agent answers it without delegating any more; its answer then goes
@@ -24,7 +24,7 @@ import (
 type Task struct {
 	ID string `json:"task_id"`
 	// Agent and Instance are the instance that works on the task (the
-	// seed's delegated_to).
+	// delegated_to field).
 	Agent    string `json:"delegated_to"`
 	Instance string `json:"instance"`
 	// Requester says who asked: "user", a CLI or API caller's name, or the
@@ -81,7 +81,7 @@ const (
 )
 
 // DelegationContext is what a task remembers of its delegations, to
-// restore the agent's context when their reports arrive (seed 002).
+// restore the agent's context when their reports arrive.
 type DelegationContext struct {
 	OriginalRequest string               `json:"original_request"`
 	Requester       string               `json:"requester"`

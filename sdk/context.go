@@ -375,8 +375,8 @@ var (
 	_ Context = (*Event)(nil)
 )
 
-// Agents calls other agents from a turn or step hook (seed 004's
-// ctx.agents): the calling agent's model never sees the call. The host
+// Agents calls other agents from a turn or step hook
+// (ctx.agents): the calling agent's model never sees the call. The host
 // routes them through the runtime's orchestrator. The target must be
 // listed in the manifest's Agents and granted by the config.
 type Agents struct{ h int32 }

@@ -109,7 +109,7 @@
 //
 // [API.Config] decodes the extension's config: section from the agent's
 // config (unknown settings are refused). Turn and step hooks can call other
-// agents with [Turn.Agents] and [Step.Agents] (seed 004's ctx.agents),
+// agents with [Turn.Agents] and [Step.Agents],
 // which the runtime routes through its orchestrator; the agents must be
 // listed in the [Manifest]'s Agents and granted by the config (agents:).
 package ganglion

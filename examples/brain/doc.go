@@ -1,4 +1,4 @@
-// Command brain is seed 004's use case: an agent with an "unconscious".
+// Command brain is the runtime's founding use case: an agent with an "unconscious".
 // Before the worker's model runs, a turn middleware asks the unconscious
 // agent about the input through ctx.agents.request and injects its answer
 // as a system message; after the turn, an observer middleware sends what

@@ -1,4 +1,4 @@
-// Command delegation is seed 002's delegation chain, offline. Agents hand
+// Command delegation is a delegation chain, offline. Agents hand
 // work to other agents with the call_agent tool; a child works on its task
 // after its parent's turn ends, and its report comes back to the parent as a
 // new message. Runtime.Ask returns the root agent's final answer, however

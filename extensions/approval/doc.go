@@ -35,7 +35,7 @@
 // parsed command of execute_command: see package shell), shellError,
 // chain (depth, agents), and the functions glob(pattern, path),
 // protected(path) (the file's protected globs) and under(path, dir).
-// Categories are the seed's read, write, execute, browser, mcp (and
+// Categories are read, write, execute, browser, mcp (and
 // other), with per-tool overrides under categories:.
 //
 // # Loading
@@ -73,7 +73,7 @@
 //
 // Tool calls that fail in a row (a tool error, malformed arguments) are
 // counted per instance; a success resets the count. At mistake_limit
-// (default 3, seed 003 §5) the turn pauses after the step, and a human
+// (default 3) the turn pauses after the step, and a human
 // answers with guidance the model reads when it resumes, or rejects to
 // stop the task.
 //

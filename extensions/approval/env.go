@@ -119,7 +119,7 @@ func (r *Rules) env(c Call) Env {
 	return e
 }
 
-// builtinCategory is the category of the workspace tools (seed 003).
+// builtinCategory is the category of the workspace tools.
 func builtinCategory(tool string) pipeline.ToolCategory {
 	switch tool {
 	case "read_file", "list_files", "search_files":

@@ -32,7 +32,7 @@ type Settings struct {
 	Timeout string `yaml:"timeout"`
 	// MistakeLimit is how many tool calls in a row may fail (a tool
 	// error, malformed arguments) before a human is asked whether the
-	// agent should go on (seed 003 §5). Default 3.
+	// agent should go on. Default 3.
 	MistakeLimit int `yaml:"mistake_limit"`
 }
 

@@ -24,7 +24,7 @@ type File struct {
 	// Agents are the agents, in order; the first is the CLI's default.
 	// A file needs at least one.
 	Agents []Agent `yaml:"agents"`
-	// Teams group agents (seed 002's projects). An agent belongs to at most
+	// Teams group agents. An agent belongs to at most
 	// one team. A team's agents delegate among themselves (call_agent); an
 	// agent in no team is system-level: it delegates to the other
 	// system-level agents, and one way into a team with call_team_agent.
@@ -61,7 +61,7 @@ type Model struct {
 	// ToolProtocol is how the model calls tools: "native" (default), the
 	// provider's tool calling, or "xml", tool calls written as
 	// <tool_name><param>value</param></tool_name> in the text, for models
-	// without native tool calling (seed 003).
+	// without native tool calling.
 	ToolProtocol string `yaml:"tool_protocol"`
 	// MaxRetries bounds the retries of a failed call (rate limit, server or
 	// network error); absent: 5, 0: none.

@@ -32,7 +32,7 @@ const (
 	// the message counts before and after.
 	ContextCondensed = "context.condensed"
 	ContextTruncated = "context.truncated"
-	// Delegation (seed 002): a turn delegated a child task; a task
+	// Delegation: a turn delegated a child task; a task
 	// completed (reported to its parent, or answered); a root task's
 	// answer went to its requester's channel; a team started.
 	TaskDelegated = "task.delegated"

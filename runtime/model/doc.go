@@ -1,5 +1,5 @@
 // Package model defines how the runtime talks to a language model: a
-// [Provider] streams [Chunk]s of the kinds of seed 003 §2 (text, reasoning,
+// [Provider] streams [Chunk]s of these kinds (text, reasoning,
 // tool_call_start / tool_call_delta / tool_call_end, usage, error).
 //
 // [Scripted] is the embedded default: it reads its responses from a YAML

@@ -10,7 +10,7 @@ import (
 )
 
 // ErrorKind classifies a provider's failure; the kind decides what the
-// runtime does about it (seed 003 §5).
+// runtime does about it.
 type ErrorKind uint8
 
 // The kinds of provider errors.

@@ -7,7 +7,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// ChunkKind is the kind of a streamed [Chunk] (seed 003 §2).
+// ChunkKind is the kind of a streamed [Chunk].
 type ChunkKind uint8
 
 // The chunk kinds a provider streams.
@@ -30,7 +30,7 @@ const (
 
 var kindNames = [...]string{"", "text", "reasoning", "tool_call_start", "tool_call_delta", "tool_call_end", "usage", "error"}
 
-// String returns the seed's name of the kind ("text", "tool_call_start", ...).
+// String returns the kind's name ("text", "tool_call_start", ...).
 func (k ChunkKind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
 		return kindNames[k]

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Defaults of [RetryPolicy] (seed 003 §5).
+// Defaults of [RetryPolicy].
 const (
 	DefaultMaxRetries = 5
 	DefaultBaseDelay  = time.Second

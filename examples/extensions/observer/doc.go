@@ -1,4 +1,4 @@
-// Command observer is the other WebAssembly half of seed 004's use case
+// Command observer is the other WebAssembly half of the brain use case
 // (examples/extensions/unconscious is the first): a turn middleware that,
 // after the turn, tells an observer agent what the agent answered through
 // ctx.agents.send, without waiting for it. The model never sees the call.

@@ -1,4 +1,4 @@
-// Command unconscious is the WebAssembly half of seed 004's use case: a
+// Command unconscious is the WebAssembly half of the brain use case: a
 // turn middleware that, before the model runs, asks another agent (the
 // "unconscious") about the input through ctx.agents and injects its answer
 // as a system message. The model never sees the call, only the answer.

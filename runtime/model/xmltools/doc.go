@@ -1,6 +1,6 @@
 // Package xmltools lets a model without native tool calling call tools by
 // writing XML in its text, the protocol of Roo-Code's
-// AssistantMessageParser (seed 003 §2):
+// AssistantMessageParser:
 //
 //	I will read the notes first.
 //	<read_file>
@@ -28,9 +28,9 @@
 // line break ("\n" or "\r\n") are dropped, so that a value can sit on lines
 // of its own. Without escaping, a value cannot hold its own closing tag.
 //
-// The seed's parser matched /<(\w+)>([\s\S]*?)<\/\1>/ over the whole
-// message, so any tag — "<b>bold</b>" in prose — was a tool call, and it
-// buffered the message until the end. This one does not:
+// A naive parser that matches /<(\w+)>([\s\S]*?)<\/\1>/ over the whole
+// message takes any tag — "<b>bold</b>" in prose — for a tool call, and
+// buffers the message until the end. This one does not:
 //
 //   - Only the name of an offered tool opens a call: "<b>bold</b>", "a < b"
 //     and "<div>" are text. (A call of a tool that was not offered is
