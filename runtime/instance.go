@@ -187,6 +187,14 @@ func (c *conversation) appendLocked(src *pipeline.Message) error {
 	}
 	p := new(pipeline.Message) // the one copy, shared by the history and the store
 	*p = *src
+	in.add(p)
+	c.ts.published(p)
+	return nil
+}
+
+// add appends p to the history and to the next commit, with the next
+// sequence number, and an ID and a time unless it has them.
+func (in *instance) add(p *pipeline.Message) {
 	seq := in.meta.NextSeq
 	in.meta.NextSeq++
 	if p.ID == "" {
@@ -198,8 +206,15 @@ func (c *conversation) appendLocked(src *pipeline.Message) error {
 	in.lastChange = p.CreatedAt
 	in.hist.append(entry{msg: p, seq: seq})
 	in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
-	c.ts.published(p)
-	return nil
+}
+
+// replace puts m in the place of history entry i, and in the next commit.
+// m is a new message: the old one may still be shared.
+func (in *instance) replace(i int, m *pipeline.Message) {
+	e := in.hist.at(i)
+	e.msg, e.tokens = m, 0
+	in.hist.changed()
+	in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: m})
 }
 
 // applyLocked makes a replace or remove; appends go through appendLocked.
@@ -223,10 +238,7 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = in.hist.at(i).msg.CreatedAt
 		}
-		e := in.hist.at(i)
-		e.msg, e.tokens = &m, 0 // a new message: the old one may still be shared
-		in.hist.changed()
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: e.msg})
+		in.replace(i, &m)
 		return nil
 	case pipeline.MessageRemove:
 		i := in.hist.indexOf(ev.TargetID)

@@ -78,24 +78,15 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 		p := &pipeline.Message{Role: pipeline.RoleTool, Content: content, ToolCallID: c.ID, Name: c.Name, IsError: true,
 			Source:   pipeline.Source{Type: pipeline.SourceRuntime},
 			Metadata: map[string]any{MetaInterrupted: true, "turn_id": turnID}}
-		seq := in.meta.NextSeq
-		in.meta.NextSeq++
-		p.ID = "msg-" + strconv.FormatUint(seq, 10)
-		p.CreatedAt = in.agent.rt.now()
-		in.lastChange = p.CreatedAt
-		h.append(entry{msg: p, seq: seq})
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
+		in.add(p)
 		names = append(names, c.Name+" ("+c.ID+")")
 	}
 	for _, i := range stale {
-		e := h.at(i)
-		m := *e.msg
+		m := *h.at(i).msg
 		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[MetaAwaits], m.Name)
 		m.IsError = true
 		m.Metadata = map[string]any{MetaInterrupted: true, "turn_id": m.Metadata["turn_id"]}
-		e.msg, e.tokens = &m, 0
-		h.changed()
-		in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: e.msg})
+		in.replace(i, &m)
 		names = append(names, m.Name+" ("+m.ToolCallID+")")
 	}
 	if len(names) == 0 {
