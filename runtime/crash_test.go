@@ -459,20 +459,26 @@ func TestCrashRightAfterQuestion(t *testing.T) {
 	}
 }
 
+// askEveryCallConfig is agent a with the effect tool and approval rules
+// that ask a human for every call.
+func askEveryCallConfig(t *testing.T) string {
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	writeFile(t, rules, "default: ask\n")
+	return `
+agents:
+  - name: a
+    tools: [effect]
+    extensions: [{name: approval, config: {rules: ` + rules + `}}]
+`
+}
+
 // TestCrashDuringApprovedCall: the process dies while the resume turn runs
 // a call a human approved. The call's placeholder result ("waiting for a
 // human's approval") does not outlive the crash: the next load replaces it
 // with an interrupted result, and the call does not run again.
 func TestCrashDuringApprovedCall(t *testing.T) {
 	ctx := context.Background()
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	writeFile(t, rules, "default: ask\n")
-	cfg := `
-agents:
-  - name: a
-    tools: [effect]
-    extensions: [{name: approval, config: {rules: ` + rules + `}}]
-`
+	cfg := askEveryCallConfig(t)
 	mem := store.NewMemory()
 	ds := &dyingStore{Store: mem}
 	e := newEffectTool()
@@ -521,14 +527,7 @@ agents:
 // placeholder and carries no awaits mark.
 func TestApprovedCallKeepsNoMark(t *testing.T) {
 	ctx := context.Background()
-	rules := filepath.Join(t.TempDir(), "rules.yaml")
-	writeFile(t, rules, "default: ask\n")
-	cfg := `
-agents:
-  - name: a
-    tools: [effect]
-    extensions: [{name: approval, config: {rules: ` + rules + `}}]
-`
+	cfg := askEveryCallConfig(t)
 	e := newEffectTool()
 	e.runs.Store(1) // never blocks
 	rt, _ := newCrashRuntime(t, cfg, crashToolScript, store.NewMemory(), runtime.WithTool(e.tool()))
