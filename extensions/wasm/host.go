@@ -478,6 +478,12 @@ func hostEmit(in *instance, p []uint64) int32 {
 	if f.kind != kindTurn && f.kind != kindStep {
 		return in.fail(codeInvalid, "emit is for turn and step hooks, not %s", kindName(f.kind))
 	}
+	if f.inNext {
+		// A hook nested in f's next names f: a message added now would
+		// land inside the step that runs (between a tool call and its
+		// result, say).
+		return in.fail(codePhase, "emit: the %s hook of handle %d is in next; it can emit once next returns", kindName(f.kind), f.handle)
+	}
 	b, code := in.read(p[1], p[2], "message event")
 	if code != 0 {
 		return code

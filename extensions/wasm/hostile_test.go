@@ -285,6 +285,16 @@ func TestHostileModules(t *testing.T) {
 			guest: true,
 		},
 		{
+			// A message appended through a parked hook would land inside
+			// the step that runs, between a tool call and its result.
+			name:  "emit through a parked hook",
+			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 1s, max_depth: 3}}]`,
+			input: "reenter_emit",
+			want: `extension "hostile_reenter": turn middleware: extension "hostile_reenter": step middleware: ` +
+				`extension "hostile_reenter": toolCall middleware: outer emit: PHASE`,
+			guest: true,
+		},
+		{
 			name:  "trap in a re-entered hook",
 			ext:   `[{wasm: testdata/hostile_reenter.wasm, limits: {timeout: 100ms, max_depth: 2}}]`,
 			input: "steptrap",

@@ -17,7 +17,9 @@
 ;; sets the result of the turn hook it is nested in, which is parked in
 ;; next, through the turn's handle, and fails with "outer set_field: PHASE"
 ;; if the host refused with PHASE, "outer set_field: 0" if it took it, and
-;; "outer set_field: other" otherwise.
+;; "outer set_field: other" otherwise. With "reenter_emit", it appends a
+;; message through the parked turn hook's handle instead, and fails with
+;; "outer emit: PHASE", "outer emit: 0" or "outer emit: other" likewise.
 (module
   (import "ganglion" "manifest" (func $manifest (param i32 i32) (result i32)))
   (import "ganglion" "register" (func $register (param i32 i32 i32) (result i32)))
@@ -26,6 +28,7 @@
   (import "ganglion" "set_error" (func $set_error (param i32 i32) (result i32)))
   (import "ganglion" "last_error" (func $last_error (param i32 i32) (result i32)))
   (import "ganglion" "set_field" (func $set_field (param i32 i32 i32 i32) (result i32)))
+  (import "ganglion" "emit" (func $emit (param i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
   (global $turn (mut i32) (i32.const 0))
 
@@ -38,6 +41,11 @@
   (data (i32.const 1700) "outer set_field: PHASE")
   (data (i32.const 1728) "outer set_field: 0")
   (data (i32.const 1760) "outer set_field: other")
+  (data (i32.const 1792) "reenter_emit")
+  (data (i32.const 1808) "{\"type\":\"append\",\"message\":{\"role\":\"user\",\"content\":\"injected\"}}")
+  (data (i32.const 1900) "outer emit: PHASE")
+  (data (i32.const 1920) "outer emit: 0")
+  (data (i32.const 1940) "outer emit: other")
 
   (func (export "ganglion_abi_version") (result i32) (i32.const 1))
 
@@ -72,7 +80,21 @@
               (then (drop (call $set_error (i32.const 1728) (call $len (i32.const 1728)))))
               (else (drop (call $set_error (i32.const 1760) (call $len (i32.const 1760))))))))
         (return (i32.const 1))))
+    (if (call $starts (global.get $turn) (i32.const 1792))
+      (then
+        (call $report (call $emit (global.get $turn) (i32.const 1808) (call $len (i32.const 1808)))
+          (i32.const 1900) (i32.const 1920) (i32.const 1940))
+        (return (i32.const 1))))
     (call $pass (local.get $ctx)))
+
+  ;; $report fails with the string at $phase, $zero or $other as $code is
+  ;; PHASE (-8), 0 or anything else.
+  (func $report (param $code i32) (param $phase i32) (param $zero i32) (param $other i32)
+    (local $s i32)
+    (local.set $s (local.get $other))
+    (if (i32.eq (local.get $code) (i32.const -8)) (then (local.set $s (local.get $phase))))
+    (if (i32.eqz (local.get $code)) (then (local.set $s (local.get $zero))))
+    (drop (call $set_error (local.get $s) (call $len (local.get $s)))))
 
   ;; $len is the length of the NUL-terminated string at $p.
   (func $len (param $p i32) (result i32)
