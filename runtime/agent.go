@@ -43,6 +43,38 @@ type agent struct {
 	// kinds are the pending-item kinds its extensions handle; written only
 	// while they register.
 	kinds map[kindKey]extensions.PendingKind
+	// loadErr is why the agent failed to load ([WithPartialLoad]); an agent
+	// with one has no model, tools or pipeline, and runs no turn.
+	loadErr error
+}
+
+// unavailableAgent stands for an agent that failed to load with err: it
+// keeps the agent's name for reading what is stored, and nothing to run.
+func (r *Runtime) unavailableAgent(ac config.Agent, err error) *agent {
+	r.logger.Error("agent is unavailable: it failed to load; the other agents run", "agent", ac.Name, "err", err)
+	return &agent{rt: r, name: ac.Name, description: ac.Description, logger: r.logger.With("agent", ac.Name),
+		kinds: map[kindKey]extensions.PendingKind{}, loadErr: err}
+}
+
+// available returns nil if the agent loaded, else an error wrapping
+// [ErrAgentUnavailable] and why it did not.
+func (a *agent) available() error {
+	if a.loadErr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrAgentUnavailable, a.loadErr)
+}
+
+// Unavailable returns, for each agent that failed to load in a runtime
+// built [WithPartialLoad], why; it is empty when every agent loaded.
+func (r *Runtime) Unavailable() map[string]error {
+	out := map[string]error{}
+	for name, a := range r.agents {
+		if a.loadErr != nil {
+			out[name] = a.loadErr
+		}
+	}
+	return out
 }
 
 func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {

@@ -113,8 +113,11 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 	case target == a.name:
 		return nil, fmt.Errorf("you cannot delegate to yourself (%s): do the task yourself, or delegate to another agent", a.name)
 	}
-	if _, ok := r.agents[target]; !ok {
+	if t, ok := r.agents[target]; !ok {
 		return nil, fmt.Errorf("no agent %q; you may delegate to: %s", target, a.delegateTargets())
+	} else if t.loadErr != nil {
+		// The model gets no load error: it could not act on it.
+		return nil, fmt.Errorf("agent %q is unavailable: it failed to load; delegate to another agent or do the task yourself", target)
 	}
 	if team == "" {
 		if !slices.Contains(a.peers, target) {
@@ -768,8 +771,11 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		return
 	}
 	for _, t := range ts {
-		if _, ok := r.agents[t.Agent]; !ok {
+		if ta, ok := r.agents[t.Agent]; !ok {
 			r.logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)
+			continue
+		} else if ta.loadErr != nil {
+			r.logger.Error("a task belongs to an agent that failed to load; it waits", "task", t.ID, "agent", t.Agent)
 			continue
 		}
 		switch t.State {

@@ -114,7 +114,9 @@
 // # Errors
 //
 // Send returns [ErrClosed] after Close, an error wrapping [ErrUnknownAgent]
-// for an agent the config does not define, and for a failed turn a result
+// for an agent the config does not define, one wrapping
+// [ErrAgentUnavailable] for an agent that failed to load ([WithPartialLoad]),
+// and for a failed turn a result
 // with finish reason error (or aborted, when the caller's context ended)
 // together with an error that names the agent, the instance and the turn —
 // and, when an extension failed, the extension and its hook. Send on a

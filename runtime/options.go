@@ -51,6 +51,7 @@ type options struct {
 	secretKey     []byte
 	secretKeyFile string
 	noExpiryTimer bool
+	partialLoad   bool
 }
 
 // WithAgentTimeout sets the default timeout of an agent call
@@ -94,6 +95,18 @@ func WithSecretKeyFile(path string) Option {
 // directory runs nothing: the CLI's history, pending and tasks commands
 // open it so.
 func WithoutRecovery() Option { return optionFunc(func(o *options) { o.noRecovery = true }) }
+
+// WithPartialLoad lets New succeed when some agents fail to load (an
+// extension's module or settings are refused, its Register fails, its
+// model cannot be opened): such an agent is unavailable, and
+// [Runtime.Unavailable] says why. The other agents run as usual, and the
+// unavailable one's stored history, tasks and pending items stay readable;
+// its turns, the answers to its pending items and delegations to it fail
+// with an error wrapping [ErrAgentUnavailable], and its stored tasks,
+// resumes and deadlines wait for a runtime that loads it. Without the
+// option, New fails with the first agent that does not load. A config that
+// is itself invalid fails New either way.
+func WithPartialLoad() Option { return optionFunc(func(o *options) { o.partialLoad = true }) }
 
 // WithoutExpiryTimer stops the runtime from expiring pending items on its
 // own while it runs; [Runtime.ExpirePending] still does, and New still

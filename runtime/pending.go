@@ -267,6 +267,9 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 	if !it.Open {
 		return nil, fmt.Errorf("pending item %q: %w (it is %s)", id, ledger.ErrResolved, it.Status)
 	}
+	if err := a.available(); err != nil {
+		return nil, fmt.Errorf("pending item %q: %w", id, err)
+	}
 	k, ok := a.kinds[kindKey{it.Extension, it.Kind}]
 	if !ok {
 		return nil, fmt.Errorf("pending item %q: agent %q has no extension %q handling %s items (is it still in the config?)", id, a.name, it.Extension, it.Kind)
@@ -423,7 +426,7 @@ func (r *Runtime) ExpirePending(ctx context.Context) ([]ledger.Item, error) {
 	var out []ledger.Item
 	var errs []error
 	for _, it := range due {
-		if it.ExpiresAt.IsZero() || it.ExpiresAt.After(now) {
+		if it.ExpiresAt.IsZero() || it.ExpiresAt.After(now) || r.itemWaits(it) {
 			continue
 		}
 		done, err := r.expire(ctx, it.ID)
@@ -476,7 +479,7 @@ func (r *Runtime) recoverResumes(ctx context.Context) error {
 	var todo []turn
 	for _, it := range items {
 		t := turn{it.Agent, it.Instance, it.TurnID}
-		if !it.Open && it.ResumedBy == "" && !slices.Contains(todo, t) {
+		if !it.Open && it.ResumedBy == "" && !slices.Contains(todo, t) && !r.itemWaits(it) {
 			todo = append(todo, t)
 		}
 	}
@@ -566,11 +569,19 @@ func (r *Runtime) nextDeadline() (time.Time, bool) {
 	}
 	var next time.Time
 	for _, it := range items {
-		if !it.ExpiresAt.IsZero() && (next.IsZero() || it.ExpiresAt.Before(next)) {
+		if !it.ExpiresAt.IsZero() && !r.itemWaits(it) && (next.IsZero() || it.ExpiresAt.Before(next)) {
 			next = it.ExpiresAt
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// itemWaits reports whether item it belongs to an agent that failed to load
+// ([WithPartialLoad]): only its own extensions know how it expires and how
+// its turn resumes, so it waits for a runtime that loads them.
+func (r *Runtime) itemWaits(it ledger.Item) bool {
+	a, ok := r.agents[it.Agent]
+	return ok && a.loadErr != nil
 }
 
 // wakeExpiry tells the expiry loop that a deadline was added.

@@ -42,6 +42,10 @@ var (
 	ErrClosed = errors.New("runtime: closed")
 	// ErrUnknownAgent is returned for an agent name the config does not define.
 	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrAgentUnavailable is returned for an agent that failed to load in a
+	// runtime built [WithPartialLoad]: its history can be read, but it runs
+	// no turn and its pending items wait.
+	ErrAgentUnavailable = errors.New("agent unavailable")
 )
 
 // Runtime hosts agents and runs their turns. Build one with [New]; it is safe
@@ -232,7 +236,10 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
 		if err != nil {
-			return nil, err
+			if !o.partialLoad {
+				return nil, err
+			}
+			a = r.unavailableAgent(ac, err)
 		}
 		r.agents[a.name] = a
 		r.order = append(r.order, a.name)
@@ -422,7 +429,8 @@ func usesWorkspace(cfg *config.File) bool {
 	return false
 }
 
-// Agents returns the names of the agents, in config order.
+// Agents returns the names of the agents, in config order, the
+// unavailable ones ([Runtime.Unavailable]) included.
 func (r *Runtime) Agents() []string { return slices.Clone(r.order) }
 
 // Events returns the event bus the runtime publishes on.
@@ -507,6 +515,9 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 	if err != nil {
 		return nil, err
 	}
+	if err := a.available(); err != nil {
+		return nil, err
+	}
 	if err := store.ValidateInstanceKey(instanceKey); err != nil {
 		return nil, err
 	}
@@ -529,6 +540,9 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 }
 
 func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if err := a.available(); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
+	}
 	r := a.rt
 	// The instance's turns run one at a time, so its turn state is reused.
 	ts := &inst.ts

@@ -22,6 +22,8 @@ var systemToolNames = []string{ToolGetMyTools, ToolListAgents}
 type agentInfo struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
+	// Unavailable marks an agent that failed to load: delegating to it fails.
+	Unavailable bool `json:"unavailable,omitempty"`
 }
 
 type teamInfo struct {
@@ -81,7 +83,8 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 func (r *Runtime) agentInfos(names []string) []agentInfo {
 	out := make([]agentInfo, 0, len(names))
 	for _, n := range names {
-		out = append(out, agentInfo{Name: n, Description: r.agents[n].description})
+		a := r.agents[n]
+		out = append(out, agentInfo{Name: n, Description: a.description, Unavailable: a.loadErr != nil})
 	}
 	return out
 }

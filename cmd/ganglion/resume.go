@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -30,7 +31,8 @@ answers:
     whose deadline passed are handled;
   - the answer to each earlier request that a chain reaches is printed.
 
-Exit codes: 0 nothing is left open, 1 an error, 3 an agent waits for a
+Exit codes: 0 nothing is left open, 1 an error (or an agent that fails to
+load has work waiting), 3 an agent waits for a
 human (see ganglion pending). ganglion run does the same for the work it
 finds, after its own turn.`,
 		Args: cobra.MaximumNArgs(1),
@@ -60,6 +62,9 @@ func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.W
 	if err := finishRecovered(ctx, rt, answers, out); err != nil {
 		return failed(err)
 	}
+	if err := waitingOnUnavailable(ctx, rt); err != nil {
+		return failed(err)
+	}
 	open, err := rt.Pending(ctx, ledger.Filter{Open: true})
 	if err != nil {
 		return failed(err)
@@ -72,6 +77,32 @@ func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.W
 		fmt.Fprintln(stderr, "nothing is left open")
 	}
 	return nil
+}
+
+// waitingOnUnavailable returns an error naming each agent that failed to
+// load while work of its waits: that work cannot finish until it loads.
+func waitingOnUnavailable(ctx context.Context, rt *runtime.Runtime) error {
+	un := rt.Unavailable()
+	var errs []error
+	for _, name := range rt.Agents() {
+		loadErr, ok := un[name]
+		if !ok {
+			continue
+		}
+		tasks, err := rt.Tasks(ctx, name, "")
+		if err != nil {
+			return err
+		}
+		items, err := rt.Pending(ctx, ledger.Filter{Agent: name, Open: true})
+		if err != nil {
+			return err
+		}
+		if len(tasks)+len(items) > 0 {
+			errs = append(errs, fmt.Errorf("agent %q failed to load, and its work waits (%d tasks, %d pending items); fix it and run ganglion resume again: %w",
+				name, len(tasks), len(items), loadErr))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // finishRecovered waits until no delegation task runs in the background

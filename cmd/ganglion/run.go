@@ -79,7 +79,9 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer, 
 	if err != nil {
 		return nil, "", failed(err)
 	}
-	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithLogger(logger)}
+	// An agent that fails to load (a broken module, a missing API key) is
+	// named when it is used; the others, and every history, stay usable.
+	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithLogger(logger), runtime.WithPartialLoad()}
 	if f.data != "" {
 		opts = append(opts, runtime.WithDataDir(f.data))
 	}

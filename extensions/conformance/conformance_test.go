@@ -666,6 +666,32 @@ agents:
 				`loads with a misspelt setting that a native extension's cfg.Decode refuses (sdk/api.go Config)`,
 			is: func(o *observation) bool { return o.LoadErr == "" }},
 	},
+	{
+		name: "partial load: an extension that fails to load makes only its agent unavailable",
+		agents: []agentSpec{
+			{name: "a", exts: []ext{{name: "twin", config: "{trace: true}"}}},
+			{name: "b", exts: []ext{{name: "twin", config: "{tag: t}"}}},
+		},
+		script: "agents: {a: {fallback: {steps: [{text: a here}]}}, b: {fallback: {steps: [{text: b here}]}}}",
+		run: func(h *harness) {
+			h.extra = []runtime.Option{runtime.WithPartialLoad()}
+			h.send("b", "k", "go")
+			// Its error names the module's path for WASM: check compares it.
+			_, err := h.runtime().Send(context.Background(), "a", "k", runtime.UserMessage("go"))
+			if !errors.Is(err, runtime.ErrAgentUnavailable) {
+				h.t.Errorf("a's turn: %v, want ErrAgentUnavailable", err)
+			}
+			h.obs.LoadErr = fmt.Sprint(err)
+		},
+		check: func(t *testing.T, o *observation) {
+			if len(o.Turns) != 1 || o.Turns[0].Err != "" || o.Turns[0].Result.Response.Content != "b here" {
+				t.Errorf("b's turn = %+v, want it answered", o.Turns)
+			}
+			if !strings.HasPrefix(o.LoadErr, `agent unavailable: agent "a": extension "twin": `) || !strings.HasSuffix(o.LoadErr, "config: tag is required") {
+				t.Errorf("a's turn: %q, want it unavailable, naming the agent, the extension and why", o.LoadErr)
+			}
+		},
+	},
 }
 
 // impl is one implementation of the twin, and how a config lists it.
@@ -724,6 +750,7 @@ type harness struct {
 	data  string // the data directory, for a case on disk
 	rt    *runtime.Runtime
 	unsub func()
+	extra []runtime.Option // for New, set by a case's run before it opens
 
 	mu  sync.Mutex // guards obs.Events, which bus handlers append to
 	obs *observation
@@ -766,6 +793,7 @@ func (h *harness) tryOpen() error {
 	}
 	opts := append(h.im.opts(), runtime.WithConfig(cfg), runtime.WithModel(h.model), runtime.WithTool(probe),
 		runtime.WithClock(func() time.Time { return clock }), runtime.WithoutExpiryTimer())
+	opts = append(opts, h.extra...)
 	if h.data != "" {
 		opts = append(opts, runtime.WithDataDir(h.data))
 	} else {
