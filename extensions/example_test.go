@@ -9,7 +9,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // jsonConfig is an [extensions.Config] read from JSON. The runtime passes the

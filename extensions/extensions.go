@@ -12,9 +12,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // Extension is what an agent loads: native Go code or, through the WASM
@@ -175,7 +175,7 @@ func (a *API) Peer(agent, name string) (Extension, bool) {
 type Host struct {
 	Agent    string
 	Builder  *pipeline.Builder
-	Store    store.Store
+	Store    StateStore
 	Bus      *events.Bus
 	Logger   *slog.Logger
 	AddTool  func(pipeline.Tool) error
@@ -265,9 +265,18 @@ func (t *Tools) Register(tool pipeline.Tool) error {
 // MaxStateSize bounds one extension's state per instance.
 const MaxStateSize = 1 << 20
 
+// StateStore keeps extensions' state: one value per agent, instance and
+// extension. A [store.Store] is one; an extension needs no more of it.
+type StateStore interface {
+	// GetState returns the value, or nil if there is none.
+	GetState(ctx context.Context, agent, instanceKey, extension string) ([]byte, error)
+	// SetState replaces the value; nil deletes it.
+	SetState(ctx context.Context, agent, instanceKey, extension string, value []byte) error
+}
+
 // State is an extension's JSON state per instance, persisted in the store.
 type State struct {
-	store store.Store
+	store StateStore
 	agent string
 	ext   string
 }

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 // ActionKind is what a human does with a pending item.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 // secretsHost serves one instance's secrets.

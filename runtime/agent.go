@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/model/xmltools"
 	"github.com/ganglion-dev/ganglion/runtime/tool"

@@ -15,9 +15,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 

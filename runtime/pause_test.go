@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 const pauseConfig = `

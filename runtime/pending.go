@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 var (

@@ -1,8 +1,8 @@
 package runtime
 
 import (
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/model/anthropic"
 	"github.com/ganglion-dev/ganglion/runtime/model/openai"

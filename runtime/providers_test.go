@@ -12,12 +12,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 

@@ -8,9 +8,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 

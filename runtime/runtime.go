@@ -17,19 +17,19 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/audit"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/internal/secret"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 	"github.com/ganglion-dev/ganglion/runtime/model"
-	"github.com/ganglion-dev/ganglion/runtime/store"
 	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // DefaultDataDir is where the data lives when neither the config nor an

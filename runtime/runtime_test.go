@@ -16,13 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 	"github.com/ganglion-dev/ganglion/runtime/model"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // modelLine starts every test config: the scripted model, reading

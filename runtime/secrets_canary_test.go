@@ -20,14 +20,14 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
 	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/internal/secret/secrettest"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 

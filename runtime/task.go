@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // Task is a delegation task, as the store keeps it. A turn that

@@ -15,9 +15,9 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 func newPendingCmd(stdout, stderr io.Writer) *cobra.Command {

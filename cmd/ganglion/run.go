@@ -15,10 +15,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 )
 
 type runFlags struct {

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 )
 
 // examples are the extensions this folder holds, one directory each;

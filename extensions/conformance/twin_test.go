@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 )
 
 // This file is the native twin: the behaviours of testdata/twin/main.go,

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 // Name is the protocol extension's name in an agent's config.

@@ -18,7 +18,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // conv is a Conversation over a slice, for driving a pipeline without a runtime.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // TestCrashBackoffAndQuarantine: crashed calls in a row make the extension

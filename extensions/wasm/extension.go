@@ -13,9 +13,9 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 )
 
 // Extension is a loaded WASM module: an [extensions.Extension] whose

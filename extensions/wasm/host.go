@@ -14,9 +14,9 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/events"
 )
 
 const hostModuleName = "ganglion"

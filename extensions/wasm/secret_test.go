@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
 )
 
 // TestSecretImport: a WASM extension granted a secret reads it through the

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/ledger"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/ledger"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 var base = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // rawUpdate changes the database in dir with Badger itself, bypassing the

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // crashDirEnv tells TestCrashHelperProcess which directory to write to

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 const (

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ganglion-dev/ganglion/runtime/events"
+	"github.com/ganglion-dev/ganglion/events"
 )
 
 func TestMatch(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // turnsPerInstance is how many turns a benchmark commits to one instance

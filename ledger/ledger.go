@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ganglion-dev/ganglion/runtime/events"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // Status is where a pending item stands.

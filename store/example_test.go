@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // ExampleOpenBadger commits a turn, closes the store, and finds the turn

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/store"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // implementations are the stores the conformance suite runs against.
