@@ -1,6 +1,10 @@
 package runtime
 
 import (
+	"errors"
+	"path/filepath"
+	"sync"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
@@ -55,4 +59,30 @@ func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
 		}
 	}
 	return model.WithRetry(p, policy)
+}
+
+// scriptedProvider opens the scripted model, one per script file.
+func scriptedProvider() ProviderFactory {
+	var mu sync.Mutex
+	cache := map[string]*model.Scripted{}
+	return func(m config.Model) (model.Provider, error) {
+		if m.Script == "" {
+			return nil, errors.New("the scripted model needs script: a YAML file of responses")
+		}
+		abs, err := filepath.Abs(m.Script)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if s, ok := cache[abs]; ok {
+			return s, nil
+		}
+		s, err := model.LoadScript(m.Script)
+		if err != nil {
+			return nil, err
+		}
+		cache[abs] = s
+		return s, nil
+	}
 }

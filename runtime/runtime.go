@@ -779,28 +779,3 @@ func (r *Runtime) release() error {
 	}
 	return errors.Join(errs...)
 }
-
-func scriptedProvider() ProviderFactory {
-	var mu sync.Mutex
-	cache := map[string]*model.Scripted{}
-	return func(m config.Model) (model.Provider, error) {
-		if m.Script == "" {
-			return nil, errors.New("the scripted model needs script: a YAML file of responses")
-		}
-		abs, err := filepath.Abs(m.Script)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if s, ok := cache[abs]; ok {
-			return s, nil
-		}
-		s, err := model.LoadScript(m.Script)
-		if err != nil {
-			return nil, err
-		}
-		cache[abs] = s
-		return s, nil
-	}
-}
