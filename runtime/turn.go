@@ -73,6 +73,93 @@ type partialCall struct {
 	args     []byte
 }
 
+// runTurn runs one turn of the instance, whose turn slot the caller holds:
+// it sets up the turn's state, runs the turn chain (turnHandler is its
+// innermost layer) and settles what the turn leaves behind.
+func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if err := a.available(); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
+	}
+	r := a.rt
+	// The instance's turns run one at a time, so its turn state is reused.
+	ts := &inst.ts
+	ts.agent, ts.inst = a, inst
+	// A task's turn that a stop of the process cut short continues where
+	// it stopped, under its own ID, rather than running again (interrupt.go).
+	cont, again := inst.interrupted(in)
+	turn := cont.turn
+	if again {
+		ts.turnID = cont.turnID
+		in.Metadata = maps.Clone(in.Metadata)
+		in.Metadata[MetaContinues] = cont.turnID
+	} else {
+		inst.meta.Turns++
+		// Save the count even if the turn adds no message, so that turn
+		// IDs stay unique across restarts.
+		inst.metaDirty = true
+		turn = inst.meta.Turns
+		ts.turnID = "turn-" + strconv.FormatInt(turn, 10)
+	}
+	ts.storeCtx = context.WithoutCancel(ctx)
+	ts.conv.in, ts.conv.ts = inst, ts
+	ts.steps, ts.usage = 0, pipeline.Usage{}
+	ts.pauseAfterStep.Store(false)
+	clear(ts.pausedCalls)
+	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(turn),
+		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput, Secret: ts.secretFn}
+	tc := &ts.turn
+	ts.agents.reset(a, inst.key, ts.turnID, in)
+	a.beginTask(ts, in)
+	ts.cont = cont
+	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents})
+	if r.bus.Active() {
+		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
+			Data: map[string]any{"kind": in.Kind, "text": in.Text, "continues": again}})
+	}
+	res, err := a.pipe.RunTurn(ctx, tc)
+	// The usage of every step, also of a turn that failed later.
+	if ts.usage != (pipeline.Usage{}) {
+		inst.meta.Usage = inst.meta.Usage.Add(ts.usage)
+		inst.metaDirty = true
+	}
+	if ferr := inst.flush(ts.storeCtx, r.store); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
+	if err != nil {
+		reason := pipeline.FinishError
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			reason = pipeline.FinishAborted
+		}
+		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.steps, Usage: ts.usage}
+		err = fmt.Errorf("agent %q instance %q %s: %w", a.name, inst.key, ts.turnID, err)
+		a.logger.Debug("turn failed", "instance", inst.key, "turn", ts.turnID, "err", err)
+	} else {
+		// A middleware that answered the turn itself may leave these out.
+		res.TurnID = ts.turnID
+		if res.FinishReason == "" {
+			res.FinishReason = pipeline.FinishText
+		}
+	}
+	if ts.taskID != "" {
+		res, err = a.settleTask(ts, in, res, err)
+	}
+	if len(inst.paused) == 0 {
+		r.unblock(a.name, inst.key)
+	}
+	if r.bus.Active() {
+		data := map[string]any{"finish_reason": res.FinishReason, "steps": res.Steps, "usage": res.Usage, "response": res.Response.Content}
+		if err != nil {
+			data["error"] = err.Error()
+		}
+		r.bus.Publish(events.Event{Topic: events.TurnFinished, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
+	}
+	// Drop what the turn referenced: the caller's context and input.
+	ts.storeCtx = nil
+	ts.turn.Reset(pipeline.TurnInfo{})
+	ts.req.Messages, ts.req.Tools = nil, nil
+	return res, err
+}
+
 // turnHandler is the innermost turn handler: the loop of steps.
 func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
 	ts := t.Host().(*turnState)
