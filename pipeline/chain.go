@@ -66,13 +66,13 @@ func ParseOnError(s string) (OnError, error) {
 // The second call runs nothing.
 var ErrNextCalledTwice = errors.New("next called more than once")
 
-// ErrNoResult is the cause when a middleware or handler returns neither a
+// errNoResult is the cause when a middleware or handler returns neither a
 // result nor an error.
-var ErrNoResult = errors.New("returned no result and no error")
+var errNoResult = errors.New("returned no result and no error")
 
-// ErrNextOutsideChain is returned by Next when it is called from no running
+// errNextOutsideChain is returned by Next when it is called from no running
 // layer: after the layer returned, or from a context the chain did not start.
-var ErrNextOutsideChain = errors.New("next called outside a running middleware")
+var errNextOutsideChain = errors.New("next called outside a running middleware")
 
 // MiddlewareError is the error of a layer that failed the call: it returned an
 // error of its own, panicked, or broke the onion rules. Errors that merely
@@ -203,7 +203,7 @@ func (ch *chain[C, R]) next(ctx context.Context, c C, cur *cursor[R]) (R, error)
 	d := cur.depth
 	if d < 0 || d >= len(ch.layers) {
 		var zero R
-		return zero, ErrNextOutsideChain
+		return zero, errNextOutsideChain
 	}
 	if cur.markCalled(d) {
 		var zero R
@@ -237,7 +237,7 @@ func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R,
 		return zero, ch.blame(i, err)
 	}
 	if r == *new(R) {
-		return r, ch.blame(i, ErrNoResult)
+		return r, ch.blame(i, errNoResult)
 	}
 	return r, nil
 }
@@ -251,7 +251,7 @@ func (ch *chain[C, R]) callFinal(ctx context.Context, c C) (r R, err error) {
 	}()
 	r, err = ch.final(ctx, c)
 	if err == nil && r == *new(R) {
-		err = fmt.Errorf("%s handler: %w", ch.hook, ErrNoResult)
+		err = fmt.Errorf("%s handler: %w", ch.hook, errNoResult)
 	}
 	return r, err
 }
@@ -272,7 +272,7 @@ func (ch *chain[C, R]) callOpen(ctx context.Context, c C, cur *cursor[R], i int)
 	}()
 	r, err = ch.layers[i].fn(ctx, c)
 	if err == nil && r == *new(R) {
-		err = ErrNoResult
+		err = errNoResult
 	} else if err == nil || cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
 		return r, err
 	}

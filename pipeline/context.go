@@ -145,7 +145,7 @@ func (t *TurnContext) Host() any { return t.info.Host }
 // and runs nothing.
 func (t *TurnContext) Next(ctx context.Context) (*TurnResult, error) {
 	if t.p == nil {
-		return nil, ErrNextOutsideChain
+		return nil, errNextOutsideChain
 	}
 	return t.p.turn.next(ctx, t, &t.cur)
 }
@@ -181,7 +181,7 @@ func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
 // Reset makes s the context of step index, offering tools.
 func (s *StepContext) Reset(index int, tools []Tool) {
 	s.index = index
-	s.catalog.Reset(tools)
+	s.catalog.reset(tools)
 	clear(s.watchers)
 	s.watchers = s.watchers[:0]
 	clear(s.onReply)
@@ -265,7 +265,7 @@ func (s *StepContext) Host() any { return s.turn.info.Host }
 // Next runs the rest of the chain: in the end, the model call and the tool calls.
 func (s *StepContext) Next(ctx context.Context) (*StepResult, error) {
 	if s.p == nil {
-		return nil, ErrNextOutsideChain
+		return nil, errNextOutsideChain
 	}
 	return s.p.step.next(ctx, s, &s.cur)
 }
@@ -375,7 +375,7 @@ func (c *ToolCallContext) Host() any { return c.info.Host }
 // replaces the result by returning another one.
 func (c *ToolCallContext) Next(ctx context.Context) (*ToolResult, error) {
 	if c.p == nil {
-		return nil, ErrNextOutsideChain
+		return nil, errNextOutsideChain
 	}
 	return c.p.tool.next(ctx, c, &c.cur)
 }

@@ -20,8 +20,8 @@ const (
 	CategoryOther   ToolCategory = "other"
 )
 
-// Valid reports whether c is one of the known categories.
-func (c ToolCategory) Valid() bool {
+// valid reports whether c is one of the known categories.
+func (c ToolCategory) valid() bool {
 	switch c {
 	case CategoryRead, CategoryWrite, CategoryExecute, CategoryBrowser, CategoryMCP, CategoryOther:
 		return true
@@ -58,7 +58,7 @@ func (t Tool) Validate() error {
 	if err := ValidateToolName(t.Name); err != nil {
 		return err
 	}
-	if t.Category != "" && !t.Category.Valid() {
+	if t.Category != "" && !t.Category.valid() {
 		return fmt.Errorf("tool %q: unknown category %q (want read, write, execute, browser, mcp or other)", t.Name, t.Category)
 	}
 	if t.Func == nil {
@@ -98,12 +98,8 @@ type ToolCatalog struct {
 	owned bool
 }
 
-// NewToolCatalog returns a catalog over tools. The slice is not copied and
-// must not be changed afterwards.
-func NewToolCatalog(tools []Tool) *ToolCatalog { return &ToolCatalog{tools: tools} }
-
-// Reset points c at tools again, dropping any change.
-func (c *ToolCatalog) Reset(tools []Tool) { c.tools, c.owned = tools, false }
+// reset points c at tools again, dropping any change.
+func (c *ToolCatalog) reset(tools []Tool) { c.tools, c.owned = tools, false }
 
 // Len reports the number of tools.
 func (c *ToolCatalog) Len() int { return len(c.tools) }

@@ -1,0 +1,5 @@
+package pipeline
+
+// ErrNextOutsideChain lets the external tests check the error of a Next
+// called from no running layer.
+var ErrNextOutsideChain = errNextOutsideChain
