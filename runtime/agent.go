@@ -69,7 +69,7 @@ func (a *agent) available() error {
 // built [WithPartialLoad], why; it is empty when every agent loaded.
 func (r *Runtime) Unavailable() map[string]error {
 	out := map[string]error{}
-	for name, a := range r.agents {
+	for name, a := range r.agents.byName {
 		if a.loadErr != nil {
 			out[name] = a.loadErr
 		}
@@ -120,18 +120,14 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 // agent with someone to delegate to.
 func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
 	r := a.rt
-	a.team = r.teamOf[a.name]
-	for _, name := range r.allAgents {
-		if name != a.name && r.teamOf[name] == a.team {
-			a.peers = append(a.peers, name)
-		}
-	}
+	a.team = r.agents.teamOf[a.name]
+	a.peers = r.agents.peers(a.name)
 	return slices.DeleteFunc(tools, func(t pipeline.Tool) bool {
 		switch {
 		case t.Name == ToolCallAgent && len(a.peers) == 0:
 			a.logger.Info("call_agent is not offered: the agent has nobody to delegate to")
 			return true
-		case t.Name == ToolCallTeamAgent && (a.team != "" || len(r.teamNames) == 0):
+		case t.Name == ToolCallTeamAgent && (a.team != "" || len(r.agents.teams) == 0):
 			a.logger.Info("call_team_agent is not offered: the config defines no team")
 			return true
 		case t.Name == ToolCallTeamAgent:
@@ -228,7 +224,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 // other, so an agent built later is found only once New has returned,
 // which is when turns run.
 func (r *Runtime) peerExtension(agent, name string) (extensions.Extension, bool) {
-	a, ok := r.agents[agent]
+	a, ok := r.agents.byName[agent]
 	if !ok {
 		return nil, false
 	}

@@ -141,8 +141,8 @@ func condenseFactory(r **Runtime, o *options) extensions.Factory {
 			}
 			// The agents are built in config order: the summariser may
 			// come later, so look in the config, not among those built.
-			if !slices.Contains(c.rt.allAgents, s.Agent) {
-				return nil, fmt.Errorf("summariser agent: %w %q (agents: %s)", ErrUnknownAgent, s.Agent, strings.Join(c.rt.allAgents, ", "))
+			if !slices.Contains(c.rt.agents.names, s.Agent) {
+				return nil, fmt.Errorf("summariser agent: %w %q (agents: %s)", ErrUnknownAgent, s.Agent, strings.Join(c.rt.agents.names, ", "))
 			}
 		case "model":
 			if s.Model == nil || s.Model.Provider == "" {

@@ -113,7 +113,7 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 	case target == a.name:
 		return nil, fmt.Errorf("you cannot delegate to yourself (%s): do the task yourself, or delegate to another agent", a.name)
 	}
-	if t, ok := r.agents[target]; !ok {
+	if t, ok := r.agents.byName[target]; !ok {
 		return nil, fmt.Errorf("no agent %q; you may delegate to: %s", target, a.delegateTargets())
 	} else if t.loadErr != nil {
 		// The model gets no load error: it could not act on it.
@@ -121,7 +121,7 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 	}
 	if team == "" {
 		if !slices.Contains(a.peers, target) {
-			if t := r.teamOf[target]; t != "" && a.team == "" {
+			if t := r.agents.teamOf[target]; t != "" && a.team == "" {
 				return nil, fmt.Errorf("agent %q is in team %q: use %s with team %q", target, t, ToolCallTeamAgent, t)
 			}
 			if a.team != "" {
@@ -130,14 +130,14 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 			return nil, fmt.Errorf("you may not delegate to %q; you may delegate to: %s", target, a.delegateTargets())
 		}
 	} else {
-		members, ok := r.teams[team]
+		t, ok := r.agents.team(team)
 		switch {
 		case a.team != "":
 			return nil, fmt.Errorf("you are in team %q: a team's agents cannot delegate up or into another team", a.team)
 		case !ok:
-			return nil, fmt.Errorf("no team %q (teams: %s)", team, strings.Join(r.teamNames, ", "))
-		case !slices.Contains(members, target):
-			return nil, fmt.Errorf("team %q has no agent %q (its agents: %s)", team, target, strings.Join(members, ", "))
+			return nil, fmt.Errorf("no team %q (teams: %s)", team, strings.Join(r.agents.teamNames(), ", "))
+		case !slices.Contains(t.Agents, target):
+			return nil, fmt.Errorf("team %q has no agent %q (its agents: %s)", team, target, strings.Join(t.Agents, ", "))
 		}
 	}
 	depth := len(ts.taskChain) + 1
@@ -160,8 +160,8 @@ func (a *agent) delegateTargets() string {
 	var out []string
 	out = append(out, a.peers...)
 	if a.team == "" && a.canCallTeams {
-		for _, t := range a.rt.teamNames {
-			out = append(out, fmt.Sprintf("team %s (%s)", t, strings.Join(a.rt.teams[t], ", ")))
+		for _, t := range a.rt.agents.teams {
+			out = append(out, fmt.Sprintf("team %s (%s)", t.Name, strings.Join(t.Agents, ", ")))
 		}
 	}
 	if len(out) == 0 {
@@ -771,7 +771,7 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		return
 	}
 	for _, t := range ts {
-		if ta, ok := r.agents[t.Agent]; !ok {
+		if ta, ok := r.agents.byName[t.Agent]; !ok {
 			r.logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)
 			continue
 		} else if ta.loadErr != nil {
@@ -849,7 +849,8 @@ func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
 // activateTeam loads the instances of every agent of team under key: the
 // whole team starts when one of its agents is delegated to.
 func (r *Runtime) activateTeam(team, key string) {
-	for _, name := range r.teams[team] {
+	t, _ := r.agents.team(team)
+	for _, name := range t.Agents {
 		_, _, done, err := r.holdInstance(r.bg, "team "+strconv.Quote(team), name, key)
 		if err != nil {
 			r.logger.Warn("starting a team agent failed", "team", team, "agent", name, "err", err)
@@ -859,7 +860,7 @@ func (r *Runtime) activateTeam(team, key string) {
 	}
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
-			Data: map[string]any{"team": team, "agents": r.teams[team]}})
+			Data: map[string]any{"team": team, "agents": t.Agents}})
 	}
 }
 

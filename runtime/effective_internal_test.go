@@ -181,7 +181,7 @@ func newRig(tb testing.TB) *rig {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { rt.Close() })
-	a := rt.agents["a"]
+	a := rt.agents.byName["a"]
 	inst := rt.instance(a, "k")
 	if err := inst.acquire(ctx); err != nil {
 		tb.Fatal(err)
@@ -622,7 +622,7 @@ func TestCondenseObservationAfterReduction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	c := rt.agents["a"].exts[CondenseName].(*condenser)
+	c := rt.agents.byName["a"].exts[CondenseName].(*condenser)
 	obs := func() observation {
 		c.mu.Lock()
 		defer c.mu.Unlock()

@@ -303,7 +303,7 @@ func (r *Runtime) holdItem(ctx context.Context, id string) (ledger.Item, *agent,
 // holdInstance acquires the turn slot of agent's instance key and loads
 // it; what names the caller's business in errors.
 func (r *Runtime) holdInstance(ctx context.Context, what, agentName, key string) (*agent, *instance, func(), error) {
-	a, ok := r.agents[agentName]
+	a, ok := r.agents.byName[agentName]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("%s belongs to agent %q, which the config does not define", what, agentName)
 	}
@@ -580,7 +580,7 @@ func (r *Runtime) nextDeadline() (time.Time, bool) {
 // ([WithPartialLoad]): only its own extensions know how it expires and how
 // its turn resumes, so it waits for a runtime that loads them.
 func (r *Runtime) itemWaits(it ledger.Item) bool {
-	a, ok := r.agents[it.Agent]
+	a, ok := r.agents.byName[it.Agent]
 	return ok && a.loadErr != nil
 }
 

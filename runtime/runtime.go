@@ -58,8 +58,7 @@ type Runtime struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	workspace *tool.Workspace
-	agents    map[string]*agent
-	order     []string
+	agents    roster
 	ledger    *ledger.Ledger
 	keyring   *secret.Keyring
 	dataDir   string       // "" when the store is not on disk
@@ -72,12 +71,7 @@ type Runtime struct {
 	waitMu       sync.Mutex
 	waits        map[string]map[string]int // instance → the instances its turns wait for (agents.go)
 
-	// Delegation (delegation.go). Teams are fixed at New.
-	teams     map[string][]string // team → its agents
-	teamOf    map[string]string   // agent → its team
-	teamNames []string
-	teamDesc  map[string]string
-	allAgents []string // the config's agents, in order
+	// Delegation (delegation.go).
 	channels  map[string]Channel
 	api       *apiChannel
 	outputs   string                          // where long reports are saved, absolute
@@ -174,7 +168,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: map[string]*agent{}, instances: map[instanceID]*instance{},
+	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg), instances: map[instanceID]*instance{},
 		maxInstances: o.maxInstances, wasmCache: o.wasmCache, agentTimeout: DefaultAgentTimeout, agentDepth: DefaultAgentDepth}
 	self = r
 	if o.agentTimeout > 0 {
@@ -197,18 +191,6 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, fmt.Errorf("runtime: channel %q is the runtime's own; name yours otherwise", name)
 		}
 		r.channels[name] = ch
-	}
-	for _, ac := range cfg.Agents {
-		r.allAgents = append(r.allAgents, ac.Name)
-	}
-	r.teams, r.teamOf, r.teamDesc = map[string][]string{}, map[string]string{}, map[string]string{}
-	for _, t := range cfg.Teams {
-		r.teams[t.Name] = slices.Clone(t.Agents)
-		r.teamNames = append(r.teamNames, t.Name)
-		r.teamDesc[t.Name] = t.Description
-		for _, a := range t.Agents {
-			r.teamOf[a] = t.Name
-		}
 	}
 	ok := false
 	defer func() {
@@ -241,8 +223,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			}
 			a = r.unavailableAgent(ac, err)
 		}
-		r.agents[a.name] = a
-		r.order = append(r.order, a.name)
+		r.agents.byName[a.name] = a
 	}
 	ok = true
 	if !o.noRecovery {
@@ -296,7 +277,7 @@ func (r *Runtime) Recover(ctx context.Context) error {
 	}
 	defer r.gate.leave()
 	var errs []error
-	for _, name := range r.order {
+	for _, name := range r.agents.names {
 		keys, err := r.store.Instances(ctx, name)
 		if err != nil {
 			errs = append(errs, err)
@@ -431,7 +412,7 @@ func usesWorkspace(cfg *config.File) bool {
 
 // Agents returns the names of the agents, in config order, the
 // unavailable ones ([Runtime.Unavailable]) included.
-func (r *Runtime) Agents() []string { return slices.Clone(r.order) }
+func (r *Runtime) Agents() []string { return slices.Clone(r.agents.names) }
 
 // Events returns the event bus the runtime publishes on.
 func (r *Runtime) Events() *events.Bus { return r.bus }
@@ -450,9 +431,9 @@ func UserMessage(text string) pipeline.InputEvent {
 }
 
 func (r *Runtime) agent(name string) (*agent, error) {
-	a, ok := r.agents[name]
+	a, ok := r.agents.byName[name]
 	if !ok {
-		return nil, fmt.Errorf("%w %q (agents: %s)", ErrUnknownAgent, name, strings.Join(r.order, ", "))
+		return nil, fmt.Errorf("%w %q (agents: %s)", ErrUnknownAgent, name, strings.Join(r.agents.names, ", "))
 	}
 	return a, nil
 }
@@ -681,8 +662,10 @@ func (r *Runtime) release() error {
 	r.lru.Init()
 	r.mu.Unlock()
 	var errs []error
-	for _, name := range r.order {
-		errs = append(errs, r.agents[name].close())
+	for _, name := range r.agents.names {
+		if a := r.agents.byName[name]; a != nil { // nil: New failed before building it
+			errs = append(errs, a.close())
+		}
 	}
 	if r.wasm != nil {
 		errs = append(errs, r.wasm.Close())

@@ -58,8 +58,8 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 				}
 				out := agentList{Agents: r.agentInfos(a.peers)}
 				if a.canCallTeams {
-					for _, t := range r.teamNames {
-						out.Teams = append(out.Teams, teamInfo{Team: t, Description: r.teamDesc[t], Agents: r.agentInfos(r.teams[t])})
+					for _, t := range r.agents.teams {
+						out.Teams = append(out.Teams, teamInfo{Team: t.Name, Description: t.Description, Agents: r.agentInfos(t.Agents)})
 					}
 				}
 				return jsonResult(out)
@@ -83,7 +83,7 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 func (r *Runtime) agentInfos(names []string) []agentInfo {
 	out := make([]agentInfo, 0, len(names))
 	for _, n := range names {
-		a := r.agents[n]
+		a := r.agents.byName[n]
 		out = append(out, agentInfo{Name: n, Description: a.description, Unavailable: a.loadErr != nil})
 	}
 	return out
