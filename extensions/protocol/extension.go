@@ -26,8 +26,8 @@ const (
 
 // Defaults of the extension's settings.
 const (
-	DefaultTimeout      = time.Hour
-	DefaultMistakeLimit = 3
+	defaultTimeout      = time.Hour
+	defaultMistakeLimit = 3
 )
 
 // Settings are the extension's config:
@@ -92,12 +92,12 @@ type Extension struct {
 // reg and the factory under [Name].
 func Factory(reg *Registry) extensions.Factory {
 	return func(cfg extensions.Config) (extensions.Extension, error) {
-		return New(reg, cfg)
+		return newExtension(reg, cfg)
 	}
 }
 
-// New returns the extension with the settings cfg holds (nil: defaults).
-func New(reg *Registry, cfg extensions.Config) (*Extension, error) {
+// newExtension returns the extension with the settings cfg holds (nil: defaults).
+func newExtension(reg *Registry, cfg extensions.Config) (*Extension, error) {
 	if reg == nil {
 		reg = DefaultRegistry()
 	}
@@ -108,7 +108,7 @@ func New(reg *Registry, cfg extensions.Config) (*Extension, error) {
 		}
 	}
 	x := &Extension{reg: reg, mistakeLimit: s.MistakeLimit, mistakes: map[string]int{}}
-	timeout, err := duration("timeout", s.Timeout, DefaultTimeout)
+	timeout, err := duration("timeout", s.Timeout, defaultTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func New(reg *Registry, cfg extensions.Config) (*Extension, error) {
 	}
 	switch {
 	case s.MistakeLimit == 0:
-		x.mistakeLimit = DefaultMistakeLimit
+		x.mistakeLimit = defaultMistakeLimit
 	case s.MistakeLimit < 0:
 		return nil, fmt.Errorf("mistake_limit must be at least 1, got %d", s.MistakeLimit)
 	}
@@ -143,11 +143,6 @@ func duration(field, s string, def time.Duration) (time.Duration, error) {
 	}
 	return d, nil
 }
-
-// Kinds returns the registry of block kinds the extension scans for.
-// Another extension may add a kind to it; blocks of that kind are
-// published as "protocol.block" events.
-func (x *Extension) Kinds() *Registry { return x.reg }
 
 // Register installs the step and turn middleware and the pending kinds.
 func (x *Extension) Register(api *extensions.API) error {
@@ -421,7 +416,7 @@ func (x *Extension) provide(d *DependencyRequest, value string) (extensions.Outc
 		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Provided,
 			Message: fmt.Sprintf("The optional dependency %s (%s) was left empty: go on without it.", d.Name, d.Type)}}, nil
 	}
-	if env := SecretEnvName(d); env != "" {
+	if env := secretEnvName(d); env != "" {
 		return extensions.Outcome{
 			Secret: &extensions.Secret{Name: env, Value: v},
 			Resolution: ledger.Resolution{Status: ledger.Provided, Message: fmt.Sprintf(
@@ -438,11 +433,11 @@ func (x *Extension) provide(d *DependencyRequest, value string) (extensions.Outc
 	return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Provided, Answer: v, Message: msg}}, nil
 }
 
-// SecretEnvName returns the environment variable under which commands
+// secretEnvName returns the environment variable under which commands
 // receive the value of d, or "" if its value is not kept secret: the name
 // itself for api_key and env_variable, and for a service the name upper
 // cased with every other character than a letter or digit made "_".
-func SecretEnvName(d *DependencyRequest) string {
+func secretEnvName(d *DependencyRequest) string {
 	switch d.Type {
 	case TypeAPIKey, TypeEnvVariable:
 		return d.Name

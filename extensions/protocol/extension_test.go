@@ -129,7 +129,7 @@ agents:
 	}
 }
 
-// TestBlockEvents: PHASE_COMPLETE and a kind added through Kinds are
+// TestBlockEvents: PHASE_COMPLETE and a kind added to the registry are
 // published, and do not pause.
 func TestBlockEvents(t *testing.T) {
 	reg := protocol.DefaultRegistry()
