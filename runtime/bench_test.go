@@ -12,7 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 const benchScript = `
@@ -57,7 +57,7 @@ var lookupTool = pipeline.Tool{
 
 func newBenchRuntime(b testing.TB, storeOpt runtime.Option) *runtime.Runtime {
 	b.Helper()
-	script, err := model.ParseScript("bench.yaml", []byte(benchScript))
+	script, err := scripted.Parse("bench.yaml", []byte(benchScript))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func BenchmarkTurn(b *testing.B) {
 // ctx.agents.request and injects the answer, then answers itself; the
 // scripted model, in-memory store.
 func BenchmarkAgentsRequest(b *testing.B) {
-	script, err := model.ParseScript("agents.yaml", []byte(`
+	script, err := scripted.Parse("agents.yaml", []byte(`
 agents:
   worker: {fallback: {steps: [{text: "done"}]}}
   helper: {fallback: {steps: [{text: "hint"}]}}
@@ -217,7 +217,7 @@ func BenchmarkDelegationFanOut(b *testing.B) {
 	for i := range fanOutWidth {
 		fmt.Fprintf(&script, "  w%03d: {fallback: {steps: [{text: \"part done\"}]}}\n", i)
 	}
-	sc, err := model.ParseScript("fanout.yaml", []byte(script.String()))
+	sc, err := scripted.Parse("fanout.yaml", []byte(script.String()))
 	if err != nil {
 		b.Fatal(err)
 	}

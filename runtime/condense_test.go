@@ -21,6 +21,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // summaryPrompt is the condense extension's instruction to the summariser.
@@ -162,7 +163,7 @@ func (f *fixedModel) requests() []seenRequest {
 // those that fail.
 func newWindowHarness(t *testing.T, cfg, script string, w *windowModel, opts ...runtime.Option) *harness {
 	t.Helper()
-	sc, err := model.ParseScript("script.yaml", []byte(script))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatalf("ParseScript: %v", err)
 	}
@@ -1020,7 +1021,7 @@ agents:
 // after a restart on the same badger data, the full history, the
 // effective history and the next model call are as before it.
 func TestCondenseSurvivesRestart(t *testing.T) {
-	sc, err := model.ParseScript("script.yaml", []byte(condenseScript))
+	sc, err := scripted.Parse("script.yaml", []byte(condenseScript))
 	if err != nil {
 		t.Fatal(err)
 	}

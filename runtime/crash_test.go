@@ -16,7 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -135,7 +135,7 @@ func killDuringTool(t *testing.T, rt *runtime.Runtime, ds *dyingStore, e *effect
 func newCrashRuntime(t *testing.T, cfg, script string, st store.Store, opts ...runtime.Option) (*runtime.Runtime, *recorder) {
 	t.Helper()
 	dir := t.TempDir()
-	sc, err := model.ParseScript("script.yaml", []byte(script))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}

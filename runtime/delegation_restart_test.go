@@ -12,7 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -116,7 +116,7 @@ func countAssistant(msgs []pipeline.Message) int {
 // merged report of all three and answers.
 func TestDelegationRestartMidFanOut(t *testing.T) {
 	ctx := context.Background()
-	sc, err := model.ParseScript("script.yaml", []byte(restartDelegScript))
+	sc, err := scripted.Parse("script.yaml", []byte(restartDelegScript))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestDelegationRestartMidFanOut(t *testing.T) {
 // child runs again.
 func TestDelegationRestartMidReport(t *testing.T) {
 	ctx := context.Background()
-	sc, err := model.ParseScript("script.yaml", []byte(restartDelegScript))
+	sc, err := scripted.Parse("script.yaml", []byte(restartDelegScript))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 const fanOutConfig = `
@@ -355,7 +356,7 @@ func lastUserInput(req *model.Request) string {
 // newGatedHarness is newHarness with a gateModel in front of the recorder.
 func newGatedHarness(t *testing.T, cfg, script string, opts ...runtime.Option) (*harness, *gateModel) {
 	t.Helper()
-	sc, err := model.ParseScript("script.yaml", []byte(script))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatalf("ParseScript: %v", err)
 	}
@@ -1941,7 +1942,7 @@ func TestDelegationToPausedInstance(t *testing.T) {
 // the runtime's setOutputs documents.
 func TestDelegationOutputsBesideData(t *testing.T) {
 	dir := t.TempDir()
-	sc, err := model.ParseScript("script.yaml", []byte(`
+	sc, err := scripted.Parse("script.yaml", []byte(`
 agents:
   lead:
     turns:

@@ -12,7 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // A runtime built from a ganglion.yaml on disk, with the scripted model.
@@ -91,7 +91,7 @@ func Example_nativeExtension() {
 			return &pipeline.ToolResult{Content: "API_KEY=sk-live-123"}, nil
 		},
 	}
-	script, _ := model.ParseScript("script.yaml", []byte(`
+	script, _ := scripted.Parse("script.yaml", []byte(`
 agents:
   worker:
     turns:

@@ -10,6 +10,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/model/anthropic"
 	"github.com/ganglion-dev/ganglion/runtime/model/openai"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // The model providers every runtime knows; WithProvider adds others.
@@ -64,7 +65,7 @@ func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
 // scriptedProvider opens the scripted model, one per script file.
 func scriptedProvider() ProviderFactory {
 	var mu sync.Mutex
-	cache := map[string]*model.Scripted{}
+	cache := map[string]*scripted.Model{}
 	return func(m config.Model) (model.Provider, error) {
 		if m.Script == "" {
 			return nil, errors.New("the scripted model needs script: a YAML file of responses")
@@ -78,7 +79,7 @@ func scriptedProvider() ProviderFactory {
 		if s, ok := cache[abs]; ok {
 			return s, nil
 		}
-		s, err := model.LoadScript(m.Script)
+		s, err := scripted.Load(m.Script)
 		if err != nil {
 			return nil, err
 		}

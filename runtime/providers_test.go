@@ -19,6 +19,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 const canaryKey = "sk-canary-7f3a9c2e51d04b86"
@@ -243,7 +244,7 @@ func (k *keyProbe) Stream(ctx context.Context, req *model.Request) (model.Stream
 // DEPENDENCY_REQUEST reaches the model request's Secret, for the
 // provider to use when the environment has none.
 func TestModelKeyFromProvidedSecret(t *testing.T) {
-	sc, err := model.ParseScript("script.yaml", []byte(pauseScript))
+	sc, err := scripted.Parse("script.yaml", []byte(pauseScript))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,7 @@ func TestModelKeyFromProvidedSecret(t *testing.T) {
 // XML in its text runs.
 func TestXMLToolProtocol(t *testing.T) {
 	dir := t.TempDir()
-	sc, err := model.ParseScript(dir+"/script.yaml", []byte(`
+	sc, err := scripted.Parse(dir+"/script.yaml", []byte(`
 agents:
   a:
     fallback:

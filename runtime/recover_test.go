@@ -11,6 +11,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -48,7 +49,7 @@ func TestRecoverAnsweredTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	sc, err := model.ParseScript("script.yaml", []byte(fanOutScript))
+	sc, err := scripted.Parse("script.yaml", []byte(fanOutScript))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -46,7 +47,7 @@ func newHarness(t *testing.T, cfg, script string, opts ...runtime.Option) *harne
 	t.Helper()
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "script.yaml"), script)
-	sc, err := model.ParseScript("script.yaml", []byte(script))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatalf("ParseScript: %v", err)
 	}
@@ -473,7 +474,7 @@ func TestSendErrors(t *testing.T) {
 // model, so the config need not name one.
 func TestWithModelNeedsNoModelInConfig(t *testing.T) {
 	dir := t.TempDir()
-	sc, err := model.ParseScript("script.yaml", []byte(textScript))
+	sc, err := scripted.Parse("script.yaml", []byte(textScript))
 	if err != nil {
 		t.Fatal(err)
 	}

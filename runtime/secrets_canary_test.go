@@ -28,7 +28,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // canarySecrets are the values a canary test provides, fresh for each run
@@ -207,7 +207,7 @@ func TestSecretCanary(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "ws"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := model.ParseScript("script.yaml", []byte(canaryScript))
+	sc, err := scripted.Parse("script.yaml", []byte(canaryScript))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ agents:
 `)
 	open := func() *runtime.Runtime {
 		t.Helper()
-		sc, err := model.ParseScript("script.yaml", []byte(script))
+		sc, err := scripted.Parse("script.yaml", []byte(script))
 		if err != nil {
 			t.Fatal(err)
 		}

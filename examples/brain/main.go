@@ -12,7 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 const configYAML = `
@@ -97,7 +97,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	script, err := model.ParseScript("script.yaml", []byte(scriptYAML))
+	script, err := scripted.Parse("script.yaml", []byte(scriptYAML))
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // script is what the scripted model answers: turn 1 calls the weather tool,
@@ -104,7 +104,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scripted, err := model.ParseScript("script.yaml", []byte(script))
+	scripted, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		return err
 	}

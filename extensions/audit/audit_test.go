@@ -20,7 +20,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -83,7 +83,7 @@ func setup(t *testing.T, cfg, script string) (string, []runtime.Option) {
 	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sc, err := model.ParseScript("script.yaml", []byte(script))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatalf("ParseScript: %v", err)
 	}

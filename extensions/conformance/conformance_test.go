@@ -20,6 +20,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // ext is one entry of an agent's extensions: the twin under a name.
@@ -758,7 +759,7 @@ type harness struct {
 
 func newHarness(t *testing.T, im *impl, c *testCase) *harness {
 	t.Helper()
-	script, err := model.ParseScript("script.yaml", []byte(c.script))
+	script, err := scripted.Parse("script.yaml", []byte(c.script))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // The AssemblyScript guest: the SDK of sdk/assemblyscript and the example
@@ -52,7 +53,7 @@ agents:
       steps:
         - text: "model saw {{ .Input }}"
 `
-	scripted, err := model.ParseScript("script.yaml", []byte(script))
+	scripted, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}

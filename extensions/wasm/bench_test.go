@@ -17,7 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -267,7 +267,7 @@ func BenchmarkWASMTurn(b *testing.B) {
 	if err := os.WriteFile(wasmPath, goNoop(b), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	script, err := model.ParseScript("bench.yaml", []byte(turnScript))
+	script, err := scripted.Parse("bench.yaml", []byte(turnScript))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package model
+package scripted
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"text/template/parse"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
 // Templates in a script's texts: compiled at load, rendered per request.
@@ -105,7 +107,7 @@ func (d *templateData) string(f templateField) string {
 
 // appendChunks appends the part's chunks of kind to dst. It reports false
 // when the template failed: dst then ends with the error chunk.
-func (p *textPart) appendChunks(dst []Chunk, kind ChunkKind, size int, data *templateData) ([]Chunk, bool) {
+func (p *textPart) appendChunks(dst []model.Chunk, kind model.ChunkKind, size int, data *templateData) ([]model.Chunk, bool) {
 	s := p.s
 	switch {
 	case p.flat != nil:
@@ -113,7 +115,7 @@ func (p *textPart) appendChunks(dst []Chunk, kind ChunkKind, size int, data *tem
 	case p.tmpl != nil:
 		var b strings.Builder
 		if err := p.tmpl.Execute(&b, *data); err != nil {
-			return append(dst, Chunk{Kind: KindError, Err: fmt.Errorf("scripted model: %s: %w", p.pos, err)}), false
+			return append(dst, model.Chunk{Kind: model.KindError, Err: fmt.Errorf("scripted model: %s: %w", p.pos, err)}), false
 		}
 		s = b.String()
 	}

@@ -1,4 +1,4 @@
-package model_test
+package scripted_test
 
 import (
 	"context"
@@ -7,9 +7,10 @@ import (
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
-func ExampleParseScript() {
+func ExampleParse() {
 	script := []byte(`
 agents:
   assistant:
@@ -21,7 +22,7 @@ agents:
                 args: {path: notes.txt}
           - text: "The file says: {{ .LastMessage }}"
 `)
-	s, err := model.ParseScript("script.yaml", script)
+	s, err := scripted.Parse("script.yaml", script)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -58,8 +59,8 @@ agents:
 	// tool_call_end "" "call_1_1_1" "read_file" ""
 }
 
-func ExampleParseScript_error() {
-	_, err := model.ParseScript("script.yaml", []byte(`
+func ExampleParse_error() {
+	_, err := scripted.Parse("script.yaml", []byte(`
 agents:
   assistant:
     turns:
@@ -77,8 +78,8 @@ agents:
 	//                        ^
 }
 
-func ExampleLoadScript() {
-	s, err := model.LoadScript("testdata/example.yaml")
+func ExampleLoad() {
+	s, err := scripted.Load("testdata/example.yaml")
 	if err != nil {
 		fmt.Println(err)
 		return

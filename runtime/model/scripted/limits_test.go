@@ -1,4 +1,4 @@
-package model_test
+package scripted_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // limitCases are scripts over the size or nesting limits. The nested ones
@@ -52,15 +52,15 @@ func nestedMappings(n int) string {
 	return b.String()
 }
 
-func TestParseScriptLimits(t *testing.T) {
+func TestParseLimits(t *testing.T) {
 	for _, tt := range limitCases {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := model.ParseScript("script.yaml", []byte(tt.src))
+			s, err := scripted.Parse("script.yaml", []byte(tt.src))
 			if err == nil {
-				t.Fatalf("ParseScript: no error, want %q (agents %v)", tt.want, s.Agents())
+				t.Fatalf("Parse: no error, want %q (agents %v)", tt.want, s.Agents())
 			}
 			if s != nil {
-				t.Errorf("ParseScript returned a script with its error")
+				t.Errorf("Parse returned a script with its error")
 			}
 			if first, _, _ := strings.Cut(err.Error(), "\n"); first != tt.want {
 				t.Errorf("first line:\n got %s\nwant %s", first, tt.want)
@@ -70,12 +70,12 @@ func TestParseScriptLimits(t *testing.T) {
 	}
 }
 
-func TestLoadScriptLimits(t *testing.T) {
+func TestLoadLimits(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "script.yaml")
 	if err := os.WriteFile(path, []byte(strings.Repeat("# padding\n", 1<<20)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := model.LoadScript(path)
+	_, err := scripted.Load(path)
 	want := path + ": file is over the limit of 1048576 bytes (1 MiB)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v\nwant %s", err, want)

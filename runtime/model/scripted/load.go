@@ -1,4 +1,4 @@
-package model
+package scripted
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
 // The documents of each level of a script. A nested structure is kept as an
@@ -94,7 +95,7 @@ type loader struct {
 	anchors   map[string][]*ast.AnchorNode // by name, in document order
 }
 
-func parseScript(name string, data []byte) (*Scripted, error) {
+func parseScript(name string, data []byte) (*Model, error) {
 	// Cheap checks first: the parser's cost grows fast with size and depth.
 	if err := yamlsrc.Check(data); err != nil {
 		var le *yamlsrc.LimitError
@@ -438,7 +439,7 @@ func (l *loader) seq(n ast.Node, what string) ([]ast.Node, error) {
 	return s.Values, nil
 }
 
-func (l *loader) script(body ast.Node) (*Scripted, error) {
+func (l *loader) script(body ast.Node) (*Model, error) {
 	var doc scriptDoc
 	if err := l.decode(body, &doc, "script", scriptKeys); err != nil {
 		return nil, err
@@ -454,7 +455,7 @@ func (l *loader) script(body ast.Node) (*Scripted, error) {
 	if !ok {
 		return nil, l.errorf(doc.Agents, "agents: want a mapping, got %s", nodeTypeName(l.resolve(doc.Agents).Type()))
 	}
-	s := &Scripted{name: l.name, agents: map[string]*scriptAgent{}}
+	s := &Model{name: l.name, agents: map[string]*scriptAgent{}}
 	it := agents.MapRange()
 	for it.Next() {
 		key := it.Key()
@@ -568,13 +569,13 @@ func (l *loader) entry(n ast.Node, what string, turn int) (*scriptEntry, error) 
 
 // defaultIDChunks returns the scriptStep.callN of chunks built without
 // default ids, or nil when no chunk lacks its id.
-func defaultIDChunks(chunks []Chunk) []uint16 {
+func defaultIDChunks(chunks []model.Chunk) []uint16 {
 	var callN []uint16
 	n := 0
 	for i, c := range chunks {
 		switch c.Kind {
-		case KindToolCallStart, KindToolCallDelta, KindToolCallEnd:
-			if c.Kind == KindToolCallStart {
+		case model.KindToolCallStart, model.KindToolCallDelta, model.KindToolCallEnd:
+			if c.Kind == model.KindToolCallStart {
 				n++
 			}
 			if c.ToolCallID == "" {

@@ -1,4 +1,4 @@
-package model_test
+package scripted_test
 
 import (
 	"context"
@@ -15,16 +15,17 @@ import (
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // mustParse parses src as script.yaml or fails the test.
-func mustParse(t testing.TB, src string) *model.Scripted {
+func mustParse(t testing.TB, src string) *scripted.Model {
 	t.Helper()
-	s, err := model.ParseScript("script.yaml", []byte(src))
+	s, err := scripted.Parse("script.yaml", []byte(src))
 	if err != nil {
-		t.Fatalf("ParseScript: %v", err)
+		t.Fatalf("Parse: %v", err)
 	}
 	return s
 }
@@ -352,11 +353,11 @@ agents:
 			"text:bot|bot/main|1|1|héllo|the result",
 		}},
 		{name: "execution error ends the stream", step: 2, want: []string{
-			`error:scripted model: script.yaml:8:19: template: text:1:10: executing "text" at <.Nope>: can't evaluate field Nope in type model.templateData`,
+			`error:scripted model: script.yaml:8:19: template: text:1:10: executing "text" at <.Nope>: can't evaluate field Nope in type scripted.templateData`,
 		}},
 		{name: "empty output streams nothing", step: 3, want: nil},
 		{name: "reasoning error stops before text", step: 4, want: []string{
-			`error:scripted model: script.yaml:10:24: template: reasoning:1:3: executing "reasoning" at <.Nope>: can't evaluate field Nope in type model.templateData`,
+			`error:scripted model: script.yaml:10:24: template: reasoning:1:3: executing "reasoning" at <.Nope>: can't evaluate field Nope in type scripted.templateData`,
 		}},
 		{name: "single braces are not a template", step: 5, want: []string{"text:no braces here: { .Input }"}},
 		// Plain field references render without text/template; the result
@@ -504,15 +505,15 @@ const laughs = `agents: {x: {fallback: {steps: [{tool_calls: [{name: t, args: {
   f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]}}]}]}}}
 `
 
-func TestParseScriptErrors(t *testing.T) {
+func TestParseErrors(t *testing.T) {
 	for _, tt := range loadErrorCases {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := model.ParseScript("script.yaml", []byte(tt.src))
+			s, err := scripted.Parse("script.yaml", []byte(tt.src))
 			if err == nil {
-				t.Fatalf("ParseScript: no error, want %q (agents %v)", tt.want, s.Agents())
+				t.Fatalf("Parse: no error, want %q (agents %v)", tt.want, s.Agents())
 			}
 			if s != nil {
-				t.Errorf("ParseScript returned a script with its error")
+				t.Errorf("Parse returned a script with its error")
 			}
 			got := err.Error()
 			if first, _, _ := strings.Cut(got, "\n"); first != tt.want {
@@ -544,10 +545,10 @@ func golden(t *testing.T, path, got string) {
 	}
 }
 
-func TestLoadScript(t *testing.T) {
-	s, err := model.LoadScript(filepath.Join("testdata", "example.yaml"))
+func TestLoad(t *testing.T) {
+	s, err := scripted.Load(filepath.Join("testdata", "example.yaml"))
 	if err != nil {
-		t.Fatalf("LoadScript: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
 	if got, want := s.Agents(), []string{"assistant", "echo"}; !slices.Equal(got, want) {
 		t.Errorf("Agents() = %q, want %q", got, want)
@@ -583,7 +584,7 @@ func TestLoadScript(t *testing.T) {
 	}
 
 	t.Run("missing file", func(t *testing.T) {
-		_, err := model.LoadScript(filepath.Join("testdata", "missing.yaml"))
+		_, err := scripted.Load(filepath.Join("testdata", "missing.yaml"))
 		want := "scripted model: open testdata/missing.yaml: no such file or directory"
 		if err == nil || err.Error() != want {
 			t.Errorf("error = %v, want %s", err, want)
@@ -598,7 +599,7 @@ func TestLoadScript(t *testing.T) {
 		if err := os.WriteFile(path, []byte("agents: {}\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := model.LoadScript(path)
+		_, err := scripted.Load(path)
 		want := path + ":1:9: script has no agents"
 		if err == nil || !strings.HasPrefix(err.Error(), want+"\n") {
 			t.Errorf("error = %v, want first line %s", err, want)
@@ -689,7 +690,7 @@ func TestStreamLifecycle(t *testing.T) {
 
 // TestScriptedConcurrent streams one script from many goroutines; run with -race.
 func TestScriptedConcurrent(t *testing.T) {
-	s, err := model.LoadScript(filepath.Join("testdata", "example.yaml"))
+	s, err := scripted.Load(filepath.Join("testdata", "example.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,7 +728,7 @@ func TestScriptedConcurrent(t *testing.T) {
 	}
 }
 
-func FuzzParseScript(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	if b, err := os.ReadFile(filepath.Join("testdata", "example.yaml")); err == nil {
 		f.Add(b)
 	}
@@ -739,7 +740,7 @@ func FuzzParseScript(f *testing.F) {
 		f.Add([]byte(c.src))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := model.ParseScript("fuzz.yaml", data)
+		s, err := scripted.Parse("fuzz.yaml", data)
 		if err != nil {
 			if s != nil {
 				t.Fatal("script and error both returned")
