@@ -16,10 +16,10 @@ var ErrInvalidName = errors.New("store: invalid name")
 // Limits on names. They keep every store key short and unambiguous: NUL
 // separates the parts of a key (see the package documentation).
 const (
-	// MaxNameLen is the longest agent or extension name, in bytes.
-	MaxNameLen = 64
-	// MaxInstanceKeyLen is the longest instance key, in bytes.
-	MaxInstanceKeyLen = 256
+	// maxNameLen is the longest agent or extension name, in bytes.
+	maxNameLen = 64
+	// maxInstanceKeyLen is the longest instance key, in bytes.
+	maxInstanceKeyLen = 256
 )
 
 const (
@@ -54,7 +54,7 @@ func ValidateName(kind, s string) error {
 	switch {
 	case s == "":
 		return &nameError{kind, s, "empty", nameRule}
-	case len(s) > MaxNameLen:
+	case len(s) > maxNameLen:
 		return &nameError{kind, s, strconv.Itoa(len(s)) + " bytes long", nameRule}
 	}
 	for i := 0; i < len(s); i++ {
@@ -83,7 +83,7 @@ func ValidateInstanceKey(s string) error {
 	switch {
 	case s == "":
 		return &nameError{kind, s, "empty", keyRule}
-	case len(s) > MaxInstanceKeyLen:
+	case len(s) > maxInstanceKeyLen:
 		return &nameError{kind, s, strconv.Itoa(len(s)) + " bytes long", keyRule}
 	}
 	for i := 0; i < len(s); i++ {
