@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -44,6 +45,16 @@ type Transport interface {
 }
 
 // inProcess is the default Transport: the runtime itself.
+// agentCalls is the runtime's side of ctx.agents: the defaults and the
+// wait-for graph of the requests in flight.
+type agentCalls struct {
+	timeout   time.Duration             // default timeout of ctx.agents.request
+	depth     int                       // longest chain of agent calls
+	transport Transport                 // carries agent calls; default in process
+	mu        sync.Mutex                // guards waits
+	waits     map[string]map[string]int // instance → the instances its turns wait for
+}
+
 type inProcess struct{ r *Runtime }
 
 func (t inProcess) Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
@@ -106,8 +117,8 @@ func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, s
 	if slices.Contains(chain, to) {
 		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w: %s → %s", target, ErrCycle, strings.Join(chain, " → "), to)
 	}
-	if len(chain) > r.agentDepth {
-		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w: %s → %s is deeper than %d", target, ErrDepth, strings.Join(chain, " → "), to, r.agentDepth)
+	if len(chain) > r.calls.depth {
+		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w: %s → %s is deeper than %d", target, ErrDepth, strings.Join(chain, " → "), to, r.calls.depth)
 	}
 	md := maps.Clone(o.Metadata)
 	if md == nil {
@@ -134,11 +145,11 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 	defer c.a.rt.stopWaiting(self, to)
 	timeout := o.Timeout
 	if timeout <= 0 {
-		timeout = c.a.rt.agentTimeout
+		timeout = c.a.rt.calls.timeout
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := c.a.rt.transport.Deliver(cctx, target, key, in)
+	res, err := c.a.rt.calls.transport.Deliver(cctx, target, key, in)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return "", fmt.Errorf("call agent %q instance %q: no answer within %v (its turn was aborted): %w", target, key, timeout, context.DeadlineExceeded)
@@ -155,23 +166,23 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 // chain of calls; this wait-for graph catches the cycle of two independent
 // turns calling each other.
 func (r *Runtime) waitFor(self, to string) error {
-	r.waitMu.Lock()
-	defer r.waitMu.Unlock()
+	r.calls.mu.Lock()
+	defer r.calls.mu.Unlock()
 	if path := r.waitPath(to, self, nil); path != nil {
 		return fmt.Errorf("%w: %s → %s (a turn of %s waits for %s already)", ErrCycle, self, strings.Join(path, " → "), to, self)
 	}
-	if r.waits == nil {
-		r.waits = map[string]map[string]int{}
+	if r.calls.waits == nil {
+		r.calls.waits = map[string]map[string]int{}
 	}
-	if r.waits[self] == nil {
-		r.waits[self] = map[string]int{}
+	if r.calls.waits[self] == nil {
+		r.calls.waits[self] = map[string]int{}
 	}
-	r.waits[self][to]++
+	r.calls.waits[self][to]++
 	return nil
 }
 
 // waitPath returns the instances from "from" to "to" along the wait-for
-// graph, both included, or nil if to is not reached. r.waitMu is held.
+// graph, both included, or nil if to is not reached. r.calls.mu is held.
 func (r *Runtime) waitPath(from, to string, seen map[string]bool) []string {
 	if from == to {
 		return []string{to}
@@ -183,7 +194,7 @@ func (r *Runtime) waitPath(from, to string, seen map[string]bool) []string {
 		seen = map[string]bool{}
 	}
 	seen[from] = true
-	for next := range r.waits[from] {
+	for next := range r.calls.waits[from] {
 		if p := r.waitPath(next, to, seen); p != nil {
 			return append([]string{from}, p...)
 		}
@@ -192,12 +203,12 @@ func (r *Runtime) waitPath(from, to string, seen map[string]bool) []string {
 }
 
 func (r *Runtime) stopWaiting(self, to string) {
-	r.waitMu.Lock()
-	defer r.waitMu.Unlock()
-	if r.waits[self][to]--; r.waits[self][to] <= 0 {
-		delete(r.waits[self], to)
-		if len(r.waits[self]) == 0 {
-			delete(r.waits, self)
+	r.calls.mu.Lock()
+	defer r.calls.mu.Unlock()
+	if r.calls.waits[self][to]--; r.calls.waits[self][to] <= 0 {
+		delete(r.calls.waits[self], to)
+		if len(r.calls.waits[self]) == 0 {
+			delete(r.calls.waits, self)
 		}
 	}
 }
@@ -216,7 +227,7 @@ func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer r.gate.leave()
-		if _, err := r.transport.Deliver(bg, target, key, in); err != nil {
+		if _, err := r.calls.transport.Deliver(bg, target, key, in); err != nil {
 			r.logger.Warn("agent send failed", "agent", c.a.name, "target", target, "instance", key, "err", err)
 		}
 	}()

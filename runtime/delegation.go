@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -42,6 +44,27 @@ const (
 )
 
 // delegation is one call_agent of a running turn.
+// delegations is the runtime's state for delegation tasks: where their
+// answers go, the stored tasks being changed, the task turns running in
+// the background and the instances they wait for.
+type delegations struct {
+	channels map[string]Channel
+	api      *apiChannel
+	outputs  string                          // where long reports are saved, absolute
+	mu       sync.Mutex                      // serialises changes to stored tasks; guards cache
+	cache    map[string]*Task                // parents waiting for reports, as stored (completeTask)
+	reportMu sync.Mutex                      // guards reports
+	reports  map[string][]DelegationResponse // parent → reports waiting for its next write
+	flightMu sync.Mutex                      // guards inFlight, again, blocked and idle
+	inFlight map[string]bool                 // tasks whose turn a goroutine runs
+	again    map[string]bool                 // tasks asked to run while in flight: run again after
+	blocked  map[instanceID]bool             // paused instances that tasks wait for
+	nBlocked atomic.Int32                    // len(blocked), read without the lock by every turn
+	idle     chan struct{}                   // closed when inFlight empties; nil if nobody waits
+	bg       context.Context                 // task turns run under it; Close cancels it
+	cancel   context.CancelFunc
+}
+
 type delegation struct {
 	child string // the child task's ID
 	agent string
@@ -141,9 +164,9 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 		}
 	}
 	depth := len(ts.taskChain) + 1
-	if depth > r.agentDepth {
+	if depth > r.calls.depth {
 		return nil, fmt.Errorf("%w: %s → %s/%s is deeper than %d; do the task yourself",
-			ErrDepth, strings.Join(append(slices.Clone(ts.taskChain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.agentDepth)
+			ErrDepth, strings.Join(append(slices.Clone(ts.taskChain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.calls.depth)
 	}
 	d := delegation{child: newID("task_"), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
@@ -234,7 +257,7 @@ func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
 // instance's next commit: the turn's task (created if the turn had none)
 // with its delegation context and pending count, and one queued child task
 // per delegation. The step's tool results and the tasks they announce are
-// so stored together, or not at all. The caller holds r.taskMu until that
+// so stored together, or not at all. The caller holds r.tasks.mu until that
 // commit, so that no report changes the task in between.
 func (a *agent) stageDelegations(ts *turnState) error {
 	ts.delegMu.Lock()
@@ -267,7 +290,7 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	}
 	t.Pending += len(delegs)
 	t.State, t.Turn = TaskWaiting, ""
-	delete(r.taskCache, t.ID) // written below, through the instance's commit
+	delete(r.tasks.cache, t.ID) // written below, through the instance's commit
 	put := ts.inst.pending.Tasks
 	for _, c := range append(ts.children[len(ts.children)-len(delegs):], t) {
 		rec, err := encodeTask(c)
@@ -296,13 +319,13 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 	return res, turnErr
 }
 
-// settleLocked is settleTask under r.taskMu; a completion of the task is
+// settleLocked is settleTask under r.tasks.mu; a completion of the task is
 // left in complete, to run after the lock is released.
 func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error, complete *func() error) (*pipeline.TurnResult, error) {
 	r := a.rt
 	ctx := ts.storeCtx
-	r.taskMu.Lock()
-	defer r.taskMu.Unlock()
+	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
 	children := ts.children
 	var t *Task
 	if ts.taskID != "" {
@@ -394,10 +417,10 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 // completeTask ends task t with its agent's answer (or the error that
 // failed it): it reports to the parent, whose merged report starts once
 // every child reported, or answers the requester's channel; and it deletes
-// t. The caller does not hold r.taskMu.
+// t. The caller does not hold r.tasks.mu.
 //
 // Reports to one parent are group-committed: a child's report joins a
-// queue, and whoever takes r.taskMu next commits every queued report with
+// queue, and whoever takes r.tasks.mu next commits every queued report with
 // one write of the parent, in the transaction that deletes their tasks.
 // Children that finish together (a parallel fan-out) so cost a few writes
 // of the parent, not one each: the parent's record grows with its
@@ -414,9 +437,9 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		if failed != nil {
 			a.AnswerError, a.Answer = failed.Error(), ""
 		}
-		r.taskMu.Lock()
+		r.tasks.mu.Lock()
 		err := r.commitTasks(ctx, []*Task{&a})
-		r.taskMu.Unlock()
+		r.tasks.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}
@@ -432,16 +455,16 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		resp.File = file
 		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, ReportSummary))
 	}
-	r.reportMu.Lock()
-	r.reports[t.ParentID] = append(r.reports[t.ParentID], resp)
-	r.reportMu.Unlock()
+	r.tasks.reportMu.Lock()
+	r.tasks.reports[t.ParentID] = append(r.tasks.reports[t.ParentID], resp)
+	r.tasks.reportMu.Unlock()
 
-	r.taskMu.Lock()
-	defer r.taskMu.Unlock()
-	r.reportMu.Lock()
-	batch := r.reports[t.ParentID]
-	delete(r.reports, t.ParentID)
-	r.reportMu.Unlock()
+	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
+	r.tasks.reportMu.Lock()
+	batch := r.tasks.reports[t.ParentID]
+	delete(r.tasks.reports, t.ParentID)
+	r.tasks.reportMu.Unlock()
 	if len(batch) == 0 {
 		return nil // committed with another child's report
 	}
@@ -449,7 +472,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	for i, b := range batch {
 		done[i] = b.ChildTaskID
 	}
-	cached, ok := r.taskCache[t.ParentID]
+	cached, ok := r.tasks.cache[t.ParentID]
 	if !ok {
 		got, err := r.Task(ctx, t.ParentID)
 		if err != nil {
@@ -457,7 +480,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 			return r.commitTasks(ctx, nil, done...)
 		}
 		cached = &got
-		r.taskCache[t.ParentID] = cached
+		r.tasks.cache[t.ParentID] = cached
 	}
 	parent := *cached // the cache changes only once the store has
 	parent.Context.Responses = append(parent.Context.Responses, batch...)
@@ -467,7 +490,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		parent.State = TaskReporting
 	}
 	if parent.Pending == 0 {
-		delete(r.taskCache, parent.ID) // no more reports to come
+		delete(r.tasks.cache, parent.ID) // no more reports to come
 	}
 	if err := r.commitTasks(ctx, []*Task{&parent}, done...); err != nil {
 		// The children stay stored; at the next start their answers are
@@ -495,10 +518,10 @@ func intMeta(v any) int {
 // saveOutput writes a long response to the outputs directory and returns
 // the file's absolute path.
 func (r *Runtime) saveOutput(taskID, text string) (string, error) {
-	if err := os.MkdirAll(r.outputs, 0o755); err != nil {
+	if err := os.MkdirAll(r.tasks.outputs, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(r.outputs, "result_"+taskID+".txt")
+	path := filepath.Join(r.tasks.outputs, "result_"+taskID+".txt")
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 		return "", err
@@ -512,7 +535,7 @@ func (r *Runtime) saveOutput(taskID, text string) (string, error) {
 // name in this process, the task stays stored, answered, for a process
 // that has one: it delivers it when it recovers the tasks.
 func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
-	if _, ok := r.channels[t.Channel]; !ok {
+	if _, ok := r.tasks.channels[t.Channel]; !ok {
 		r.logger.Info("a task's answer waits for a process with its channel", "task", t.ID, "channel", t.Channel)
 		r.publishTask(events.TaskAnswered, t, map[string]any{"task_id": t.ID, "requester": t.Requester, "channel": t.Channel,
 			"response": t.Answer, "delivered": false})
@@ -520,16 +543,16 @@ func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
 	}
 	r.answer(ctx, Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
 		Request: t.OriginalRequest, Response: t.Answer, Error: t.AnswerError, CompletedAt: t.AnsweredAt})
-	r.taskMu.Lock()
+	r.tasks.mu.Lock()
 	err := r.commitTasks(ctx, nil, t.ID)
-	r.taskMu.Unlock()
+	r.tasks.mu.Unlock()
 	if err != nil {
 		r.logger.Error("deleting an answered task failed; its answer is delivered again at the next start", "task", t.ID, "err", err)
 	}
 }
 
 func (r *Runtime) answer(ctx context.Context, rep Report) {
-	ch, ok := r.channels[rep.Channel]
+	ch, ok := r.tasks.channels[rep.Channel]
 	var err error
 	if !ok {
 		err = fmt.Errorf("no channel %q is registered (WithChannel)", rep.Channel)
@@ -630,19 +653,19 @@ func (r *Runtime) checkTaskInput(ctx context.Context, in pipeline.InputEvent) er
 // leaves the task as it is: it starts after the instance resumes, or after
 // a restart.
 func (r *Runtime) background(id string) {
-	r.flightMu.Lock()
-	if r.inFlight[id] {
-		r.again[id] = true
-		r.flightMu.Unlock()
+	r.tasks.flightMu.Lock()
+	if r.tasks.inFlight[id] {
+		r.tasks.again[id] = true
+		r.tasks.flightMu.Unlock()
 		return
 	}
-	r.inFlight[id] = true
-	r.flightMu.Unlock()
+	r.tasks.inFlight[id] = true
+	r.tasks.flightMu.Unlock()
 	r.runTask(id)
 }
 
 // runTask runs task id's turn in a goroutine; the caller holds the task's
-// place in r.inFlight, which the goroutine gives back (land).
+// place in r.tasks.inFlight, which the goroutine gives back (land).
 func (r *Runtime) runTask(id string) {
 	if !r.gate.enter() {
 		r.land(id)
@@ -651,12 +674,12 @@ func (r *Runtime) runTask(id string) {
 	go func() {
 		defer r.gate.leave()
 		defer r.land(id)
-		t, err := r.Task(r.bg, id)
+		t, err := r.Task(r.tasks.bg, id)
 		if err != nil {
 			return
 		}
 		if t.State == TaskAnswered {
-			r.deliverAnswer(r.bg, &t)
+			r.deliverAnswer(r.tasks.bg, &t)
 			return
 		}
 		in, ok := taskInput(&t)
@@ -666,41 +689,41 @@ func (r *Runtime) runTask(id string) {
 		if t.State == TaskQueued && t.Team != "" {
 			r.activateTeam(t.Team, t.Instance)
 		}
-		_, err = r.transport.Deliver(r.bg, t.Agent, t.Instance, in)
+		_, err = r.calls.transport.Deliver(r.tasks.bg, t.Agent, t.Instance, in)
 		switch {
 		case errors.Is(err, ErrPaused):
 			r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
 			r.block(t.Agent, t.Instance)
 			// The instance may have resumed between the refusal and the
 			// block: its unblock found nothing to start then.
-			if open, err := r.ledger.List(r.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
+			if open, err := r.ledger.List(r.tasks.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
 				r.unblock(t.Agent, t.Instance)
 			}
 		case errors.Is(err, errTaskMoved):
 			r.logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
-		case err != nil && r.bg.Err() == nil:
+		case err != nil && r.tasks.bg.Err() == nil:
 			r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		}
 	}()
 }
 
-// land gives back task id's place in r.inFlight, or runs the task again if
+// land gives back task id's place in r.tasks.inFlight, or runs the task again if
 // it was asked for meanwhile.
 func (r *Runtime) land(id string) {
-	r.flightMu.Lock()
-	if r.again[id] && r.bg.Err() == nil {
-		delete(r.again, id)
-		r.flightMu.Unlock()
+	r.tasks.flightMu.Lock()
+	if r.tasks.again[id] && r.tasks.bg.Err() == nil {
+		delete(r.tasks.again, id)
+		r.tasks.flightMu.Unlock()
 		r.runTask(id)
 		return
 	}
-	delete(r.again, id)
-	delete(r.inFlight, id)
-	if len(r.inFlight) == 0 && r.idle != nil {
-		close(r.idle)
-		r.idle = nil
+	delete(r.tasks.again, id)
+	delete(r.tasks.inFlight, id)
+	if len(r.tasks.inFlight) == 0 && r.tasks.idle != nil {
+		close(r.tasks.idle)
+		r.tasks.idle = nil
 	}
-	r.flightMu.Unlock()
+	r.tasks.flightMu.Unlock()
 }
 
 // WaitTasks waits until no delegation task's turn runs in the background:
@@ -709,16 +732,16 @@ func (r *Runtime) land(id string) {
 // turn always starts before the turn that caused it ends, so WaitTasks
 // does not return while a chain is still moving.
 func (r *Runtime) WaitTasks(ctx context.Context) error {
-	r.flightMu.Lock()
-	if len(r.inFlight) == 0 {
-		r.flightMu.Unlock()
+	r.tasks.flightMu.Lock()
+	if len(r.tasks.inFlight) == 0 {
+		r.tasks.flightMu.Unlock()
 		return nil
 	}
-	if r.idle == nil {
-		r.idle = make(chan struct{})
+	if r.tasks.idle == nil {
+		r.tasks.idle = make(chan struct{})
 	}
-	idle := r.idle
-	r.flightMu.Unlock()
+	idle := r.tasks.idle
+	r.tasks.flightMu.Unlock()
 	select {
 	case <-idle:
 		return nil
@@ -729,25 +752,25 @@ func (r *Runtime) WaitTasks(ctx context.Context) error {
 
 // block notes that a task waits for agent's instance key to resume.
 func (r *Runtime) block(agent, key string) {
-	r.flightMu.Lock()
-	r.blocked[instanceID{agent, key}] = true
-	r.nBlocked.Store(int32(len(r.blocked)))
-	r.flightMu.Unlock()
+	r.tasks.flightMu.Lock()
+	r.tasks.blocked[instanceID{agent, key}] = true
+	r.tasks.nBlocked.Store(int32(len(r.tasks.blocked)))
+	r.tasks.flightMu.Unlock()
 }
 
 // unblock starts the tasks that waited for agent's instance key, if any.
 // The runtime calls it after the instance's turns; it costs a map lookup
 // when nothing waits.
 func (r *Runtime) unblock(agent, key string) {
-	if r.nBlocked.Load() == 0 {
+	if r.tasks.nBlocked.Load() == 0 {
 		return // every turn calls this: no shared lock when nothing waits
 	}
-	r.flightMu.Lock()
+	r.tasks.flightMu.Lock()
 	id := instanceID{agent, key}
-	was := r.blocked[id]
-	delete(r.blocked, id)
-	r.nBlocked.Store(int32(len(r.blocked)))
-	r.flightMu.Unlock()
+	was := r.tasks.blocked[id]
+	delete(r.tasks.blocked, id)
+	r.tasks.nBlocked.Store(int32(len(r.tasks.blocked)))
+	r.tasks.flightMu.Unlock()
 	if was {
 		r.kickTasks(context.Background(), agent, key)
 	}
@@ -787,7 +810,7 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		case TaskReporting:
 			r.deliverReport(t.ID)
 		case TaskAnswered:
-			if _, ok := r.channels[t.Channel]; ok {
+			if _, ok := r.tasks.channels[t.Channel]; ok {
 				r.background(t.ID) // one delivery at a time, with the task's turns
 			}
 		}
@@ -812,9 +835,9 @@ func (r *Runtime) recoverAnswer(ctx context.Context, t *Task) bool {
 	if open, err := r.ledger.List(ctx, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err != nil || len(open) > 0 {
 		return false
 	}
-	r.taskMu.Lock()
+	r.tasks.mu.Lock()
 	cur, err := r.Task(ctx, t.ID)
-	r.taskMu.Unlock()
+	r.tasks.mu.Unlock()
 	if err != nil || cur.State != TaskQueued {
 		return err == nil // gone: nothing to do; changed: not ours
 	}
@@ -851,7 +874,7 @@ func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
 func (r *Runtime) activateTeam(team, key string) {
 	t, _ := r.agents.team(team)
 	for _, name := range t.Agents {
-		_, _, done, err := r.holdInstance(r.bg, "team "+strconv.Quote(team), name, key)
+		_, _, done, err := r.holdInstance(r.tasks.bg, "team "+strconv.Quote(team), name, key)
 		if err != nil {
 			r.logger.Warn("starting a team agent failed", "team", team, "agent", name, "err", err)
 			continue

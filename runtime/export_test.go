@@ -4,9 +4,9 @@ package runtime
 // slot: the Sends blocked behind the running turn. Tests poll it to send the
 // next turn only once the previous one has queued.
 func QueuedTurns(r *Runtime, agent, instanceKey string) int {
-	r.mu.Lock()
-	in := r.instances[instanceID{agent, instanceKey}]
-	r.mu.Unlock()
+	r.cache.mu.Lock()
+	in := r.cache.instances[instanceID{agent, instanceKey}]
+	r.cache.mu.Unlock()
 	if in == nil {
 		return 0
 	}
@@ -15,7 +15,7 @@ func QueuedTurns(r *Runtime, agent, instanceKey string) int {
 
 // CachedInstances reports how many instances the runtime keeps in memory.
 func CachedInstances(r *Runtime) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.instances)
+	r.cache.mu.Lock()
+	defer r.cache.mu.Unlock()
+	return len(r.cache.instances)
 }

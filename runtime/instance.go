@@ -20,6 +20,14 @@ import (
 // channel send in arrival order, so queued turns run first come, first served.
 //
 // Everything below queue is owned by the turn that holds the slot.
+// instanceCache holds the instances in memory, up to max idle ones.
+type instanceCache struct {
+	mu        sync.Mutex // guards instances, lru and instance.refs
+	instances map[instanceID]*instance
+	lru       list.List // of *instance, most recently used first
+	max       int
+}
+
 type instance struct {
 	// refs counts the Sends using the instance; elem is its place in the
 	// runtime's cache. Both are guarded by Runtime.mu.

@@ -532,9 +532,17 @@ func (in *instance) pausedError() error {
 		in.agent.name, in.key, ErrPaused, strings.Join(ids, ", "))
 }
 
+// expiry is the loop that expires pending items when their deadlines pass;
+// its channels are nil when it does not run ([WithoutExpiryTimer]).
+type expiry struct {
+	wake chan struct{} // a deadline was added
+	stop chan struct{} // Close asks the loop to end
+	done chan struct{} // closed when it has
+}
+
 // expiryLoop expires pending items when their deadlines pass, until Close.
 func (r *Runtime) expiryLoop() {
-	defer close(r.expiryDone)
+	defer close(r.expiry.done)
 	for {
 		var fire <-chan time.Time
 		var timer *time.Timer
@@ -543,12 +551,12 @@ func (r *Runtime) expiryLoop() {
 			fire = timer.C
 		}
 		select {
-		case <-r.expiryStop:
+		case <-r.expiry.stop:
 			if timer != nil {
 				timer.Stop()
 			}
 			return
-		case <-r.expiryWake:
+		case <-r.expiry.wake:
 			if timer != nil {
 				timer.Stop()
 			}
@@ -587,7 +595,7 @@ func (r *Runtime) itemWaits(it ledger.Item) bool {
 // wakeExpiry tells the expiry loop that a deadline was added.
 func (r *Runtime) wakeExpiry() {
 	select {
-	case r.expiryWake <- struct{}{}:
+	case r.expiry.wake <- struct{}{}:
 	default:
 	}
 }

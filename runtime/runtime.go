@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
@@ -22,7 +20,6 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/audit"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
-	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -53,52 +50,21 @@ var (
 // order; turns of different instances run in parallel.
 type Runtime struct {
 	store     store.Store
-	ownsStore bool
+	ownsStore bool // Close closes it
 	bus       *events.Bus
 	logger    *slog.Logger
 	now       func() time.Time
-	workspace *tool.Workspace
-	agents    roster
-	ledger    *ledger.Ledger
-	keyring   *secret.Keyring
-	dataDir   string       // "" when the store is not on disk
-	wasm      *wasm.Engine // started by the first WASM extension
-	wasmCache string       // WithWasmCache
+	workspace *tool.Workspace // nil when no agent uses the workspace tools
+	wasm      wasmHost        // loads the WASM extensions
+	agents    roster          // the agents and teams; fixed once New returns
+	ledger    *ledger.Ledger  // the pending items of paused turns
+	keyring   *secret.Keyring // seals provided secrets
 
-	agentTimeout time.Duration // default timeout of ctx.agents.request
-	agentDepth   int           // longest chain of agent calls
-	transport    Transport     // carries agent calls; default in process
-	waitMu       sync.Mutex
-	waits        map[string]map[string]int // instance → the instances its turns wait for (agents.go)
-
-	// Delegation (delegation.go).
-	channels  map[string]Channel
-	api       *apiChannel
-	outputs   string                          // where long reports are saved, absolute
-	taskMu    sync.Mutex                      // serialises changes to stored tasks; guards taskCache
-	taskCache map[string]*Task                // parents waiting for reports, as stored (completeTask)
-	reportMu  sync.Mutex                      // guards reports
-	reports   map[string][]DelegationResponse // parent → reports waiting for its next write
-	flightMu  sync.Mutex                      // guards inFlight, blocked and idle
-	inFlight  map[string]bool                 // tasks whose turn a goroutine runs
-	again     map[string]bool                 // tasks asked to run while in flight: run again after
-	blocked   map[instanceID]bool             // paused instances that tasks wait for
-	nBlocked  atomic.Int32                    // len(blocked), read without the lock by every turn
-	idle      chan struct{}                   // closed when inFlight empties; nil if nobody waits
-	bg        context.Context                 // task turns run under it; Close cancels it
-	bgCancel  context.CancelFunc
-
-	// The expiry loop (see expiryLoop); nil channels when it does not run.
-	expiryWake chan struct{}
-	expiryStop chan struct{}
-	expiryDone chan struct{}
-
-	mu           sync.Mutex // guards instances, lru and instance.refs
-	instances    map[instanceID]*instance
-	lru          list.List // of *instance, most recently used first
-	maxInstances int
-
-	gate gate // running turns; Close waits for them
+	cache  instanceCache // the instances in memory (instance.go)
+	calls  agentCalls    // the agent calls in flight (agents.go)
+	tasks  delegations   // delegation tasks and their turns (delegation.go)
+	expiry expiry        // the loop that expires pending items (pending.go)
+	gate   gate          // running turns; Close waits for them
 }
 
 type instanceID struct{ agent, key string }
@@ -168,29 +134,30 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg), instances: map[instanceID]*instance{},
-		maxInstances: o.maxInstances, wasmCache: o.wasmCache, agentTimeout: DefaultAgentTimeout, agentDepth: DefaultAgentDepth}
+	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg),
+		cache: instanceCache{instances: map[instanceID]*instance{}, max: o.maxInstances},
+		calls: agentCalls{timeout: DefaultAgentTimeout, depth: DefaultAgentDepth}}
 	self = r
 	if o.agentTimeout > 0 {
-		r.agentTimeout = o.agentTimeout
+		r.calls.timeout = o.agentTimeout
 	}
 	if o.agentDepth > 0 {
-		r.agentDepth = o.agentDepth
+		r.calls.depth = o.agentDepth
 	}
-	r.transport = o.transport
-	if r.transport == nil {
-		r.transport = inProcess{r}
+	r.calls.transport = o.transport
+	if r.calls.transport == nil {
+		r.calls.transport = inProcess{r}
 	}
-	r.bg, r.bgCancel = context.WithCancel(context.Background())
-	r.taskCache = map[string]*Task{}
-	r.inFlight, r.again, r.blocked, r.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]DelegationResponse{}
-	r.api = &apiChannel{}
-	r.channels = map[string]Channel{ChannelAPI: r.api}
+	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
+	r.tasks.cache = map[string]*Task{}
+	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]DelegationResponse{}
+	r.tasks.api = &apiChannel{}
+	r.tasks.channels = map[string]Channel{ChannelAPI: r.tasks.api}
 	for name, ch := range o.channels {
 		if name == ChannelAPI || name == ChannelAgent {
 			return nil, fmt.Errorf("runtime: channel %q is the runtime's own; name yours otherwise", name)
 		}
-		r.channels[name] = ch
+		r.tasks.channels[name] = ch
 	}
 	ok := false
 	defer func() {
@@ -202,15 +169,18 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.dataDir = dataDir
-	if err := r.setOutputs(o, cfg); err != nil {
+	r.wasm.cacheDir = o.wasmCache
+	if r.wasm.cacheDir == "" && dataDir != "" {
+		r.wasm.cacheDir = filepath.Join(dataDir, "wasm-cache")
+	}
+	if err := r.setOutputs(o, cfg, dataDir); err != nil {
 		return nil, err
 	}
 	if err := r.openKeyring(o, dataDir); err != nil {
 		return nil, err
 	}
 	r.ledger = ledger.New(r.store, ledger.WithEvents(r.bus), ledger.WithClock(r.now))
-	toolReg, err := r.openTools(o, cfg)
+	toolReg, err := r.openTools(o, cfg, dataDir)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +200,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.recover(ctx, !o.noTaskKick)
 	}
 	if !o.noExpiryTimer {
-		r.expiryWake, r.expiryStop, r.expiryDone = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+		r.expiry.wake, r.expiry.stop, r.expiry.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 		go r.expiryLoop()
 	}
 	return r, nil
@@ -324,14 +294,14 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 // setOutputs sets the directory long reports are saved in: the option,
 // else the config's outputs, else "outputs" beside the data directory, else
 // in the system's temporary directory.
-func (r *Runtime) setOutputs(o *options, cfg *config.File) error {
+func (r *Runtime) setOutputs(o *options, cfg *config.File, dataDir string) error {
 	dir := o.outputs
 	if dir == "" {
 		dir = cfg.Outputs
 	}
 	if dir == "" {
-		if r.dataDir != "" {
-			dir = filepath.Join(filepath.Dir(r.dataDir), "outputs")
+		if dataDir != "" {
+			dir = filepath.Join(filepath.Dir(dataDir), "outputs")
 		} else {
 			dir = filepath.Join(os.TempDir(), "ganglion-outputs")
 		}
@@ -340,13 +310,13 @@ func (r *Runtime) setOutputs(o *options, cfg *config.File) error {
 	if err != nil {
 		return fmt.Errorf("outputs directory: %w", err)
 	}
-	r.outputs = abs
+	r.tasks.outputs = abs
 	return nil
 }
 
 // openTools opens the workspace and returns the registry of every tool an
 // agent may list: the workspace tools and the tools given with [WithTool].
-func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error) {
+func (r *Runtime) openTools(o *options, cfg *config.File, dataDir string) (*tool.Registry, error) {
 	reg := tool.NewRegistry()
 	dir := o.workspace
 	if dir == "" {
@@ -361,9 +331,9 @@ func (r *Runtime) openTools(o *options, cfg *config.File) (*tool.Registry, error
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
 		wopts := []tool.WorkspaceOption{tool.WithCallEnv(r.callEnv)}
-		if r.dataDir != "" {
+		if dataDir != "" {
 			// Beside the store, not in it, as the key file is.
-			wopts = append(wopts, tool.WithProcessDir(filepath.Clean(r.dataDir)+".procs"))
+			wopts = append(wopts, tool.WithProcessDir(filepath.Clean(dataDir)+".procs"))
 		}
 		ws, err := tool.OpenWorkspace(dir, wopts...)
 		if err != nil {
@@ -442,15 +412,15 @@ func (r *Runtime) agent(name string) (*agent, error) {
 // until [Runtime.unhold].
 func (r *Runtime) instance(a *agent, key string) *instance {
 	id := instanceID{a.name, key}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	in, ok := r.instances[id]
+	r.cache.mu.Lock()
+	defer r.cache.mu.Unlock()
+	in, ok := r.cache.instances[id]
 	if !ok {
 		in = newInstance(a, key)
-		r.instances[id] = in
-		in.elem = r.lru.PushFront(in)
+		r.cache.instances[id] = in
+		in.elem = r.cache.lru.PushFront(in)
 	} else {
-		r.lru.MoveToFront(in.elem)
+		r.cache.lru.MoveToFront(in.elem)
 	}
 	in.refs++
 	r.evictLocked()
@@ -459,8 +429,8 @@ func (r *Runtime) instance(a *agent, key string) *instance {
 
 // unhold lets the cache evict the instance again once nobody uses it.
 func (r *Runtime) unhold(in *instance) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.cache.mu.Lock()
+	defer r.cache.mu.Unlock()
 	in.refs--
 	r.evictLocked()
 }
@@ -470,11 +440,11 @@ func (r *Runtime) unhold(in *instance) {
 // so there is never more than one object for an instance; a dropped one is
 // loaded again from the store when it is next used.
 func (r *Runtime) evictLocked() {
-	for e := r.lru.Back(); e != nil && len(r.instances) > r.maxInstances; {
+	for e := r.cache.lru.Back(); e != nil && len(r.cache.instances) > r.cache.max; {
 		prev := e.Prev()
 		if in := e.Value.(*instance); in.refs == 0 {
-			delete(r.instances, instanceID{in.agent.name, in.key})
-			r.lru.Remove(e)
+			delete(r.cache.instances, instanceID{in.agent.name, in.key})
+			r.cache.lru.Remove(e)
 		}
 		e = prev
 	}
@@ -592,15 +562,15 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 func (r *Runtime) Close() error {
 	// Task turns running in the background are aborted: their tasks stay
 	// stored and run again at the next start.
-	if r.bgCancel != nil {
-		r.bgCancel()
+	if r.tasks.cancel != nil {
+		r.tasks.cancel()
 	}
 	if !r.gate.close() {
 		return nil
 	}
-	if r.expiryStop != nil {
-		close(r.expiryStop)
-		<-r.expiryDone
+	if r.expiry.stop != nil {
+		close(r.expiry.stop)
+		<-r.expiry.done
 	}
 	return r.release()
 }
@@ -657,18 +627,18 @@ func (g *gate) close() bool {
 }
 
 func (r *Runtime) release() error {
-	r.mu.Lock()
-	r.instances = nil // no turn runs any more; let the histories go
-	r.lru.Init()
-	r.mu.Unlock()
+	r.cache.mu.Lock()
+	r.cache.instances = nil // no turn runs any more; let the histories go
+	r.cache.lru.Init()
+	r.cache.mu.Unlock()
 	var errs []error
 	for _, name := range r.agents.names {
 		if a := r.agents.byName[name]; a != nil { // nil: New failed before building it
 			errs = append(errs, a.close())
 		}
 	}
-	if r.wasm != nil {
-		errs = append(errs, r.wasm.Close())
+	if r.wasm.engine != nil {
+		errs = append(errs, r.wasm.engine.Close())
 	}
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())

@@ -203,8 +203,8 @@ func (c *apiChannel) Deliver(_ context.Context, r Report) error {
 func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) (*Report, error) {
 	replyTo := newID("ask_")
 	wait := make(chan Report, 1)
-	r.api.waiters.Store(replyTo, wait)
-	defer r.api.waiters.Delete(replyTo)
+	r.tasks.api.waiters.Store(replyTo, wait)
+	defer r.tasks.api.waiters.Delete(replyTo)
 	in := UserMessage(text)
 	in.Metadata = map[string]any{"channel": ChannelAPI, "replyTo": replyTo}
 	res, err := r.Send(ctx, agentName, instanceKey, in)
@@ -285,7 +285,7 @@ func encodeTask(t *Task) (store.TaskRecord, error) {
 
 // commitTasks stores put and deletes del, atomically, and keeps the cache
 // of parents waiting for reports (completeTask) in step. The caller holds
-// r.taskMu.
+// r.tasks.mu.
 func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) error {
 	recs := make([]store.TaskRecord, len(put))
 	for i, t := range put {
@@ -297,16 +297,16 @@ func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) e
 	}
 	err := r.store.CommitTasks(ctx, recs, del)
 	for _, t := range put {
-		if _, ok := r.taskCache[t.ID]; ok {
+		if _, ok := r.tasks.cache[t.ID]; ok {
 			if err != nil {
-				delete(r.taskCache, t.ID)
+				delete(r.tasks.cache, t.ID)
 			} else {
-				r.taskCache[t.ID] = t
+				r.tasks.cache[t.ID] = t
 			}
 		}
 	}
 	for _, id := range del {
-		delete(r.taskCache, id)
+		delete(r.tasks.cache, id)
 	}
 	return err
 }

@@ -322,8 +322,8 @@ func (a *agent) commitStep(ts *turnState) error {
 		return ts.inst.flush(ts.storeCtx, a.rt.store)
 	}
 	r := a.rt
-	r.taskMu.Lock()
-	defer r.taskMu.Unlock()
+	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
 	children, taskID := len(ts.children), ts.taskID
 	err := a.stageDelegations(ts)
 	if err == nil {

@@ -4,26 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 )
 
+// wasmHost loads the WebAssembly extensions into one engine, started by
+// the first.
+type wasmHost struct {
+	engine *wasm.Engine
+	// cacheDir holds compiled modules, so that a second start of the
+	// process compiles nothing: WithWasmCache, else in the data directory.
+	cacheDir string
+}
+
 // loadWasm loads a WebAssembly extension, starting the engine on first use.
-// The engine's compilation cache lives in the data directory, so a second
-// start of the process compiles nothing.
 func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Extension, error) {
-	if r.wasm == nil {
-		cache := r.wasmCache
-		if cache == "" && r.dataDir != "" {
-			cache = filepath.Join(r.dataDir, "wasm-cache")
-		}
-		e, err := wasm.NewEngine(cache, r.logger)
+	if r.wasm.engine == nil {
+		e, err := wasm.NewEngine(r.wasm.cacheDir, r.logger)
 		if err != nil {
 			return nil, err
 		}
-		r.wasm = e
+		r.wasm.engine = e
 	}
 	var l wasm.Limits
 	if ec.Limits != nil {
@@ -41,7 +43,7 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Exte
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return r.wasm.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
+	return r.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
 }
 
 // jsonable turns what YAML decoded into values encoding/json accepts: maps
