@@ -31,7 +31,7 @@ func thousandRules() string {
 
 // BenchmarkApproval decides one call against 1,000 rules.
 func BenchmarkApproval(b *testing.B) {
-	r, err := Parse("bench.yaml", []byte(thousandRules()))
+	r, err := parse("bench.yaml", []byte(thousandRules()))
 	if err != nil {
 		b.Fatal(err)
 	}

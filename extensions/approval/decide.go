@@ -34,9 +34,9 @@ type Result struct {
 // default applies. A rule that fails to evaluate counts as a deny (fail
 // closed) and is listed in Errors.
 func (r *Rules) Decide(c Call) Result {
-	if len(c.Args) > MaxArgsSize {
+	if len(c.Args) > maxArgsSize {
 		return Result{Decision: Deny, Matched: []Match{},
-			Explanation: fmt.Sprintf("the arguments are %d bytes, over the %d the rules judge: denied", len(c.Args), MaxArgsSize)}
+			Explanation: fmt.Sprintf("the arguments are %d bytes, over the %d the rules judge: denied", len(c.Args), maxArgsSize)}
 	}
 	env := r.env(c)
 	res := Result{Matched: []Match{}}

@@ -40,21 +40,21 @@ type Settings struct {
 // too many failed tool calls in a row.
 const ItemMistakes = "mistakes"
 
-// DefaultMistakeLimit is the default of Settings.MistakeLimit.
-const DefaultMistakeLimit = 3
+// defaultMistakeLimit is the default of Settings.MistakeLimit.
+const defaultMistakeLimit = 3
 
 // ItemApproval is the ledger kind of an ask.
 const ItemApproval = "approval"
 
-// DefaultTimeout is how long an ask waits by default.
-const DefaultTimeout = time.Hour
+// defaultTimeout is how long an ask waits by default.
+const defaultTimeout = time.Hour
 
-// Extension is the built-in approval extension: a toolCall middleware that
+// extension is the built-in approval extension: a toolCall middleware that
 // decides approve, deny or ask for every tool call with the rules of a
 // file, before the tool runs. Editing the file takes effect at the next
 // tool call; an edit that does not load is refused, the rules in force
 // stay, and an "approval.reload_failed" event says why.
-type Extension struct {
+type extension struct {
 	path         string
 	timeout      time.Duration
 	mistakeLimit int
@@ -87,7 +87,7 @@ func New(cfg extensions.Config) (extensions.Extension, error) {
 	if d, ok := cfg.(dirConfig); ok && d.Dir() != "" && !filepath.IsAbs(path) {
 		path = filepath.Join(d.Dir(), path)
 	}
-	x := &Extension{path: path, timeout: DefaultTimeout, mistakeLimit: DefaultMistakeLimit, failures: map[string]int{}}
+	x := &extension{path: path, timeout: defaultTimeout, mistakeLimit: defaultMistakeLimit, failures: map[string]int{}}
 	switch {
 	case s.MistakeLimit < 0:
 		return nil, fmt.Errorf("mistake_limit must be at least 1, got %d", s.MistakeLimit)
@@ -107,15 +107,15 @@ func New(cfg extensions.Config) (extensions.Extension, error) {
 	return x, nil
 }
 
-// Rules returns the rules in force.
-func (x *Extension) Rules() *Rules {
+// currentRules returns the rules in force.
+func (x *extension) currentRules() *Rules {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.rules
 }
 
 // reload loads the file if it changed since the last load.
-func (x *Extension) reload() error {
+func (x *extension) reload() error {
 	fi, err := os.Stat(x.path)
 	if err != nil {
 		return fmt.Errorf("rules: %w", err)
@@ -125,7 +125,7 @@ func (x *Extension) reload() error {
 	if x.rules != nil && fi.ModTime().Equal(x.mtime) && fi.Size() == x.size {
 		return nil
 	}
-	r, err := Load(x.path, WithWorkspace(x.workspace()))
+	r, err := load(x.path, withWorkspace(x.workspace()))
 	if err != nil {
 		// Keep what is in force; remember the file, so that a broken
 		// edit is reported once, not at every call.
@@ -136,7 +136,7 @@ func (x *Extension) reload() error {
 	return nil
 }
 
-func (x *Extension) workspace() string {
+func (x *extension) workspace() string {
 	if x.api == nil {
 		return ""
 	}
@@ -144,7 +144,7 @@ func (x *Extension) workspace() string {
 }
 
 // Register installs the toolCall middleware and the ask's pending kind.
-func (x *Extension) Register(api *extensions.API) error {
+func (x *extension) Register(api *extensions.API) error {
 	x.api = api
 	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
 		return err
@@ -221,12 +221,12 @@ func resumeAsk(ctx context.Context, it ledger.Item, rc extensions.ResumeCall) er
 	return rc.Result("tool call denied: "+why, true)
 }
 
-func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+func (x *extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 	if err := x.reload(); err != nil {
 		x.api.Logger.Warn("rules file not reloaded; the rules in force stay", "err", err)
 		x.api.Events.Publish("approval.reload_failed", c.InstanceKey(), map[string]any{"file": x.path, "error": err.Error()})
 	}
-	rules := x.Rules()
+	rules := x.currentRules()
 	t, _ := c.Tool()
 	call := Call{Tool: c.Name(), Category: t.Category, Args: c.Arguments(), Agent: c.Agent(),
 		Instance: c.InstanceKey(), Turn: c.TurnID(), Step: c.Step(), Workspace: x.api.Workspace, Chain: callChain(c.Input())}
@@ -258,11 +258,11 @@ func (x *Extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 		Content: fmt.Sprintf("waiting for a human's approval (pending item %s): %s", it.ID, res.Explanation)}, nil
 }
 
-var _ extensions.Extension = (*Extension)(nil)
+var _ extensions.Extension = (*extension)(nil)
 
 // run runs the call and counts the failed calls in a row: at the limit,
 // the turn pauses after its step for a human to say whether to go on.
-func (x *Extension) run(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+func (x *extension) run(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 	r, err := c.Next(ctx)
 	if err != nil || r == nil {
 		return r, err
@@ -318,7 +318,7 @@ func resolveMistakes(_ context.Context, it ledger.Item, act extensions.Action) (
 // agent started the turn (ctx.agents or call_agent): each caller's approval
 // rules judge the call too, and the strictest decision wins, so a called
 // agent's own rules can only make a decision stricter.
-func (x *Extension) narrow(res Result, call Call) Result {
+func (x *extension) narrow(res Result, call Call) Result {
 	seen := map[string]bool{call.Agent: true}
 	for _, caller := range call.Chain {
 		if seen[caller] {
@@ -329,14 +329,14 @@ func (x *Extension) narrow(res Result, call Call) Result {
 		if !ok {
 			continue
 		}
-		px, ok := p.(*Extension)
+		px, ok := p.(*extension)
 		if !ok {
 			continue
 		}
 		if err := px.reload(); err != nil {
 			x.api.Logger.Warn("a caller's rules file was not reloaded; its rules in force stay", "caller", caller, "err", err)
 		}
-		res = res.narrowedBy(caller, px.Rules().Decide(call))
+		res = res.narrowedBy(caller, px.currentRules().Decide(call))
 	}
 	return res
 }

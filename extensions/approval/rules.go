@@ -53,13 +53,13 @@ func parseDecision(s string) (Decision, bool) {
 	return "", false
 }
 
-// Limits of a rules file.
+// Limits of a rules file. The file itself is read with yamlsrc.ReadFile: at
+// most yamlsrc.MaxSize bytes (1 MiB), whose collections nest at most 100 deep.
 const (
-	MaxFileSize       = yamlsrc.MaxSize // bytes of a rules file (1 MiB), whose collections nest at most 100 deep
-	MaxRules          = 10000
-	MaxExpressionSize = 16 << 10 // bytes of one when
-	MaxNodes          = 5000     // AST nodes of one when
-	MaxArgsSize       = 1 << 20  // bytes of a call's arguments; larger is denied
+	maxRules          = 10000
+	maxExpressionSize = 16 << 10 // bytes of one when
+	maxNodes          = 5000     // AST nodes of one when
+	maxArgsSize       = 1 << 20  // bytes of a call's arguments; larger is denied
 )
 
 // Rules is a compiled rules file. It is immutable and safe for concurrent
@@ -159,26 +159,29 @@ type CallDoc struct {
 	Chain    []string       `yaml:"chain" json:"chain"`
 }
 
-// Load reads and compiles the rules file at path, and runs its tests.
-func Load(path string, opts ...Option) (*Rules, error) {
+// Load reads and compiles the rules file at path, and runs its tests. Every
+// error names the file, the line and the column, with the line and a caret.
+func Load(path string) (*Rules, error) { return load(path) }
+
+func load(path string, opts ...option) (*Rules, error) {
 	data, err := yamlsrc.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
-	return Parse(path, data, opts...)
+	return parse(path, data, opts...)
 }
 
-// Option configures Parse.
-type Option func(*parseConfig)
+// option configures parse.
+type option func(*parseConfig)
 
 type parseConfig struct{ workspace string }
 
-// WithWorkspace resolves paths against dir when the file's tests run.
-func WithWorkspace(dir string) Option { return func(c *parseConfig) { c.workspace = dir } }
+// withWorkspace resolves paths against dir when the file's tests run.
+func withWorkspace(dir string) option { return func(c *parseConfig) { c.workspace = dir } }
 
-// Parse compiles a rules file named name and runs its tests. Every error
+// parse compiles a rules file named name and runs its tests. Every error
 // names the file, the line and the column, with the line and a caret.
-func Parse(name string, data []byte, opts ...Option) (*Rules, error) {
+func parse(name string, data []byte, opts ...option) (*Rules, error) {
 	var pc parseConfig
 	for _, o := range opts {
 		o(&pc)
@@ -228,8 +231,8 @@ func Parse(name string, data []byte, opts ...Option) (*Rules, error) {
 			errs = append(errs, src.errorf(l, c, "protected: %q is not a valid glob pattern", p))
 		}
 	}
-	if len(doc.Rules) > MaxRules {
-		errs = append(errs, fmt.Errorf("%s: %d rules is over the limit of %d", name, len(doc.Rules), MaxRules))
+	if len(doc.Rules) > maxRules {
+		errs = append(errs, fmt.Errorf("%s: %d rules is over the limit of %d", name, len(doc.Rules), maxRules))
 		doc.Rules = nil
 	}
 	names := map[string]bool{}
@@ -256,8 +259,8 @@ func Parse(name string, data []byte, opts ...Option) (*Rules, error) {
 			errs = append(errs, src.errorf(l, c, "%s: when %v", label, err))
 			continue
 		}
-		if len(when) > MaxExpressionSize {
-			errs = append(errs, src.errorf(wl, wc, "%s: when is %d bytes, over the limit of %d", label, len(when), MaxExpressionSize))
+		if len(when) > maxExpressionSize {
+			errs = append(errs, src.errorf(wl, wc, "%s: when is %d bytes, over the limit of %d", label, len(when), maxExpressionSize))
 			continue
 		}
 		prog, err := r.compile(when)
@@ -303,7 +306,7 @@ func Parse(name string, data []byte, opts ...Option) (*Rules, error) {
 
 // compile compiles a when expression against the rule environment.
 func (r *Rules) compile(when string) (*vm.Program, error) {
-	opts := append([]expr.Option{expr.Env(Env{}), expr.AsBool(), expr.MaxNodes(MaxNodes)}, r.functionsFor()...)
+	opts := append([]expr.Option{expr.Env(Env{}), expr.AsBool(), expr.MaxNodes(maxNodes)}, r.functionsFor()...)
 	return expr.Compile(when, opts...)
 }
 

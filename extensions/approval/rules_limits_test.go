@@ -44,9 +44,9 @@ func TestLoadLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("rules.yaml", []byte(tt.src))
+			_, err := parse("rules.yaml", []byte(tt.src))
 			if err == nil {
-				t.Fatal("Parse accepted it")
+				t.Fatal("parse accepted it")
 			}
 			if first, _, _ := strings.Cut(err.Error(), "\n"); first != tt.want {
 				t.Errorf("first line:\n got %s\nwant %s", first, tt.want)

@@ -13,9 +13,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 
 func mustParse(t testing.TB, src string) *Rules {
 	t.Helper()
-	r, err := Parse("rules.yaml", []byte(src))
+	r, err := parse("rules.yaml", []byte(src))
 	if err != nil {
-		t.Fatalf("Parse: %v", err)
+		t.Fatalf("parse: %v", err)
 	}
 	return r
 }
@@ -107,9 +107,9 @@ func TestLoadErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse("rules.yaml", []byte(tt.src))
+			_, err := parse("rules.yaml", []byte(tt.src))
 			if err == nil {
-				t.Fatal("Parse accepted it")
+				t.Fatal("parse accepted it")
 			}
 			golden(t, "load_"+tt.name, err.Error()+"\n")
 		})
@@ -149,7 +149,7 @@ func TestAdversarialExpressions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "default: ask\nrules:\n  - name: evil\n    when: '" + tt.when + "'\n    decision: approve\n"
-			_, err := Parse("rules.yaml", []byte(src))
+			_, err := parse("rules.yaml", []byte(src))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -165,7 +165,7 @@ func TestAdversarialExpressions(t *testing.T) {
 	}
 	// Arguments too large to judge are denied without running a rule.
 	big := mustParse(t, "default: approve\nrules: []\n")
-	if res := big.Decide(call("write_file", map[string]any{"content": strings.Repeat("x", MaxArgsSize)})); res.Decision != Deny ||
+	if res := big.Decide(call("write_file", map[string]any{"content": strings.Repeat("x", maxArgsSize)})); res.Decision != Deny ||
 		!strings.HasPrefix(res.Explanation, "the arguments are 1048590 bytes, over the 1048576 the rules judge") {
 		t.Errorf("huge arguments = %+v", res)
 	}
@@ -192,7 +192,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte("default: ask\nrules:\n  - name: x\n    when: |\n      args.a[0] in [\"b\"]\n    decision: deny\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := Parse("rules.yaml", b)
+		r, err := parse("rules.yaml", b)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "rules.yaml:") {
 				t.Fatalf("error does not name the file: %v", err)
@@ -215,11 +215,11 @@ func FuzzParse(f *testing.F) {
 // exactly as running every rule would.
 func TestGuardsChangeNothing(t *testing.T) {
 	src := thousandRules()
-	guarded, err := Parse("g.yaml", []byte(src))
+	guarded, err := parse("g.yaml", []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, _ := Parse("p.yaml", []byte(src))
+	plain, _ := parse("p.yaml", []byte(src))
 	skipped := 0
 	for i := range plain.rules {
 		if len(plain.rules[i].guards) > 0 {
