@@ -43,7 +43,6 @@ const (
 	ReportSummary = 500
 )
 
-// delegation is one call_agent of a running turn.
 // delegations is the runtime's state for delegation tasks: where their
 // answers go, the stored tasks being changed, the task turns running in
 // the background and the instances they wait for.
@@ -65,7 +64,9 @@ type delegations struct {
 	cancel   context.CancelFunc
 }
 
+// delegation is one call_agent of a running turn.
 type delegation struct {
+	call  string // the tool call that made it
 	child string // the child task's ID
 	agent string
 	key   string
@@ -163,16 +164,16 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 			return nil, fmt.Errorf("team %q has no agent %q (its agents: %s)", team, target, strings.Join(t.Agents, ", "))
 		}
 	}
-	depth := len(ts.taskChain) + 1
+	depth := len(ts.task.chain) + 1
 	if depth > r.calls.depth {
 		return nil, fmt.Errorf("%w: %s → %s/%s is deeper than %d; do the task yourself",
-			ErrDepth, strings.Join(append(slices.Clone(ts.taskChain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.calls.depth)
+			ErrDepth, strings.Join(append(slices.Clone(ts.task.chain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.calls.depth)
 	}
-	d := delegation{child: newID("task_"), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
+	d := delegation{call: c.CallID(), child: newID("task_"), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
-	ts.delegMu.Lock()
-	ts.delegs = append(ts.delegs, d)
-	ts.delegMu.Unlock()
+	ts.task.mu.Lock()
+	ts.task.delegs = append(ts.task.delegs, d)
+	ts.task.mu.Unlock()
 	return &pipeline.ToolResult{Content: fmt.Sprintf(
 		"Delegated to %s as task %s. It starts when your turn ends; its report comes back to you as a new message. "+
 			"Until then, do not say you have its result.", target, d.child)}, nil
@@ -193,17 +194,115 @@ func (a *agent) delegateTargets() string {
 	return strings.Join(out, ", ")
 }
 
+// taskTurn is a turn's delegation state.
+type taskTurn struct {
+	id       string       // the task the turn works on, "" if none
+	chain    []string     // the tasks above it, "agent/instance", root first
+	mu       sync.Mutex   // guards delegs: parallel tool calls delegate
+	delegs   []delegation // made by the turn's tool calls, not yet committed
+	children []*Task      // committed: to start when the turn ends
+	// While a step's commit is staged: what to restore if it fails, and
+	// whether the stage holds the runtime's task lock.
+	locked     bool
+	nChildren  int
+	stagedTask string
+}
+
+// taskHook is delegation's part in every turn (see turnHook).
+type taskHook struct{}
+
+func (taskHook) beginTurn(ts *turnState, in pipeline.InputEvent) { ts.agent.beginTask(ts, in) }
+
+// stage stages the step's delegations, holding the task lock until the
+// commit is done.
+func (taskHook) stage(ts *turnState) error {
+	ts.task.mu.Lock()
+	n := len(ts.task.delegs)
+	ts.task.mu.Unlock()
+	if n == 0 {
+		return nil
+	}
+	r := ts.agent.rt
+	r.tasks.mu.Lock()
+	ts.task.locked, ts.task.nChildren, ts.task.stagedTask = true, len(ts.task.children), ts.task.id
+	return ts.agent.stageDelegations(ts)
+}
+
+// committed takes the delegations back if the commit failed: they never
+// happened, like the results that announce them.
+func (taskHook) committed(ts *turnState, err error) {
+	if !ts.task.locked {
+		return
+	}
+	if err != nil {
+		clear(ts.task.children[ts.task.nChildren:])
+		ts.task.children, ts.task.id = ts.task.children[:ts.task.nChildren], ts.task.stagedTask
+		ts.inst.pending.Tasks = nil
+	}
+	ts.task.locked = false
+	ts.agent.rt.tasks.mu.Unlock()
+}
+
+func (taskHook) keep(ts *turnState, keep map[string]bool) error { return ts.agent.keepTasks(ts, keep) }
+
+// endTurn settles the turn's task, and lets the tasks that waited for the
+// instance go on once it no longer waits for a human.
+func (taskHook) endTurn(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error) {
+	a := ts.agent
+	if ts.task.id != "" {
+		res, err = a.settleTask(ts, in, res, err)
+	}
+	if len(ts.inst.paused) == 0 {
+		a.rt.unblock(a.name, ts.inst.key)
+	}
+	return res, err
+}
+
+// keepTasks adds to keep what the instance's open tasks need: their
+// inputs and reports, until the task completes, and the result of each
+// call_agent whose child has not reported yet.
+func (a *agent) keepTasks(ts *turnState, keep map[string]bool) error {
+	tasks, err := a.rt.Tasks(ts.storeCtx, a.name, ts.inst.key)
+	if err != nil || len(tasks) == 0 {
+		return err
+	}
+	open := map[string]bool{}
+	waiting := map[string]bool{} // the call_agent calls whose child has not reported
+	for _, t := range tasks {
+		open[t.ID] = true
+		done := map[string]bool{}
+		for _, resp := range t.Context.Responses {
+			done[resp.ChildTaskID] = true
+		}
+		for _, d := range t.Context.Delegations {
+			if !done[d.ChildTaskID] && d.CallID != "" {
+				waiting[d.CallID] = true
+			}
+		}
+	}
+	h := &ts.inst.hist
+	for _, p := range h.effective().idx {
+		m := h.at(p).msg
+		if id, _ := m.Metadata["taskId"].(string); id != "" && open[id] {
+			keep[m.ID] = true
+		}
+		if m.Role == pipeline.RoleTool && waiting[m.ToolCallID] {
+			keep[m.ID] = true
+		}
+	}
+	return nil
+}
+
 // beginTask reads which task the turn works on, from its input.
 func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
-	clear(ts.children)
-	ts.taskID, ts.delegs, ts.children, ts.taskChain = "", ts.delegs[:0], ts.children[:0], ts.taskChain[:0]
-	ts.inputID, ts.keepIDs, ts.sentTokens = "", nil, 0
-	ts.taskID = a.turnTask(ts.storeCtx, ts.inst, in)
-	ts.taskChain = appendStrings(ts.taskChain, in.Metadata["taskChain"])
-	if ts.taskID == "" {
+	clear(ts.task.children)
+	ts.task.id, ts.task.delegs, ts.task.children, ts.task.chain = "", ts.task.delegs[:0], ts.task.children[:0], ts.task.chain[:0]
+	ts.task.id = a.turnTask(ts.storeCtx, ts.inst, in)
+	ts.task.chain = appendStrings(ts.task.chain, in.Metadata["taskChain"])
+	if ts.task.id == "" {
 		// A turn that starts a task has no task above it, but it may have
 		// callers waiting on it (ctx.agents.request): they come first.
-		ts.taskChain = append(ts.taskChain, ts.agents.chain...)
+		ts.task.chain = append(ts.task.chain, ts.agents.chain...)
 	}
 }
 
@@ -260,10 +359,10 @@ func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
 // so stored together, or not at all. The caller holds r.tasks.mu until that
 // commit, so that no report changes the task in between.
 func (a *agent) stageDelegations(ts *turnState) error {
-	ts.delegMu.Lock()
-	delegs := ts.delegs
-	ts.delegs = ts.delegs[len(ts.delegs):]
-	ts.delegMu.Unlock()
+	ts.task.mu.Lock()
+	delegs := ts.task.delegs
+	ts.task.delegs = ts.task.delegs[len(ts.task.delegs):]
+	ts.task.mu.Unlock()
 	if len(delegs) == 0 {
 		return nil
 	}
@@ -271,20 +370,20 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	slices.SortStableFunc(delegs, func(x, y delegation) int { return x.order - y.order })
 	r := a.rt
 	var t *Task
-	if ts.taskID != "" {
-		got, err := r.Task(ts.storeCtx, ts.taskID)
+	if ts.task.id != "" {
+		got, err := r.Task(ts.storeCtx, ts.task.id)
 		if err != nil {
 			return fmt.Errorf("delegating: the turn's %w", err)
 		}
 		t = &got
 	} else {
 		t = a.rootTask(ts, ts.turn.Input())
-		ts.taskID = t.ID
+		ts.task.id = t.ID
 	}
 	self := a.name + "/" + ts.inst.key
 	for _, d := range delegs {
-		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
-		ts.children = append(ts.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
+		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, CallID: d.call, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
+		ts.task.children = append(ts.task.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
 			OriginalRequest: d.msg, ParentID: t.ID, CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
 			CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: self}})
 	}
@@ -292,7 +391,7 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	t.State, t.Turn = TaskWaiting, ""
 	delete(r.tasks.cache, t.ID) // written below, through the instance's commit
 	put := ts.inst.pending.Tasks
-	for _, c := range append(ts.children[len(ts.children)-len(delegs):], t) {
+	for _, c := range append(ts.task.children[len(ts.task.children)-len(delegs):], t) {
 		rec, err := encodeTask(c)
 		if err != nil {
 			return err
@@ -326,12 +425,12 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	ctx := ts.storeCtx
 	r.tasks.mu.Lock()
 	defer r.tasks.mu.Unlock()
-	children := ts.children
+	children := ts.task.children
 	var t *Task
-	if ts.taskID != "" {
-		got, err := r.Task(ctx, ts.taskID)
+	if ts.task.id != "" {
+		got, err := r.Task(ctx, ts.task.id)
 		if err != nil {
-			a.logger.Warn("turn's task is gone", "instance", ts.inst.key, "turn", ts.turnID, "task", ts.taskID, "err", err)
+			a.logger.Warn("turn's task is gone", "instance", ts.inst.key, "turn", ts.turnID, "task", ts.task.id, "err", err)
 		} else {
 			t = &got
 		}
@@ -409,7 +508,7 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 	}
 	requester = str("requester", requester)
 	t := &Task{ID: newID("task_"), Agent: a.name, Instance: ts.inst.key, Requester: requester, Channel: str("channel", ChannelAPI),
-		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.taskChain), CreatedAt: a.rt.now()}
+		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.task.chain), CreatedAt: a.rt.now()}
 	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
 	return t
 }

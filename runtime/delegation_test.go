@@ -802,7 +802,7 @@ func TestDelegationTasksWhileWaiting(t *testing.T) {
 	wantRoot := runtime.Task{ID: root.ID, Agent: "lead", Instance: "k", Requester: "user", Channel: runtime.ChannelAPI, ReplyTo: root.ReplyTo,
 		OriginalRequest: "build a parser", State: runtime.TaskWaiting, Pending: 1, Chain: []string{}, CreatedAt: at,
 		Context: runtime.DelegationContext{OriginalRequest: "build a parser", Requester: "user",
-			Delegations: []runtime.Delegation{{ChildTaskID: child.ID, DelegatedTo: "coder", Instance: "k", Message: "write the parser", Time: at}}}}
+			Delegations: []runtime.Delegation{{ChildTaskID: child.ID, CallID: "d1", DelegatedTo: "coder", Instance: "k", Message: "write the parser", Time: at}}}}
 	if len(root.Chain) == 0 {
 		root.Chain = []string{}
 	}
@@ -835,7 +835,7 @@ func TestDelegationTasksWhileWaiting(t *testing.T) {
 			}
 		}
 	}
-	if b, _ := json.Marshal(root.Context); !strings.Contains(string(b), `"delegations":[{"child_task_id":"`+child.ID+`","delegated_to":"coder","instance":"k","delegation_message":"write the parser","delegation_time":"2026-03-04T05:06:07Z"}]`) {
+	if b, _ := json.Marshal(root.Context); !strings.Contains(string(b), `"delegations":[{"child_task_id":"`+child.ID+`","call_id":"d1","delegated_to":"coder","instance":"k","delegation_message":"write the parser","delegation_time":"2026-03-04T05:06:07Z"}]`) {
 		t.Errorf("delegation context as JSON: %s", b)
 	}
 	// Filters, and one task by ID.

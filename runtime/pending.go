@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -101,11 +102,11 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 		return ledger.Item{}, err
 	}
 	ts.inst.paused[created.ID] = created.TurnID
-	if ts.pausedCalls == nil {
-		ts.pausedCalls = map[string]string{}
+	if ts.pause.calls == nil {
+		ts.pause.calls = map[string]string{}
 	}
-	ts.pausedCalls[created.CallID] = created.ID
-	ts.pauseAfterStep.Store(true)
+	ts.pause.calls[created.CallID] = created.ID
+	ts.pause.afterStep.Store(true)
 	a.rt.wakeExpiry()
 	return created, nil
 }
@@ -129,6 +130,60 @@ func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.Turn
 		}
 	}
 	return a.commitStep(ts) // a resumed call_agent delegates
+}
+
+// pauseTurn is a turn's pause state.
+type pauseTurn struct {
+	// afterStep is set when a tool call paused the turn
+	// (Pending.PauseCall): the turn ends paused after the step.
+	afterStep atomic.Bool
+	// calls maps the calls of the step that paused (PauseCall) to their
+	// pending items; guarded by conv.mu.
+	calls map[string]string
+}
+
+// pauseHook is pausing's part in every turn (see turnHook).
+type pauseHook struct{}
+
+func (pauseHook) beginTurn(ts *turnState, _ pipeline.InputEvent) {
+	ts.pause.afterStep.Store(false)
+	clear(ts.pause.calls)
+}
+
+func (pauseHook) stage(*turnState) error      { return nil }
+func (pauseHook) committed(*turnState, error) {}
+func (pauseHook) endTurn(_ *turnState, _ pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error) {
+	return res, err
+}
+
+// keep adds to keep what the instance's open pending items need: the
+// message each checkpoints, and the tool call each paused.
+func (pauseHook) keep(ts *turnState, keep map[string]bool) error {
+	a := ts.agent
+	items, err := a.rt.ledger.List(ts.storeCtx, ledger.Filter{Agent: a.name, Instance: ts.inst.key, Open: true})
+	if err != nil {
+		return err
+	}
+	calls := map[string]bool{}
+	for _, it := range items {
+		keep[it.Checkpoint] = true
+		if it.CallID != "" {
+			calls[it.CallID] = true
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	h := &ts.inst.hist
+	for _, p := range h.effective().idx {
+		m := h.at(p).msg
+		for _, c := range m.ToolCalls {
+			if calls[c.ID] {
+				keep[m.ID] = true
+			}
+		}
+	}
+	return nil
 }
 
 // resumeCall is extensions.ResumeCall.

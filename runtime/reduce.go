@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"strings"
 
 	"github.com/ganglion-dev/ganglion/events"
-	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -155,63 +153,17 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 	return out, nil
 }
 
-// keepSet returns the IDs of the messages that open pending items and
-// open delegation tasks need.
+// keepSet returns the IDs of the messages a reduction must keep: the
+// turn's input (the request it answers), what the caller asked to keep,
+// and what each feature needs (turnHook.keep).
 func (a *agent) keepSet(ts *turnState) (map[string]bool, error) {
-	r := a.rt
-	keep := map[string]bool{}
-	items, err := r.ledger.List(ts.storeCtx, ledger.Filter{Agent: a.name, Instance: ts.inst.key, Open: true})
-	if err != nil {
-		return nil, err
-	}
-	calls := map[string]bool{}
-	for _, it := range items {
-		keep[it.Checkpoint] = true
-		if it.CallID != "" {
-			calls[it.CallID] = true
-		}
-	}
-	tasks, err := r.Tasks(ts.storeCtx, a.name, ts.inst.key)
-	if err != nil {
-		return nil, err
-	}
-	open := map[string]bool{}
-	var waiting []string // children not reported yet
-	for _, t := range tasks {
-		open[t.ID] = true
-		done := map[string]bool{}
-		for _, resp := range t.Context.Responses {
-			done[resp.ChildTaskID] = true
-		}
-		for _, d := range t.Context.Delegations {
-			if !done[d.ChildTaskID] {
-				waiting = append(waiting, d.ChildTaskID)
-			}
-		}
-	}
-	// The turn's own input (the request it answers) and what the caller
-	// asked to keep.
-	keep[ts.inputID] = true
+	keep := map[string]bool{ts.inputID: true}
 	for id := range ts.keepIDs {
 		keep[id] = true
 	}
-	h := &ts.inst.hist
-	for _, p := range h.effective().idx {
-		m := h.at(p).msg
-		if id, _ := m.Metadata["taskId"].(string); id != "" && open[id] {
-			keep[m.ID] = true // a task's input or report, until the task completes
-		}
-		for _, c := range m.ToolCalls {
-			if calls[c.ID] {
-				keep[m.ID] = true
-			}
-		}
-		if m.Role == pipeline.RoleTool && (m.Name == ToolCallAgent || m.Name == ToolCallTeamAgent) {
-			for _, child := range waiting {
-				if strings.Contains(m.Content, child) {
-					keep[m.ID] = true // a delegation whose report has not come
-				}
-			}
+	for _, h := range turnHooks {
+		if err := h.keep(ts, keep); err != nil {
+			return nil, err
 		}
 	}
 	return keep, nil

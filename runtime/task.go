@@ -93,7 +93,10 @@ type DelegationContext struct {
 
 // Delegation is one call_agent of a task.
 type Delegation struct {
-	ChildTaskID string    `json:"child_task_id"`
+	ChildTaskID string `json:"child_task_id"`
+	// CallID is the call_agent tool call that made the delegation: its
+	// result stays in the context until the child reports.
+	CallID      string    `json:"call_id,omitempty"`
 	DelegatedTo string    `json:"delegated_to"`
 	Instance    string    `json:"instance"`
 	Team        string    `json:"team,omitempty"`

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
@@ -18,6 +17,30 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/tool"
 )
+
+// A turnHook is a feature of the runtime that takes part in every turn at
+// fixed points; the turn loop (this file) calls each in turnHooks' order
+// and knows none of them by name. A hook keeps its per-turn state in its
+// own field of turnState.
+type turnHook interface {
+	// beginTurn runs before the turn chain, with the turn's input.
+	beginTurn(ts *turnState, in pipeline.InputEvent)
+	// stage adds to the instance's unsaved batch what must commit with
+	// the step's tool results; committed then says whether the commit
+	// succeeded (err is nil), for the hook to finish or take it back. A
+	// hook whose stage was called, even if it failed, gets committed.
+	stage(ts *turnState) error
+	committed(ts *turnState, err error)
+	// keep adds to keep the IDs of the messages a reduction of the
+	// context must keep for the feature's sake.
+	keep(ts *turnState, keep map[string]bool) error
+	// endTurn runs after the turn chain and may change its outcome.
+	endTurn(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error)
+}
+
+// turnHooks are the features every turn calls: pauses (pending.go), then
+// delegation (delegation.go).
+var turnHooks = [...]turnHook{pauseHook{}, taskHook{}}
 
 // turnState is the runtime's own state for one turn, reached from the
 // pipeline contexts through Host(). Each instance owns one and reuses it for
@@ -48,21 +71,11 @@ type turnState struct {
 	inputID    string
 	keepIDs    map[string]bool
 	sentTokens int
-	// The delegation task the turn works on ("" if none), the tasks above
-	// it, and the delegations its tool calls made (delegation.go).
-	taskID    string
-	taskChain []string
-	delegMu   sync.Mutex
-	delegs    []delegation // not yet committed
-	children  []*Task      // committed: to start when the turn ends
 	// secretFn is ts.secret, bound once: model.Request.Secret.
 	secretFn func(string) (string, bool)
-	// pauseAfterStep is set when a tool call paused the turn
-	// (Pending.PauseCall): the turn ends paused after the step.
-	pauseAfterStep atomic.Bool
-	// pausedCalls maps the calls of the step that paused (PauseCall) to
-	// their pending items; guarded by conv.mu.
-	pausedCalls map[string]string
+	// The features' own state for the turn (see turnHook).
+	task  taskTurn  // delegation.go
+	pause pauseTurn // pending.go
 	// cont is the interrupted turn this one continues, if any
 	// (interrupt.go): its input is stored already, its steps counted.
 	cont continuation
@@ -103,13 +116,14 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	ts.storeCtx = context.WithoutCancel(ctx)
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.steps, ts.usage = 0, pipeline.Usage{}
-	ts.pauseAfterStep.Store(false)
-	clear(ts.pausedCalls)
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(turn),
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput, Secret: ts.secretFn}
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)
-	a.beginTask(ts, in)
+	ts.inputID, ts.keepIDs, ts.sentTokens = "", nil, 0
+	for _, h := range turnHooks {
+		h.beginTurn(ts, in)
+	}
 	ts.cont = cont
 	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents})
 	if r.bus.Active() {
@@ -140,11 +154,8 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 			res.FinishReason = pipeline.FinishText
 		}
 	}
-	if ts.taskID != "" {
-		res, err = a.settleTask(ts, in, res, err)
-	}
-	if len(inst.paused) == 0 {
-		r.unblock(a.name, inst.key)
+	for _, h := range turnHooks {
+		res, err = h.endTurn(ts, in, res, err)
 	}
 	if r.bus.Active() {
 		data := map[string]any{"finish_reason": res.FinishReason, "steps": res.Steps, "usage": res.Usage, "response": res.Response.Content}
@@ -223,7 +234,7 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 		case sr.Stop != "":
 			res.FinishReason = sr.Stop
 			return res, nil
-		case ts.pauseAfterStep.Load():
+		case ts.pause.afterStep.Load():
 			res.FinishReason = pipeline.FinishPaused
 			return res, nil
 		case len(sr.Message.ToolCalls) == 0 && !sr.Continue:
@@ -289,7 +300,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
 		var meta map[string]any
-		if item := ts.pausedCalls[r.CallID]; item != "" {
+		if item := ts.pause.calls[r.CallID]; item != "" {
 			// What the call waits for: if a stop of the process cuts the
 			// resume short, the next load says so (interrupt.go).
 			meta = map[string]any{MetaAwaits: item, "turn_id": ts.turnID}
@@ -315,24 +326,19 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 // delegations they announce. If the commit fails, the delegations never
 // happened, like the results.
 func (a *agent) commitStep(ts *turnState) error {
-	ts.delegMu.Lock()
-	n := len(ts.delegs)
-	ts.delegMu.Unlock()
-	if n == 0 {
-		return ts.inst.flush(ts.storeCtx, a.rt.store)
+	var err error
+	staged := 0
+	for _, h := range turnHooks {
+		staged++
+		if err = h.stage(ts); err != nil {
+			break
+		}
 	}
-	r := a.rt
-	r.tasks.mu.Lock()
-	defer r.tasks.mu.Unlock()
-	children, taskID := len(ts.children), ts.taskID
-	err := a.stageDelegations(ts)
 	if err == nil {
-		err = ts.inst.flush(ts.storeCtx, r.store)
+		err = ts.inst.flush(ts.storeCtx, a.rt.store)
 	}
-	if err != nil {
-		clear(ts.children[children:])
-		ts.children, ts.taskID = ts.children[:children], taskID
-		ts.inst.pending.Tasks = nil
+	for _, h := range turnHooks[:staged] {
+		h.committed(ts, err)
 	}
 	return err
 }
