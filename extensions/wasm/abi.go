@@ -1,7 +1,7 @@
 package wasm
 
-// ABIVersion is the guest ABI version this host implements (sdk/ABI.md).
-const ABIVersion = 1
+// abiVersion is the guest ABI version this host implements (sdk/ABI.md).
+const abiVersion = 1
 
 // Error codes of the host imports (sdk/ABI.md, "Results and error codes").
 const (

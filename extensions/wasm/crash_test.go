@@ -71,7 +71,7 @@ func TestCrashBackoffAndQuarantine(t *testing.T) {
 	x.crashes.Store(quarantineAfter - 1)
 	turn("trap")
 	err = turn("hello")
-	if !errors.Is(err, ErrQuarantined) || !strings.HasSuffix(err.Error(), `extension "hostile_trap" is quarantined after 20 crashed calls in a row; restart the runtime after fixing it`) {
+	if !errors.Is(err, errQuarantined) || !strings.HasSuffix(err.Error(), `extension "hostile_trap" is quarantined after 20 crashed calls in a row; restart the runtime after fixing it`) {
 		t.Fatalf("quarantined: %v", err)
 	}
 }

@@ -21,45 +21,46 @@ import (
 
 // Defaults of [Limits].
 const (
-	DefaultTimeout      = 2 * time.Second
-	DefaultMemoryLimit  = 64 << 20
-	DefaultMaxPayload   = 1 << 20
-	DefaultMaxDepth     = 64
-	DefaultMaxInstances = 16
+	defaultTimeout      = 2 * time.Second
+	defaultMemoryLimit  = 64 << 20
+	defaultMaxPayload   = 1 << 20
+	defaultMaxDepth     = 64
+	defaultMaxInstances = 16
 )
 
 // Limits bound a WASM extension. Zero fields take the defaults.
 type Limits struct {
 	// Timeout bounds the guest time of one hook call: the time spent in the
-	// guest and in its host calls, not in next.
+	// guest and in its host calls, not in next. Default 2 s.
 	Timeout time.Duration
 	// MemoryLimit caps an instance's linear memory, in bytes (rounded down
-	// to 64 KiB pages).
+	// to 64 KiB pages). Default 64 MiB.
 	MemoryLimit int
-	// MaxPayload caps one value passed through the ABI, in bytes.
+	// MaxPayload caps one value passed through the ABI, in bytes. Default
+	// 1 MiB.
 	MaxPayload int
-	// MaxDepth caps how deeply next may re-enter one instance.
+	// MaxDepth caps how deeply next may re-enter one instance. Default 64.
 	MaxDepth int
 	// MaxInstances caps the instances that run hooks at once; more calls
-	// wait for one.
+	// wait for one. Default 16.
 	MaxInstances int
 }
 
 func (l Limits) withDefaults() Limits {
 	if l.Timeout <= 0 {
-		l.Timeout = DefaultTimeout
+		l.Timeout = defaultTimeout
 	}
 	if l.MemoryLimit <= 0 {
-		l.MemoryLimit = DefaultMemoryLimit
+		l.MemoryLimit = defaultMemoryLimit
 	}
 	if l.MaxPayload <= 0 {
-		l.MaxPayload = DefaultMaxPayload
+		l.MaxPayload = defaultMaxPayload
 	}
 	if l.MaxDepth <= 0 {
-		l.MaxDepth = DefaultMaxDepth
+		l.MaxDepth = defaultMaxDepth
 	}
 	if l.MaxInstances <= 0 {
-		l.MaxInstances = DefaultMaxInstances
+		l.MaxInstances = defaultMaxInstances
 	}
 	return l
 }

@@ -6,3 +6,7 @@ func SkipMetering(e *Engine) { e.noMeter = true }
 
 // OnRunaway replaces the backstop's panic in x with f.
 func OnRunaway(x *Extension, f func(msg string)) { x.onRunaway = f }
+
+// DefaultMemoryLimit is the memory cap of an instance whose [Limits] leave
+// it zero.
+const DefaultMemoryLimit = defaultMemoryLimit

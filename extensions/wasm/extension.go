@@ -99,9 +99,6 @@ func (x *Extension) allowLog(n int) bool {
 
 var _ extensions.Extension = (*Extension)(nil)
 
-// Manifest returns what the module declared.
-func (x *Extension) Manifest() Manifest { return *x.manifest }
-
 // Register registers the hooks, tools and subscriptions the module's init
 // declared.
 func (x *Extension) Register(api *extensions.API) error {
@@ -209,16 +206,16 @@ const (
 	backoffBase     = 100 * time.Millisecond
 )
 
-// ErrQuarantined is matched by the error of a call to an extension that
+// errQuarantined is matched by the error of a call to an extension that
 // crashed too often.
-var ErrQuarantined = errors.New("quarantined")
+var errQuarantined = errors.New("quarantined")
 
 // admit refuses a call while the extension backs off or is quarantined.
 func (x *Extension) admit() error {
 	n := x.crashes.Load()
 	switch {
 	case n >= quarantineAfter:
-		return fmt.Errorf("extension %q is %w after %d crashed calls in a row; restart the runtime after fixing it", x.name, ErrQuarantined, n)
+		return fmt.Errorf("extension %q is %w after %d crashed calls in a row; restart the runtime after fixing it", x.name, errQuarantined, n)
 	case n >= backoffAfter:
 		if until := x.backoffUntil.Load(); time.Now().UnixNano() < until {
 			return fmt.Errorf("extension %q backs off after %d crashed calls in a row (until %s)", x.name, n, time.Unix(0, until).UTC().Format(time.RFC3339Nano))

@@ -154,8 +154,8 @@ func hostManifest(in *instance, p []uint64) int32 {
 	if err := decodeStrict(b, &m); err != nil {
 		return in.fail(codeInvalid, "manifest: %v", err)
 	}
-	if m.ABI != ABIVersion {
-		return in.fail(codeInvalid, "manifest: abi %d, host ABI version %d", m.ABI, ABIVersion)
+	if m.ABI != abiVersion {
+		return in.fail(codeInvalid, "manifest: abi %d, host ABI version %d", m.ABI, abiVersion)
 	}
 	for _, h := range m.Hooks {
 		if h != "turn" && h != "step" && h != "tool_call" {

@@ -135,12 +135,12 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 1 || int32(res[0]) != ABIVersion {
+	if len(res) != 1 || int32(res[0]) != abiVersion {
 		got := "nothing"
 		if len(res) == 1 {
 			got = strconv.Itoa(int(int32(res[0])))
 		}
-		return nil, fmt.Errorf("guest ABI version %s, host ABI version %d: rebuild the extension with a matching SDK", got, ABIVersion)
+		return nil, fmt.Errorf("guest ABI version %s, host ABI version %d: rebuild the extension with a matching SDK", got, abiVersion)
 	}
 	in.init = &initState{}
 	res, err = in.callPlain(ctx, mod.ExportedFunction(exportInit), exportInit)
