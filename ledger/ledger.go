@@ -28,8 +28,8 @@ const (
 	Failed   Status = "failed"   // the item cannot be answered any more
 )
 
-// Final reports whether s ends an item.
-func (s Status) Final() bool {
+// final reports whether s ends an item.
+func (s Status) final() bool {
 	switch s {
 	case Answered, Provided, Rejected, Skipped, Timeout, Failed:
 		return true
@@ -226,7 +226,7 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Item, error) {
 // resolved ([ErrResolved]), an item of another instance
 // ([ErrWrongInstance]), or a status that does not end an item.
 func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, error) {
-	if !r.Status.Final() {
+	if !r.Status.final() {
 		return Item{}, fmt.Errorf("pending item %q: cannot resolve as %q (want answered, provided, rejected, skipped, timeout or failed)", id, r.Status)
 	}
 	l.mu.Lock()
@@ -251,13 +251,14 @@ func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, er
 	return it, nil
 }
 
-// Expire resolves every pending item whose ExpiresAt has passed, and
+// expire resolves every pending item whose ExpiresAt has passed, and
 // returns them. decide says how each ends (nil: as [Timeout], closed); what
 // the timeout means for the paused turn (resume with a default, fail the
-// task, stay paused) is the caller's to act on. The runtime calls Expire at
-// start-up, so items that expired while the process was down are handled
-// too. An item whose resolution keeps it open is not expired again.
-func (l *Ledger) Expire(ctx context.Context, decide func(Item) Resolution) ([]Item, error) {
+// task, stay paused) is the caller's to act on. An item whose resolution
+// keeps it open is not expired again. The runtime does not call it: its
+// expiry timer lists the pending items and asks each item's extension how
+// it ends.
+func (l *Ledger) expire(ctx context.Context, decide func(Item) Resolution) ([]Item, error) {
 	items, err := l.List(ctx, Filter{Status: Pending})
 	if err != nil {
 		return nil, err
