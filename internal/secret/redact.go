@@ -12,12 +12,12 @@ import (
 	"strings"
 )
 
-// MinRedactLen is the length, in bytes, of the shortest value a [Redactor]
+// minRedactLen is the length, in bytes, of the shortest value a [Redactor]
 // masks, and of the shortest encoded form it looks for. Masking shorter
 // values would mangle ordinary text: a secret "abc" or "42" occurs in words
 // and numbers everywhere. The runtime therefore does not count on redaction
 // to hide a value shorter than this.
-const MinRedactLen = 4
+const minRedactLen = 4
 
 // Redactor replaces secret values in text with "[secret NAME]". Make one
 // with [NewRedactor]. A nil *Redactor masks nothing.
@@ -44,7 +44,7 @@ const MinRedactLen = 4
 //     forms above: a URL rewritten around its password (another host,
 //     another user, another path) still has the password masked.
 //
-// Forms shorter than [MinRedactLen] are not looked for, nor are the
+// Forms shorter than [minRedactLen] are not looked for, nor are the
 // passwords of URLs that short.
 //
 // # What it does not catch
@@ -64,7 +64,7 @@ type Redactor struct {
 	// labels of the secrets, "[secret NAME]", by secret index.
 	labels []string
 	// patterns are every form of every value, longest first, then by
-	// text; no two share a text. All are at least MinRedactLen bytes long.
+	// text; no two share a text. All are at least minRedactLen bytes long.
 	patterns []pattern
 	// probes are the patterns that contain no other pattern: text holds a
 	// pattern if and only if it holds a probe, so the search for none
@@ -85,7 +85,7 @@ type Redactor struct {
 // of the window, hashed, tell how far it may move on, and when that is 0,
 // the probes that begin as the window does are compared with the text.
 const (
-	gramLen   = 4  // bytes hashed at a time; at most MinRedactLen
+	gramLen   = 4  // bytes hashed at a time; at most minRedactLen
 	shiftBits = 12 // the shift table has 1<<shiftBits entries
 	maxWindow = 64 // longest window: shifts fit in a byte
 )
@@ -98,7 +98,7 @@ type pattern struct {
 }
 
 // NewRedactor returns a Redactor for secrets, a map from name to value.
-// Values shorter than [MinRedactLen] bytes are ignored (see there). Of names
+// Values shorter than [minRedactLen] bytes are ignored (see there). Of names
 // whose values share a form, the first in byte order labels it, a value
 // itself before a value's encoding.
 func NewRedactor(secrets map[string]string) *Redactor {
@@ -110,14 +110,14 @@ func NewRedactor(secrets map[string]string) *Redactor {
 	var cands []candidate
 	for _, name := range slices.Sorted(maps.Keys(secrets)) {
 		v := secrets[name]
-		if len(v) < MinRedactLen {
+		if len(v) < minRedactLen {
 			continue
 		}
 		i := len(r.labels)
 		r.labels = append(r.labels, "[secret "+name+"]")
 		for _, base := range append([]string{v}, urlPasswords(v)...) {
 			for _, f := range forms(base) {
-				if len(f) >= MinRedactLen {
+				if len(f) >= minRedactLen {
 					cands = append(cands, candidate{pattern{text: f, secret: i}, f != v})
 				}
 			}
@@ -273,9 +273,9 @@ func urlPasswords(v string) []string {
 	}
 }
 
-// Empty reports whether r masks nothing: it is nil or has no value of at
-// least [MinRedactLen] bytes.
-func (r *Redactor) Empty() bool { return r == nil || len(r.patterns) == 0 }
+// empty reports whether r masks nothing: it is nil or has no value of at
+// least [minRedactLen] bytes.
+func (r *Redactor) empty() bool { return r == nil || len(r.patterns) == 0 }
 
 // Redact returns s with every occurrence of every value, in every form the
 // [Redactor] knows, replaced by "[secret NAME]". When s holds none, it
@@ -289,7 +289,7 @@ func (r *Redactor) Empty() bool { return r == nil || len(r.patterns) == 0 }
 // "abcdefghi" becomes "[secret A][secret B]". The forms of one value are
 // that value: overlapping forms of one value get one label.
 func (r *Redactor) Redact(s string) string {
-	if r.Empty() {
+	if r.empty() {
 		return s
 	}
 	var buf [4]uint64 // up to 256 probes without allocating

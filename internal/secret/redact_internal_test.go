@@ -16,7 +16,7 @@ func FuzzFindProbes(f *testing.F) {
 	f.Add("xxxxyyyy 78787878", "xxxx", "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy", "https://u:xyxyxy@h")
 	f.Fuzz(func(t *testing.T, text, a, b, c string) {
 		r := NewRedactor(map[string]string{"A": a, "B": b, "C": c})
-		if r.Empty() {
+		if r.empty() {
 			return
 		}
 		bits := make([]uint64, (len(r.probes)+63)/64)

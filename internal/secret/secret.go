@@ -27,8 +27,8 @@ const version byte = 1
 const (
 	nonceLen = 12
 	tagLen   = 16
-	// Overhead is how many bytes longer a sealed value is than its plaintext.
-	Overhead = 1 + nonceLen + tagLen
+	// overhead is how many bytes longer a sealed value is than its plaintext.
+	overhead = 1 + nonceLen + tagLen
 )
 
 // Keyring seals and opens values with one AES-256-GCM key. It does not keep
@@ -62,7 +62,7 @@ func NewKeyring(key []byte) (*Keyring, error) {
 // documentation. It does not change plaintext, and the result does not
 // share memory with it.
 func (k *Keyring) Seal(plaintext []byte, aad string) ([]byte, error) {
-	out := make([]byte, 1, Overhead+len(plaintext))
+	out := make([]byte, 1, overhead+len(plaintext))
 	out[0] = version
 	return k.aead.Seal(out, nil, plaintext, additionalData(aad)), nil
 }
@@ -85,8 +85,8 @@ func (k *Keyring) Open(sealed []byte, aad string) ([]byte, error) {
 		return nil, errors.New("secret: sealed value is empty")
 	case sealed[0] != version:
 		return nil, fmt.Errorf("secret: sealed value has unknown format version %d", sealed[0])
-	case len(sealed) < Overhead:
-		return nil, fmt.Errorf("secret: sealed value is %d bytes long, too short (at least %d)", len(sealed), Overhead)
+	case len(sealed) < overhead:
+		return nil, fmt.Errorf("secret: sealed value is %d bytes long, too short (at least %d)", len(sealed), overhead)
 	}
 	plaintext, err := k.aead.Open(nil, nil, sealed[1:], additionalData(aad))
 	if err != nil {

@@ -7,13 +7,13 @@ import (
 	"unicode/utf8"
 )
 
-// ContextLines is how many lines before and after the error line a snippet shows.
-const ContextLines = 3
+// contextLines is how many lines before and after the error line a snippet shows.
+const contextLines = 3
 
-// SnippetWidth is how many characters of a line a snippet shows. Of a longer
+// snippetWidth is how many characters of a line a snippet shows. Of a longer
 // line it shows a window around the column, with "…" where it cuts, so that
 // an error in a file of one huge line stays readable.
-const SnippetWidth = 160
+const snippetWidth = 160
 
 // Lines splits a file into lines without their line ends, as [Snippet]
 // wants them.
@@ -37,8 +37,8 @@ func Snippet(lines []string, line, col int) string {
 	if line < 1 || line > len(lines) {
 		return ""
 	}
-	first := max(1, line-ContextLines)
-	last := min(len(lines), line+ContextLines)
+	first := max(1, line-contextLines)
+	last := min(len(lines), line+contextLines)
 	width := max(2, len(strconv.Itoa(last)))
 	start := windowStart(lines[line-1], col)
 	var b strings.Builder
@@ -65,38 +65,38 @@ func Snippet(lines []string, line, col int) string {
 
 // windowStart returns the index of the first character of text a snippet
 // shows so that column col is in view: 0 unless text is longer than
-// [SnippetWidth].
+// [snippetWidth].
 func windowStart(text string, col int) int {
-	if len(text) <= SnippetWidth {
+	if len(text) <= snippetWidth {
 		return 0 // no more characters than bytes
 	}
 	n := utf8.RuneCountInString(text)
-	if n <= SnippetWidth {
+	if n <= snippetWidth {
 		return 0
 	}
-	return max(0, min(col-1-SnippetWidth/2, n-SnippetWidth))
+	return max(0, min(col-1-snippetWidth/2, n-snippetWidth))
 }
 
-// clip returns text whole if it is no longer than [SnippetWidth]
-// characters, else the SnippetWidth characters from character start, with
+// clip returns text whole if it is no longer than [snippetWidth]
+// characters, else the snippetWidth characters from character start, with
 // "…" where it cuts; and how many characters it put before them (1 for a
 // "…", else 0).
 func clip(text string, start int) (string, int) {
-	if len(text) <= SnippetWidth {
+	if len(text) <= snippetWidth {
 		return text, 0
 	}
 	r := []rune(text)
-	if len(r) <= SnippetWidth {
+	if len(r) <= snippetWidth {
 		return text, 0
 	}
-	start = min(start, len(r)-SnippetWidth)
+	start = min(start, len(r)-snippetWidth)
 	var b strings.Builder
 	shift := 0
 	if start > 0 {
 		b.WriteString("…")
 		shift = 1
 	}
-	end := start + SnippetWidth
+	end := start + snippetWidth
 	b.WriteString(string(r[start:end]))
 	if end < len(r) {
 		b.WriteString("…")

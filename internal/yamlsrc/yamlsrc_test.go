@@ -28,7 +28,7 @@ func TestSnippet(t *testing.T) {
 	}
 }
 
-// TestSnippetLongLines checks that a line longer than SnippetWidth is cut to
+// TestSnippetLongLines checks that a line longer than snippetWidth is cut to
 // a window around the column, and that the caret stays under it.
 func TestSnippetLongLines(t *testing.T) {
 	long := strings.Repeat("a", 100) + "é" + strings.Repeat("b", 200) + "X" + strings.Repeat("c", 300)

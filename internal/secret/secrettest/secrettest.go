@@ -17,7 +17,7 @@ import (
 	"testing"
 )
 
-// Forms returns v and the encodings of v that [Reveals] looks for as they
+// Forms returns v and the encodings of v that [reveals] looks for as they
 // are: base64 (standard and URL-safe, padded or not), hex (lower and upper
 // case), percent escapes (query, strict, path) and JSON string escapes
 // (with and without HTML escaping).
@@ -43,11 +43,11 @@ func jsonEscape(v string, html bool) string {
 	return strings.Trim(strings.TrimSpace(buf.String()), `"`)
 }
 
-// Reveals returns how text shows one of values, or "" if it shows none: as
+// reveals returns how text shows one of values, or "" if it shows none: as
 // one of its [Forms], or once decoded from a run of base64 (at each of the
 // four character alignments, so that a value inside a longer encoded text
 // counts), of hex (at both alignments), or of percent escapes.
-func Reveals(text string, values []string) string {
+func reveals(text string, values []string) string {
 	for _, v := range values {
 		for _, f := range Forms(v) {
 			if strings.Contains(text, f) {
@@ -121,7 +121,7 @@ func runs(text string, in func(rune) bool) []string {
 }
 
 // Check reports, as errors of tb, where v reveals one of values (see
-// [Reveals]). v is a string or []byte, taken as it is and, line by line,
+// [reveals]). v is a string or []byte, taken as it is and, line by line,
 // as JSON; or any other value, which is marshalled to JSON first. In
 // decoded JSON every string is checked, and checked again as JSON if it is
 // some: a value can hide behind JSON escapes, two levels deep in a JSON
@@ -149,7 +149,7 @@ func Check(tb testing.TB, what string, v any, values []string) {
 			tb.Errorf("%s reveals a secret (%s) in:\n%s", what, how, cut(in))
 		}
 	}
-	if how := Reveals(raw, values); how != "" {
+	if how := reveals(raw, values); how != "" {
 		report(how, raw)
 	}
 	var walk func(x any)
@@ -157,7 +157,7 @@ func Check(tb testing.TB, what string, v any, values []string) {
 		tb.Helper()
 		switch x := x.(type) {
 		case string:
-			if how := Reveals(x, values); how != "" {
+			if how := reveals(x, values); how != "" {
 				report(how, x)
 			}
 			var inner any
