@@ -72,6 +72,32 @@ func nameByte(c byte) bool {
 		c == '_' || c == '.' || c == '-'
 }
 
+// ValidateEnvName reports whether s is a valid environment variable name,
+// as secrets and API key variables are named: 1 to 64 bytes of letters,
+// digits and '_', not starting with a digit:
+//
+//	store: invalid secret name "1KEY": starts with a digit (want [A-Za-z_][A-Za-z0-9_]{0,63})
+//
+// kind names what s is in the error. The error matches [ErrInvalidName].
+func ValidateEnvName(kind, s string) error {
+	const rule = "want [A-Za-z_][A-Za-z0-9_]{0,63}"
+	switch {
+	case s == "":
+		return &nameError{kind, s, "empty", rule}
+	case len(s) > maxNameLen:
+		return &nameError{kind, s, strconv.Itoa(len(s)) + " bytes long", rule}
+	case '0' <= s[0] && s[0] <= '9':
+		return &nameError{kind, s, "starts with a digit", rule}
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c != '_' && !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			_, w := utf8.DecodeRuneInString(s[i:])
+			return &nameError{kind, s, fmt.Sprintf("character %q at offset %d not allowed", s[i:i+w], i), rule}
+		}
+	}
+	return nil
+}
+
 // ValidateInstanceKey reports whether s is a valid instance key: 1 to 256
 // bytes of valid UTF-8 without NUL. The error reads
 //

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 const (
 	nameRule = "(want [a-zA-Z0-9_.-]{1,64})"
+	envRule  = "(want [A-Za-z_][A-Za-z0-9_]{0,63})"
 	keyRule  = "(want 1 to 256 bytes of UTF-8 without NUL)"
 )
 
@@ -83,5 +85,27 @@ func checkNameError(t *testing.T, err error, want string) {
 	}
 	if !errors.Is(err, store.ErrInvalidName) {
 		t.Fatalf("error %v does not match ErrInvalidName", err)
+	}
+}
+
+func TestValidateEnvName(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"OPENAI_API_KEY", ""},
+		{"_x9", ""},
+		{strings.Repeat("K", 64), ""},
+		{"", `store: invalid secret name "": empty ` + envRule},
+		{"1KEY", `store: invalid secret name "1KEY": starts with a digit ` + envRule},
+		{"A-B", `store: invalid secret name "A-B": character "-" at offset 1 not allowed ` + envRule},
+		{"A.B", `store: invalid secret name "A.B": character "." at offset 1 not allowed ` + envRule},
+		{"KÉY", `store: invalid secret name "KÉY": character "É" at offset 1 not allowed ` + envRule},
+		{strings.Repeat("K", 65), `store: invalid secret name "` + strings.Repeat("K", 65) + `": 65 bytes long ` + envRule},
+	} {
+		err := store.ValidateEnvName("secret name", tt.in)
+		if got := fmt.Sprint(err); (tt.want == "" && err != nil) || (tt.want != "" && got != tt.want) {
+			t.Errorf("ValidateEnvName(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+		if err != nil && !errors.Is(err, store.ErrInvalidName) {
+			t.Errorf("ValidateEnvName(%q): %v does not match ErrInvalidName", tt.in, err)
+		}
 	}
 }

@@ -176,7 +176,7 @@ func validateSecret(agent, key, name string) error {
 	if err := validate(agent, key); err != nil {
 		return err
 	}
-	return ValidateName("secret name", name)
+	return ValidateEnvName("secret name", name)
 }
 
 // checkSealed refuses an empty sealed value.

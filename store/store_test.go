@@ -458,13 +458,13 @@ func testInvalidNames(t *testing.T, s store.Store) {
 		{"set state: bad agent", func() error { return s.SetState(ctx, "a\x00b", "k", "e", nil) },
 			`store: invalid agent name "a\x00b": character "\x00" at offset 1 not allowed ` + nameRule},
 		{"put secret: space in name", func() error { return s.PutSecret(ctx, "a", "k", "OPENAI API KEY", []byte("sealed")) },
-			`store: invalid secret name "OPENAI API KEY": character " " at offset 6 not allowed ` + nameRule},
+			`store: invalid secret name "OPENAI API KEY": character " " at offset 6 not allowed ` + envRule},
 		{"put secret: long name", func() error { return s.PutSecret(ctx, "a", "k", strings.Repeat("K", 65), []byte("sealed")) },
-			`store: invalid secret name "` + strings.Repeat("K", 65) + `": 65 bytes long ` + nameRule},
+			`store: invalid secret name "` + strings.Repeat("K", 65) + `": 65 bytes long ` + envRule},
 		{"put secret: empty key before empty value", func() error { return s.PutSecret(ctx, "a", "", "K", nil) },
 			`store: invalid instance key "": empty ` + keyRule},
 		{"get secret: empty name", func() error { _, _, err := s.GetSecret(ctx, "a", "k", ""); return err },
-			`store: invalid secret name "": empty ` + nameRule},
+			`store: invalid secret name "": empty ` + envRule},
 		{"get secret: bad agent", func() error { _, _, err := s.GetSecret(ctx, "a/b", "k", "K"); return err },
 			`store: invalid agent name "a/b": character "/" at offset 1 not allowed ` + nameRule},
 		{"list secrets: NUL in key", func() error { _, err := s.ListSecrets(ctx, "a", "k\x00K"); return err },
@@ -472,7 +472,7 @@ func testInvalidNames(t *testing.T, s store.Store) {
 		{"list secrets: empty agent", func() error { _, err := s.ListSecrets(ctx, "", "k"); return err },
 			`store: invalid agent name "": empty ` + nameRule},
 		{"delete secret: NUL in name", func() error { return s.DeleteSecret(ctx, "a", "k", "K\x00") },
-			`store: invalid secret name "K\x00": character "\x00" at offset 1 not allowed ` + nameRule},
+			`store: invalid secret name "K\x00": character "\x00" at offset 1 not allowed ` + envRule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -760,17 +760,17 @@ func testSecrets(t *testing.T, s store.Store) {
 	// Neighbouring instances and agents, and every byte value.
 	binary := "\x01\x00\xff\xfe sealed \x00"
 	putSecret(t, s, "a", "k", "GITHUB_TOKEN", "sealed-github")
-	putSecret(t, s, "a", "k", "bin.v-1", binary)
+	putSecret(t, s, "a", "k", "bin_v1", binary)
 	putSecret(t, s, "a", "k2", "OPENAI_API_KEY", "sealed-k2")
 	putSecret(t, s, "a", "k\x01", "OPENAI_API_KEY", "sealed-k1")
 	putSecret(t, s, "ab", "k", "OPENAI_API_KEY", "sealed-ab")
-	wantSecret(t, s, "a", "k", "bin.v-1", []byte(binary))
+	wantSecret(t, s, "a", "k", "bin_v1", []byte(binary))
 	wantSecret(t, s, "a", "k2", "OPENAI_API_KEY", []byte("sealed-k2"))
 	wantSecret(t, s, "a", "k\x01", "OPENAI_API_KEY", []byte("sealed-k1"))
 	wantSecret(t, s, "ab", "k", "OPENAI_API_KEY", []byte("sealed-ab"))
 	wantSecret(t, s, "ab", "k", "GITHUB_TOKEN", nil)
 	wantSecret(t, s, "a", "k", "openai_api_key", nil) // names are case-sensitive
-	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin.v-1")
+	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin_v1")
 	wantSecrets(t, s, "a", "k2", "OPENAI_API_KEY")
 	wantSecrets(t, s, "ab", "k", "OPENAI_API_KEY")
 	wantSecrets(t, s, "a", "other")
@@ -779,7 +779,7 @@ func testSecrets(t *testing.T, s store.Store) {
 	// Replace.
 	putSecret(t, s, "a", "k", "OPENAI_API_KEY", "sealed-openai-2")
 	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", []byte("sealed-openai-2"))
-	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin.v-1")
+	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin_v1")
 
 	// An empty sealed value is refused, not taken as a deletion.
 	for _, v := range [][]byte{nil, {}} {
@@ -794,11 +794,11 @@ func testSecrets(t *testing.T, s store.Store) {
 	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY")
 	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY")
 	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", nil)
-	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "bin.v-1")
+	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "bin_v1")
 	wantSecret(t, s, "a", "k2", "OPENAI_API_KEY", []byte("sealed-k2"))
 	wantSecret(t, s, "ab", "k", "OPENAI_API_KEY", []byte("sealed-ab"))
 	deleteSecret(t, s, "a", "k", "GITHUB_TOKEN")
-	deleteSecret(t, s, "a", "k", "bin.v-1")
+	deleteSecret(t, s, "a", "k", "bin_v1")
 	wantSecrets(t, s, "a", "k")
 	wantSecrets(t, s, "a", "k2", "OPENAI_API_KEY")
 

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // Known tells [File.Validate] which tools, extensions and model providers
@@ -198,7 +199,7 @@ func (v *validator) name(what, list string, i int, name string, first map[string
 		pre := list + "[" + strconv.Itoa(i) + "]: "
 		v.errorf(path, "%sname is required", pre)
 		return pre
-	case !validAgentName(name):
+	case store.ValidateName(what+" name", name) != nil:
 		v.errorf(path, "invalid %s name %q: use 1 to 64 letters, digits, '_', '.' or '-'", what, name)
 	default:
 		if j, dup := first[name]; dup {
@@ -309,25 +310,10 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 		}
 	}
 	for k, s := range e.Secrets {
-		if !envName(s) {
+		if store.ValidateEnvName("secret", s) != nil {
 			v.errorf(path+".secrets["+strconv.Itoa(k)+"]", "%ssecrets: %q is not an environment variable name (letters, digits and _, not starting with a digit)", epre, s)
 		}
 	}
-}
-
-// envName reports whether s is an environment variable name, as secrets are named.
-func envName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9' {
-			continue
-		}
-		return false
-	}
-	return true
 }
 
 // inFile reports whether the file has a node at path.
@@ -361,7 +347,7 @@ func (v *validator) model(m *Model, path, pre string) {
 	if m.Thinking < 0 {
 		v.errorf(path+".thinking", "%sthinking must not be negative, got %d", pre, m.Thinking)
 	}
-	if m.APIKeyEnv != "" && !validEnvName(m.APIKeyEnv) {
+	if m.APIKeyEnv != "" && store.ValidateEnvName("api_key_env", m.APIKeyEnv) != nil {
 		// It may be a key pasted in by mistake: neither the message nor
 		// an excerpt of the line repeats it.
 		v.errorf(path+".api_key_env", "%sapi_key_env must name an environment variable (letters, digits and '_'); "+
@@ -372,36 +358,6 @@ func (v *validator) model(m *Model, path, pre string) {
 
 // MaxRetriesLimit is the largest max_retries [File.Validate] accepts.
 const MaxRetriesLimit = 20
-
-// validEnvName reports whether name is an environment variable's name.
-func validEnvName(name string) bool {
-	if name == "" || len(name) > 128 || ('0' <= name[0] && name[0] <= '9') {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// validAgentName reports whether name matches [a-zA-Z0-9_.-]{1,64}.
-func validAgentName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
 
 // TimeoutDuration parses Timeout; "" is 0 (the default).
 func (l *Limits) TimeoutDuration() (time.Duration, error) {
