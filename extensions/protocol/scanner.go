@@ -9,9 +9,9 @@ import (
 	"unicode/utf8"
 )
 
-// DefaultMaxBlockSize is the most bytes a block may hold, its tag lines
+// defaultMaxBlockSize is the most bytes a block may hold, its tag lines
 // included, unless [MaxBlockSize] says otherwise.
-const DefaultMaxBlockSize = 64 << 10
+const defaultMaxBlockSize = 64 << 10
 
 // maxProblems is the most problems reported for one block: more would not
 // help the model correct it.
@@ -31,7 +31,7 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 // MaxBlockSize sets the most bytes a block may hold, its tag lines included
-// (default [DefaultMaxBlockSize]). A longer block is reported as an [Error]
+// (default 64 KiB). A longer block is reported as an [Error]
 // and the rest of it is read as ordinary text. It panics if n < 1.
 func MaxBlockSize(n int) Option {
 	if n < 1 {
@@ -126,7 +126,7 @@ func NewScanner(reg *Registry, opts ...Option) *Scanner {
 	if reg == nil {
 		panic("protocol: NewScanner with a nil Registry")
 	}
-	c := config{maxBlock: DefaultMaxBlockSize}
+	c := config{maxBlock: defaultMaxBlockSize}
 	for _, o := range opts {
 		o.apply(&c)
 	}

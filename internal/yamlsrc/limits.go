@@ -15,14 +15,14 @@ import (
 // parses it (the more tokens per byte, the more), and its memory and time
 // grow with the square of the nesting depth: 80 KB of nested brackets took
 // 2.5 GB. MaxSize keeps a hostile file under about half a gigabyte and a few
-// seconds of parsing; the largest file the project ships is 4 KB. MaxDepth
+// seconds of parsing; the largest file the project ships is 4 KB. maxDepth
 // is ten times the depth of a real config or script.
 const (
 	// MaxSize is the largest YAML file Ganglion reads, in bytes: 1 MiB.
 	MaxSize = 1 << 20
-	// MaxDepth is how deeply collections (mappings and sequences, block
+	// maxDepth is how deeply collections (mappings and sequences, block
 	// or flow) may nest in a YAML file: 100 levels.
-	MaxDepth = 100
+	maxDepth = 100
 )
 
 // LimitError is a YAML file over one of the limits [Check] enforces. Readers
@@ -30,7 +30,7 @@ const (
 // Column say where the nesting went too deep.
 type LimitError struct {
 	// Line and Column (both from 1, Column in characters) locate the
-	// collection that opens one level more than [MaxDepth]; both are 0 for
+	// collection that opens one level more than the 100 allowed; both are 0 for
 	// a file over [MaxSize].
 	Line, Column int
 	// Msg says what is over which limit, without the file or position.
@@ -53,7 +53,7 @@ func ReadFile(path string) ([]byte, error) {
 }
 
 // Check returns a *[LimitError] if data is larger than [MaxSize] bytes or
-// nests collections deeper than [MaxDepth] levels, and nil otherwise. It
+// nests collections deeper than maxDepth levels, and nil otherwise. It
 // reads data once, in time proportional to its size, without allocating,
 // and is meant to run before data is parsed.
 //
@@ -67,7 +67,7 @@ func Check(data []byte) error {
 	if len(data) > MaxSize {
 		return &LimitError{Msg: fmt.Sprintf("file is over the limit of %d bytes (1 MiB)", MaxSize)}
 	}
-	s := depthScanner{max: MaxDepth}
+	s := depthScanner{max: maxDepth}
 	return s.scan(data)
 }
 

@@ -105,8 +105,8 @@
 //
 // # Limits
 //
-// Parse refuses a command longer than [MaxBytes], one that lists more than
-// [MaxCommands] commands and one nested deeper than [MaxDepth] levels,
+// Parse refuses a command longer than 64 KiB, one that lists more than
+// 1,000 commands and one nested deeper than 100 levels,
 // counting groups, bodies, substitutions, expansions and parentheses. It
 // checks the nesting while the parser runs, so that a hostile command line
 // costs little time and memory: parsing takes time roughly linear in the

@@ -13,14 +13,14 @@ import (
 // Limits enforced by [Parse]. Input beyond them is refused with an [*Error]
 // rather than analysed partially.
 const (
-	// MaxBytes is the largest command, in bytes, that Parse accepts.
-	MaxBytes = 64 << 10
-	// MaxCommands is the largest number of entries Parse puts in
+	// maxBytes is the largest command, in bytes, that Parse accepts.
+	maxBytes = 64 << 10
+	// maxCommands is the largest number of entries Parse puts in
 	// [Script.Commands].
-	MaxCommands = 1000
-	// MaxDepth is the deepest nesting of groups, bodies, substitutions,
+	maxCommands = 1000
+	// maxDepth is the deepest nesting of groups, bodies, substitutions,
 	// expansions and parentheses that Parse accepts.
-	MaxDepth = 100
+	maxDepth = 100
 )
 
 // Command is one command the script may run, found anywhere in it: at the
@@ -123,11 +123,11 @@ func (e *Error) Error() string {
 // # Errors
 //
 // Parse returns an [*Error] when src does not parse, is empty or only
-// whitespace and comments, holds a NUL byte, is longer than [MaxBytes],
-// lists more than [MaxCommands] commands or nests deeper than [MaxDepth].
+// whitespace and comments, holds a NUL byte, is longer than 64 KiB, lists
+// more than 1,000 commands or nests deeper than 100 levels.
 func Parse(src string) (Script, error) {
-	if len(src) > MaxBytes {
-		return Script{}, &Error{Msg: fmt.Sprintf("command is %d bytes long, more than the %d allowed", len(src), MaxBytes)}
+	if len(src) > maxBytes {
+		return Script{}, &Error{Msg: fmt.Sprintf("command is %d bytes long, more than the %d allowed", len(src), maxBytes)}
 	}
 	if i := strings.IndexByte(src, 0); i >= 0 {
 		return Script{}, errorAt(src, i, "NUL byte in command")
@@ -142,7 +142,7 @@ func Parse(src string) (Script, error) {
 	r := newGuardReader(src)
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(r, "")
 	if r.deep {
-		return Script{}, errorAt(src, r.off, fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
+		return Script{}, errorAt(src, r.off, fmt.Sprintf("nesting deeper than %d levels", maxDepth))
 	}
 	if err != nil {
 		return Script{}, parseError(src, err)
@@ -183,7 +183,7 @@ func errorAt(src string, off int, msg string) *Error {
 
 // The syntax parser recurses once or more per level of nesting and has no
 // limit of its own: 64 KiB of "(" costs it a 256 MiB stack and most of a
-// second. [MaxDepth] is checked on the tree, once parsed, so guardReader
+// second. maxDepth is checked on the tree, once parsed, so guardReader
 // bounds the parse itself. It hands the parser its input in small chunks
 // and, before each, refuses to go on once the parser's call stack is
 // deeper than maxParseFrames frames more than where Parse started. The
@@ -191,9 +191,9 @@ func errorAt(src string, off int, msg string) *Error {
 // stack to within readChunk bytes of input of the limit, whatever the
 // input's quoting.
 const (
-	// maxParseFrames allows for MaxDepth levels of the costliest nesting,
+	// maxParseFrames allows for maxDepth levels of the costliest nesting,
 	// parentheses in arithmetic, which take about 30 frames a level.
-	maxParseFrames = 50 * MaxDepth
+	maxParseFrames = 50 * maxDepth
 	readChunk      = 128
 )
 

@@ -24,14 +24,14 @@ func (w *walker) fail(pos syntax.Pos, msg string) {
 }
 
 // enter opens one level of nesting at n; it reports false, and records the
-// error, when that goes past [MaxDepth]. Every enter that returns true is
+// error, when that goes past maxDepth. Every enter that returns true is
 // paired with a leave.
 func (w *walker) enter(n syntax.Node) bool {
 	if w.err != nil {
 		return false
 	}
-	if w.depth >= MaxDepth {
-		w.fail(n.Pos(), fmt.Sprintf("nesting deeper than %d levels", MaxDepth))
+	if w.depth >= maxDepth {
+		w.fail(n.Pos(), fmt.Sprintf("nesting deeper than %d levels", maxDepth))
 		return false
 	}
 	w.depth++
@@ -41,13 +41,13 @@ func (w *walker) enter(n syntax.Node) bool {
 func (w *walker) leave() { w.depth-- }
 
 // add appends c to the script and returns its index, or -1 when that goes
-// past [MaxCommands].
+// past maxCommands.
 func (w *walker) add(pos syntax.Pos, c Command) int {
 	if w.err != nil {
 		return -1
 	}
-	if len(w.script.Commands) >= MaxCommands {
-		w.fail(pos, fmt.Sprintf("more than %d commands", MaxCommands))
+	if len(w.script.Commands) >= maxCommands {
+		w.fail(pos, fmt.Sprintf("more than %d commands", maxCommands))
 		return -1
 	}
 	w.script.Commands = append(w.script.Commands, c)
