@@ -104,13 +104,13 @@ func run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	scripted, err := scripted.Parse("script.yaml", []byte(script))
+	model, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		return err
 	}
 	rt, err := runtime.New(ctx,
 		runtime.WithConfig(cfg),
-		runtime.WithModel(scripted),
+		runtime.WithModel(model),
 		runtime.WithDataDir(filepath.Join(dir, "data")),
 		runtime.WithTool(weather),
 		runtime.WithExtension("polite", polite),

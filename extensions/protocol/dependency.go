@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // KindDependencyRequest is the name of the block that asks for a
@@ -82,22 +84,10 @@ func buildDependency(f *Fields) (any, error) {
 	if d.Type == "" {
 		return nil, &FieldError{"type", fmt.Sprintf("unknown type %q (want api_key, env_variable, service, file, permission or package)", typ)}
 	}
-	if d.Secret() && !validEnvName(d.Name) {
-		return nil, &FieldError{"name", fmt.Sprintf("name %q must be an environment variable name for type %s (letters, digits and _, not starting with a digit)", d.Name, d.Type)}
+	if d.Secret() && store.ValidateEnvName("name", d.Name) != nil {
+		return nil, &FieldError{"name", fmt.Sprintf("name %q must be an environment variable name for type %s (1 to 64 letters, digits and _, not starting with a digit)", d.Name, d.Type)}
 	}
 	return d, nil
-}
-
-func validEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isIdentByte(s[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // Limits on dependency values.

@@ -33,7 +33,7 @@ description: For embeddings
 	}
 	// Output:
 	// USER_QUESTION at lines 2-9: "Which database should the service use?" ["PostgreSQL" "SQLite"], default "SQLite"
-	// line 12: name "OPENAI API KEY" must be an environment variable name for type api_key (letters, digits and _, not starting with a digit)
+	// line 12: name "OPENAI API KEY" must be an environment variable name for type api_key (1 to 64 letters, digits and _, not starting with a digit)
 }
 
 func ExampleScanner() {

@@ -53,11 +53,11 @@ agents:
       steps:
         - text: "model saw {{ .Input }}"
 `
-	scripted, err := scripted.Parse("script.yaml", []byte(script))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &asCountingModel{Provider: scripted}
+	m := &asCountingModel{Provider: sc}
 	path, err := filepath.Abs(filepath.Join(asRoot, asGuard))
 	if err != nil {
 		t.Fatal(err)
