@@ -15,9 +15,10 @@
 // the paused turn resumes).
 //
 // The ledger persists through the runtime's store, so items survive a
-// restart; [Ledger.Expire] handles the ones whose time ran out, also while
-// the process was down. What a resolution means for the paused turn (how it
-// resumes) belongs to the extension that created the item.
+// restart, with their deadlines (ExpiresAt); the runtime expires them by
+// resolving them with status timeout, also after the process was down.
+// What a resolution means for the paused turn (how it resumes) belongs to
+// the extension that created the item.
 //
 // Items never hold secrets: a provided dependency's value is kept apart,
 // encrypted, by the code that receives it.

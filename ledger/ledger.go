@@ -251,43 +251,6 @@ func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, er
 	return it, nil
 }
 
-// expire resolves every pending item whose ExpiresAt has passed, and
-// returns them. decide says how each ends (nil: as [Timeout], closed); what
-// the timeout means for the paused turn (resume with a default, fail the
-// task, stay paused) is the caller's to act on. An item whose resolution
-// keeps it open is not expired again. The runtime does not call it: its
-// expiry timer lists the pending items and asks each item's extension how
-// it ends.
-func (l *Ledger) expire(ctx context.Context, decide func(Item) Resolution) ([]Item, error) {
-	items, err := l.List(ctx, Filter{Status: Pending})
-	if err != nil {
-		return nil, err
-	}
-	now := l.now()
-	var out []Item
-	for _, it := range items {
-		if it.ExpiresAt.IsZero() || it.ExpiresAt.After(now) {
-			continue
-		}
-		r := Resolution{Status: Timeout}
-		if decide != nil {
-			r = decide(it)
-		}
-		if r.Reason == "" {
-			r.Reason = "no answer by " + it.ExpiresAt.UTC().Format(time.RFC3339)
-		}
-		done, err := l.Resolve(ctx, it.ID, r)
-		if errors.Is(err, ErrResolved) {
-			continue // answered meanwhile
-		}
-		if err != nil {
-			return out, err
-		}
-		out = append(out, done)
-	}
-	return out, nil
-}
-
 // MarkResumed records that turnID resumed the paused turn of the items
 // ids, which must all be resolved. Items marked already keep their mark.
 func (l *Ledger) MarkResumed(ctx context.Context, ids []string, turnID string) error {

@@ -189,45 +189,6 @@ func TestList(t *testing.T) {
 	}
 }
 
-func TestExpire(t *testing.T) {
-	ctx := context.Background()
-	f := newFixture(t, store.NewMemory())
-	mk := func(id string, expires time.Duration) {
-		it := question(id)
-		if expires != 0 {
-			it.ExpiresAt = base.Add(expires)
-		}
-		if _, err := f.l.Create(ctx, it); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mk("soon", time.Hour)
-	mk("later", 2*time.Hour)
-	mk("never", 0)
-	mk("answered", time.Hour)
-	if _, err := f.l.Resolve(ctx, "answered", ledger.Resolution{Status: ledger.Answered, Answer: "x"}); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := f.l.Expire(ctx, nil); err != nil || len(got) != 0 {
-		t.Fatalf("Expire before any deadline = %v, %v", got, err)
-	}
-	f.clock.advance(time.Hour) // exactly at the deadline
-	got, err := f.l.Expire(ctx, nil)
-	if err != nil || len(got) != 1 || got[0].ID != "soon" || got[0].Status != ledger.Timeout || got[0].Reason != "no answer by 2026-03-04T06:06:07Z" {
-		t.Fatalf("Expire = %+v, %v", got, err)
-	}
-	f.clock.advance(24 * time.Hour)
-	got, _ = f.l.Expire(ctx, nil)
-	if len(got) != 1 || got[0].ID != "later" {
-		t.Fatalf("second Expire = %+v", got)
-	}
-	for id, want := range map[string]ledger.Status{"soon": ledger.Timeout, "later": ledger.Timeout, "never": ledger.Pending, "answered": ledger.Answered} {
-		if it, _ := f.l.Get(ctx, id); it.Status != want {
-			t.Errorf("%s = %s, want %s", id, it.Status, want)
-		}
-	}
-}
-
 // TestResolveOnce: many answers at once, one wins.
 func TestResolveOnce(t *testing.T) {
 	ctx := context.Background()
@@ -286,16 +247,18 @@ func TestSurvivesRestart(t *testing.T) {
 	if err != nil || got.Status != ledger.Pending || string(got.Request) != string(created.Request) || !got.CreatedAt.Equal(created.CreatedAt) || got.Step != 2 {
 		t.Fatalf("after restart = %+v, %v", got, err)
 	}
-	f.clock.advance(2 * time.Hour)
-	expired, err := f.l.Expire(ctx, nil)
-	if err != nil || len(expired) != 1 || expired[0].Status != ledger.Timeout {
-		t.Fatalf("Expire after restart = %+v, %v", expired, err)
+	if !got.ExpiresAt.Equal(it.ExpiresAt) {
+		t.Fatalf("deadline after restart = %v, want %v", got.ExpiresAt, it.ExpiresAt)
+	}
+	expired, err := f.l.Resolve(ctx, "q1", ledger.Resolution{Status: ledger.Timeout})
+	if err != nil || expired.Status != ledger.Timeout || expired.Open {
+		t.Fatalf("timeout after restart = %+v, %v", expired, err)
 	}
 }
 
 // TestExpireKeepOpen: a timeout that keeps the item open (a required
-// question) records the timeout, is not expired twice, and can still be
-// answered, once.
+// question) records the timeout, leaves the items due for expiry (status
+// pending), and can still be answered, once.
 func TestExpireKeepOpen(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, store.NewMemory())
@@ -304,16 +267,12 @@ func TestExpireKeepOpen(t *testing.T) {
 	if _, err := f.l.Create(ctx, it); err != nil {
 		t.Fatal(err)
 	}
-	f.clock.advance(2 * time.Hour)
-	decide := func(it ledger.Item) ledger.Resolution {
-		return ledger.Resolution{Status: ledger.Timeout, KeepOpen: it.Required, Message: "still waiting"}
+	got, err := f.l.Resolve(ctx, "q", ledger.Resolution{Status: ledger.Timeout, KeepOpen: true, Message: "still waiting"})
+	if err != nil || got.Status != ledger.Timeout || !got.Open || got.Message != "still waiting" {
+		t.Fatalf("timeout = %+v, %v", got, err)
 	}
-	got, err := f.l.Expire(ctx, decide)
-	if err != nil || len(got) != 1 || got[0].Status != ledger.Timeout || !got[0].Open || got[0].Message != "still waiting" {
-		t.Fatalf("Expire = %+v, %v", got, err)
-	}
-	if again, err := f.l.Expire(ctx, decide); err != nil || len(again) != 0 {
-		t.Fatalf("second Expire = %+v, %v; want nothing", again, err)
+	if due, err := f.l.List(ctx, ledger.Filter{Status: ledger.Pending}); err != nil || len(due) != 0 {
+		t.Fatalf("List(pending) after the timeout = %+v, %v; want nothing to expire again", due, err)
 	}
 	open, err := f.l.List(ctx, ledger.Filter{Open: true, TurnID: "turn-1"})
 	if err != nil || len(open) != 1 || open[0].ID != "q" {
