@@ -102,9 +102,7 @@ func appendStrings(dst []string, v any) []string {
 // input builds the called turn's input, or refuses the call.
 func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, source string) (string, pipeline.InputEvent, error) {
 	r := c.a.rt
-	if t, err := r.agent(target); err != nil {
-		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w", target, err)
-	} else if err := t.available(); err != nil {
+	if _, err := r.runnable(target); err != nil {
 		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w", target, err)
 	}
 	key := o.InstanceKey

@@ -408,6 +408,19 @@ func (r *Runtime) agent(name string) (*agent, error) {
 	return a, nil
 }
 
+// runnable returns the agent called name if it can run turns: it is
+// defined and loaded ([WithPartialLoad]).
+func (r *Runtime) runnable(name string) (*agent, error) {
+	a, err := r.agent(name)
+	if err == nil {
+		err = a.available()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
 // instance returns the instance, loaded or not, and holds it in the cache
 // until [Runtime.unhold].
 func (r *Runtime) instance(a *agent, key string) *instance {
@@ -462,11 +475,8 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 		return nil, ErrClosed
 	}
 	defer r.gate.leave()
-	a, err := r.agent(agentName)
+	a, err := r.runnable(agentName)
 	if err != nil {
-		return nil, err
-	}
-	if err := a.available(); err != nil {
 		return nil, err
 	}
 	if err := store.ValidateInstanceKey(instanceKey); err != nil {
