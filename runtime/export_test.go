@@ -19,3 +19,10 @@ func CachedInstances(r *Runtime) int {
 	defer r.cache.mu.Unlock()
 	return len(r.cache.instances)
 }
+
+// HasDeadline reports whether the expiry loop has a deadline to wait for:
+// a pending item it would expire.
+func HasDeadline(r *Runtime) bool {
+	_, ok := r.nextDeadline()
+	return ok
+}

@@ -444,6 +444,9 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 		}
 	}
 	res, err := a.runTurn(ctx, inst, in)
+	if res.TurnID == "" {
+		return res, err // the turn never began (its agent is unavailable): nothing resumed
+	}
 	if merr := r.ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {
 		err = errors.Join(err, merr)
 	}

@@ -97,6 +97,9 @@ func TestPartialLoad(t *testing.T) {
 		t.Fatalf("coder's pending items: %v, %v", items, err)
 	}
 	item := items[0]
+	if !runtime.HasDeadline(rt) {
+		t.Fatal("the question's deadline is not waited for")
+	}
 	tasksBefore, err := rt.Tasks(ctx, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +161,11 @@ func TestPartialLoad(t *testing.T) {
 			t.Errorf("%s: err = %v, want ErrAgentUnavailable with the load error", name, err)
 		}
 	}
-	// Its deadline waits, and recovery leaves it alone.
+	// Its deadline waits: the expiry loop has nothing to wait for (it would
+	// spin on a deadline it cannot act on), and recovery leaves it alone.
+	if runtime.HasDeadline(rt) {
+		t.Error("the expiry loop waits for the deadline of an unavailable agent's item")
+	}
 	if expired, err := rt.ExpirePending(ctx); err != nil || len(expired) != 0 {
 		t.Errorf("ExpirePending = %v, %v; want nothing expired", expired, err)
 	}
