@@ -39,7 +39,7 @@ type turnHook interface {
 }
 
 // turnHooks are the features every turn calls: pauses (pending.go), then
-// delegation (delegation.go).
+// delegation (delegation_turn.go).
 var turnHooks = [...]turnHook{pauseHook{}, taskHook{}}
 
 // turnState is the runtime's own state for one turn, reached from the
