@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"net/url"
@@ -17,8 +16,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/dgraph-io/badger/v4"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -356,56 +353,10 @@ agents:
 // every version of every entry it holds.
 func canaryCheckStore(t *testing.T, data string, hidden []string) {
 	t.Helper()
-	files := 0
-	err := filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, v := range hidden {
-			for _, f := range secrettest.Forms(v) {
-				if bytes.Contains(b, []byte(f)) {
-					t.Errorf("%s holds a secret (as %q)", path, f)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if files < 3 {
+	if files := secrettest.CheckFiles(t, data, secrettest.AllForms(hidden)); files < 3 {
 		t.Errorf("the data directory holds %d files: the scan saw no badger files", files)
 	}
-	db, err := badger.Open(badger.DefaultOptions(data).WithReadOnly(true).WithLogger(nil))
-	if err != nil {
-		t.Fatalf("open the data directory: %v", err)
-	}
-	defer db.Close()
-	entries := 0
-	err = db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.AllVersions = true
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			entries++
-			secrettest.Check(t, "the stored entry "+string(it.Item().Key()), string(it.Item().Key())+"\n"+string(v), hidden)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if entries == 0 {
+	if secrettest.CheckStored(t, data, hidden) == 0 {
 		t.Error("the store holds no entries")
 	}
 }

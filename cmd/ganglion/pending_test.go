@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
-
+	"github.com/ganglion-dev/ganglion/internal/secret/secrettest"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
 
@@ -434,31 +432,14 @@ func TestProvideSecretCanary(t *testing.T) {
 			}
 		}
 	}
-	files := 0
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, f := range forms {
-			if bytes.Contains(b, []byte(f)) {
-				t.Errorf("%s holds the secret (as %q)", path, f)
-			}
-		}
-		return nil
-	})
-	must(t, err)
+	files := secrettest.CheckFiles(t, dir, forms)
 	if matches, _ := filepath.Glob(filepath.Join(dir, "data", "*.sst")); len(matches) == 0 || files < 4 {
 		t.Errorf("walked %d files, data holds tables %v: the scan saw no badger files", files, matches)
 	}
 	// Badger compresses its tables (Snappy), so the raw bytes need not show
 	// a stored value as it is: read every version of every entry too.
 	placeholders, sealed := 0, 0
-	eachStored(t, filepath.Join(dir, "data"), func(key, value []byte) {
+	secrettest.EachStored(t, filepath.Join(dir, "data"), func(key, value []byte) {
 		if bytes.HasSuffix(key, []byte("OPENAI_API_KEY")) && len(value) == len(canary)+29 { // version, nonce, tag
 			sealed++
 		}
@@ -474,35 +455,6 @@ func TestProvideSecretCanary(t *testing.T) {
 	}
 	if sealed != 1 {
 		t.Errorf("%d stored entries look like the sealed secret, want 1", sealed)
-	}
-}
-
-// eachStored calls fn with every version of every entry of the badger
-// database in dir, which no process may have open.
-func eachStored(t *testing.T, dir string, fn func(key, value []byte)) {
-	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(dir).WithReadOnly(true).WithLogger(nil))
-	if err != nil {
-		t.Fatalf("open the data directory: %v", err)
-	}
-	defer db.Close()
-	err = db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.AllVersions = true
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			item := it.Item()
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			fn(item.KeyCopy(nil), v)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("read the data directory: %v", err)
 	}
 }
 

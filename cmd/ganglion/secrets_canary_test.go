@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -161,35 +159,11 @@ func TestSecretCanaryCLI(t *testing.T) {
 		secrettest.Check(t, what, text, hidden)
 	}
 
-	files := 0
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		files++
-		for _, v := range hidden {
-			for _, f := range secrettest.Forms(v) {
-				if bytes.Contains(b, []byte(f)) {
-					t.Errorf("%s holds a secret (as %q)", path, f)
-				}
-			}
-		}
-		return nil
-	})
-	must(t, err)
+	files := secrettest.CheckFiles(t, dir, secrettest.AllForms(hidden))
 	if matches, _ := filepath.Glob(filepath.Join(dir, "data", "*.vlog")); len(matches) == 0 || files < 4 {
 		t.Errorf("walked %d files, data holds logs %v: the scan saw no badger files", files, matches)
 	}
-	entries := 0
-	eachStored(t, filepath.Join(dir, "data"), func(k, v []byte) {
-		entries++
-		secrettest.Check(t, "the stored entry "+string(k), string(k)+"\n"+string(v), hidden)
-	})
-	if entries == 0 {
+	if secrettest.CheckStored(t, filepath.Join(dir, "data"), hidden) == 0 {
 		t.Error("the data directory holds no entries")
 	}
 }
