@@ -311,7 +311,7 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 	}
 	for k, s := range e.Secrets {
 		if store.ValidateEnvName("secret", s) != nil {
-			v.errorf(path+".secrets["+strconv.Itoa(k)+"]", "%ssecrets: %q is not an environment variable name (letters, digits and _, not starting with a digit)", epre, s)
+			v.errorf(path+".secrets["+strconv.Itoa(k)+"]", "%ssecrets: %q is not an environment variable name (1 to 64 letters, digits and _, not starting with a digit)", epre, s)
 		}
 	}
 }
@@ -350,7 +350,7 @@ func (v *validator) model(m *Model, path, pre string) {
 	if m.APIKeyEnv != "" && store.ValidateEnvName("api_key_env", m.APIKeyEnv) != nil {
 		// It may be a key pasted in by mistake: neither the message nor
 		// an excerpt of the line repeats it.
-		v.errorf(path+".api_key_env", "%sapi_key_env must name an environment variable (letters, digits and '_'); "+
+		v.errorf(path+".api_key_env", "%sapi_key_env must name an environment variable (1 to 64 letters, digits and '_', not starting with a digit); "+
 			"this value is not one, and may be a key itself: put the key in a variable, never in the config", pre)
 		v.maybeKeys = append(v.maybeKeys, m.APIKeyEnv)
 	}

@@ -126,7 +126,14 @@ agents:
     extensions:
       - name: audit
         secrets: [OPENAI_API_KEY, 2FA-CODE]
-`, `ganglion.yaml:6:35: agent "assistant": extension "audit": secrets: "2FA-CODE" is not an environment variable name (letters, digits and _, not starting with a digit)`},
+`, `ganglion.yaml:6:35: agent "assistant": extension "audit": secrets: "2FA-CODE" is not an environment variable name (1 to 64 letters, digits and _, not starting with a digit)`},
+	{"extension_secret_name_too_long", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audit
+        secrets: [KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK]
+`, `ganglion.yaml:6:19: agent "assistant": extension "audit": secrets: "KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK" is not an environment variable name (1 to 64 letters, digits and _, not starting with a digit)`},
 	{"extension_duplicate_name", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant
