@@ -96,7 +96,7 @@ type Agent struct {
 	// Extensions are loaded in this order; their middleware nests in this
 	// order unless a priority says otherwise.
 	Extensions []Extension `yaml:"extensions"`
-	// MaxSteps bounds the steps of a turn: 1 to [MaxStepsLimit]. Load sets
+	// MaxSteps bounds the steps of a turn: 1 to 1000. Load sets
 	// 0 (absent) to [DefaultMaxSteps].
 	MaxSteps int `yaml:"max_steps"`
 }
@@ -126,7 +126,7 @@ type Extension struct {
 	Wasm string `yaml:"wasm"`
 	// OnError is fail_closed (default, set by Load) or fail_open: whether
 	// an error or trap in the extension's middleware fails the turn or is
-	// skipped. See [OnErrorFailClosed] and [OnErrorFailOpen].
+	// skipped.
 	OnError string `yaml:"on_error"`
 	// Priority orders the extension's middleware; lower runs outer. Default 0.
 	Priority int `yaml:"priority"`
@@ -171,22 +171,22 @@ type Limits struct {
 const (
 	// DefaultMaxSteps is an agent's max_steps when the config gives none.
 	DefaultMaxSteps = 25
-	// MaxStepsLimit is the largest max_steps [File.Validate] accepts.
-	MaxStepsLimit = 1000
-	// DefaultWorkspace is the workspace directory, relative to the config
+	// maxStepsLimit is the largest max_steps [File.Validate] accepts.
+	maxStepsLimit = 1000
+	// defaultWorkspace is the workspace directory, relative to the config
 	// file, when the config gives none.
-	DefaultWorkspace = "workspace"
-	// DefaultOutputs is the outputs directory, relative to the config file,
+	defaultWorkspace = "workspace"
+	// defaultOutputs is the outputs directory, relative to the config file,
 	// when the config gives none.
-	DefaultOutputs = "outputs"
+	defaultOutputs = "outputs"
 	// ToolCallTeamAgent is the system tool that delegates into a team;
 	// only agents in no team may list it.
 	ToolCallTeamAgent = "call_team_agent"
 	// ScriptedProvider is the offline model provider that replays a script;
 	// a model with this provider needs Script.
 	ScriptedProvider = "scripted"
-	// OnErrorFailClosed makes an extension's failure fail the turn.
-	OnErrorFailClosed = "fail_closed"
-	// OnErrorFailOpen makes an extension's failure skip the extension.
-	OnErrorFailOpen = "fail_open"
+	// onErrorFailClosed makes an extension's failure fail the turn.
+	onErrorFailClosed = "fail_closed"
+	// onErrorFailOpen makes an extension's failure skip the extension.
+	onErrorFailOpen = "fail_open"
 )

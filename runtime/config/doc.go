@@ -8,7 +8,7 @@
 //     resolves relative paths and applies defaults;
 //  2. [File.Validate] checks what decoding cannot: names, limits, required
 //     settings, duplicates, and the tools, extensions and model providers
-//     the runtime knows, given as [Known] ([LoadAndValidate] does 1 and 2);
+//     the runtime knows, given as [Known];
 //  3. each extension decodes its own settings with [Extension.Decode].
 //
 // # Example
@@ -143,7 +143,7 @@
 //
 // # Concurrency
 //
-// Load, Parse and LoadAndValidate are safe for concurrent use. A [File] is
+// Load and Parse are safe for concurrent use. A [File] is
 // plain data: many goroutines may read it, Validate it and Decode its
 // extensions' configs at once, as long as none changes it.
 package config

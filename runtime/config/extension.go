@@ -24,36 +24,59 @@ import (
 //
 // Decode is safe for concurrent use.
 func (e Extension) Decode(v any) error {
-	if e.Config == nil || e.Config.Type() == ast.NullType {
+	return e.decode(e.Config, "config", v)
+}
+
+// DecodeKey decodes the value under key of the extension's Config, a
+// mapping, into v as strictly as [Extension.Decode] does, with errors
+// positioned and named config.key. It reports false, decoding nothing, when
+// the mapping has no such key.
+func (e Extension) DecodeKey(key string, v any) (bool, error) {
+	m, ok := e.Config.(*ast.MappingNode)
+	if !ok {
+		return false, nil
+	}
+	for _, kv := range m.Values {
+		if kv.Key.String() == key {
+			return true, e.decode(kv.Value, "config."+key, v)
+		}
+	}
+	return false, nil
+}
+
+// decode decodes node, found at rel ("config" or "config.key") under the
+// extension's entry, into v.
+func (e Extension) decode(node ast.Node, rel string, v any) error {
+	if node == nil || node.Type() == ast.NullType {
 		return nil
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return fmt.Errorf("decode extension %q config: need a non-nil pointer, got %T", e.Name, v)
+		return fmt.Errorf("decode extension %q %s: need a non-nil pointer, got %T", e.Name, rel, v)
 	}
 	prefix := fmt.Sprintf("extension %q: ", e.Name)
 	if e.agent != "" {
 		prefix = fmt.Sprintf("agent %q: ", e.agent) + prefix
 	}
-	path := "$.config"
+	path := "$." + rel
 	if e.path != "" {
-		path = e.path + ".config"
+		path = e.path + "." + rel
 	}
 
 	// Anchors may be defined outside the config: no alias check here.
 	c := checker{src: e.src}
-	c.check(e.Config, rv.Type().Elem(), where{path: path, prefix: prefix, rel: "config"})
+	c.check(node, rv.Type().Elem(), where{path: path, prefix: prefix, rel: rel})
 	if err := c.errs.err(); err != nil {
 		return err
 	}
 	// The library resolves an alias only to an anchor it has seen, so let
 	// it see the whole file.
 	var opts []yaml.DecodeOption
-	if e.src != nil && hasAlias(e.Config) {
+	if e.src != nil && hasAlias(node) {
 		opts = append(opts, yaml.ReferenceReaders(bytes.NewReader(e.src.data)))
 	}
-	if err := decode(e.Config, v, opts...); err != nil {
-		return ErrorList{e.src.fromYAML(err, e.Config, path, prefix+"config: ")}
+	if err := decode(node, v, opts...); err != nil {
+		return ErrorList{e.src.fromYAML(err, node, path, prefix+rel+": ")}
 	}
 	return nil
 }

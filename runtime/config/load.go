@@ -20,7 +20,7 @@ import (
 // Load reads the config file at path, decodes it strictly, resolves its
 // relative paths against the file's directory (made absolute) and applies
 // the defaults. It does not call [File.Validate]: the caller knows which
-// tools, extensions and providers exist; see [LoadAndValidate].
+// tools, extensions and providers exist.
 //
 // # Errors
 //
@@ -46,18 +46,6 @@ func Load(path string) (*File, error) {
 // whose positions name the file name.
 func Parse(name string, data []byte) (*File, error) {
 	return parse(name, filepath.Dir(name), data)
-}
-
-// LoadAndValidate is [Load] followed by [File.Validate] with k.
-func LoadAndValidate(path string, k Known) (*File, error) {
-	f, err := Load(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := f.Validate(k); err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 var fileType = reflect.TypeFor[File]()
@@ -176,14 +164,14 @@ func decode(node ast.Node, v any, opts ...yaml.DecodeOption) (err error) {
 // resolve applies the defaults and resolves relative paths against dir.
 func (f *File) resolve(dir string) {
 	if f.Workspace == "" {
-		f.Workspace = DefaultWorkspace
+		f.Workspace = defaultWorkspace
 	}
 	f.Workspace = join(dir, f.Workspace)
 	if f.Data != "" {
 		f.Data = join(dir, f.Data)
 	}
 	if f.Outputs == "" {
-		f.Outputs = DefaultOutputs
+		f.Outputs = defaultOutputs
 	}
 	f.Outputs = join(dir, f.Outputs)
 	// An alias (model: *m) may make two agents share one *Model; resolve
@@ -217,7 +205,7 @@ func (f *File) resolve(dir string) {
 				e.Wasm = join(dir, e.Wasm)
 			}
 			if e.OnError == "" {
-				e.OnError = OnErrorFailClosed
+				e.OnError = onErrorFailClosed
 			}
 			e.src = f.src
 			e.dir = dir

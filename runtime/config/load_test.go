@@ -221,12 +221,15 @@ func TestLoadNotFound(t *testing.T) {
 	}
 }
 
-func TestLoadAndValidate(t *testing.T) {
-	f, err := config.LoadAndValidate(filepath.Join("testdata", "full.yaml"), known)
+func TestLoadThenValidate(t *testing.T) {
+	f, err := config.Load(filepath.Join("testdata", "full.yaml"))
 	if err != nil || f == nil {
 		t.Fatalf("full.yaml: %v", err)
 	}
-	_, err = config.LoadAndValidate(filepath.Join("testdata", "full.yaml"), config.Known{
+	if err := f.Validate(known); err != nil {
+		t.Fatalf("full.yaml: %v", err)
+	}
+	err = f.Validate(config.Known{
 		ToolNames: func() []string { return []string{"read_file"} },
 	})
 	list := errorList(t, err)

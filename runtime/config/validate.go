@@ -223,8 +223,8 @@ func (v *validator) agent(i int, firstAgent map[string]int) {
 		v.model(a.Model, path+".model", pre+"model: ")
 	}
 
-	if a.MaxSteps < 0 || a.MaxSteps > MaxStepsLimit {
-		v.errorf(path+".max_steps", "%smax_steps must be between 1 and %d, got %d", pre, MaxStepsLimit, a.MaxSteps)
+	if a.MaxSteps < 0 || a.MaxSteps > maxStepsLimit {
+		v.errorf(path+".max_steps", "%smax_steps must be between 1 and %d, got %d", pre, maxStepsLimit, a.MaxSteps)
 	}
 
 	firstTool := map[string]int{}
@@ -278,9 +278,9 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 		epre = pre + fmt.Sprintf("extension %q: ", name)
 	}
 	switch e.OnError {
-	case "", OnErrorFailClosed, OnErrorFailOpen:
+	case "", onErrorFailClosed, onErrorFailOpen:
 	default:
-		v.errorf(path+".on_error", "%son_error must be %s or %s, got %q", epre, OnErrorFailClosed, OnErrorFailOpen, e.OnError)
+		v.errorf(path+".on_error", "%son_error must be %s or %s, got %q", epre, onErrorFailClosed, onErrorFailOpen, e.OnError)
 	}
 	if len(e.Agents) > 0 && e.Wasm == "" {
 		v.errorf(path+".agents", "%sagents: only a WebAssembly extension (wasm:) is granted agents; a native one calls any through its contexts", epre)
@@ -341,8 +341,8 @@ func (v *validator) model(m *Model, path, pre string) {
 	default:
 		v.errorf(path+".tool_protocol", "%stool_protocol must be %s or %s, got %q", pre, ToolProtocolNative, ToolProtocolXML, m.ToolProtocol)
 	}
-	if m.MaxRetries != nil && (*m.MaxRetries < 0 || *m.MaxRetries > MaxRetriesLimit) {
-		v.errorf(path+".max_retries", "%smax_retries must be between 0 and %d, got %d", pre, MaxRetriesLimit, *m.MaxRetries)
+	if m.MaxRetries != nil && (*m.MaxRetries < 0 || *m.MaxRetries > maxRetriesLimit) {
+		v.errorf(path+".max_retries", "%smax_retries must be between 0 and %d, got %d", pre, maxRetriesLimit, *m.MaxRetries)
 	}
 	if m.Thinking < 0 {
 		v.errorf(path+".thinking", "%sthinking must not be negative, got %d", pre, m.Thinking)
@@ -356,8 +356,8 @@ func (v *validator) model(m *Model, path, pre string) {
 	}
 }
 
-// MaxRetriesLimit is the largest max_retries [File.Validate] accepts.
-const MaxRetriesLimit = 20
+// maxRetriesLimit is the largest max_retries [File.Validate] accepts.
+const maxRetriesLimit = 20
 
 // TimeoutDuration parses Timeout; "" is 0 (the default).
 func (l *Limits) TimeoutDuration() (time.Duration, error) {
