@@ -49,22 +49,6 @@ func (r *Registry) Add(t pipeline.Tool) error {
 	return nil
 }
 
-// Lookup returns the tool called name and whether there is one.
-func (r *Registry) Lookup(name string) (pipeline.Tool, bool) {
-	r.mu.RLock()
-	t, ok := r.tools[name]
-	r.mu.RUnlock()
-	return t, ok
-}
-
-// Names returns the names of the registered tools in the order they were
-// added. The slice is the caller's.
-func (r *Registry) Names() []string {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return slices.Clone(r.names)
-}
-
 // Select returns the tools called names, in that order, for an agent's
 // catalog. It fails on an unknown or repeated name; the error for an unknown
 // name lists the known ones:

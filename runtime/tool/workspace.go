@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -17,12 +16,14 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// The defaults of a [Workspace].
+// The limits of a [Workspace].
 const (
-	// DefaultCommandTimeout is how long execute_command lets a command run.
-	DefaultCommandTimeout = 60 * time.Second
-	// DefaultMaxOutput is how many bytes read_file and execute_command return.
-	DefaultMaxOutput = 64 << 10
+	// defaultCommandTimeout is how long execute_command lets a command run,
+	// and the most a model may ask for.
+	defaultCommandTimeout = 60 * time.Second
+	// defaultMaxOutput is how many bytes of file content read_file returns
+	// and how many bytes of output execute_command keeps.
+	defaultMaxOutput = 64 << 10
 )
 
 // Workspace makes the tools that work in one directory: file tools that
@@ -60,52 +61,9 @@ type workspaceOptionFunc func(*workspaceConfig) error
 
 func (f workspaceOptionFunc) apply(c *workspaceConfig) error { return f(c) }
 
-// WithCommandTimeout sets how long execute_command lets a command run
-// (default [DefaultCommandTimeout]). It is both the default and the maximum:
-// a model may ask for less, not more.
-func WithCommandTimeout(d time.Duration) WorkspaceOption {
-	return workspaceOptionFunc(func(c *workspaceConfig) error {
-		if d <= 0 {
-			return fmt.Errorf("command timeout must be positive, got %v", d)
-		}
-		c.timeout = d
-		return nil
-	})
-}
-
-// WithMaxOutput sets how many bytes of file content read_file returns and how
-// many bytes of output execute_command keeps (default [DefaultMaxOutput]).
-// A result that was cut says so in its text.
-func WithMaxOutput(bytes int) WorkspaceOption {
-	return workspaceOptionFunc(func(c *workspaceConfig) error {
-		if bytes <= 0 {
-			return fmt.Errorf("max output must be positive, got %d", bytes)
-		}
-		c.maxOutput = bytes
-		return nil
-	})
-}
-
-// WithEnv sets the environment of execute_command's commands, as "KEY=value"
-// entries. Commands see only these and PATH (the runtime's own, unless env
-// sets PATH). The slice is copied.
-func WithEnv(env []string) WorkspaceOption {
-	env = slices.Clone(env)
-	return workspaceOptionFunc(func(c *workspaceConfig) error {
-		for _, kv := range env {
-			if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
-				return fmt.Errorf("environment entry %q is not KEY=value", kv)
-			}
-		}
-		c.env = env
-		return nil
-	})
-}
-
 // WithCallEnv adds, to each execute_command call's environment, the
 // "KEY=value" entries fn returns for the call: the runtime gives an
-// instance's provided secrets this way. They override [WithEnv]'s entries
-// of the same key. An error fails the call with its text, so it must not
+// instance's provided secrets this way.  An error fails the call with its text, so it must not
 // hold a secret.
 func WithCallEnv(fn func(ctx context.Context, c *pipeline.ToolCallContext) ([]string, error)) WorkspaceOption {
 	return workspaceOptionFunc(func(c *workspaceConfig) error {
@@ -136,7 +94,7 @@ func WithProcessDir(dir string) WorkspaceOption {
 // workspace. It creates nothing but the directory of [WithProcessDir]. The
 // caller closes the workspace when done.
 func OpenWorkspace(dir string, opts ...WorkspaceOption) (*Workspace, error) {
-	cfg := workspaceConfig{timeout: DefaultCommandTimeout, maxOutput: DefaultMaxOutput}
+	cfg := workspaceConfig{timeout: defaultCommandTimeout, maxOutput: defaultMaxOutput}
 	for _, o := range opts {
 		if err := o.apply(&cfg); err != nil {
 			return nil, fmt.Errorf("open workspace: %w", err)
@@ -195,8 +153,8 @@ func (w *Workspace) Close() error {
 // not outlive the call), and which dies with the process that ran it, even
 // one killed with SIGKILL. A small watcher process leads the group, so the
 // shell is a member of it, not its leader: "kill 0" reaches the whole group,
-// "kill -- -$$" does not. Its environment holds only what [WithEnv] gives,
-// plus PATH. The shell itself is not confined: it can read and write
+// "kill -- -$$" does not. Its environment holds only PATH and what
+// [WithCallEnv] adds for the call. The shell itself is not confined: it can read and write
 // anywhere the process can. Approval rules are what gate it.
 //
 // # Errors
