@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
@@ -20,6 +21,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/packages/param"
 	"github.com/anthropics/anthropic-sdk-go/packages/ssestream"
 
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -77,6 +79,7 @@ type Provider struct {
 	cfg      Config
 	client   sdk.Client
 	thinking thinkingCache
+	redactor atomic.Pointer[keyRedactor] // of the last key; see [Provider.redactorFor]
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -132,12 +135,31 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream
 	if err != nil {
 		return nil, err
 	}
+	red := p.redactorFor(key)
 	s := p.client.Messages.NewStreaming(ctx, params, option.WithAPIKey(key))
 	if err := s.Err(); err != nil {
 		s.Close()
-		return nil, classify(ctx, err, key, true)
+		return nil, classify(ctx, err, red, true)
 	}
-	return &stream{p: p, ctx: ctx, sse: s, key: key, blocks: make(map[int64]*block)}, nil
+	return &stream{p: p, ctx: ctx, sse: s, red: red, blocks: make(map[int64]*block)}, nil
+}
+
+// keyRedactor is the [secret.Redactor] of one key.
+type keyRedactor struct {
+	key string
+	red *secret.Redactor
+}
+
+// redactorFor returns the redactor that masks key, labelled with
+// Config.APIKeyEnv, in error text. It keeps the one of the last key: the key
+// is looked up for each request but seldom changes.
+func (p *Provider) redactorFor(key string) *secret.Redactor {
+	if kr := p.redactor.Load(); kr != nil && kr.key == key {
+		return kr.red
+	}
+	red := secret.NewRedactor(map[string]string{p.cfg.APIKeyEnv: key})
+	p.redactor.Store(&keyRedactor{key: key, red: red})
+	return red
 }
 
 // apiKey resolves the key: the environment first, then the instance's
@@ -396,18 +418,18 @@ func canceled(err error) *model.Error {
 // classify turns a failure of the SDK into a [*model.Error]. atOpen says
 // the stream was not open yet (an error status or a failed connection),
 // else it failed while reading.
-func classify(ctx context.Context, err error, key string, atOpen bool) *model.Error {
+func classify(ctx context.Context, err error, red *secret.Redactor, atOpen bool) *model.Error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return canceled(ctxErr)
 	}
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		return fromAPIError(apiErr, key)
+		return fromAPIError(apiErr, red)
 	}
-	msg := redact(err.Error(), key)
+	msg := red.Redact(err.Error())
 	if s, ok := strings.CutPrefix(msg, "received error while streaming: "); ok {
 		// An error event whose data the SDK could not read as an error.
-		return streamError(s, key)
+		return streamError(s, red)
 	}
 	var urlErr *url.Error
 	if atOpen && !errors.As(err, &urlErr) {
@@ -428,10 +450,10 @@ type errorBody struct {
 
 // fromAPIError classifies an error status, or an error event (whose
 // status is the stream's, 200).
-func fromAPIError(e *sdk.Error, key string) *model.Error {
+func fromAPIError(e *sdk.Error, red *secret.Redactor) *model.Error {
 	raw := e.RawJSON()
 	if e.StatusCode < 400 {
-		return streamError(raw, key)
+		return streamError(raw, red)
 	}
 	var body errorBody
 	msg := ""
@@ -439,7 +461,7 @@ func fromAPIError(e *sdk.Error, key string) *model.Error {
 		msg = body.Error.Message
 	}
 	if msg == "" {
-		msg = snippet(raw)
+		msg = snippet(red.Redact(raw)) // before the cut, which may halve the key
 	}
 	if msg == "" {
 		msg = http.StatusText(e.StatusCode)
@@ -448,7 +470,7 @@ func fromAPIError(e *sdk.Error, key string) *model.Error {
 	if kind == model.ErrorInvalidRequest && model.IsContextWindowMessage(msg) {
 		kind = model.ErrorContextWindow
 	}
-	me := &model.Error{Kind: kind, Provider: providerName, Status: e.StatusCode, Message: redact(msg, key)}
+	me := &model.Error{Kind: kind, Provider: providerName, Status: e.StatusCode, Message: red.Redact(msg)}
 	if e.Response != nil {
 		me.RetryAfter = model.RetryAfter(e.Response.Header, time.Now())
 	}
@@ -456,10 +478,10 @@ func fromAPIError(e *sdk.Error, key string) *model.Error {
 }
 
 // streamError classifies the data of an error event.
-func streamError(data, key string) *model.Error {
+func streamError(data string, red *secret.Redactor) *model.Error {
 	var body errorBody
 	if json.Unmarshal([]byte(data), &body) != nil || body.Error.Type == "" && body.Error.Message == "" {
-		return &model.Error{Kind: model.ErrorOther, Provider: providerName, Message: redact("error event: "+snippet(data), key)}
+		return &model.Error{Kind: model.ErrorOther, Provider: providerName, Message: "error event: " + snippet(red.Redact(data))}
 	}
 	msg := body.Error.Message
 	if msg == "" {
@@ -479,7 +501,7 @@ func streamError(data, key string) *model.Error {
 	case "authentication_error", "permission_error":
 		kind = model.ErrorAuth
 	}
-	return &model.Error{Kind: kind, Provider: providerName, Message: redact(msg, key)}
+	return &model.Error{Kind: kind, Provider: providerName, Message: red.Redact(msg)}
 }
 
 // snippet is the start of a body that is not Anthropic's error JSON (a
@@ -490,14 +512,6 @@ func snippet(s string) string {
 		s = s[:200] + "..."
 	}
 	return s
-}
-
-// redact removes the key from a message, should a server echo it.
-func redact(msg, key string) string {
-	if key == "" {
-		return msg
-	}
-	return strings.ReplaceAll(msg, key, "[redacted]")
 }
 
 var errStreamClosed = errors.New("anthropic: stream closed")
@@ -519,7 +533,7 @@ type stream struct {
 	p   *Provider
 	ctx context.Context
 	sse *ssestream.Stream[sdk.MessageStreamEventUnion]
-	key string
+	red *secret.Redactor // masks the key in errors
 
 	queue []model.Chunk
 	next  int
@@ -595,7 +609,7 @@ func (s *stream) read() {
 	}
 	if !s.sse.Next() {
 		if err := s.sse.Err(); err != nil {
-			s.fail(classify(s.ctx, err, s.key, false))
+			s.fail(classify(s.ctx, err, s.red, false))
 		} else {
 			s.fail(&model.Error{Kind: model.ErrorTransient, Provider: providerName, Message: "stream ended before message_stop"})
 		}

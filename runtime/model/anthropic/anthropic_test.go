@@ -146,7 +146,8 @@ func newProvider(t *testing.T, baseURL string, mod func(*Config)) *Provider {
 	return p
 }
 
-func secret(key string) func(string) (string, bool) {
+// secretOf is a Request.Secret that provides key as testKeyEnv.
+func secretOf(key string) func(string) (string, bool) {
 	return func(name string) (string, bool) {
 		if name == testKeyEnv {
 			return key, true
@@ -159,7 +160,7 @@ func userRequest(text string) *model.Request {
 	return &model.Request{
 		Agent:    "assistant",
 		Messages: pipeline.MessageSlice{{Role: pipeline.RoleUser, Content: text}},
-		Secret:   secret(testKey),
+		Secret:   secretOf(testKey),
 	}
 }
 

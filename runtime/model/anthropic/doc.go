@@ -16,9 +16,11 @@
 // name. Without either, Stream fails with a [model.ErrorAuth] error that
 // names the variable. The key travels in the x-api-key header only. It is
 // never part of an error, a chunk or a log: errors are built from the
-// server's error message, with any occurrence of the key replaced by
-// "[redacted]" should a server echo it, and they do not wrap the SDK's
-// errors (which hold the request and its headers).
+// server's error message, with the key, and its common encodings (base64,
+// hex, percent and JSON escapes), replaced by "[secret NAME]", NAME being
+// Config.APIKeyEnv, should a server echo it (the masking is
+// internal/secret's Redactor, the runtime's one redactor), and they do not
+// wrap the SDK's errors (which hold the request and its headers).
 //
 // # Request
 //

@@ -2,9 +2,12 @@ package anthropic
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -219,7 +222,7 @@ func TestKeyNeverLeaks(t *testing.T) {
 			var waits []time.Duration
 			p := model.WithRetry(newProvider(t, url, nil), retryPolicy(&waits))
 			req := userRequest("hi")
-			req.Secret = secret(canary)
+			req.Secret = secretOf(canary)
 			var errs []error
 			s, err := p.Stream(context.Background(), req)
 			if err != nil {
@@ -283,5 +286,80 @@ func TestErrorEvents(t *testing.T) {
 				t.Errorf("error %v (%v), want %s (%v)", got[0].Err, k, tt.text, tt.kind)
 			}
 		})
+	}
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestKeyFormsMasked has a server, or the transport, echo the key raw,
+// base64-encoded and URL-encoded, and checks that the error's message shows
+// the mask instead and that no error in its chain holds any form of the key.
+func TestKeyFormsMasked(t *testing.T) {
+	const key = "sk-ant/CANARY+7f3a9c1e5b" // "/" and "+" differ in every form
+	forms := []struct{ name, text string }{
+		{"raw", key},
+		{"base64", base64.StdEncoding.EncodeToString([]byte(key))},
+		{"URL-encoded", url.QueryEscape(key)},
+	}
+	const mask = "[secret " + testKeyEnv + "]"
+	paths := []struct {
+		name string
+		// provider returns a provider whose calls echo form.
+		provider func(t *testing.T, form string) *Provider
+		want     string // the error's text
+	}{
+		{"error status", func(t *testing.T, form string) *Provider {
+			api := newFakeAPI(t, reply{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + form + `"}}`})
+			return newProvider(t, api.srv.URL, nil)
+		}, "anthropic: authentication failed (HTTP 401): invalid x-api-key " + mask},
+		{"error event", func(t *testing.T, form string) *Provider {
+			api := newFakeAPI(t, reply{body: sse("message_start", messageStart, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded for `+form+`"}}`)})
+			return newProvider(t, api.srv.URL, nil)
+		}, "anthropic: transient error: Overloaded for " + mask},
+		{"error event not JSON", func(t *testing.T, form string) *Provider {
+			api := newFakeAPI(t, reply{body: sse("message_start", messageStart, "error", "key "+form)})
+			return newProvider(t, api.srv.URL, nil)
+		}, "anthropic: error: error event: key " + mask},
+		{"transport error", func(t *testing.T, form string) *Provider {
+			hc := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return nil, errors.New("proxy refused key " + form)
+			})}
+			return newProvider(t, "http://api.invalid", func(c *Config) { c.HTTPClient = hc })
+		}, `anthropic: transient error: Post "http://api.invalid/v1/messages": proxy refused key ` + mask},
+	}
+	for _, path := range paths {
+		for _, form := range forms {
+			t.Run(path.name+"/"+form.name, func(t *testing.T) {
+				t.Parallel()
+				req := userRequest("hi")
+				req.Secret = secretOf(key)
+				s, err := path.provider(t, form.text).Stream(context.Background(), req)
+				if err == nil {
+					for _, c := range drain(t, s) {
+						if c.Kind == model.KindError {
+							err = c.Err
+						}
+					}
+				}
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if err.Error() != path.want {
+					t.Errorf("error\n got %s\nwant %s", err, path.want)
+				}
+				for e := err; e != nil; e = errors.Unwrap(e) {
+					for _, text := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
+						for _, f := range forms {
+							if strings.Contains(text, f.text) {
+								t.Errorf("the key (%s) is in %T: %s", f.name, e, text)
+							}
+						}
+					}
+				}
+			})
+		}
 	}
 }

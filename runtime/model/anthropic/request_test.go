@@ -109,7 +109,7 @@ func TestRequestBody(t *testing.T) {
 		System:   "You are terse.",
 		Messages: history(),
 		Tools:    tools(),
-		Secret:   secret(testKey),
+		Secret:   secretOf(testKey),
 	}
 	s, err := p.Stream(context.Background(), req)
 	if err != nil {
@@ -199,7 +199,7 @@ func TestPromptCache(t *testing.T) {
 	} {
 		api := newFakeAPI(t, reply{file: "text.sse"})
 		p := newProvider(t, api.srv.URL, func(c *Config) { c.PromptCache = true })
-		req := &model.Request{System: "Be terse.", Messages: msgs, Secret: secret(testKey)}
+		req := &model.Request{System: "Be terse.", Messages: msgs, Secret: secretOf(testKey)}
 		s, err := p.Stream(context.Background(), req)
 		if err != nil {
 			t.Fatal(err)
@@ -255,7 +255,7 @@ func TestThinkingRoundTrip(t *testing.T) {
 	})
 
 	loop := func(callID string) *model.Request {
-		return &model.Request{Secret: secret(testKey), Messages: pipeline.MessageSlice{
+		return &model.Request{Secret: secretOf(testKey), Messages: pipeline.MessageSlice{
 			{Role: pipeline.RoleUser, Content: "read a.txt"},
 			{Role: pipeline.RoleAssistant, Reasoning: "I should look at the file.", ToolCalls: []pipeline.ToolCall{
 				{ID: callID, Name: "read_file", Arguments: json.RawMessage(`{"path":"a.txt"}`)},
