@@ -158,7 +158,7 @@ agents:
 	if d["attempt"] != 1 || d["kind"] != "rate limited" || d["retry_after"] != true || d["delay_ms"] != int64(1) {
 		t.Errorf("model.retry = %v", d)
 	}
-	if !strings.Contains(d["error"].(string), "openai: rate limited (HTTP 429): Rate limit reached (key [redacted])") {
+	if !strings.Contains(d["error"].(string), "openai: rate limited (HTTP 429): Rate limit reached (key [secret TEST_OPENAI_KEY])") {
 		t.Errorf("retry error = %q", d["error"])
 	}
 	for _, e := range all.json {

@@ -20,9 +20,12 @@
 // empty APIKeyEnv means the server needs no key (a local Ollama or vLLM):
 // no Authorization header is sent. The key travels in the Authorization
 // header only. It is never part of an error, a chunk or a log: errors are
-// built from the server's error message, with any occurrence of the key
-// replaced by "[redacted]" should a server echo it, and they do not wrap
-// the SDK's errors (an *openai.Error holds the request and its headers).
+// built from the server's error message, with the key, and its common
+// encodings (base64, hex, percent and JSON escapes), replaced by
+// "[secret NAME]", NAME being Config.APIKeyEnv, should a server echo it
+// (the masking is internal/secret's Redactor, the runtime's one redactor).
+// They do not wrap the SDK's errors (an *openai.Error holds the request
+// and its headers), nor a network error whose text shows the key.
 //
 // # Request
 //

@@ -14,11 +14,13 @@ import (
 
 	oa "github.com/openai/openai-go/v3"
 
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
 // Classifying failures: opening the stream, HTTP statuses, the server's
-// error objects and network errors, with the API key redacted.
+// error objects and network errors, with the API key masked by the
+// provider's [secret.Redactor].
 
 // maxErrorBody bounds the bytes of an error response read for its message.
 const maxErrorBody = 1 << 20
@@ -31,7 +33,7 @@ func invalid(msg string) *model.Error {
 }
 
 // openError classifies a failure to open the stream.
-func openError(ctx context.Context, err error, resp *http.Response, key string) error {
+func openError(ctx context.Context, err error, resp *http.Response, red *secret.Redactor) error {
 	if cerr := ctx.Err(); cerr != nil {
 		return cerr
 	}
@@ -52,31 +54,32 @@ func openError(ctx context.Context, err error, resp *http.Response, key string) 
 				w.code = ae.Code
 			}
 		}
-		return httpError(resp.StatusCode, resp.Header, w, key)
+		return httpError(resp.StatusCode, resp.Header, w, red)
 	}
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	var ae *oa.Error
 	if errors.As(err, &ae) {
-		return httpError(ae.StatusCode, nil, wireError{message: ae.Message, code: ae.Code, typ: ae.Type}, key)
+		return httpError(ae.StatusCode, nil, wireError{message: ae.Message, code: ae.Code, typ: ae.Type}, red)
 	}
 	if isNetworkError(err) {
-		return networkError("connecting to the server", err, key)
+		return networkError("connecting to the server", err, red)
 	}
-	return &model.Error{Kind: model.ErrorOther, Provider: providerName, Message: redact(err.Error(), key), Err: cause(err, key)}
+	return &model.Error{Kind: model.ErrorOther, Provider: providerName, Message: red.Redact(err.Error()), Err: cause(err, red)}
 }
 
-// cause is err, to wrap in a [*model.Error], unless its text holds the key.
-func cause(err error, key string) error {
-	if key != "" && strings.Contains(err.Error(), key) {
+// cause is err, to wrap in a [*model.Error], unless its text holds the key
+// in a form red masks.
+func cause(err error, red *secret.Redactor) error {
+	if s := err.Error(); red.Redact(s) != s {
 		return nil
 	}
 	return err
 }
 
 // httpError is the error of an HTTP error status.
-func httpError(status int, h http.Header, w wireError, key string) *model.Error {
+func httpError(status int, h http.Header, w wireError, red *secret.Redactor) *model.Error {
 	kind := model.StatusKind(status)
 	switch {
 	case kind == model.ErrorInvalidRequest && model.IsContextWindowMessage(w.code+" "+w.message):
@@ -94,17 +97,17 @@ func httpError(status int, h http.Header, w wireError, key string) *model.Error 
 		Provider:   providerName,
 		Status:     status,
 		RetryAfter: model.RetryAfter(h, time.Now()),
-		Message:    clean(msg, key),
+		Message:    clean(msg, red),
 	}
 }
 
 // notStreamed is the error of a 2xx answer in JSON instead of events.
-func notStreamed(resp *http.Response, key string) error {
+func notStreamed(resp *http.Response, red *secret.Redactor) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	resp.Body.Close()
 	w := errorFromBody(body)
 	if w.present {
-		return &model.Error{Kind: w.kind(), Provider: providerName, Status: int(w.status), Message: clean(w.text(), key)}
+		return &model.Error{Kind: w.kind(), Provider: providerName, Status: int(w.status), Message: clean(w.text(), red)}
 	}
 	return &model.Error{Kind: model.ErrorOther, Provider: providerName, Message: "the server answered in JSON, not with an event stream: does it support streaming?"}
 }
@@ -134,7 +137,7 @@ func isNetworkError(err error) bool {
 
 // networkError is the transient error of a failed connection. Its message
 // is the underlying error's, without the URL that net/http puts in front.
-func networkError(what string, err error, key string) *model.Error {
+func networkError(what string, err error, red *secret.Redactor) *model.Error {
 	inner := err
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -144,12 +147,12 @@ func networkError(what string, err error, key string) *model.Error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		msg = "request timed out"
 	}
-	return &model.Error{Kind: model.ErrorTransient, Provider: providerName, Message: what + ": " + redact(msg, key), Err: cause(inner, key)}
+	return &model.Error{Kind: model.ErrorTransient, Provider: providerName, Message: what + ": " + red.Redact(msg), Err: cause(inner, red)}
 }
 
-// clean bounds a server's message and removes the key from it.
-func clean(msg, key string) string {
-	msg = strings.TrimSpace(redact(msg, key))
+// clean bounds a server's message and masks the key in it.
+func clean(msg string, red *secret.Redactor) string {
+	msg = strings.TrimSpace(red.Redact(msg))
 	if len(msg) > maxMessage {
 		cut := maxMessage
 		for cut > 0 && !utf8.RuneStart(msg[cut]) {
@@ -158,14 +161,6 @@ func clean(msg, key string) string {
 		msg = msg[:cut] + "…"
 	}
 	return msg
-}
-
-// redact replaces the key in s, should a server have echoed it.
-func redact(s, key string) string {
-	if len(key) < 4 || !strings.Contains(s, key) {
-		return s
-	}
-	return strings.ReplaceAll(s, key, "[redacted]")
 }
 
 // wireError is a server's error object.

@@ -2,11 +2,13 @@ package openai
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -278,7 +281,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 				}
 			}
 		}
-		if me := modelError(t, err); !strings.Contains(me.Message, "[redacted]") && paths[i] != "connection drop" && paths[i] != "refused connection" {
+		if me := modelError(t, err); !strings.Contains(me.Message, "[secret "+keyEnv+"]") && paths[i] != "connection drop" && paths[i] != "refused connection" {
 			t.Errorf("%s: message %q does not show the redaction", paths[i], me.Message)
 		}
 	}
@@ -348,14 +351,118 @@ func TestRefusedConnection(t *testing.T) {
 func TestCleanMessage(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("é", 2000) // 4000 bytes
-	got := clean("  "+long+"  ", "")
+	got := clean("  "+long+"  ", nil)
 	if !utf8.ValidString(got) || !strings.HasSuffix(got, "…") || len(got) > maxMessage+len("…") {
 		t.Fatalf("clean cut %d bytes to %d: %q…", len(long), len(got), got[:20])
 	}
-	if got := clean("key abcd in abcd", "abcd"); got != "key [redacted] in [redacted]" {
+	if got := clean("key abcd in abcd", secret.NewRedactor(map[string]string{"K": "abcd"})); got != "key [secret K] in [secret K]" {
 		t.Fatalf("redacted %q", got)
 	}
-	if got := clean("a b c", "a"); got != "a b c" {
+	if got := clean("a b c", secret.NewRedactor(map[string]string{"K": "a"})); got != "a b c" {
 		t.Fatalf("a one-letter key garbled the message: %q", got)
+	}
+}
+
+// roundTripFunc is an http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestKeyFormsMasked has a server, or the transport, echo the key raw,
+// base64-encoded and URL-encoded, and checks that the error's message shows
+// the mask instead and that no error in its chain (a transport error's
+// cause included) holds any form of the key.
+func TestKeyFormsMasked(t *testing.T) {
+	t.Parallel()
+	const key = "sk-proj/CANARY+5f0c2a9e7b" // "/" and "+" differ in every form
+	const keyEnv = "GANGLION_TEST_OPENAI_FORMS"
+	forms := []struct{ name, text string }{
+		{"raw", key},
+		{"base64", base64.StdEncoding.EncodeToString([]byte(key))},
+		{"URL-encoded", url.QueryEscape(key)},
+	}
+	const mask = "[secret " + keyEnv + "]"
+	cfg := Config{APIKeyEnv: keyEnv}
+	paths := []struct {
+		name string
+		// provider returns a provider whose calls echo form.
+		provider func(t *testing.T, form string) *Provider
+		want     string // the error's text
+	}{
+		{"error status", func(t *testing.T, form string) *Provider {
+			p, _ := serve(t, cfg, status(401, nil, `{"error":{"message":"Incorrect API key provided: `+form+`","type":"invalid_request_error","code":"invalid_api_key"}}`))
+			return p
+		}, "openai: authentication failed (HTTP 401): Incorrect API key provided: " + mask},
+		{"error in the stream", func(t *testing.T, form string) *Provider {
+			p, _ := serve(t, cfg, streaming(sse(ev(`{"content":"a"}`), `{"error":{"message":"failed for key `+form+`","type":"server_error"}}`)))
+			return p
+		}, "openai: transient error: failed for key " + mask},
+		{"JSON error in a 200", func(t *testing.T, form string) *Provider {
+			p, _ := serve(t, cfg, status(200, nil, `{"error":{"message":"upstream refused key `+form+`","code":502}}`))
+			return p
+		}, "openai: transient error (HTTP 502): upstream refused key " + mask},
+		{"transport error", func(t *testing.T, form string) *Provider {
+			c := cfg
+			c.BaseURL, c.Model = "http://api.invalid/v1", "m"
+			c.HTTPClient = &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+				return nil, errors.New("proxy refused key " + form)
+			})}
+			p, err := New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}, "openai: transient error: connecting to the server: proxy refused key " + mask},
+	}
+	for _, path := range paths {
+		for _, form := range forms {
+			t.Run(path.name+"/"+form.name, func(t *testing.T) {
+				t.Parallel()
+				req := userRequest("hi")
+				req.Secret = func(name string) (string, bool) { return key, name == keyEnv }
+				s, err := path.provider(t, form.text).Stream(context.Background(), req)
+				if err == nil {
+					for _, c := range collect(t, s) {
+						if c.Kind == model.KindError {
+							err = c.Err
+						}
+					}
+				}
+				if err == nil {
+					t.Fatal("no error")
+				}
+				if err.Error() != path.want {
+					t.Errorf("error\n got %s\nwant %s", err, path.want)
+				}
+				for e := err; e != nil; e = errors.Unwrap(e) {
+					for _, text := range []string{e.Error(), fmt.Sprintf("%+v", e), fmt.Sprintf("%#v", e)} {
+						for _, f := range forms {
+							if strings.Contains(text, f.text) {
+								t.Errorf("the key (%s) is in %T: %s", f.name, e, text)
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestTransportErrorCause checks that a transport error whose text holds no
+// form of the key stays the cause of the provider's error.
+func TestTransportErrorCause(t *testing.T) {
+	t.Parallel()
+	refused := errors.New("proxy refused")
+	p, err := New(Config{BaseURL: "http://api.invalid/v1", Model: "m", APIKeyEnv: "GANGLION_TEST_OPENAI_FORMS", HTTPClient: &http.Client{
+		Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refused }),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := userRequest("hi")
+	req.Secret = func(string) (string, bool) { return "sk-proj-5f0c2a9e7b", true }
+	_, err = p.Stream(context.Background(), req)
+	if !errors.Is(err, refused) || model.KindOf(err) != model.ErrorTransient {
+		t.Fatalf("error %v (%v) does not wrap %v as a transient error", err, model.KindOf(err), refused)
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -72,7 +74,8 @@ type Config struct {
 type Provider struct {
 	cfg        Config
 	svc        oa.ChatCompletionService
-	completion bool // send the bound as max_completion_tokens
+	completion bool                        // send the bound as max_completion_tokens
+	redactor   atomic.Pointer[keyRedactor] // of the last key; see [Provider.redactorFor]
 }
 
 var _ model.Provider = (*Provider)(nil)
@@ -148,8 +151,9 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream
 	}
 	// With the response taken raw, the SDK's stream has no decoder: the
 	// provider reads the body itself (see the package documentation).
+	red := p.redactorFor(key)
 	if err := p.svc.NewStreaming(ctx, params, opts...).Err(); err != nil {
-		return nil, openError(ctx, err, resp, key)
+		return nil, openError(ctx, err, resp, red)
 	}
 	if resp == nil || resp.Body == nil {
 		return nil, &model.Error{Kind: model.ErrorOther, Provider: providerName, Message: "the server sent no response"}
@@ -157,18 +161,40 @@ func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
 		// The server did not stream: an error in a 200, or a server that
 		// ignores "stream".
-		return nil, notStreamed(resp, key)
+		return nil, notStreamed(resp, red)
 	}
 	s := &stream{
 		ctx:  ctx,
 		body: resp.Body,
 		dec:  ssestream.NewDecoder(resp),
-		key:  key,
+		red:  red,
 	}
 	if req.TurnID != "" {
 		s.idPrefix = req.TurnID + "-call-" + strconv.Itoa(req.Step) + "-"
 	}
 	return s, nil
+}
+
+// keyRedactor is the [secret.Redactor] of one key.
+type keyRedactor struct {
+	key string
+	red *secret.Redactor
+}
+
+// redactorFor returns the redactor that masks key, labelled with
+// Config.APIKeyEnv, in error text; nil, which masks nothing, when there is
+// no key. It keeps the one of the last key: the key is looked up for each
+// request but seldom changes.
+func (p *Provider) redactorFor(key string) *secret.Redactor {
+	if key == "" {
+		return nil
+	}
+	if kr := p.redactor.Load(); kr != nil && kr.key == key {
+		return kr.red
+	}
+	red := secret.NewRedactor(map[string]string{p.cfg.APIKeyEnv: key})
+	p.redactor.Store(&keyRedactor{key: key, red: red})
+	return red
 }
 
 // apiKey resolves the request's key: "" when none is configured.

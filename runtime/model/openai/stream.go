@@ -13,6 +13,7 @@ import (
 
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
+	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -28,8 +29,8 @@ type stream struct {
 	ctx      context.Context
 	body     io.Closer
 	dec      ssestream.Decoder
-	key      string
-	idPrefix string // of generated call IDs; "" for random ones
+	red      *secret.Redactor // masks the key in errors
+	idPrefix string           // of generated call IDs; "" for random ones
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -108,7 +109,7 @@ func (s *stream) advance() error {
 			// most the usage.
 			s.end()
 		case err != nil:
-			s.fail(networkError("stream interrupted", err, s.key))
+			s.fail(networkError("stream interrupted", err, s.red))
 		default:
 			s.fail(&model.Error{Kind: model.ErrorTransient, Provider: providerName, Message: "the stream ended before the answer was complete"})
 		}
@@ -133,7 +134,7 @@ func (s *stream) advance() error {
 		if s.p.err != nil || !ev.err.present {
 			ev.err = wireError{present: true, message: string(data)}
 		}
-		s.fail(&model.Error{Kind: ev.err.kind(), Provider: providerName, Status: int(ev.err.status), Message: clean(ev.err.text(), s.key)})
+		s.fail(&model.Error{Kind: ev.err.kind(), Provider: providerName, Status: int(ev.err.status), Message: clean(ev.err.text(), s.red)})
 		return nil
 	}
 	s.p.event(ev)
@@ -142,7 +143,7 @@ func (s *stream) advance() error {
 		return nil
 	}
 	if ev.err.present {
-		s.fail(&model.Error{Kind: ev.err.kind(), Provider: providerName, Status: int(ev.err.status), Message: clean(ev.err.text(), s.key)})
+		s.fail(&model.Error{Kind: ev.err.kind(), Provider: providerName, Status: int(ev.err.status), Message: clean(ev.err.text(), s.red)})
 		return nil
 	}
 	if ev.hasUsage {
