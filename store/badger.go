@@ -18,7 +18,7 @@ import (
 )
 
 // ErrInUse is matched (with [errors.Is]) by the error of [OpenBadger] when
-// another process, or another [Badger] in this one, holds the directory.
+// another process, or another store in this one, holds the directory.
 var ErrInUse = errors.New("it is in use by another process (another ganglion running?)")
 
 // schemaVersion is the version of the key layout and encoding this file
@@ -30,28 +30,8 @@ const schemaVersion = 1
 // its context.
 const checkCtxEvery = 256
 
-// Badger is a [Store] kept in a Badger key-value database, on disk
-// ([OpenBadger]) or in memory ([OpenBadgerInMemory]). The key layout is
-// described in the package documentation; records, meta and the schema
-// version are stored as JSON, state and sealed secrets verbatim.
-//
-// # Durability
-//
-// A commit is one Badger transaction: after a crash a batch is either all
-// there or not at all. By default ([WithSyncWrites] false) Commit returns
-// once the write is in the operating system's page cache: a committed batch
-// survives the process crashing or being killed, but the last commits may be
-// lost if the machine loses power or the kernel crashes. With sync writes,
-// every commit waits for the disk, which costs a few milliseconds per commit
-// on most drives.
-//
-// # Concurrency
-//
-// A Badger is safe for concurrent use; commits to different instances run in
-// parallel. Two commits to the same instance do not conflict: each is
-// applied whole, the later one wins key by key. Close waits for the calls in
-// progress.
-type Badger struct {
+// badgerStore is the [Store] of [OpenBadger]: see there.
+type badgerStore struct {
 	db  *badger.DB
 	dir string // "" in memory
 
@@ -59,7 +39,7 @@ type Badger struct {
 	closed bool
 }
 
-// BadgerOption configures [OpenBadger] and [OpenBadgerInMemory].
+// BadgerOption configures [OpenBadger].
 // It is implemented only by this package's With functions.
 type BadgerOption interface {
 	apply(*badgerConfig)
@@ -84,14 +64,16 @@ func WithLogger(logger *slog.Logger) BadgerOption {
 }
 
 // WithSyncWrites makes every commit wait until its data is on disk
-// (default false). See the Durability section of [Badger] for the trade-off.
+// (default false). See the Durability section of [OpenBadger] for the trade-off.
 // It has no effect in memory.
 func WithSyncWrites(on bool) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.syncWrites = on })
 }
 
 // OpenBadger opens the store in directory dir, creating the directory and
-// the store if need be.
+// the store if need be: a [Store] kept in a Badger key-value database. The
+// key layout is described in the package documentation; records, meta and
+// the schema version are stored as JSON, state and sealed secrets verbatim.
 //
 // A process killed while Badger was creating a file can leave that file
 // empty, and Badger's first open of such a directory fails ("while opening
@@ -111,7 +93,24 @@ func WithSyncWrites(on bool) BadgerOption {
 //
 // It also fails if the directory holds a store of another schema version,
 // or data that is not a store.
-func OpenBadger(dir string, opts ...BadgerOption) (*Badger, error) {
+//
+// # Durability
+//
+// A commit is one Badger transaction: after a crash a batch is either all
+// there or not at all. By default ([WithSyncWrites] false) Commit returns
+// once the write is in the operating system's page cache: a committed batch
+// survives the process crashing or being killed, but the last commits may be
+// lost if the machine loses power or the kernel crashes. With sync writes,
+// every commit waits for the disk, which costs a few milliseconds per commit
+// on most drives.
+//
+// # Concurrency
+//
+// The store is safe for concurrent use; commits to different instances run in
+// parallel. Two commits to the same instance do not conflict: each is
+// applied whole, the later one wins key by key. Close waits for the calls in
+// progress.
+func OpenBadger(dir string, opts ...BadgerOption) (Store, error) {
 	b, err := openBadger(badger.DefaultOptions(dir), dir, opts)
 	if err != nil {
 		if isLockError(err) {
@@ -122,11 +121,11 @@ func OpenBadger(dir string, opts ...BadgerOption) (*Badger, error) {
 	return b, nil
 }
 
-// OpenBadgerInMemory opens an empty store that Badger keeps in memory and
+// openBadgerInMemory opens an empty store that Badger keeps in memory and
 // forgets on Close. It behaves as [OpenBadger]'s, encoding included, so
 // tests can use it in place of a directory. One limit differs: Badger refuses
 // a single record whose encoding exceeds 1 MiB in memory.
-func OpenBadgerInMemory(opts ...BadgerOption) (*Badger, error) {
+func openBadgerInMemory(opts ...BadgerOption) (*badgerStore, error) {
 	b, err := openBadger(badger.DefaultOptions("").WithInMemory(true), "", opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open in-memory store: %w", err)
@@ -134,7 +133,7 @@ func OpenBadgerInMemory(opts ...BadgerOption) (*Badger, error) {
 	return b, nil
 }
 
-func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*Badger, error) {
+func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerStore, error) {
 	var c badgerConfig
 	for _, o := range opts {
 		o.apply(&c)
@@ -185,7 +184,7 @@ retry:
 		_ = db.Close()
 		return nil, err
 	}
-	return &Badger{db: db, dir: dir}, nil
+	return &badgerStore{db: db, dir: dir}, nil
 }
 
 // maxEmptyFileRetries bounds how many times openBadger opens a directory
@@ -251,7 +250,7 @@ func checkSchema(db *badger.DB) error {
 
 // begin takes the read lock and checks that the store is open; end releases
 // the lock.
-func (s *Badger) begin() error {
+func (s *badgerStore) begin() error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -260,13 +259,13 @@ func (s *Badger) begin() error {
 	return nil
 }
 
-func (s *Badger) end() { s.mu.RUnlock() }
+func (s *badgerStore) end() { s.mu.RUnlock() }
 
 // LoadInstance implements [Store]. found is true when the instance has meta
 // or records.
 //
 // It fails, naming the key, if a stored value cannot be decoded.
-func (s *Badger) LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error) {
+func (s *badgerStore) LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error) {
 	if err := s.begin(); err != nil {
 		return Meta{}, nil, false, err
 	}
@@ -337,7 +336,7 @@ func corrupt(key []byte, err error) error {
 // records) fails with an error matching [badger.ErrTxnTooBig], as does a
 // record Badger refuses or JSON cannot encode; in every case nothing of the
 // batch is written.
-func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
+func (s *badgerStore) Commit(ctx context.Context, agent, key string, b Batch) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -400,7 +399,7 @@ func (s *Badger) Commit(ctx context.Context, agent, key string, b Batch) error {
 // Instances implements [Store]. It reads only the agent's keys, and of
 // those, one per instance and kind; it skips the secret kind, as secrets do
 // not make an instance exist. It returns nil when agent has no instance.
-func (s *Badger) Instances(ctx context.Context, agent string) ([]string, error) {
+func (s *badgerStore) Instances(ctx context.Context, agent string) ([]string, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -450,7 +449,7 @@ func scanInstances(ctx context.Context, txn *badger.Txn, opts badger.IteratorOpt
 
 // GetState implements [Store]. An empty stored value is returned as an
 // empty, non-nil slice.
-func (s *Badger) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+func (s *badgerStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -477,7 +476,7 @@ func (s *Badger) GetState(ctx context.Context, agent, key, extension string) ([]
 }
 
 // SetState implements [Store]. The value is stored verbatim.
-func (s *Badger) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
+func (s *badgerStore) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -500,7 +499,7 @@ func (s *Badger) SetState(ctx context.Context, agent, key, extension string, val
 }
 
 // PutSecret implements [Store]. The sealed value is stored verbatim.
-func (s *Badger) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+func (s *badgerStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -517,7 +516,7 @@ func (s *Badger) PutSecret(ctx context.Context, agent, key, name string, sealed 
 }
 
 // GetSecret implements [Store].
-func (s *Badger) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+func (s *badgerStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	if err := s.begin(); err != nil {
 		return nil, false, err
 	}
@@ -547,7 +546,7 @@ func (s *Badger) GetSecret(ctx context.Context, agent, key, name string) ([]byte
 
 // ListSecrets implements [Store]. It reads the instance's secret keys, not
 // their values.
-func (s *Badger) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
+func (s *badgerStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -578,7 +577,7 @@ func (s *Badger) ListSecrets(ctx context.Context, agent, key string) ([]string, 
 }
 
 // DeleteSecret implements [Store].
-func (s *Badger) DeleteSecret(ctx context.Context, agent, key, name string) error {
+func (s *badgerStore) DeleteSecret(ctx context.Context, agent, key, name string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -594,7 +593,7 @@ func (s *Badger) DeleteSecret(ctx context.Context, agent, key, name string) erro
 
 // Close waits for the calls in progress, then closes the database and
 // releases the directory. Later calls, Close included, fail with [ErrClosed].
-func (s *Badger) Close() error {
+func (s *badgerStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -637,6 +636,6 @@ func (b badgerLogger) Infof(f string, a ...any)    { b.log(slog.LevelDebug, f, a
 func (b badgerLogger) Debugf(f string, a ...any)   { b.log(slog.LevelDebug, f, a) }
 
 var (
-	_ Store         = (*Badger)(nil)
+	_ Store         = (*badgerStore)(nil)
 	_ badger.Logger = badgerLogger{}
 )

@@ -5,9 +5,8 @@
 // changed as one [Batch], applied atomically.
 //
 // [Store] is the interface the runtime consumes. Two implementations ship:
-// [Memory], plain maps for tests, benchmarks and one-shot runs, and
-// [Badger], a Badger key-value database on disk ([OpenBadger]) or in memory
-// ([OpenBadgerInMemory]).
+// [NewMemory], plain maps for tests, benchmarks and one-shot runs, and
+// [OpenBadger], a Badger key-value database on disk.
 //
 // # Names
 //
@@ -21,7 +20,7 @@
 //
 // # Key layout
 //
-// This is the one description of the keys [Badger] writes; keys.go encodes
+// This is the one description of the keys [OpenBadger]'s store writes; keys.go encodes
 // and decodes them. NUL (\x00) separates the parts of a key, which is why
 // names cannot contain it. Sequence numbers are 8 bytes big-endian, so
 // byte order is Seq order.
@@ -52,8 +51,8 @@
 //
 // A secret (an API key a human gives a paused agent, say) is stored as the
 // caller hands it over: sealed, that is encrypted and authenticated, by the
-// runtime before it reaches the store, so neither [Memory] nor the Badger
-// files ever hold its plaintext. The store does not read the sealed bytes.
+// runtime before it reaches the store, so neither the memory store nor the
+// Badger files ever hold its plaintext. The store does not read the sealed bytes.
 //
 // Secrets belong to an instance but do not make it exist: [Store.Instances]
 // does not scan the c keys, so an instance with secrets and nothing else is

@@ -7,7 +7,7 @@ import (
 	"fmt"
 )
 
-// This file encodes and decodes the keys of [Badger]. The layout is
+// This file encodes and decodes the keys of [OpenBadger]'s store. The layout is
 // documented in doc.go; keep the two in step.
 
 // The first byte of every key says what the key holds.

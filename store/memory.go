@@ -11,26 +11,8 @@ import (
 	"sync/atomic"
 )
 
-// Memory is a [Store] that keeps everything in maps and loses it on exit. It
-// serves tests, benchmarks and one-shot runs.
-//
-// Memory keeps records as they come, with their message pointers, and
-// encodes nothing, so a commit costs a few map lookups and an append, and a
-// message is not copied. The price is that a stored [pipeline.Message] is
-// the caller's: callers must treat a message as immutable once committed,
-// and must not change one returned by LoadInstance. State
-// values and sealed secrets are copied in and out, since callers reuse byte
-// buffers.
-//
-// Memory checks names as [Badger] does, but since it does not encode, it
-// accepts a message that JSON cannot encode (say, a NaN in Metadata), which
-// Badger refuses.
-//
-// # Concurrency
-//
-// A Memory is safe for concurrent use. One read-write lock guards it: loads
-// run in parallel, commits one at a time.
-type Memory struct {
+// memoryStore is the [Store] of [NewMemory]: see there.
+type memoryStore struct {
 	closed  atomic.Bool // fast path; mu guards the truth
 	mu      sync.RWMutex
 	agents  map[string]map[string]*memInstance // agent → instance key → instance
@@ -150,14 +132,32 @@ func (in *memInstance) records() []Record {
 	return out
 }
 
-// NewMemory returns an empty Memory.
-func NewMemory() *Memory {
-	return &Memory{agents: make(map[string]map[string]*memInstance)}
+// NewMemory returns an empty [Store] that keeps everything in maps and
+// loses it on exit. It serves tests, benchmarks and one-shot runs.
+//
+// It keeps records as they come, with their message pointers, and
+// encodes nothing, so a commit costs a few map lookups and an append, and a
+// message is not copied. The price is that a stored [pipeline.Message] is
+// the caller's: callers must treat a message as immutable once committed,
+// and must not change one returned by LoadInstance. State
+// values and sealed secrets are copied in and out, since callers reuse byte
+// buffers.
+//
+// It checks names as [OpenBadger]'s store does, but since it does not encode, it
+// accepts a message that JSON cannot encode (say, a NaN in Metadata), which
+// Badger refuses.
+//
+// # Concurrency
+//
+// It is safe for concurrent use. One read-write lock guards it: loads
+// run in parallel, commits one at a time.
+func NewMemory() Store {
+	return &memoryStore{agents: make(map[string]map[string]*memInstance)}
 }
 
-// ready is Memory's method preamble: closed first, then the argument
+// ready is memoryStore's method preamble: closed first, then the argument
 // check's error, invalid, then ctx.
-func (m *Memory) ready(ctx context.Context, invalid error) error {
+func (m *memoryStore) ready(ctx context.Context, invalid error) error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
@@ -165,12 +165,12 @@ func (m *Memory) ready(ctx context.Context, invalid error) error {
 }
 
 // lookup returns the instance, or nil. m.mu must be held.
-func (m *Memory) lookup(agent, key string) *memInstance {
+func (m *memoryStore) lookup(agent, key string) *memInstance {
 	return m.agents[agent][key]
 }
 
 // obtain returns the instance, creating it. m.mu must be held for writing.
-func (m *Memory) obtain(agent, key string) *memInstance {
+func (m *memoryStore) obtain(agent, key string) *memInstance {
 	instances := m.agents[agent]
 	if instances == nil {
 		instances = make(map[string]*memInstance)
@@ -185,7 +185,7 @@ func (m *Memory) obtain(agent, key string) *memInstance {
 }
 
 // prune forgets the instance if it holds nothing. m.mu must be held for writing.
-func (m *Memory) prune(agent, key string, in *memInstance) {
+func (m *memoryStore) prune(agent, key string, in *memInstance) {
 	if !in.empty() {
 		return
 	}
@@ -198,7 +198,7 @@ func (m *Memory) prune(agent, key string, in *memInstance) {
 
 // LoadInstance implements [Store]. The returned slice is the caller's; the
 // messages in it share their slices and maps with the stored ones.
-func (m *Memory) LoadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
+func (m *memoryStore) LoadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
 	if err := m.ready(ctx, validate(agent, key)); err != nil {
 		return Meta{}, nil, false, err
 	}
@@ -215,8 +215,8 @@ func (m *Memory) LoadInstance(ctx context.Context, agent, key string) (Meta, []R
 }
 
 // Commit implements [Store]. It stores the batch's records by value: see
-// [Memory] on immutability.
-func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
+// [NewMemory] on immutability.
+func (m *memoryStore) Commit(ctx context.Context, agent, key string, b Batch) error {
 	if err := m.ready(ctx, validate(agent, key)); err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (m *Memory) Commit(ctx context.Context, agent, key string, b Batch) error {
 }
 
 // Instances implements [Store]. It returns nil when agent has no instance.
-func (m *Memory) Instances(ctx context.Context, agent string) ([]string, error) {
+func (m *memoryStore) Instances(ctx context.Context, agent string) ([]string, error) {
 	if err := m.ready(ctx, ValidateName("agent name", agent)); err != nil {
 		return nil, err
 	}
@@ -267,7 +267,7 @@ func (m *Memory) Instances(ctx context.Context, agent string) ([]string, error) 
 }
 
 // GetState implements [Store]. The returned slice is a copy.
-func (m *Memory) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+func (m *memoryStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	if err := m.ready(ctx, validateState(agent, key, extension)); err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (m *Memory) GetState(ctx context.Context, agent, key, extension string) ([]
 }
 
 // SetState implements [Store]. It stores a copy of value.
-func (m *Memory) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
+func (m *memoryStore) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
 	if err := m.ready(ctx, validateState(agent, key, extension)); err != nil {
 		return err
 	}
@@ -313,7 +313,7 @@ func (m *Memory) SetState(ctx context.Context, agent, key, extension string, val
 }
 
 // PutSecret implements [Store]. It stores a copy of sealed.
-func (m *Memory) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+func (m *memoryStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	if err := m.ready(ctx, cmp.Or(validateSecret(agent, key, name), checkSealed(name, sealed))); err != nil {
 		return err
 	}
@@ -335,7 +335,7 @@ func (m *Memory) PutSecret(ctx context.Context, agent, key, name string, sealed 
 }
 
 // GetSecret implements [Store]. The returned slice is a copy.
-func (m *Memory) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+func (m *memoryStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	if err := m.ready(ctx, validateSecret(agent, key, name)); err != nil {
 		return nil, false, err
 	}
@@ -349,7 +349,7 @@ func (m *Memory) GetSecret(ctx context.Context, agent, key, name string) ([]byte
 }
 
 // ListSecrets implements [Store].
-func (m *Memory) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
+func (m *memoryStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	if err := m.ready(ctx, validate(agent, key)); err != nil {
 		return nil, err
 	}
@@ -362,7 +362,7 @@ func (m *Memory) ListSecrets(ctx context.Context, agent, key string) ([]string, 
 }
 
 // DeleteSecret implements [Store].
-func (m *Memory) DeleteSecret(ctx context.Context, agent, key, name string) error {
+func (m *memoryStore) DeleteSecret(ctx context.Context, agent, key, name string) error {
 	if err := m.ready(ctx, validateSecret(agent, key, name)); err != nil {
 		return err
 	}
@@ -383,7 +383,7 @@ func (m *Memory) DeleteSecret(ctx context.Context, agent, key, name string) erro
 
 // Close drops everything the store holds. Later calls, Close included, fail
 // with [ErrClosed].
-func (m *Memory) Close() error {
+func (m *memoryStore) Close() error {
 	if m.closed.Swap(true) {
 		return ErrClosed
 	}
@@ -394,4 +394,4 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-var _ Store = (*Memory)(nil)
+var _ Store = (*memoryStore)(nil)

@@ -15,7 +15,7 @@ import (
 // This file holds both stores' pending-item methods.
 
 // PutPending implements [Store].
-func (m *Memory) PutPending(ctx context.Context, r PendingRecord) error {
+func (m *memoryStore) PutPending(ctx context.Context, r PendingRecord) error {
 	if err := m.ready(ctx, r.check()); err != nil {
 		return err
 	}
@@ -33,7 +33,7 @@ func (m *Memory) PutPending(ctx context.Context, r PendingRecord) error {
 }
 
 // GetPending implements [Store].
-func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+func (m *memoryStore) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
 	if err := m.ready(ctx, ValidateName("pending item ID", id)); err != nil {
 		return PendingRecord{}, false, err
 	}
@@ -42,13 +42,13 @@ func (m *Memory) GetPending(ctx context.Context, id string) (PendingRecord, bool
 
 // A table picks the map of records by ID (pending items or tasks); it is
 // read under m.mu, since a map is made on first use.
-type table func(*Memory) map[string]PendingRecord
+type table func(*memoryStore) map[string]PendingRecord
 
-func pendingTable(m *Memory) map[string]PendingRecord { return m.pending }
-func taskTable(m *Memory) map[string]PendingRecord    { return m.tasks }
+func pendingTable(m *memoryStore) map[string]PendingRecord { return m.pending }
+func taskTable(m *memoryStore) map[string]PendingRecord    { return m.tasks }
 
 // getByID returns the record with id in table, a copy.
-func (m *Memory) getByID(table table, id string) (PendingRecord, bool, error) {
+func (m *memoryStore) getByID(table table, id string) (PendingRecord, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -60,7 +60,7 @@ func (m *Memory) getByID(table table, id string) (PendingRecord, bool, error) {
 }
 
 // ListPending implements [Store].
-func (m *Memory) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+func (m *memoryStore) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
 	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
@@ -69,7 +69,7 @@ func (m *Memory) ListPending(ctx context.Context, agent, key string) ([]PendingR
 
 // listByID returns the records of table that belong to agent's instance
 // key, copies, sorted by ID.
-func (m *Memory) listByID(table table, agent, key string) ([]PendingRecord, error) {
+func (m *memoryStore) listByID(table table, agent, key string) ([]PendingRecord, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -102,7 +102,7 @@ func validateFilter(agent, key string) error {
 }
 
 // PutPending implements [Store].
-func (s *Badger) PutPending(ctx context.Context, r PendingRecord) error {
+func (s *badgerStore) PutPending(ctx context.Context, r PendingRecord) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (s *Badger) PutPending(ctx context.Context, r PendingRecord) error {
 }
 
 // GetPending implements [Store].
-func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+func (s *badgerStore) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
 	if err := s.begin(); err != nil {
 		return PendingRecord{}, false, err
 	}
@@ -137,7 +137,7 @@ func (s *Badger) GetPending(ctx context.Context, id string) (PendingRecord, bool
 }
 
 // getByID reads the record under prefix and id (a pending item or a task).
-func (s *Badger) getByID(prefix []byte, id string) (r PendingRecord, found bool, err error) {
+func (s *badgerStore) getByID(prefix []byte, id string) (r PendingRecord, found bool, err error) {
 	err = s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(append(bytes.Clone(prefix), id...))
 		if errors.Is(err, badger.ErrKeyNotFound) {
@@ -153,7 +153,7 @@ func (s *Badger) getByID(prefix []byte, id string) (r PendingRecord, found bool,
 }
 
 // ListPending implements [Store].
-func (s *Badger) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+func (s *badgerStore) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (s *Badger) ListPending(ctx context.Context, agent, key string) ([]PendingR
 
 // listByID returns the records under prefix (pending items or tasks) that
 // belong to agent's instance key, sorted by ID.
-func (s *Badger) listByID(prefix []byte, agent, key string) ([]PendingRecord, error) {
+func (s *badgerStore) listByID(prefix []byte, agent, key string) ([]PendingRecord, error) {
 	var out []PendingRecord
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions

@@ -50,7 +50,7 @@ func BenchmarkCommit(b *testing.B) {
 	b.Run("memory", func(b *testing.B) {
 		b.ReportAllocs()
 		turn := newBenchTurn()
-		var s *store.Memory
+		var s store.Store
 		key := ""
 		for i := 0; b.Loop(); i++ {
 			// A fresh store every 64 instances bounds the memory used.

@@ -31,7 +31,7 @@ var implementations = []struct {
 	{"badger-on-disk", func(t testing.TB) store.Store { return openDisk(t, t.TempDir()) }},
 }
 
-func openDisk(t testing.TB, dir string) *store.Badger {
+func openDisk(t testing.TB, dir string) store.Store {
 	t.Helper()
 	s, err := store.OpenBadger(dir)
 	if err != nil {

@@ -22,7 +22,7 @@ type TaskRecord PendingRecord
 func (r *TaskRecord) check() error { return (*PendingRecord)(r).checkAs("task") }
 
 // CommitTasks implements [Store].
-func (m *Memory) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
+func (m *memoryStore) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
 	if err := m.ready(ctx, checkTasks(put, del)); err != nil {
 		return err
 	}
@@ -39,7 +39,7 @@ func (m *Memory) CommitTasks(ctx context.Context, put []TaskRecord, del []string
 }
 
 // putTasks stores put. m.mu is held for writing.
-func (m *Memory) putTasks(put []TaskRecord) {
+func (m *memoryStore) putTasks(put []TaskRecord) {
 	if len(put) > 0 && m.tasks == nil {
 		m.tasks = map[string]PendingRecord{}
 	}
@@ -50,7 +50,7 @@ func (m *Memory) putTasks(put []TaskRecord) {
 }
 
 // GetTask implements [Store].
-func (m *Memory) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
+func (m *memoryStore) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
 	if err := m.ready(ctx, ValidateName("task ID", id)); err != nil {
 		return TaskRecord{}, false, err
 	}
@@ -59,7 +59,7 @@ func (m *Memory) GetTask(ctx context.Context, id string) (TaskRecord, bool, erro
 }
 
 // ListTasks implements [Store].
-func (m *Memory) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
+func (m *memoryStore) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
 	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func checkTasks(put []TaskRecord, del []string) error {
 }
 
 // CommitTasks implements [Store], in one Badger transaction.
-func (s *Badger) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
+func (s *badgerStore) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
 	if err := s.begin(); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func setTasks(txn *badger.Txn, put []TaskRecord) error {
 }
 
 // GetTask implements [Store].
-func (s *Badger) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
+func (s *badgerStore) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
 	if err := s.begin(); err != nil {
 		return TaskRecord{}, false, err
 	}
@@ -149,7 +149,7 @@ func (s *Badger) GetTask(ctx context.Context, id string) (TaskRecord, bool, erro
 }
 
 // ListTasks implements [Store].
-func (s *Badger) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
+func (s *badgerStore) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
 	if err := s.begin(); err != nil {
 		return nil, err
 	}
