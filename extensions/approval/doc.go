@@ -62,7 +62,7 @@
 // # Ask
 //
 // An ask pauses the turn through the runtime's pause ledger
-// (api.Pending.PauseCall): the call gets a placeholder result, and the turn
+// (api.Pending.PauseCall) as a pending item of kind "approval": the call gets a placeholder result, and the turn
 // ends paused after its step. Answering "approve" resumes the turn and runs
 // the call, once, before the model is called again; its result replaces
 // the placeholder. "deny" (or a rejection, with its reason) resumes the
@@ -73,7 +73,8 @@
 //
 // Tool calls that fail in a row (a tool error, malformed arguments) are
 // counted per instance; a success resets the count. At mistake_limit
-// (default 3) the turn pauses after the step, and a human
+// (default 3) the turn pauses after the step on a pending item of kind
+// "mistakes", and a human
 // answers with guidance the model reads when it resumes, or rejects to
 // stop the task.
 //

@@ -36,15 +36,15 @@ type Settings struct {
 	MistakeLimit int `yaml:"mistake_limit"`
 }
 
-// ItemMistakes is the ledger kind of the question whether to go on after
+// itemMistakes is the ledger kind of the question whether to go on after
 // too many failed tool calls in a row.
-const ItemMistakes = "mistakes"
+const itemMistakes = "mistakes"
 
 // defaultMistakeLimit is the default of Settings.MistakeLimit.
 const defaultMistakeLimit = 3
 
-// ItemApproval is the ledger kind of an ask.
-const ItemApproval = "approval"
+// itemApproval is the ledger kind of an ask.
+const itemApproval = "approval"
 
 // defaultTimeout is how long an ask waits by default.
 const defaultTimeout = time.Hour
@@ -146,10 +146,10 @@ func (x *extension) workspace() string {
 // Register installs the toolCall middleware and the ask's pending kind.
 func (x *extension) Register(api *extensions.API) error {
 	x.api = api
-	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
+	if err := api.Pending.Handle(extensions.PendingKind{Name: itemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
 		return err
 	}
-	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemMistakes, Resolve: resolveMistakes}); err != nil {
+	if err := api.Pending.Handle(extensions.PendingKind{Name: itemMistakes, Resolve: resolveMistakes}); err != nil {
 		return err
 	}
 	api.Pipeline.ToolCall(x.toolCall)
@@ -250,7 +250,7 @@ func (x *extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 		return x.run(ctx, c)
 	}
 	req, _ := json.Marshal(askRequest{Tool: c.Name(), Args: json.RawMessage(c.Arguments()), Explanation: res.Explanation, Matched: res.Matched})
-	it, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemApproval, Request: req, Required: true}, x.timeout)
+	it, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: itemApproval, Request: req, Required: true}, x.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +283,7 @@ func (x *extension) run(ctx context.Context, c *pipeline.ToolCallContext) (*pipe
 		return r, nil
 	}
 	req, _ := json.Marshal(map[string]any{"failures": n, "tool": c.Name(), "error": r.Content})
-	if _, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemMistakes, Request: req, Required: true}, x.timeout); err != nil {
+	if _, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: itemMistakes, Request: req, Required: true}, x.timeout); err != nil {
 		return nil, err
 	}
 	x.api.Events.Publish("approval.mistake_limit", c.InstanceKey(), map[string]any{"turn_id": c.TurnID(), "failures": n, "tool": c.Name()})
