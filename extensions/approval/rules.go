@@ -54,7 +54,7 @@ func parseDecision(s string) (Decision, bool) {
 }
 
 // Limits of a rules file. The file itself is read with yamlsrc.ReadFile: at
-// most yamlsrc.MaxSize bytes (1 MiB), whose collections nest at most 100 deep.
+// most 1 MiB, whose collections nest at most 100 deep.
 const (
 	maxRules          = 10000
 	maxExpressionSize = 16 << 10 // bytes of one when

@@ -4,3 +4,6 @@
 // under -race measures the detector as much as the code. CI runs those
 // assertions in a separate pass without -race.
 package racecheck
+
+// Enabled is true when the binary was built with -race.
+const Enabled = enabled

@@ -2,5 +2,4 @@
 
 package racecheck
 
-// Enabled is true when the binary was built with -race.
-const Enabled = false
+const enabled = false

@@ -1,6 +1,6 @@
 // Package yamlsrc holds what every YAML reader of Ganglion shares: the
 // limits a file must keep before it is parsed ([Check], [ReadFile],
-// [MaxSize], and at most 100 levels of nesting), and the rendering of where in a file an error is:
+// at most 1 MiB and 100 levels of nesting), and the rendering of where in a file an error is:
 // the lines around it, numbered, with a caret under the column
 // ([Snippet]). The config loader, the scripted model's loader and the
 // approval rules loader all use it, so every positioned error Ganglion

@@ -14,12 +14,12 @@ import (
 // The YAML library holds 60 to 400 times a file's size in memory while it
 // parses it (the more tokens per byte, the more), and its memory and time
 // grow with the square of the nesting depth: 80 KB of nested brackets took
-// 2.5 GB. MaxSize keeps a hostile file under about half a gigabyte and a few
+// 2.5 GB. maxSize keeps a hostile file under about half a gigabyte and a few
 // seconds of parsing; the largest file the project ships is 4 KB. maxDepth
 // is ten times the depth of a real config or script.
 const (
-	// MaxSize is the largest YAML file Ganglion reads, in bytes: 1 MiB.
-	MaxSize = 1 << 20
+	// maxSize is the largest YAML file Ganglion reads, in bytes: 1 MiB.
+	maxSize = 1 << 20
 	// maxDepth is how deeply collections (mappings and sequences, block
 	// or flow) may nest in a YAML file: 100 levels.
 	maxDepth = 100
@@ -31,7 +31,7 @@ const (
 type LimitError struct {
 	// Line and Column (both from 1, Column in characters) locate the
 	// collection that opens one level more than the 100 allowed; both are 0 for
-	// a file over [MaxSize].
+	// a file over [maxSize].
 	Line, Column int
 	// Msg says what is over which limit, without the file or position.
 	Msg string
@@ -40,7 +40,7 @@ type LimitError struct {
 // Error returns Msg.
 func (e *LimitError) Error() string { return e.Msg }
 
-// ReadFile reads the file at path, but no more than [MaxSize]+1 bytes:
+// ReadFile reads the file at path, but no more than [maxSize]+1 bytes:
 // enough for [Check] to tell that a larger file is too large, without
 // reading a file of any size into memory first.
 func ReadFile(path string) ([]byte, error) {
@@ -49,10 +49,10 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, MaxSize+1))
+	return io.ReadAll(io.LimitReader(f, maxSize+1))
 }
 
-// Check returns a *[LimitError] if data is larger than [MaxSize] bytes or
+// Check returns a *[LimitError] if data is larger than [maxSize] bytes or
 // nests collections deeper than maxDepth levels, and nil otherwise. It
 // reads data once, in time proportional to its size, without allocating,
 // and is meant to run before data is parsed.
@@ -64,8 +64,8 @@ func ReadFile(path string) ([]byte, error) {
 // continued on a line that starts with a bracket counts as a flow
 // collection; it takes a hundred such lines to be refused.
 func Check(data []byte) error {
-	if len(data) > MaxSize {
-		return &LimitError{Msg: fmt.Sprintf("file is over the limit of %d bytes (1 MiB)", MaxSize)}
+	if len(data) > maxSize {
+		return &LimitError{Msg: fmt.Sprintf("file is over the limit of %d bytes (1 MiB)", maxSize)}
 	}
 	s := depthScanner{max: maxDepth}
 	return s.scan(data)
