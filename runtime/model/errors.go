@@ -45,9 +45,9 @@ func (k ErrorKind) String() string {
 	return "ErrorKind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// Retryable reports whether a call that failed with this kind may succeed
+// retryable reports whether a call that failed with this kind may succeed
 // if made again unchanged.
-func (k ErrorKind) Retryable() bool { return k == ErrorRateLimit || k == ErrorTransient }
+func (k ErrorKind) retryable() bool { return k == ErrorRateLimit || k == ErrorTransient }
 
 // Sentinels that an [*Error] matches with errors.Is, by kind:
 // errors.Is(err, model.ErrContextWindow) holds for any error wrapping an

@@ -10,21 +10,21 @@ import (
 
 // Defaults of [RetryPolicy].
 const (
-	DefaultMaxRetries = 5
-	DefaultBaseDelay  = time.Second
-	// MaxBackoff caps any wait, Retry-After included: 600 s.
-	MaxBackoff = 600 * time.Second
+	defaultMaxRetries = 5
+	defaultBaseDelay  = time.Second
+	// maxBackoff caps any wait, Retry-After included: 600 s.
+	maxBackoff = 600 * time.Second
 )
 
 // RetryPolicy says how [WithRetry] retries a failed model call.
 type RetryPolicy struct {
 	// MaxRetries bounds the retries of one call (not counting the first
-	// try). Zero means [DefaultMaxRetries]; a negative value, none.
+	// try). Zero means 5; a negative value, none.
 	MaxRetries int
 	// BaseDelay is the first backoff; each retry doubles it, up to
-	// MaxDelay. Zero means [DefaultBaseDelay].
+	// MaxDelay. Zero means 1 s.
 	BaseDelay time.Duration
-	// MaxDelay caps a wait, Retry-After included. Zero means [MaxBackoff].
+	// MaxDelay caps a wait, Retry-After included. Zero means 600 s.
 	MaxDelay time.Duration
 	// OnRetry, if set, is told of each retry before its wait.
 	OnRetry func(RetryInfo)
@@ -59,13 +59,13 @@ type RetryInfo struct {
 // stream as it is. Cancelling the call's context stops a wait at once.
 func WithRetry(p Provider, policy RetryPolicy) Provider {
 	if policy.MaxRetries == 0 {
-		policy.MaxRetries = DefaultMaxRetries
+		policy.MaxRetries = defaultMaxRetries
 	}
 	if policy.BaseDelay <= 0 {
-		policy.BaseDelay = DefaultBaseDelay
+		policy.BaseDelay = defaultBaseDelay
 	}
 	if policy.MaxDelay <= 0 {
-		policy.MaxDelay = MaxBackoff
+		policy.MaxDelay = maxBackoff
 	}
 	if policy.Sleep == nil {
 		policy.Sleep = sleep
@@ -88,7 +88,7 @@ func (r *retrying) Stream(ctx context.Context, req *Request) (Stream, error) {
 			return s, nil
 		}
 		var e *Error
-		if !errors.As(err, &e) || !e.Kind.Retryable() || attempt >= r.policy.MaxRetries {
+		if !errors.As(err, &e) || !e.Kind.retryable() || attempt >= r.policy.MaxRetries {
 			if s != nil {
 				// The first chunk was the failure: hand it over as such.
 				return &replay{Stream: s, first: first, has: true}, nil

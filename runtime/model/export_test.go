@@ -1,0 +1,4 @@
+package model
+
+// maxBackoff for the external tests.
+const MaxBackoff = maxBackoff
