@@ -28,16 +28,16 @@ import (
 
 // Defaults of [Config].
 const (
-	// DefaultBaseURL is Anthropic's API.
-	DefaultBaseURL = "https://api.anthropic.com"
-	// DefaultAPIKeyEnv names the variable that holds the key.
-	DefaultAPIKeyEnv = "ANTHROPIC_API_KEY"
-	// DefaultMaxOutputTokens is max_tokens when neither the request nor the
+	// defaultBaseURL is Anthropic's API.
+	defaultBaseURL = "https://api.anthropic.com"
+	// defaultAPIKeyEnv names the variable that holds the key.
+	defaultAPIKeyEnv = "ANTHROPIC_API_KEY"
+	// defaultMaxOutputTokens is max_tokens when neither the request nor the
 	// config sets it.
-	DefaultMaxOutputTokens = 4096
-	// MinThinkingBudget is the smallest budget Anthropic accepts for
+	defaultMaxOutputTokens = 4096
+	// minThinkingBudget is the smallest budget Anthropic accepts for
 	// extended thinking.
-	MinThinkingBudget = 1024
+	minThinkingBudget = 1024
 )
 
 // providerName names the provider in errors.
@@ -51,17 +51,17 @@ type Config struct {
 	// Model is the model's name ("claude-sonnet-4-5"), used when
 	// Request.Model is empty.
 	Model string
-	// BaseURL is the API's address; empty means [DefaultBaseURL]. Tests
-	// point it at an httptest server.
+	// BaseURL is the API's address; empty means Anthropic's,
+	// https://api.anthropic.com. Tests point it at an httptest server.
 	BaseURL string
 	// APIKeyEnv names the environment variable (and the secret) that holds
-	// the API key; empty means [DefaultAPIKeyEnv].
+	// the API key; empty means ANTHROPIC_API_KEY.
 	APIKeyEnv string
 	// MaxOutputTokens bounds an answer when Request.MaxOutputTokens is 0;
-	// 0 means [DefaultMaxOutputTokens].
+	// 0 means 4096.
 	MaxOutputTokens int
 	// Thinking is the token budget of extended thinking: 0 turns it off,
-	// otherwise at least [MinThinkingBudget].
+	// otherwise at least 1024, the smallest budget Anthropic accepts.
 	Thinking int
 	// PromptCache marks the system prompt and the end of the history as
 	// prompt-cache breakpoints (cache_control), so that each step of a turn
@@ -88,20 +88,20 @@ var _ model.Provider = (*Provider)(nil)
 // looked up for each request, so New needs none.
 func New(cfg Config) (*Provider, error) {
 	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
+		cfg.BaseURL = defaultBaseURL
 	}
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("anthropic: base URL %q is not an http(s) URL", cfg.BaseURL)
 	}
 	if cfg.APIKeyEnv == "" {
-		cfg.APIKeyEnv = DefaultAPIKeyEnv
+		cfg.APIKeyEnv = defaultAPIKeyEnv
 	}
 	if cfg.MaxOutputTokens < 0 {
 		return nil, fmt.Errorf("anthropic: max output tokens %d is negative", cfg.MaxOutputTokens)
 	}
-	if cfg.Thinking < 0 || cfg.Thinking > 0 && cfg.Thinking < MinThinkingBudget {
-		return nil, fmt.Errorf("anthropic: thinking budget %d: want 0 (off) or at least %d", cfg.Thinking, MinThinkingBudget)
+	if cfg.Thinking < 0 || cfg.Thinking > 0 && cfg.Thinking < minThinkingBudget {
+		return nil, fmt.Errorf("anthropic: thinking budget %d: want 0 (off) or at least %d", cfg.Thinking, minThinkingBudget)
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
@@ -192,7 +192,7 @@ func (p *Provider) params(req *model.Request) (sdk.MessageNewParams, error) {
 		maxTokens = p.cfg.MaxOutputTokens
 	}
 	if maxTokens <= 0 {
-		maxTokens = DefaultMaxOutputTokens
+		maxTokens = defaultMaxOutputTokens
 	}
 	params.Model = sdk.Model(name)
 	params.MaxTokens = int64(maxTokens)

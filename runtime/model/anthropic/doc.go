@@ -62,8 +62,8 @@
 // {"type":"object","properties":{}}.
 //
 // max_tokens, which Anthropic requires, is Request.MaxOutputTokens, else
-// Config.MaxOutputTokens, else [DefaultMaxOutputTokens] (4096: enough for a
-// long answer or a large tool call, and accepted by every Claude model).
+// Config.MaxOutputTokens, else 4096 (enough for a long answer or a large
+// tool call, and accepted by every Claude model).
 //
 // With Config.PromptCache, the system prompt and the last block of the
 // history are marked with cache_control breakpoints, so each step reads the

@@ -23,8 +23,8 @@ import (
 // providerName names the provider in errors.
 const providerName = "openai"
 
-// DefaultBaseURL is OpenAI's endpoint, used when Config.BaseURL is empty.
-const DefaultBaseURL = "https://api.openai.com/v1"
+// defaultBaseURL is OpenAI's endpoint, used when Config.BaseURL is empty.
+const defaultBaseURL = "https://api.openai.com/v1"
 
 // DefaultAPIKeyEnv is the variable that conventionally holds an OpenAI
 // key. [New] does not assume it (an empty APIKeyEnv sends no key, for local
@@ -34,8 +34,8 @@ const DefaultAPIKeyEnv = "OPENAI_API_KEY"
 
 // The values of Config.MaxTokensField.
 const (
-	MaxCompletionTokens = "max_completion_tokens"
-	MaxTokens           = "max_tokens"
+	maxCompletionTokens = "max_completion_tokens"
+	maxTokens           = "max_tokens"
 )
 
 // Config configures a [Provider].
@@ -43,7 +43,8 @@ type Config struct {
 	// Model is the model's name, used when Request.Model is empty.
 	Model string
 	// BaseURL is the API's root, the URL that chat/completions is relative
-	// to ("http://localhost:11434/v1" for Ollama); empty: OpenAI's.
+	// to ("http://localhost:11434/v1" for Ollama); empty: OpenAI's,
+	// https://api.openai.com/v1.
 	BaseURL string
 	// APIKeyEnv names the environment variable that holds the API key; when
 	// it is empty in the environment, Request.Secret of that name is asked.
@@ -53,7 +54,7 @@ type Config struct {
 	// 0: the server's default.
 	MaxOutputTokens int
 	// MaxTokensField is the request field that carries the bound:
-	// [MaxCompletionTokens] or [MaxTokens]. Empty: max_completion_tokens
+	// "max_completion_tokens" or "max_tokens". Empty: max_completion_tokens
 	// for OpenAI (api.openai.com, the default), max_tokens for any other
 	// server (see the package documentation).
 	MaxTokensField string
@@ -85,7 +86,7 @@ var _ model.Provider = (*Provider)(nil)
 func New(cfg Config) (*Provider, error) {
 	base := cfg.BaseURL
 	if base == "" {
-		base = DefaultBaseURL
+		base = defaultBaseURL
 	}
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -98,11 +99,11 @@ func New(cfg Config) (*Provider, error) {
 	switch cfg.MaxTokensField {
 	case "":
 		p.completion = strings.EqualFold(u.Hostname(), "api.openai.com")
-	case MaxCompletionTokens:
+	case maxCompletionTokens:
 		p.completion = true
-	case MaxTokens:
+	case maxTokens:
 	default:
-		return nil, fmt.Errorf("openai: unknown max tokens field %q (want %q or %q)", cfg.MaxTokensField, MaxCompletionTokens, MaxTokens)
+		return nil, fmt.Errorf("openai: unknown max tokens field %q (want %q or %q)", cfg.MaxTokensField, maxCompletionTokens, maxTokens)
 	}
 	if cfg.MaxOutputTokens < 0 {
 		return nil, fmt.Errorf("openai: max output tokens %d is negative", cfg.MaxOutputTokens)

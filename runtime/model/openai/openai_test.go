@@ -315,8 +315,8 @@ func TestNew(t *testing.T) {
 		{Config{}, true},
 		{Config{BaseURL: "https://api.openai.com/v1/"}, true},
 		{Config{BaseURL: "http://localhost:11434/v1"}, false},
-		{Config{BaseURL: "http://localhost:11434/v1", MaxTokensField: MaxCompletionTokens}, true},
-		{Config{MaxTokensField: MaxTokens}, false},
+		{Config{BaseURL: "http://localhost:11434/v1", MaxTokensField: maxCompletionTokens}, true},
+		{Config{MaxTokensField: maxTokens}, false},
 	} {
 		p, err := New(c.cfg)
 		if err != nil {

@@ -71,7 +71,7 @@ func TestRequestBody(t *testing.T) {
 		field string
 	}{
 		{"other servers get max_tokens", Config{APIKeyEnv: "GANGLION_TEST_OPENAI_KEY_BODY"}, "max_tokens"},
-		{"max_completion_tokens on demand", Config{APIKeyEnv: "GANGLION_TEST_OPENAI_KEY_BODY", MaxTokensField: MaxCompletionTokens}, "max_completion_tokens"},
+		{"max_completion_tokens on demand", Config{APIKeyEnv: "GANGLION_TEST_OPENAI_KEY_BODY", MaxTokensField: maxCompletionTokens}, "max_completion_tokens"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
