@@ -62,7 +62,7 @@
 //
 // # Kinds
 //
-// A [Registry] holds the kinds a [Scanner] recognises; [DefaultRegistry]
+// A [Registry] holds the kinds the scanner recognises; [DefaultRegistry]
 // holds the three built-in ones. Each [Kind] has a name, its field specs and
 // a Build function that checks the parsed [Fields] and returns a typed value:
 // *[Question], *[DependencyRequest] or *[PhaseComplete] for the built-ins.
@@ -85,11 +85,11 @@
 //
 // # Scanning
 //
-// A [Scanner] reads model output as it streams, in chunks cut at any byte,
-// and returns [Event]s: text to pass through, complete valid blocks, and
-// errors. Text is emitted as soon as it cannot be part of a tag line. Blocks
-// are buffered up to [MaxBlockSize] (64 KiB by default); a longer block is an
-// error and the rest of it is read as text. The scanner never panics on
+// The scanner reads model output as it streams, in chunks cut at any byte,
+// and finds text to pass through, complete valid blocks, and errors. Text is
+// emitted as soon as it cannot be part of a tag line. Blocks are buffered up
+// to max_block_size (64 KiB by default, see [Settings]); a longer block is
+// an error and the rest of it is read as text. The scanner never panics on
 // input, and its work is linear in the input. [Parse] scans a whole text.
 //
 // The text events, the Raw text of the blocks and the Raw text of the failed
@@ -137,8 +137,7 @@
 //
 // # Concurrency
 //
-// A [Registry] is safe for concurrent use. A [Scanner] is used by one
-// goroutine at a time. The values ([Question], [DependencyRequest],
-// [PhaseComplete], [Fields]) are not changed after parsing; their methods are
-// safe for concurrent use.
+// A [Registry] is safe for concurrent use. The values ([Question],
+// [DependencyRequest], [PhaseComplete], [Fields]) are not changed after
+// parsing; their methods are safe for concurrent use.
 package protocol

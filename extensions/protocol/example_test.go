@@ -36,38 +36,6 @@ description: For embeddings
 	// line 12: name "OPENAI API KEY" must be an environment variable name for type api_key (1 to 64 letters, digits and _, not starting with a digit)
 }
 
-func ExampleScanner() {
-	s := protocol.NewScanner(protocol.DefaultRegistry())
-	show := func(events []protocol.Event) {
-		for _, e := range events {
-			switch {
-			case e.Block != nil:
-				fmt.Printf("block %s: %+v\n", e.Block.Kind, e.Block.Value)
-			case e.Err != nil:
-				fmt.Printf("error: %s\n", e.Err)
-			default:
-				fmt.Printf("text %q\n", e.Text)
-			}
-		}
-	}
-	// Chunks as a model streams them, cut anywhere.
-	for _, chunk := range []string{
-		"Design done.\n[PHASE_",
-		"COMPLETE]\nphase: design\nsum",
-		"mary: API drafted.\nartifacts: [docs/api.md]\n[/PHASE_COMPLETE]\nNow the ",
-		"build.\n[USER_QUESTION]\ncategory: confirmation\n",
-	} {
-		show(s.Feed(chunk))
-	}
-	show(s.Close())
-	// Output:
-	// text "Design done.\n"
-	// block PHASE_COMPLETE: &{Phase:design Summary:API drafted. Artifacts:[docs/api.md]}
-	// text "Now the "
-	// text "build.\n"
-	// error: [USER_QUESTION] opened at line 8 is never closed
-}
-
 func ExampleRegistry_Register() {
 	reg := protocol.DefaultRegistry()
 	type Task struct {

@@ -53,7 +53,7 @@ type Settings struct {
 // DEPENDENCY_REQUEST until a human answers, publishes the other blocks as
 // events, and sends malformed blocks back to the model as corrections.
 //
-// Its step middleware feeds a [Scanner] from [pipeline.StepContext.WatchText]
+// Its step middleware feeds a scanner from [pipeline.StepContext.WatchText]
 // and acts when the step's model call is done:
 //
 //   - A problem with a block (never closed, unknown type, a required field
@@ -76,7 +76,7 @@ type Settings struct {
 // value.
 type Extension struct {
 	reg          *Registry
-	opts         []Option
+	opts         []scanOption
 	qTimeout     time.Duration
 	depTimeout   time.Duration
 	mistakeLimit int
@@ -128,7 +128,7 @@ func newExtension(reg *Registry, cfg extensions.Config) (*Extension, error) {
 		return nil, fmt.Errorf("max_block_size must be positive, got %d", s.MaxBlockSize)
 	}
 	if s.MaxBlockSize > 0 {
-		x.opts = append(x.opts, MaxBlockSize(s.MaxBlockSize))
+		x.opts = append(x.opts, maxBlockSize(s.MaxBlockSize))
 	}
 	return x, nil
 }
@@ -173,16 +173,16 @@ func (x *Extension) turn(ctx context.Context, t *pipeline.TurnContext) (*pipelin
 
 // step scans the model's text as it streams, then acts on what it found.
 func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
-	sc := NewScanner(x.reg, x.opts...)
+	sc := newScanner(x.reg, x.opts...)
 	var (
-		evs     []Event
+		evs     []event
 		fed     int
 		replied bool // the reply was read in WatchReply
 		paused  bool
 	)
 	s.WatchText(func(d string) {
 		fed += len(d)
-		evs = append(evs, sc.Feed(d)...)
+		evs = append(evs, sc.feed(d)...)
 	})
 	// The blocks of the model's reply are acted on as soon as it is
 	// complete, before it is stored: the pending items a question opens
@@ -229,17 +229,17 @@ func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipelin
 // read ends the scan of a reply whose text is content: the events of the
 // text fed so far and of the scanner's close, or of content read afresh
 // when that is not the text fed (a middleware wrote it, or changed it).
-func (x *Extension) read(sc *Scanner, evs []Event, fed int, content string) []Event {
+func (x *Extension) read(sc *scanner, evs []event, fed int, content string) []event {
 	if fed == len(content) {
-		return append(evs, sc.Close()...)
+		return append(evs, sc.close()...)
 	}
-	sc = NewScanner(x.reg, x.opts...)
-	evs = append(evs[:0], sc.Feed(content)...)
-	return append(evs, sc.Close()...)
+	sc = newScanner(x.reg, x.opts...)
+	evs = append(evs[:0], sc.feed(content)...)
+	return append(evs, sc.close()...)
 }
 
 // split sorts events into blocks and errors.
-func split(evs []Event) (blocks []*Block, errs []*Error) {
+func split(evs []event) (blocks []*Block, errs []*Error) {
 	for _, ev := range evs {
 		switch {
 		case ev.Block != nil:

@@ -72,13 +72,13 @@ type Kind struct {
 // maxKindName bounds a kind's name, and with it the length of a tag line.
 const maxKindName = 64
 
-// Registry holds the kinds of block a [Scanner] recognises. The zero value is
+// Registry holds the kinds of block the protocol scanner recognises. The zero value is
 // an empty registry ready to use.
 //
 // # Concurrency
 //
-// A Registry is safe for concurrent use. A [Scanner] reads the registry when
-// it is created and again after each [Scanner.Close], so a kind registered
+// A Registry is safe for concurrent use. The scanner reads the registry when
+// it is created and again after each response it scans, so a kind registered
 // while a response is being scanned is recognised from the next response on.
 type Registry struct {
 	mu    sync.Mutex              // serialises writers

@@ -10,7 +10,7 @@ import (
 )
 
 // defaultMaxBlockSize is the most bytes a block may hold, its tag lines
-// included, unless [MaxBlockSize] says otherwise.
+// included, unless maxBlockSize says otherwise.
 const defaultMaxBlockSize = 64 << 10
 
 // maxProblems is the most problems reported for one block: more would not
@@ -21,8 +21,8 @@ const maxProblems = 20
 // It bounds what the scanner holds back of ordinary text.
 const maxTagLine = 256
 
-// Option configures a [Scanner].
-type Option interface{ apply(*config) }
+// scanOption configures a [scanner].
+type scanOption interface{ apply(*config) }
 
 type config struct{ maxBlock int }
 
@@ -30,20 +30,20 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
-// MaxBlockSize sets the most bytes a block may hold, its tag lines included
+// maxBlockSize sets the most bytes a block may hold, its tag lines included
 // (default 64 KiB). A longer block is reported as an [Error]
 // and the rest of it is read as ordinary text. It panics if n < 1.
-func MaxBlockSize(n int) Option {
+func maxBlockSize(n int) scanOption {
 	if n < 1 {
-		panic("protocol: MaxBlockSize must be at least 1")
+		panic("protocol: maxBlockSize must be at least 1")
 	}
 	return optionFunc(func(c *config) { c.maxBlock = n })
 }
 
-// Event is one thing a [Scanner] found: pass-through text, a valid block, or
+// event is one thing a [scanner] found: pass-through text, a valid block, or
 // a problem with a block. Exactly one of the three is set: Block, or Err, or
 // else Text (never empty).
-type Event struct {
+type event struct {
 	// Text is ordinary text to pass through, newlines included.
 	Text string
 	// Block is a complete, valid block.
@@ -81,22 +81,22 @@ const (
 	stPlain                  // not a tag line: pass it through
 )
 
-// Scanner splits streamed model output into text, blocks and errors. Feed it
-// the output in chunks cut anywhere, then call Close.
+// scanner splits streamed model output into text, blocks and errors. Feed it
+// the output in chunks cut anywhere, then call close.
 //
 // Text is passed on as soon as it cannot be part of a tag line: the scanner
 // holds back a line that, so far, consists of blanks, "[" and a possible
 // kind name (at most 256 bytes), and an incomplete UTF-8 sequence at the end
 // of a chunk (at most 3 bytes), so Text events hold whole characters when the
 // input is valid UTF-8. A block is buffered until its closing tag, up to the
-// [MaxBlockSize]. Work is linear in the input.
+// maxBlockSize. Work is linear in the input.
 //
 // # Concurrency
 //
-// A Scanner is used by one goroutine at a time.
-type Scanner struct {
+// A scanner is used by one goroutine at a time.
+type scanner struct {
 	reg *Registry
-	set *kindSet // snapshot of reg, taken at creation and at each Close
+	set *kindSet // snapshot of reg, taken at creation and at each close
 	max int
 
 	line int // the line being read, from 1
@@ -115,22 +115,22 @@ type Scanner struct {
 	blkLine  int    // offset in blk of the current line
 	blkStart int    // line of the opening tag
 
-	// During one Feed or Close.
-	ev       []Event
+	// During one feed or close.
+	ev       []event
 	runStart int // offset in the chunk of the text not yet emitted
 	cand     int // offset in the chunk of the current line (0: began earlier)
 }
 
-// NewScanner returns a scanner for the kinds in reg. It panics if reg is nil.
-func NewScanner(reg *Registry, opts ...Option) *Scanner {
+// newScanner returns a scanner for the kinds in reg. It panics if reg is nil.
+func newScanner(reg *Registry, opts ...scanOption) *scanner {
 	if reg == nil {
-		panic("protocol: NewScanner with a nil Registry")
+		panic("protocol: newScanner with a nil Registry")
 	}
 	c := config{maxBlock: defaultMaxBlockSize}
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	s := &Scanner{reg: reg, max: c.maxBlock}
+	s := &scanner{reg: reg, max: c.maxBlock}
 	s.reset()
 	return s
 }
@@ -138,10 +138,10 @@ func NewScanner(reg *Registry, opts ...Option) *Scanner {
 // Parse scans a whole text and returns its valid blocks and its errors, in
 // the order they appear.
 func Parse(reg *Registry, text string) ([]Block, []*Error) {
-	s := NewScanner(reg)
+	s := newScanner(reg)
 	var blocks []Block
 	var errs []*Error
-	for _, evs := range [2][]Event{s.Feed(text), s.Close()} {
+	for _, evs := range [2][]event{s.feed(text), s.close()} {
 		for _, e := range evs {
 			switch {
 			case e.Block != nil:
@@ -154,8 +154,8 @@ func Parse(reg *Registry, text string) ([]Block, []*Error) {
 	return blocks, errs
 }
 
-// Feed scans the next chunk of output and returns the events it completes.
-func (s *Scanner) Feed(chunk string) []Event {
+// feed scans the next chunk of output and returns the events it completes.
+func (s *scanner) feed(chunk string) []event {
 	s.ev, s.runStart, s.cand = nil, 0, 0
 	for i := 0; i < len(chunk); {
 		if s.open != nil {
@@ -196,10 +196,10 @@ func (s *Scanner) Feed(chunk string) []Event {
 	return ev
 }
 
-// Close ends the output: it reports a block left open, passes on held-back
+// close ends the output: it reports a block left open, passes on held-back
 // text, and returns the last events. The scanner is then ready for a new
 // output, with line numbers from 1 and the registry's current kinds.
-func (s *Scanner) Close() []Event {
+func (s *scanner) close() []event {
 	s.ev, s.runStart, s.cand = nil, 0, 0
 	switch {
 	case s.open != nil:
@@ -217,7 +217,7 @@ func (s *Scanner) Close() []Event {
 	return ev
 }
 
-func (s *Scanner) reset() {
+func (s *scanner) reset() {
 	s.set = s.reg.load()
 	s.line, s.st, s.tagLen = 1, stLead, 0
 	s.held, s.heldText, s.abandoned = s.held[:0], false, ""
@@ -301,16 +301,16 @@ func tagOf[T ~string | ~[]byte](set *kindSet, line T) (*kind, bool) {
 }
 
 // nextLine starts a new line, outside a block, at offset i of the chunk.
-func (s *Scanner) nextLine(i int) {
+func (s *scanner) nextLine(i int) {
 	s.line++
 	s.st, s.tagLen, s.cand = stLead, 0, i
 }
 
 // lineHeld reports whether held is the start of the current line.
-func (s *Scanner) lineHeld() bool { return !s.heldText && len(s.held) > 0 }
+func (s *scanner) lineHeld() bool { return !s.heldText && len(s.held) > 0 }
 
 // toPlain decides that the current line is text.
-func (s *Scanner) toPlain() {
+func (s *scanner) toPlain() {
 	s.st = stPlain
 	if len(s.held) > 0 {
 		s.heldText = true
@@ -319,7 +319,7 @@ func (s *Scanner) toPlain() {
 
 // flushText emits the pending text: held text, then chunk[runStart:end].
 // With keepRune it holds back an incomplete UTF-8 sequence at the end.
-func (s *Scanner) flushText(chunk string, end int, keepRune bool) {
+func (s *scanner) flushText(chunk string, end int, keepRune bool) {
 	var t string
 	switch {
 	case s.heldText && end-s.runStart > maxTagLine:
@@ -329,7 +329,7 @@ func (s *Scanner) flushText(chunk string, end int, keepRune bool) {
 		for m < s.runStart+utf8.UTFMax-1 && !utf8.RuneStart(chunk[m]) {
 			m++
 		}
-		s.ev = append(s.ev, Event{Text: string(append(s.held, chunk[s.runStart:m]...))})
+		s.ev = append(s.ev, event{Text: string(append(s.held, chunk[s.runStart:m]...))})
 		s.held, s.heldText = s.held[:0], false
 		t = chunk[m:end]
 	case s.heldText:
@@ -346,7 +346,7 @@ func (s *Scanner) flushText(chunk string, end int, keepRune bool) {
 		}
 	}
 	if t != "" {
-		s.ev = append(s.ev, Event{Text: t})
+		s.ev = append(s.ev, event{Text: t})
 	}
 }
 
@@ -370,7 +370,7 @@ func incompleteRune(t string) int {
 
 // endLine handles the "\n" ending a line that could be a tag line, at offset
 // end-1 of the chunk.
-func (s *Scanner) endLine(chunk string, end int) {
+func (s *scanner) endLine(chunk string, end int) {
 	if s.st == stAfter {
 		var k *kind
 		var closing bool
@@ -404,8 +404,8 @@ func (s *Scanner) endLine(chunk string, end int) {
 	s.nextLine(end)
 }
 
-// lastLine handles the held rest of the output at Close, outside a block.
-func (s *Scanner) lastLine() {
+// lastLine handles the held rest of the output at close, outside a block.
+func (s *scanner) lastLine() {
 	if s.heldText || s.st != stAfter {
 		s.emitHeld()
 		return
@@ -424,14 +424,14 @@ func (s *Scanner) lastLine() {
 	s.regionError(k.name, line, s.line, fmt.Sprintf("[%s] opened at line %d is never closed", k.name, s.line))
 }
 
-func (s *Scanner) emitHeld() {
-	s.ev = append(s.ev, Event{Text: string(s.held)})
+func (s *scanner) emitHeld() {
+	s.ev = append(s.ev, event{Text: string(s.held)})
 	s.held, s.heldText = s.held[:0], false
 }
 
 // tag handles a tag line outside a block: it opens a block, or it is a
 // closing tag without an opening one.
-func (s *Scanner) tag(k *kind, closing bool, line string) {
+func (s *scanner) tag(k *kind, closing bool, line string) {
 	if closing {
 		s.regionErrors(k.name, line, s.line, []problem{{s.line, fmt.Sprintf("[/%s] has no matching [%s] above it", k.name, k.name)}})
 		return
@@ -445,7 +445,7 @@ func (s *Scanner) tag(k *kind, closing bool, line string) {
 
 // feedBlock buffers chunk[i:] into the open block, up to the end of the
 // block, and returns the offset where it stopped.
-func (s *Scanner) feedBlock(chunk string, i int) int {
+func (s *scanner) feedBlock(chunk string, i int) int {
 	for i < len(chunk) && s.open != nil {
 		j := strings.IndexByte(chunk[i:], '\n')
 		end := len(chunk)
@@ -465,7 +465,7 @@ func (s *Scanner) feedBlock(chunk string, i int) int {
 }
 
 // blockLine handles the line of the open block that has just ended.
-func (s *Scanner) blockLine() {
+func (s *scanner) blockLine() {
 	line := s.blk[s.blkLine:]
 	k, closing := tagOf(s.set, line)
 	switch {
@@ -485,7 +485,7 @@ func (s *Scanner) blockLine() {
 	s.blkLine = len(s.blk)
 	if s.open == nil {
 		s.blk, s.blkLine = s.blk[:0], 0
-		s.nextLine(0) // the Feed loop sets cand
+		s.nextLine(0) // the feed loop sets cand
 		return
 	}
 	s.line++
@@ -493,7 +493,7 @@ func (s *Scanner) blockLine() {
 
 // endBlock parses and builds the open block, whose closing tag line is the
 // current line.
-func (s *Scanner) endBlock() {
+func (s *scanner) endBlock() {
 	k := s.open
 	s.open = nil
 	raw := string(s.blk)
@@ -507,12 +507,12 @@ func (s *Scanner) endBlock() {
 		s.regionErrors(k.name, raw, s.blkStart, probs)
 		return
 	}
-	s.ev = append(s.ev, Event{Block: &Block{Kind: k.name, Value: v, Raw: raw, StartLine: s.blkStart, EndLine: s.line}})
+	s.ev = append(s.ev, event{Block: &Block{Kind: k.name, Value: v, Raw: raw, StartLine: s.blkStart, EndLine: s.line}})
 }
 
 // unclosed reports the open block, up to offset end of the buffer, as never
 // closed.
-func (s *Scanner) unclosed(end int) {
+func (s *scanner) unclosed(end int) {
 	s.regionError(s.open.name, string(s.blk[:end]), s.blkStart,
 		fmt.Sprintf("[%s] opened at line %d is never closed", s.open.name, s.blkStart))
 	s.open = nil
@@ -524,7 +524,7 @@ func (s *Scanner) unclosed(end int) {
 // inside a multi-byte character: it moves back to the character's start,
 // judged from the bytes up to the cut only, so that where the chunks were cut
 // does not matter. It returns where text starts in the chunk.
-func (s *Scanner) overflow(chunk string, i, end int) int {
+func (s *scanner) overflow(chunk string, i, end int) int {
 	c := max(s.max, bytes.IndexByte(s.blk, '\n')+1)
 	at := func(p int) byte {
 		if p < len(s.blk) {
@@ -579,14 +579,14 @@ func seqLen(b byte) int {
 
 // regionErrors reports problems of a region (a block, a stray tag line) that
 // starts at line start; each message is prefixed with its line.
-func (s *Scanner) regionErrors(kind, raw string, start int, probs []problem) {
+func (s *scanner) regionErrors(kind, raw string, start int, probs []problem) {
 	end := lastLine(start, raw)
 	if len(probs) > maxProblems {
 		more := problem{probs[maxProblems].line, fmt.Sprintf("%d more problems in [%s] are not shown", len(probs)-maxProblems, kind)}
 		probs = append(probs[:maxProblems:maxProblems], more)
 	}
 	for _, p := range probs {
-		s.ev = append(s.ev, Event{Err: &Error{
+		s.ev = append(s.ev, event{Err: &Error{
 			Line: p.line, Kind: kind, Msg: fmt.Sprintf("line %d: %s", p.line, p.msg),
 			Raw: raw, StartLine: start, EndLine: end,
 		}})
@@ -595,8 +595,8 @@ func (s *Scanner) regionErrors(kind, raw string, start int, probs []problem) {
 
 // regionError reports a problem of a whole region, at its first line, with a
 // message that names the line itself.
-func (s *Scanner) regionError(kind, raw string, start int, msg string) {
-	s.ev = append(s.ev, Event{Err: &Error{
+func (s *scanner) regionError(kind, raw string, start int, msg string) {
+	s.ev = append(s.ev, event{Err: &Error{
 		Line: start, Kind: kind, Msg: msg, Raw: raw, StartLine: start, EndLine: lastLine(start, raw),
 	}})
 }

@@ -449,3 +449,41 @@ func TestScannerTextKeepsCharacters(t *testing.T) {
 		}
 	}
 }
+
+// TestScannerStreams is the scanner's tour: chunks cut anywhere, a block
+// split across them, and a block left open.
+func TestScannerStreams(t *testing.T) {
+	var b strings.Builder
+	s := protocol.NewScanner(protocol.DefaultRegistry())
+	show := func(events []protocol.Event) {
+		for _, e := range events {
+			switch {
+			case e.Block != nil:
+				fmt.Fprintf(&b, "block %s: %+v\n", e.Block.Kind, e.Block.Value)
+			case e.Err != nil:
+				fmt.Fprintf(&b, "error: %s\n", e.Err)
+			default:
+				fmt.Fprintf(&b, "text %q\n", e.Text)
+			}
+		}
+	}
+	// Chunks as a model streams them, cut anywhere.
+	for _, chunk := range []string{
+		"Design done.\n[PHASE_",
+		"COMPLETE]\nphase: design\nsum",
+		"mary: API drafted.\nartifacts: [docs/api.md]\n[/PHASE_COMPLETE]\nNow the ",
+		"build.\n[USER_QUESTION]\ncategory: confirmation\n",
+	} {
+		show(s.Feed(chunk))
+	}
+	show(s.Close())
+	want := `text "Design done.\n"
+block PHASE_COMPLETE: &{Phase:design Summary:API drafted. Artifacts:[docs/api.md]}
+text "Now the "
+text "build.\n"
+error: [USER_QUESTION] opened at line 8 is never closed
+`
+	if got := b.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}
