@@ -7,12 +7,12 @@
 //	<path>notes.txt</path>
 //	</read_file>
 //
-// A [Parser] turns such text, streamed in pieces split anywhere, into the
-// chunks of a native tool-calling model (text, tool_call_start,
-// tool_call_delta, tool_call_end). [Wrap] puts a [model.Provider] behind
-// the protocol: it describes the tools in the system prompt
-// ([ToolPrompt]), shows the model its history as XML ([History]) and
-// parses what the model streams.
+// [Wrap] puts a [model.Provider] behind the protocol: it describes the
+// tools in the system prompt, shows the model its history as XML, and
+// parses what the model streams, in pieces split anywhere, into the chunks
+// of a native tool-calling model (text, tool_call_start, tool_call_delta,
+// tool_call_end). Wrap is the package's one entry point; the parser, the
+// prompt and the history view it uses are described here.
 //
 // # Grammar
 //
@@ -57,9 +57,8 @@
 // its first parameter's tag), then, at its closing tag, one
 // tool_call_delta holding all its arguments as a JSON object (parameter
 // name → value, in the order written) and tool_call_end. Calls are numbered
-// "xml_call_1", "xml_call_2", ... in each parser ([WithIDPrefix] changes
-// the prefix; [Wrap] makes the IDs unique in a history with
-// "xml_call_<turn>_<step>_"). Text outside calls goes out as text chunks;
+// "xml_call_<turn>_<step>_1", "xml_call_<turn>_<step>_2", ..., unique in
+// an instance's history. Text outside calls goes out as text chunks;
 // all of the input but the calls' text reaches them, byte for byte.
 //
 // Values are strings, except when the tool's parameters schema gives the
@@ -87,13 +86,13 @@
 //     turn goes on and the model gets to try again — exactly what happens
 //     to a native call with broken JSON arguments;
 //
-//   - the history keeps, byte for byte, what the model wrote: [RenderCall]
-//     shows it back as it was;
+//   - the history keeps, byte for byte, what the model wrote, and the
+//     history view shows it back as it was;
 //
-//   - [Diagnose] recomputes from that text what is wrong, in the
+//   - the history view recomputes from that text what is wrong, in the
 //     protocol's words ("the <path> parameter was never closed with
-//     </path>"), and [History] shows the model that diagnosis instead of
-//     the runtime's words about JSON.
+//     </path>"), and shows the model that diagnosis instead of the
+//     runtime's words about JSON.
 //
 // So after an answer cut off in a call, the model reads:
 //

@@ -20,7 +20,7 @@ import (
 //   - every call is start, one delta, end, with nothing between, and the
 //     IDs count up from xml_call_1;
 //   - a well-formed call's arguments are a JSON object; a malformed one's
-//     are its raw text, of an offered tool, and Diagnose explains them as
+//     are its raw text, of an offered tool, and diagnose explains them as
 //     the parser found;
 //   - a call of an unknown tool has a snake_case name;
 //   - outside calls, it holds back at most a partial tag;
@@ -88,18 +88,18 @@ func checkSplits(t *testing.T, in string, cuts []byte) {
 // the chunks as describeChunks renders them.
 func checkParse(t *testing.T, in string, pieces []string) []string {
 	t.Helper()
-	p := NewParser(testTools)
+	p := newParser(testTools)
 	var spans, problems []string
 	p.onCall = func(raw string) { spans = append(spans, raw) }
 	p.onProblem = func(why string) { problems = append(problems, why) }
 	var chunks []model.Chunk
 	for _, s := range pieces {
-		chunks = append(chunks, p.Feed(s)...)
+		chunks = append(chunks, p.feed(s)...)
 		if p.st == stText && len(p.buf) > maxName+1 {
 			t.Fatalf("after %q, outside calls, the parser holds %d bytes: %q", s, len(p.buf), p.buf)
 		}
 	}
-	chunks = append(chunks, p.Close()...)
+	chunks = append(chunks, p.close()...)
 
 	var rebuilt strings.Builder
 	validIn := utf8.ValidString(in)
@@ -132,7 +132,7 @@ func checkParse(t *testing.T, in string, pieces []string) []string {
 			rebuilt.WriteString(raw)
 			if why := checkCall(t, name, args, raw); why != "" {
 				if len(problems) == 0 || problems[0] != why {
-					t.Fatalf("Diagnose(%q) = %q, but the parser found %q", raw, why, problems)
+					t.Fatalf("diagnose(%q) = %q, but the parser found %q", raw, why, problems)
 				}
 				problems = problems[1:]
 			}
@@ -153,7 +153,7 @@ func checkParse(t *testing.T, in string, pieces []string) []string {
 	return describeChunks(chunks)
 }
 
-// checkCall checks a call and returns Diagnose's explanation of it, if
+// checkCall checks a call and returns diagnose's explanation of it, if
 // it is malformed.
 func checkCall(t *testing.T, name, args, raw string) string {
 	t.Helper()
@@ -168,9 +168,9 @@ func checkCall(t *testing.T, name, args, raw string) string {
 		if args != raw {
 			t.Fatalf("malformed call %s: arguments %q, raw text %q", name, args, raw)
 		}
-		why, ok := Diagnose(pipeline.ToolCall{Name: name, Arguments: json.RawMessage(args)})
+		why, ok := diagnose(pipeline.ToolCall{Name: name, Arguments: json.RawMessage(args)})
 		if !ok {
-			t.Fatalf("Diagnose does not explain malformed call %q", raw)
+			t.Fatalf("diagnose does not explain malformed call %q", raw)
 		}
 		return why
 	}
@@ -184,8 +184,8 @@ func checkCall(t *testing.T, name, args, raw string) string {
 	if !known && !isSnake(name) {
 		t.Fatalf("call of unknown tool %q, not snake_case", name)
 	}
-	if _, ok := Diagnose(pipeline.ToolCall{Name: name, Arguments: json.RawMessage(args)}); ok {
-		t.Fatalf("Diagnose explains well-formed call %q", args)
+	if _, ok := diagnose(pipeline.ToolCall{Name: name, Arguments: json.RawMessage(args)}); ok {
+		t.Fatalf("diagnose explains well-formed call %q", args)
 	}
 	return ""
 }

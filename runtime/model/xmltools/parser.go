@@ -17,25 +17,25 @@ import (
 // back while it reads a tag.
 const maxName = 64
 
-// DefaultIDPrefix starts the IDs of the calls a [Parser] reports:
+// defaultIDPrefix starts the IDs of the calls a [parser] reports:
 // "xml_call_1", "xml_call_2", ...
-const DefaultIDPrefix = "xml_call_"
+const defaultIDPrefix = "xml_call_"
 
-// Option configures a [Parser].
-type Option func(*Parser)
+// option configures a [parser].
+type option func(*parser)
 
-// WithIDPrefix makes the parser number its calls prefix+"1", prefix+"2", ...
-// instead of [DefaultIDPrefix]+"1", ...
-func WithIDPrefix(prefix string) Option { return func(p *Parser) { p.idPrefix = prefix } }
+// withIDPrefix makes the parser number its calls prefix+"1", prefix+"2", ...
+// instead of [defaultIDPrefix]+"1", ...
+func withIDPrefix(prefix string) option { return func(p *parser) { p.idPrefix = prefix } }
 
-// Parser turns the text of a model that writes its tool calls as XML into
+// parser turns the text of a model that writes its tool calls as XML into
 // the chunks of a native tool-calling model. The package documentation
 // describes the grammar, what the parser holds back and how it reports
 // malformed calls.
 //
-// Feed it the text as it arrives, split anywhere, then Close it. A Parser
+// feed it the text as it arrives, split anywhere, then close it. A parser
 // is used by one goroutine.
-type Parser struct {
+type parser struct {
 	tools    map[string]*toolInfo
 	names    []string // the tools' names, for the prefix test
 	unknown  bool     // report unknown snake_case calls
@@ -77,7 +77,7 @@ type Parser struct {
 
 	// Hooks: onCall sees the raw text of each reported call (tests check
 	// that text plus calls give back the input); onProblem sees why a
-	// malformed call is malformed ([Diagnose]).
+	// malformed call is malformed ([diagnose]).
 	onCall    func(raw string)
 	onProblem func(reason string)
 }
@@ -99,11 +99,11 @@ type toolInfo struct {
 	types map[string][]string
 }
 
-// NewParser returns a parser for a model offered tools. Only their names
+// newParser returns a parser for a model offered tools. Only their names
 // open calls; their parameters schemas say which values to convert from
 // text (see the package documentation).
-func NewParser(tools []pipeline.Tool, opts ...Option) *Parser {
-	p := &Parser{tools: make(map[string]*toolInfo, len(tools)), idPrefix: DefaultIDPrefix}
+func newParser(tools []pipeline.Tool, opts ...option) *parser {
+	p := &parser{tools: make(map[string]*toolInfo, len(tools)), idPrefix: defaultIDPrefix}
 	for _, t := range tools {
 		if _, dup := p.tools[t.Name]; dup || t.Name == "" || len(t.Name) > maxName {
 			continue
@@ -118,9 +118,9 @@ func NewParser(tools []pipeline.Tool, opts ...Option) *Parser {
 	return p
 }
 
-// Feed parses the next piece of the model's text and returns the chunks it
+// feed parses the next piece of the model's text and returns the chunks it
 // completes. The returned slice is the caller's.
-func (p *Parser) Feed(text string) []model.Chunk {
+func (p *parser) feed(text string) []model.Chunk {
 	if p.closed {
 		return nil
 	}
@@ -129,10 +129,10 @@ func (p *Parser) Feed(text string) []model.Chunk {
 	return p.flush()
 }
 
-// Close ends the input: what the parser held back becomes text, and a call
-// left open becomes a malformed call. It returns the last chunks; Feed and
-// Close do nothing afterwards.
-func (p *Parser) Close() []model.Chunk {
+// close ends the input: what the parser held back becomes text, and a call
+// left open becomes a malformed call. It returns the last chunks; feed and
+// close do nothing afterwards.
+func (p *parser) close() []model.Chunk {
 	if p.closed {
 		return nil
 	}
@@ -142,27 +142,27 @@ func (p *Parser) Close() []model.Chunk {
 	return p.flush()
 }
 
-func (p *Parser) flush() []model.Chunk {
+func (p *parser) flush() []model.Chunk {
 	p.flushText()
 	out := p.out
 	p.out = nil
 	return out
 }
 
-func (p *Parser) flushText() {
+func (p *parser) flushText() {
 	if len(p.text) > 0 {
 		p.out = append(p.out, model.Chunk{Kind: model.KindText, Text: string(p.text)})
 		p.text = p.text[:0]
 	}
 }
 
-func (p *Parser) emit(c model.Chunk) {
+func (p *parser) emit(c model.Chunk) {
 	p.flushText()
 	p.out = append(p.out, c)
 }
 
 // consume drops the first n bytes of buf, which have become chunks.
-func (p *Parser) consume(n int) {
+func (p *parser) consume(n int) {
 	p.base += n
 	if n == len(p.buf) {
 		p.buf = p.buf[:0]
@@ -173,7 +173,7 @@ func (p *Parser) consume(n int) {
 
 // run parses as much of buf as it can. With eof set, nothing more comes:
 // every decision is made and buf ends empty.
-func (p *Parser) run(eof bool) {
+func (p *parser) run(eof bool) {
 	for {
 		var more bool
 		switch p.st {
@@ -196,7 +196,7 @@ func (p *Parser) run(eof bool) {
 
 // scanText emits text up to the next tag that may open a call. It reports
 // whether to go on.
-func (p *Parser) scanText(eof bool) bool {
+func (p *parser) scanText(eof bool) bool {
 	b := p.buf
 	i := bytes.IndexByte(b, '<')
 	if i < 0 {
@@ -235,7 +235,7 @@ func (p *Parser) scanText(eof bool) bool {
 }
 
 // mayOpen reports whether "<"+prefix may grow into a tag that opens a call.
-func (p *Parser) mayOpen(prefix string) bool {
+func (p *parser) mayOpen(prefix string) bool {
 	if len(prefix) > maxName {
 		return false
 	}
@@ -248,17 +248,17 @@ func (p *Parser) mayOpen(prefix string) bool {
 }
 
 // unknownHere reports whether an unknown tool's call may start at buf[0].
-func (p *Parser) unknownHere() bool {
+func (p *parser) unknownHere() bool {
 	return p.unknown && p.base >= p.plainUntil && p.fence.open == 0
 }
 
 // addText adds b to the text to emit.
-func (p *Parser) addText(b []byte) {
+func (p *parser) addText(b []byte) {
 	p.text = append(p.text, b...)
 	p.fence.write(b)
 }
 
-func (p *Parser) startCall(name string, known bool, openLen int) {
+func (p *parser) startCall(name string, known bool, openLen int) {
 	p.st = stOpen
 	p.name, p.known, p.openLen, p.cur = name, known, openLen, openLen
 	p.id, p.params, p.seen, p.search, p.problem = "", nil, nil, 0, problem{}
@@ -267,7 +267,7 @@ func (p *Parser) startCall(name string, known bool, openLen int) {
 // scanOpen decides whether the opening tag just read opens a call: it
 // does when the first thing after it, blanks aside, is a parameter's tag
 // (or the call's closing tag). Anything else makes the tag text.
-func (p *Parser) scanOpen(eof bool) bool {
+func (p *parser) scanOpen(eof bool) bool {
 	b := p.buf
 	i := skipBlanks(b, p.cur)
 	p.cur = i
@@ -312,7 +312,7 @@ func (p *Parser) scanOpen(eof bool) bool {
 // tag, it is a call without parameter tags ("<read_file>notes.txt
 // </read_file>"): a slip the model must hear about, so a malformed call.
 // Else it is prose ("Use <read_file> to read a file.").
-func (p *Parser) scanBare(i int, eof bool) bool {
+func (p *parser) scanBare(i int, eof bool) bool {
 	b := p.buf
 	if until, ok := p.bareUntil[p.name]; ok && p.base+i < until {
 		// Later in a line already found to be prose after this tag.
@@ -354,7 +354,7 @@ func (p *Parser) scanBare(i int, eof bool) bool {
 // bareProse reverts the tag of a call without parameter tags, and
 // remembers that, up to buf[until], the same tag followed by text is
 // prose too: its line holds no closing tag.
-func (p *Parser) bareProse(until int) {
+func (p *parser) bareProse(until int) {
 	if p.bareUntil == nil {
 		p.bareUntil = make(map[string]int)
 	}
@@ -363,7 +363,7 @@ func (p *Parser) bareProse(until int) {
 }
 
 // scanBody reads what follows a parameter: another one, or the closing tag.
-func (p *Parser) scanBody(eof bool) bool {
+func (p *parser) scanBody(eof bool) bool {
 	b := p.buf
 	i := skipBlanks(b, p.cur)
 	p.cur = i
@@ -403,13 +403,13 @@ func (p *Parser) scanBody(eof bool) bool {
 	return true
 }
 
-func (p *Parser) startValue(name string, at int) {
+func (p *parser) startValue(name string, at int) {
 	p.st = stValue
 	p.pname, p.vstart, p.search, p.cur = name, at, at, at
 }
 
 // scanValue looks for the closing tag of the parameter being read.
-func (p *Parser) scanValue(eof bool) bool {
+func (p *parser) scanValue(eof bool) bool {
 	b := p.buf
 	end := "</" + p.pname + ">"
 	k := bytes.Index(b[p.search:], []byte(end))
@@ -434,7 +434,7 @@ func (p *Parser) scanValue(eof bool) bool {
 
 // hasParam reports whether the call has a parameter called name; past a
 // few parameters it keeps their names in a set.
-func (p *Parser) hasParam(name string) bool {
+func (p *parser) hasParam(name string) bool {
 	if p.seen == nil && len(p.params) < 16 {
 		for _, q := range p.params {
 			if q.name == name {
@@ -457,7 +457,7 @@ func (p *Parser) hasParam(name string) bool {
 }
 
 // scanSkip looks for the closing tag of a malformed call.
-func (p *Parser) scanSkip(eof bool) bool {
+func (p *parser) scanSkip(eof bool) bool {
 	b := p.buf
 	end := "</" + p.name + ">"
 	k := bytes.Index(b[p.search:], []byte(end))
@@ -476,7 +476,7 @@ func (p *Parser) scanSkip(eof bool) bool {
 // fail handles a call that breaks the grammar at buf[brk]. An unknown
 // tool's tag was text after all; an offered tool's call is malformed, and
 // ends at its closing tag, or at the end of the input.
-func (p *Parser) fail(pr problem, brk int) {
+func (p *parser) fail(pr problem, brk int) {
 	if !p.known {
 		p.revert(brk)
 		return
@@ -495,7 +495,7 @@ func (p *Parser) fail(pr problem, brk int) {
 // broke: no unknown tool's call starts before it, so that no byte is
 // read again and again by would-be calls in would-be calls
 // ("<a_b><a_b><a_b>..."); an offered tool's call there is still found.
-func (p *Parser) revert(brk int) {
+func (p *parser) revert(brk int) {
 	if !p.known {
 		p.plainUntil = p.base + brk
 	}
@@ -506,7 +506,7 @@ func (p *Parser) revert(brk int) {
 }
 
 // report sends ToolCallStart for the call being read, once.
-func (p *Parser) report() {
+func (p *parser) report() {
 	if p.id != "" {
 		return
 	}
@@ -516,7 +516,7 @@ func (p *Parser) report() {
 }
 
 // finish reports a well-formed call that ends at buf[end].
-func (p *Parser) finish(end int) {
+func (p *parser) finish(end int) {
 	if !p.known {
 		// A parameter that holds an offered tool's call makes the
 		// would-be call a wrapper in prose, not a call.
@@ -536,7 +536,7 @@ func (p *Parser) finish(end int) {
 
 // finishMalformed reports the malformed call buf[:end]: its arguments are
 // its raw text, which is not JSON.
-func (p *Parser) finishMalformed(end int) {
+func (p *parser) finishMalformed(end int) {
 	raw := string(p.buf[:end])
 	if p.onProblem != nil {
 		p.onProblem(p.problem.explain(p.name, raw))
@@ -545,7 +545,7 @@ func (p *Parser) finishMalformed(end int) {
 	p.end(end)
 }
 
-func (p *Parser) end(end int) {
+func (p *parser) end(end int) {
 	p.emit(model.Chunk{Kind: model.KindToolCallEnd, ToolCallID: p.id, ToolName: p.name})
 	if p.onCall != nil {
 		p.onCall(string(p.buf[:end]))
@@ -557,7 +557,7 @@ func (p *Parser) end(end int) {
 
 // arguments encodes the call's parameters as a JSON object, in the order
 // the model wrote them, converting values as the tool's schema says.
-func (p *Parser) arguments() string {
+func (p *parser) arguments() string {
 	var types map[string][]string
 	if t := p.tools[p.name]; t != nil {
 		types = t.types
@@ -903,24 +903,24 @@ func appendString(b []byte, s string) []byte {
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
-// Diagnose explains why a call the parser reported is malformed, in words
+// diagnose explains why a call the parser reported is malformed, in words
 // for the model. A malformed call's arguments are the raw text the model
 // wrote, from its opening tag, so they start with '<' and are not JSON;
-// Diagnose reports false for any other call.
-func Diagnose(c pipeline.ToolCall) (string, bool) {
+// diagnose reports false for any other call.
+func diagnose(c pipeline.ToolCall) (string, bool) {
 	raw := string(c.Arguments)
 	if !strings.HasPrefix(raw, "<"+c.Name+">") {
 		return "", false
 	}
 	var reason string
-	p := NewParser([]pipeline.Tool{{ToolSpec: pipeline.ToolSpec{Name: c.Name}}})
+	p := newParser([]pipeline.Tool{{ToolSpec: pipeline.ToolSpec{Name: c.Name}}})
 	p.onProblem = func(r string) {
 		if reason == "" {
 			reason = r
 		}
 	}
-	p.Feed(raw)
-	p.Close()
+	p.feed(raw)
+	p.close()
 	if reason == "" {
 		return fmt.Sprintf("the <%s> call is malformed", c.Name), true
 	}

@@ -70,12 +70,12 @@ func describeChunks(chunks []model.Chunk) []string {
 
 // parseAll feeds pieces to a new parser and closes it.
 func parseAll(tools []pipeline.Tool, pieces ...string) []model.Chunk {
-	p := NewParser(tools)
+	p := newParser(tools)
 	var out []model.Chunk
 	for _, s := range pieces {
-		out = append(out, p.Feed(s)...)
+		out = append(out, p.feed(s)...)
 	}
-	return append(out, p.Close()...)
+	return append(out, p.close()...)
 }
 
 func call(id, name, args string) []string {
@@ -99,7 +99,7 @@ type parserCase struct {
 	name string
 	in   string
 	want []string
-	// why is Diagnose's explanation of each malformed call, in order.
+	// why is diagnose's explanation of each malformed call, in order.
 	why []string
 }
 
@@ -316,12 +316,12 @@ func TestParser(t *testing.T) {
 			}
 			var why []string
 			for _, c := range assembleCalls(parseAll(testTools, tc.in)) {
-				if r, ok := Diagnose(c); ok {
+				if r, ok := diagnose(c); ok {
 					why = append(why, r)
 				}
 			}
 			if !slices.Equal(why, tc.why) {
-				t.Errorf("Diagnose:\n got %q\nwant %q", why, tc.why)
+				t.Errorf("diagnose:\n got %q\nwant %q", why, tc.why)
 			}
 		})
 	}
@@ -388,7 +388,7 @@ func bytePieces(s string) []string {
 // TestParserStreamsText: text goes out as soon as it cannot begin a call;
 // only a possible partial tag or character is held back.
 func TestParserStreamsText(t *testing.T) {
-	p := NewParser(testTools)
+	p := newParser(testTools)
 	steps := []struct {
 		feed string
 		want []string
@@ -408,15 +408,15 @@ func TestParserStreamsText(t *testing.T) {
 		{" no.", lines("<foo_bar><x>1</x> no.")},
 	}
 	for i, s := range steps {
-		if got := describeChunks(p.Feed(s.feed)); !slices.Equal(got, s.want) {
-			t.Errorf("step %d: Feed(%q) = %q, want %q", i, s.feed, got, s.want)
+		if got := describeChunks(p.feed(s.feed)); !slices.Equal(got, s.want) {
+			t.Errorf("step %d: feed(%q) = %q, want %q", i, s.feed, got, s.want)
 		}
 	}
-	if got := p.Close(); len(got) != 0 {
-		t.Errorf("Close = %v, want nothing", describeChunks(got))
+	if got := p.close(); len(got) != 0 {
+		t.Errorf("close = %v, want nothing", describeChunks(got))
 	}
-	if got := p.Feed("more"); got != nil {
-		t.Errorf("Feed after Close = %v", describeChunks(got))
+	if got := p.feed("more"); got != nil {
+		t.Errorf("feed after close = %v", describeChunks(got))
 	}
 }
 
@@ -438,8 +438,8 @@ func TestParserWithoutTools(t *testing.T) {
 }
 
 func TestParserIDPrefix(t *testing.T) {
-	p := NewParser(testTools, WithIDPrefix("c"))
-	got := describeChunks(append(p.Feed("<list_files></list_files><list_files></list_files>"), p.Close()...))
+	p := newParser(testTools, withIDPrefix("c"))
+	got := describeChunks(append(p.feed("<list_files></list_files><list_files></list_files>"), p.close()...))
 	want := lines(call("c1", "list_files", "{}"), call("c2", "list_files", "{}"))
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
@@ -477,11 +477,11 @@ func TestParserLongInputIsLinear(t *testing.T) {
 	}
 	for name, in := range inputs {
 		start := time.Now()
-		p := NewParser(testTools)
+		p := newParser(testTools)
 		for i := 0; i < len(in); i += 7 {
-			p.Feed(in[i:min(i+7, len(in))])
+			p.feed(in[i:min(i+7, len(in))])
 		}
-		p.Close()
+		p.close()
 		if d := time.Since(start); d > 5*time.Second {
 			t.Errorf("%s: %d bytes took %v", name, len(in), d)
 		}
@@ -502,20 +502,20 @@ func TestRenderCallRoundTrip(t *testing.T) {
 		`{"count":3,"verbose":true,"tags":["a","b"],"meta":{"k":1}}`,
 	} {
 		c := pipeline.ToolCall{ID: "c1", Name: "set_flags", Arguments: json.RawMessage(args)}
-		xml := RenderCall(c)
+		xml := renderCall(c)
 		calls := assembleCalls(parseAll([]pipeline.Tool{tool("set_flags", `{"type":"object","properties":{"count":{"type":"integer"},"verbose":{"type":"boolean"},"tags":{"type":"array"},"meta":{"type":"object"}}}`)}, xml))
 		if len(calls) != 1 || string(calls[0].Arguments) != args {
-			t.Errorf("RenderCall(%s) = %q, which parses to %+v", args, xml, calls)
+			t.Errorf("renderCall(%s) = %q, which parses to %+v", args, xml, calls)
 		}
 	}
 	// Malformed calls are shown as the model wrote them.
 	raw := "<read_file><path>a"
-	if got := RenderCall(pipeline.ToolCall{Name: "read_file", Arguments: json.RawMessage(raw)}); got != raw {
-		t.Errorf("RenderCall(malformed) = %q, want %q", got, raw)
+	if got := renderCall(pipeline.ToolCall{Name: "read_file", Arguments: json.RawMessage(raw)}); got != raw {
+		t.Errorf("renderCall(malformed) = %q, want %q", got, raw)
 	}
 	// Arguments that are not an object go between the tags.
-	if got, want := RenderCall(pipeline.ToolCall{Name: "x", Arguments: json.RawMessage(`{"a": `)}), "<x>\n{\"a\":\n</x>"; got != want {
-		t.Errorf("RenderCall(broken JSON) = %q, want %q", got, want)
+	if got, want := renderCall(pipeline.ToolCall{Name: "x", Arguments: json.RawMessage(`{"a": `)}), "<x>\n{\"a\":\n</x>"; got != want {
+		t.Errorf("renderCall(broken JSON) = %q, want %q", got, want)
 	}
 }
 
@@ -525,8 +525,30 @@ func TestDiagnoseWellFormed(t *testing.T) {
 		{Name: "read_file", Arguments: json.RawMessage(`<write_file>`)},
 		{Name: "read_file", Arguments: nil},
 	} {
-		if why, ok := Diagnose(c); ok {
-			t.Errorf("Diagnose(%s) = %q, want none", c.Arguments, why)
+		if why, ok := diagnose(c); ok {
+			t.Errorf("diagnose(%s) = %q, want none", c.Arguments, why)
 		}
+	}
+}
+
+// TestFormerExamples keeps the two cases the package's examples showed when
+// the parser and diagnose were exported: prose tags and a typed value around
+// a call split anywhere, and a call cut off before its closing tags.
+func TestFormerExamples(t *testing.T) {
+	readFile := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "read_file",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"line":{"type":"integer"}}}`)}}
+	got := describeChunks(parseAll([]pipeline.Tool{readFile}, "Is <b>a < b</b>? <rea", "d_file>\n<path>main.go</path>\n<li", "ne>12</line>\n</read_file>"))
+	want := []string{
+		`text "Is <b>a < b</b>? "`,
+		"start xml_call_1 read_file",
+		`delta xml_call_1 {"path":"main.go","line":12}`,
+		"end xml_call_1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("chunks\n got %q\nwant %q", got, want)
+	}
+	why, malformed := diagnose(pipeline.ToolCall{ID: "xml_call_1", Name: "read_file", Arguments: json.RawMessage("<read_file>\n<path>main.go")})
+	if want := "the <path> parameter was never closed with </path>, so the rest of your answer was taken as its value"; !malformed || why != want {
+		t.Errorf("diagnose = %q, %v; want %q, true", why, malformed, want)
 	}
 }

@@ -17,15 +17,15 @@ import (
 // Wrap returns p speaking the XML tool protocol, for models without native
 // tool calling. For each request it
 //
-//   - passes no tools to p; instead it appends [ToolPrompt] to the system
-//     prompt;
-//   - shows p the history through [History]: tool calls as the XML the
-//     model writes, tool results as user messages;
-//   - parses the text p streams with a [Parser], which turns the calls in
-//     it into tool-call chunks; the other chunks pass through.
+//   - passes no tools to p; instead it appends a description of the tools
+//     and of the XML format of their calls to the system prompt;
+//   - shows p the history as XML: tool calls as the XML the model writes,
+//     tool results as user messages;
+//   - parses the text p streams, turning the calls in it into tool-call
+//     chunks; the other chunks pass through.
 //
 // A request that offers no tools keeps its system prompt, and its stream is
-// not parsed; its history is still shown through [History]. The calls of
+// not parsed; its history is still shown as XML. The calls of
 // a response are numbered "xml_call_<turn>_<step>_<n>", unique within an
 // instance's history.
 func Wrap(p model.Provider) model.Provider { return &provider{inner: p} }
@@ -36,21 +36,21 @@ func (w *provider) Stream(ctx context.Context, req *model.Request) (model.Stream
 	r := *req
 	r.Tools = nil
 	if req.Messages != nil {
-		r.Messages = History(req.Messages)
+		r.Messages = history{req.Messages}
 	}
-	var parser *Parser
+	var ps *parser
 	if len(req.Tools) > 0 {
-		r.System = joinPrompt(req.System, ToolPrompt(req.Tools))
-		parser = NewParser(req.Tools, WithIDPrefix(fmt.Sprintf("xml_call_%d_%d_", req.Turn, req.Step)))
+		r.System = joinPrompt(req.System, toolPrompt(req.Tools))
+		ps = newParser(req.Tools, withIDPrefix(fmt.Sprintf("xml_call_%d_%d_", req.Turn, req.Step)))
 	}
 	s, err := w.inner.Stream(ctx, &r)
 	if err != nil {
 		return nil, err
 	}
-	if parser == nil {
+	if ps == nil {
 		return s, nil
 	}
-	return &stream{inner: s, parser: parser}, nil
+	return &stream{inner: s, parser: ps}, nil
 }
 
 func joinPrompt(system, tools string) string {
@@ -63,7 +63,7 @@ func joinPrompt(system, tools string) string {
 // stream parses the text of the inner stream.
 type stream struct {
 	inner  model.Stream
-	parser *Parser
+	parser *parser
 	queue  []model.Chunk
 	done   bool  // the inner stream has ended
 	err    error // how it ended, after the queue (io.EOF or a failure)
@@ -83,11 +83,11 @@ func (s *stream) Recv() (model.Chunk, error) {
 			if errors.Is(err, io.EOF) {
 				s.err = io.EOF
 			}
-			s.queue = s.parser.Close()
+			s.queue = s.parser.close()
 		case c.Kind == model.KindText:
-			s.queue = s.parser.Feed(c.Text)
+			s.queue = s.parser.feed(c.Text)
 		case c.Kind == model.KindError:
-			s.queue = append(s.parser.Close(), c)
+			s.queue = append(s.parser.close(), c)
 			s.done, s.err = true, io.EOF
 		default:
 			return c, nil
@@ -102,10 +102,10 @@ func (s *stream) Close() error { return s.inner.Close() }
 
 // The prompt.
 
-// ToolPrompt describes tools and the XML format of their calls, for a
+// toolPrompt describes tools and the XML format of their calls, for a
 // system prompt: each tool's name, description and parameters (from its
 // JSON schema), with an example call.
-func ToolPrompt(tools []pipeline.Tool) string {
+func toolPrompt(tools []pipeline.Tool) string {
 	var b strings.Builder
 	b.WriteString(`# Tools
 
@@ -275,18 +275,16 @@ func placeholder(name string, pr propSchema) string {
 
 // The history.
 
-// History shows msgs to a model that writes its tool calls as XML: an
+// history shows msgs to a model that writes its tool calls as XML: an
 // assistant message's tool calls are appended to its text as the XML the
-// model writes ([RenderCall]), and a tool message becomes a user message,
+// model writes ([renderCall]), and a tool message becomes a user message,
 // "[read_file result]\n<the result>" ("[read_file error]\n..." when the
-// call failed). A failed call that [Diagnose] explains shows the
+// call failed). A failed call that [diagnose] explains shows the
 // diagnosis instead of the runtime's error, which speaks of JSON. Other
 // messages are as they are.
 //
 // The view is lazy: message i is transformed when it is read, and the
 // view holds nothing but msgs. It has one message for each of msgs.
-func History(msgs pipeline.MessageList) pipeline.MessageList { return history{msgs} }
-
 type history struct{ msgs pipeline.MessageList }
 
 func (h history) Len() int { return h.msgs.Len() }
@@ -304,7 +302,7 @@ func (h history) At(i int) pipeline.Message {
 			if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
 				b.WriteByte('\n')
 			}
-			b.WriteString(RenderCall(c))
+			b.WriteString(renderCall(c))
 		}
 		m.Content, m.ToolCalls = b.String(), nil
 	case pipeline.RoleTool:
@@ -316,7 +314,7 @@ func (h history) At(i int) pipeline.Message {
 		if m.IsError {
 			label = "error"
 			if c, ok := h.call(i, m.ToolCallID); ok {
-				if why, ok := Diagnose(c); ok {
+				if why, ok := diagnose(c); ok {
 					content = fmt.Sprintf("Your <%s> call was not run: %s. Write the whole call again.", c.Name, why)
 				}
 			}
@@ -350,7 +348,7 @@ func (h history) call(i int, id string) (pipeline.ToolCall, bool) {
 	return pipeline.ToolCall{}, false
 }
 
-// RenderCall writes c as the XML a model writes for it:
+// renderCall writes c as the XML a model writes for it:
 //
 //	<read_file>
 //	<path>notes.txt</path>
@@ -359,10 +357,10 @@ func (h history) call(i int, id string) (pipeline.ToolCall, bool) {
 // String values are written as they are, other values as JSON; a value of
 // several lines sits on lines of its own, which the parser trims off
 // again, so that parsing the XML gives back the arguments. A malformed
-// call's arguments (the raw text the model wrote, see [Diagnose]) are
+// call's arguments (the raw text the model wrote, see [diagnose]) are
 // written as they are; arguments that are not a JSON object go between the
 // call's tags as they are.
-func RenderCall(c pipeline.ToolCall) string {
+func renderCall(c pipeline.ToolCall) string {
 	raw := bytes.TrimSpace(c.Arguments)
 	if bytes.HasPrefix(raw, []byte("<")) {
 		return string(c.Arguments)

@@ -106,7 +106,7 @@ var promptTools = []pipeline.Tool{
 }
 
 func TestToolPrompt(t *testing.T) {
-	got := ToolPrompt(promptTools)
+	got := toolPrompt(promptTools)
 	for _, want := range []string{
 		"<tool_name>\n<parameter_name>value</parameter_name>\n",
 		"## read_file\nReads a file of the workspace.\nParameters:\n" +
@@ -120,7 +120,7 @@ func TestToolPrompt(t *testing.T) {
 		`"[tool_name result]"`,
 	} {
 		if !strings.Contains(got, want) {
-			t.Errorf("ToolPrompt lacks %q; it is:\n%s", want, got)
+			t.Errorf("toolPrompt lacks %q; it is:\n%s", want, got)
 		}
 	}
 }
@@ -260,7 +260,7 @@ func (s *brokenStream) Recv() (model.Chunk, error) {
 
 func TestWrapBrokenStream(t *testing.T) {
 	boom := errors.New("connection reset")
-	st := &stream{inner: &brokenStream{sliceStream{chunks: textChunks("a <read_file><path>x</path>")}, boom}, parser: NewParser(promptTools)}
+	st := &stream{inner: &brokenStream{sliceStream{chunks: textChunks("a <read_file><path>x</path>")}, boom}, parser: newParser(promptTools)}
 	var kinds []string
 	for {
 		c, err := st.Recv()
@@ -308,7 +308,7 @@ func (l *countingList) At(i int) pipeline.Message { l.reads++; return l.MessageS
 // failed call's result, the messages back to the call.
 func TestHistoryIsLazy(t *testing.T) {
 	l := &countingList{MessageSlice: wrapHistory()}
-	h := History(l)
+	h := history{l}
 	if h.Len() != len(l.MessageSlice) || l.reads != 0 {
 		t.Fatalf("Len = %d with %d reads", h.Len(), l.reads)
 	}
