@@ -576,21 +576,6 @@ func (s *badgerStore) ListSecrets(ctx context.Context, agent, key string) ([]str
 	return names, nil
 }
 
-// DeleteSecret implements [Store].
-func (s *badgerStore) DeleteSecret(ctx context.Context, agent, key, name string) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checked(ctx, validateSecret(agent, key, name)); err != nil {
-		return err
-	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Delete(secretKey(agent, key, name)) }); err != nil {
-		return fmt.Errorf("store: delete secret %q of agent %q instance %q: %w", name, agent, key, err)
-	}
-	return nil
-}
-
 // Close waits for the calls in progress, then closes the database and
 // releases the directory. Later calls, Close included, fail with [ErrClosed].
 func (s *badgerStore) Close() error {

@@ -361,26 +361,6 @@ func (m *memoryStore) ListSecrets(ctx context.Context, agent, key string) ([]str
 	return slices.Sorted(maps.Keys(m.secrets[instanceID{agent, key}])), nil
 }
 
-// DeleteSecret implements [Store].
-func (m *memoryStore) DeleteSecret(ctx context.Context, agent, key, name string) error {
-	if err := m.ready(ctx, validateSecret(agent, key, name)); err != nil {
-		return err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.agents == nil {
-		return ErrClosed
-	}
-	id := instanceID{agent, key}
-	if secrets := m.secrets[id]; secrets != nil {
-		delete(secrets, name)
-		if len(secrets) == 0 {
-			delete(m.secrets, id)
-		}
-	}
-	return nil
-}
-
 // Close drops everything the store holds. Later calls, Close included, fail
 // with [ErrClosed].
 func (m *memoryStore) Close() error {

@@ -131,9 +131,6 @@ type Store interface {
 	// ListSecrets returns the names of the instance's secrets, sorted; nil
 	// if none.
 	ListSecrets(ctx context.Context, agent, key string) ([]string, error)
-	// DeleteSecret removes the secret; deleting a missing one is not an
-	// error.
-	DeleteSecret(ctx context.Context, agent, key, name string) error
 	// Close releases the store. Later calls, Close included, fail with ErrClosed.
 	Close() error
 }
@@ -182,7 +179,7 @@ func validateSecret(agent, key, name string) error {
 // checkSealed refuses an empty sealed value.
 func checkSealed(name string, sealed []byte) error {
 	if len(sealed) == 0 {
-		return fmt.Errorf("store: secret %q: empty sealed value (DeleteSecret deletes)", name)
+		return fmt.Errorf("store: secret %q: empty sealed value", name)
 	}
 	return nil
 }

@@ -471,8 +471,6 @@ func testInvalidNames(t *testing.T, s store.Store) {
 			`store: invalid instance key "k\x00K": NUL at offset 1 ` + keyRule},
 		{"list secrets: empty agent", func() error { _, err := s.ListSecrets(ctx, "", "k"); return err },
 			`store: invalid agent name "": empty ` + nameRule},
-		{"delete secret: NUL in name", func() error { return s.DeleteSecret(ctx, "a", "k", "K\x00") },
-			`store: invalid secret name "K\x00": character "\x00" at offset 1 not allowed ` + envRule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -503,7 +501,6 @@ func testClosed(t *testing.T, s store.Store) {
 		{"PutSecret", func() error { return s.PutSecret(ctx, "a", "k", "K", []byte("sealed")) }},
 		{"GetSecret", func() error { _, _, err := s.GetSecret(ctx, "a", "k", "K"); return err }},
 		{"ListSecrets", func() error { _, err := s.ListSecrets(ctx, "a", "k"); return err }},
-		{"DeleteSecret", func() error { return s.DeleteSecret(ctx, "a", "k", "K") }},
 		{"CommitTasks", func() error { return s.CommitTasks(ctx, nil, []string{"t1"}) }},
 		{"GetTask", func() error { _, _, err := s.GetTask(ctx, "t1"); return err }},
 		{"ListTasks", func() error { _, err := s.ListTasks(ctx, "", ""); return err }},
@@ -537,7 +534,6 @@ func testCancelled(t *testing.T, s store.Store) {
 		{"PutSecret", func() error { return s.PutSecret(ctx, "a", "k", "K", []byte("sealed")) }},
 		{"GetSecret", func() error { _, _, err := s.GetSecret(ctx, "a", "k", "K"); return err }},
 		{"ListSecrets", func() error { _, err := s.ListSecrets(ctx, "a", "k"); return err }},
-		{"DeleteSecret", func() error { return s.DeleteSecret(ctx, "a", "k", "K") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -706,13 +702,6 @@ func putSecret(t *testing.T, s store.Store, agent, key, name, sealed string) {
 	}
 }
 
-func deleteSecret(t *testing.T, s store.Store, agent, key, name string) {
-	t.Helper()
-	if err := s.DeleteSecret(context.Background(), agent, key, name); err != nil {
-		t.Fatalf("delete secret %s/%s/%s: %v", agent, key, name, err)
-	}
-}
-
 // wantSecret checks the sealed value of a secret; a nil want means none.
 func wantSecret(t *testing.T, s store.Store, agent, key, name string, want []byte) {
 	t.Helper()
@@ -741,7 +730,6 @@ func testSecrets(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", nil)
 	wantSecrets(t, s, "a", "k")
-	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY") // deleting nothing is fine
 
 	// The store keeps its own copy of what it is given...
 	buf := []byte("sealed-openai")
@@ -781,26 +769,14 @@ func testSecrets(t *testing.T, s store.Store) {
 	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", []byte("sealed-openai-2"))
 	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "OPENAI_API_KEY", "bin_v1")
 
-	// An empty sealed value is refused, not taken as a deletion.
+	// An empty sealed value is refused.
 	for _, v := range [][]byte{nil, {}} {
 		err := s.PutSecret(ctx, "a", "k", "GITHUB_TOKEN", v)
-		if want := `store: secret "GITHUB_TOKEN": empty sealed value (DeleteSecret deletes)`; err == nil || err.Error() != want {
+		if want := `store: secret "GITHUB_TOKEN": empty sealed value`; err == nil || err.Error() != want {
 			t.Fatalf("PutSecret(%q) = %v, want %q", v, err, want)
 		}
 	}
 	wantSecret(t, s, "a", "k", "GITHUB_TOKEN", []byte("sealed-github"))
-
-	// Delete one; the others stay.
-	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY")
-	deleteSecret(t, s, "a", "k", "OPENAI_API_KEY")
-	wantSecret(t, s, "a", "k", "OPENAI_API_KEY", nil)
-	wantSecrets(t, s, "a", "k", "GITHUB_TOKEN", "bin_v1")
-	wantSecret(t, s, "a", "k2", "OPENAI_API_KEY", []byte("sealed-k2"))
-	wantSecret(t, s, "ab", "k", "OPENAI_API_KEY", []byte("sealed-ab"))
-	deleteSecret(t, s, "a", "k", "GITHUB_TOKEN")
-	deleteSecret(t, s, "a", "k", "bin_v1")
-	wantSecrets(t, s, "a", "k")
-	wantSecrets(t, s, "a", "k2", "OPENAI_API_KEY")
 
 	// Secrets do not touch history or state.
 	wantInstance(t, s, "a", "k", nil, nil)
