@@ -101,9 +101,6 @@ type ToolCatalog struct {
 // reset points c at tools again, dropping any change.
 func (c *ToolCatalog) reset(tools []Tool) { c.tools, c.owned = tools, false }
 
-// Len reports the number of tools.
-func (c *ToolCatalog) Len() int { return len(c.tools) }
-
 // Tools returns the tools in order. The slice is read-only.
 func (c *ToolCatalog) Tools() []Tool { return c.tools }
 

@@ -138,26 +138,6 @@ func (r *Registry) Register(k Kind) error {
 	return nil
 }
 
-// Lookup returns the kind registered under name.
-func (r *Registry) Lookup(name string) (Kind, bool) {
-	kd, ok := r.load().byName[name]
-	if !ok {
-		return Kind{}, false
-	}
-	return Kind{Name: kd.name, Fields: slices.Clone(kd.fields), Build: kd.build}, true
-}
-
-// Names returns the names of the registered kinds, sorted.
-func (r *Registry) Names() []string {
-	set := r.load()
-	names := make([]string, 0, len(set.byName))
-	for name := range set.byName {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
-}
-
 var emptyKinds = &kindSet{}
 
 func (r *Registry) load() *kindSet {
@@ -248,9 +228,6 @@ type fieldValue struct {
 	b    bool
 	list []string
 }
-
-// Kind returns the name of the block's kind.
-func (f *Fields) Kind() string { return f.kind.name }
 
 // Has reports whether the field was given. An optional text field given with
 // an empty value counts as not given.
