@@ -3,8 +3,9 @@
 // user (USER_QUESTION), a dependency such as a secret or a file
 // (DEPENDENCY_REQUEST), or the report that a phase of work is done
 // (PHASE_COMPLETE): the parser and validation layer, and the built-in
-// protocol [Extension] that reads the model's output while it streams and
-// pauses the turn on a question or a dependency until a human answers.
+// protocol extension ([Factory]) that reads the model's output while it
+// streams and pauses the turn on a question or a dependency until a human
+// answers.
 //
 // # Blocks
 //
@@ -123,12 +124,12 @@
 //
 // # The extension
 //
-// [Extension], registered with the runtime as "protocol", acts on the blocks
-// of each step: questions and dependencies become pending items and pause
-// the turn; other kinds are published as "protocol.block" events; problems
+// The extension ([Factory]), registered with the runtime as "protocol",
+// acts on the blocks of each step: questions and dependencies become
+// pending items and pause the turn; other kinds are published as "protocol.block" events; problems
 // go back to the model as a correction, and too many in a row pause the
 // turn for a human's guidance. Its pending kinds say what answers mean: see
-// [Extension] for the timeouts. The value of an api_key, env_variable or
+// [Factory] for the timeouts. The value of an api_key, env_variable or
 // service dependency is kept secret, and commands receive it in an
 // environment variable: the dependency's name for api_key and env_variable;
 // for a service, the name upper cased with every character other than a

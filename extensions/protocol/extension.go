@@ -48,7 +48,25 @@ type Settings struct {
 	MaxBlockSize      int    `yaml:"max_block_size"`
 }
 
-// Extension is the built-in protocol extension: it reads the model's
+// extension is the protocol extension [Factory] makes: see there.
+type extension struct {
+	reg          *Registry
+	opts         []scanOption
+	qTimeout     time.Duration
+	depTimeout   time.Duration
+	mistakeLimit int
+
+	api *extensions.API
+
+	mu       sync.Mutex
+	mistakes map[string]int // consecutive mistakes per running turn ("instance\x00turn")
+}
+
+// Factory returns the extension's factory, scanning for the kinds of reg
+// (nil: [DefaultRegistry]). An app that adds block kinds registers them in
+// reg and the factory under [Name].
+//
+// The protocol extension reads the model's
 // output as it streams, pauses the turn on a USER_QUESTION or a
 // DEPENDENCY_REQUEST until a human answers, publishes the other blocks as
 // events, and sends malformed blocks back to the model as corrections.
@@ -74,22 +92,6 @@ type Settings struct {
 // status timeout; an optional question resumes with its default; a
 // required dependency fails the task; an optional one resumes without a
 // value.
-type Extension struct {
-	reg          *Registry
-	opts         []scanOption
-	qTimeout     time.Duration
-	depTimeout   time.Duration
-	mistakeLimit int
-
-	api *extensions.API
-
-	mu       sync.Mutex
-	mistakes map[string]int // consecutive mistakes per running turn ("instance\x00turn")
-}
-
-// Factory returns the extension's factory, scanning for the kinds of reg
-// (nil: [DefaultRegistry]). An app that adds block kinds registers them in
-// reg and the factory under [Name].
 func Factory(reg *Registry) extensions.Factory {
 	return func(cfg extensions.Config) (extensions.Extension, error) {
 		return newExtension(reg, cfg)
@@ -97,7 +99,7 @@ func Factory(reg *Registry) extensions.Factory {
 }
 
 // newExtension returns the extension with the settings cfg holds (nil: defaults).
-func newExtension(reg *Registry, cfg extensions.Config) (*Extension, error) {
+func newExtension(reg *Registry, cfg extensions.Config) (*extension, error) {
 	if reg == nil {
 		reg = DefaultRegistry()
 	}
@@ -107,7 +109,7 @@ func newExtension(reg *Registry, cfg extensions.Config) (*Extension, error) {
 			return nil, err
 		}
 	}
-	x := &Extension{reg: reg, mistakeLimit: s.MistakeLimit, mistakes: map[string]int{}}
+	x := &extension{reg: reg, mistakeLimit: s.MistakeLimit, mistakes: map[string]int{}}
 	timeout, err := duration("timeout", s.Timeout, defaultTimeout)
 	if err != nil {
 		return nil, err
@@ -145,7 +147,7 @@ func duration(field, s string, def time.Duration) (time.Duration, error) {
 }
 
 // Register installs the step and turn middleware and the pending kinds.
-func (x *Extension) Register(api *extensions.API) error {
+func (x *extension) Register(api *extensions.API) error {
 	x.api = api
 	for _, k := range []extensions.PendingKind{
 		{Name: ItemQuestion, Resolve: x.resolveQuestion, Expire: expireQuestion},
@@ -162,7 +164,7 @@ func (x *Extension) Register(api *extensions.API) error {
 }
 
 // turn forgets the turn's mistake count when it ends.
-func (x *Extension) turn(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+func (x *extension) turn(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
 	defer func() {
 		x.mu.Lock()
 		delete(x.mistakes, t.InstanceKey()+"\x00"+t.TurnID())
@@ -172,7 +174,7 @@ func (x *Extension) turn(ctx context.Context, t *pipeline.TurnContext) (*pipelin
 }
 
 // step scans the model's text as it streams, then acts on what it found.
-func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+func (x *extension) step(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
 	sc := newScanner(x.reg, x.opts...)
 	var (
 		evs     []event
@@ -229,7 +231,7 @@ func (x *Extension) step(ctx context.Context, s *pipeline.StepContext) (*pipelin
 // read ends the scan of a reply whose text is content: the events of the
 // text fed so far and of the scanner's close, or of content read afresh
 // when that is not the text fed (a middleware wrote it, or changed it).
-func (x *Extension) read(sc *scanner, evs []event, fed int, content string) []event {
+func (x *extension) read(sc *scanner, evs []event, fed int, content string) []event {
 	if fed == len(content) {
 		return append(evs, sc.close()...)
 	}
@@ -253,7 +255,7 @@ func split(evs []event) (blocks []*Block, errs []*Error) {
 
 // pause opens a pending item for each question and dependency request of
 // blocks, publishes the other blocks, and reports whether it paused.
-func (x *Extension) pause(ctx context.Context, s *pipeline.StepContext, blocks []*Block) (bool, error) {
+func (x *extension) pause(ctx context.Context, s *pipeline.StepContext, blocks []*Block) (bool, error) {
 	paused := false
 	for _, b := range blocks {
 		var (
@@ -286,7 +288,7 @@ func (x *Extension) pause(ctx context.Context, s *pipeline.StepContext, blocks [
 
 // mistake sends the problems back to the model, or, at the limit, pauses
 // for a human.
-func (x *Extension) mistake(ctx context.Context, s *pipeline.StepContext, sr *pipeline.StepResult, key string, errs []*Error) (*pipeline.StepResult, error) {
+func (x *extension) mistake(ctx context.Context, s *pipeline.StepContext, sr *pipeline.StepResult, key string, errs []*Error) (*pipeline.StepResult, error) {
 	x.mu.Lock()
 	x.mistakes[key]++
 	n := x.mistakes[key]
@@ -325,7 +327,7 @@ func invalidAction(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", extensions.ErrInvalidAction, fmt.Sprintf(format, args...))
 }
 
-func (x *Extension) resolveQuestion(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
+func (x *extension) resolveQuestion(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
 	var q Question
 	if err := json.Unmarshal(it.Request, &q); err != nil {
 		return extensions.Outcome{}, fmt.Errorf("question is corrupt: %w", err)
@@ -366,7 +368,7 @@ func expireQuestion(it ledger.Item) extensions.Outcome {
 		Message: withDefault(fmt.Sprintf("Nobody answered your question %q in time", q.Question), q.Default)}}
 }
 
-func (x *Extension) resolveDependency(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
+func (x *extension) resolveDependency(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
 	var d DependencyRequest
 	if err := json.Unmarshal(it.Request, &d); err != nil {
 		return extensions.Outcome{}, fmt.Errorf("dependency request is corrupt: %w", err)
@@ -395,7 +397,7 @@ func (x *Extension) resolveDependency(_ context.Context, it ledger.Item, act ext
 // variables; the model reads only their name. A file's path, a
 // permission's yes or no and a package's name are what the model needs
 // to act on, and hold nothing secret: it reads them.
-func (x *Extension) provide(d *DependencyRequest, value string) (extensions.Outcome, error) {
+func (x *extension) provide(d *DependencyRequest, value string) (extensions.Outcome, error) {
 	var root *os.Root
 	if d.Type == TypeFile {
 		if x.api.Workspace == "" {
@@ -489,4 +491,4 @@ func expireIntervention(ledger.Item) extensions.Outcome {
 	return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Timeout, KeepOpen: true}}
 }
 
-var _ extensions.Extension = (*Extension)(nil)
+var _ extensions.Extension = (*extension)(nil)
