@@ -153,6 +153,12 @@ type API struct {
 	// Workspace is the directory the agent's file tools are confined to,
 	// or "" if it has none.
 	Workspace string
+	// Models opens models of the extension's own, for the calls its
+	// middleware makes with [pipeline.StepContext.Models].
+	Models *Models
+	// AgentNames are the names of the runtime's agents, in config order,
+	// those not built yet included: what ctx.agents may be asked to call.
+	AgentNames []string
 
 	peer func(agent, extension string) (Extension, bool)
 }
@@ -191,6 +197,10 @@ type Host struct {
 	Workspace string
 	// Peer finds another agent's extension by name (API.Peer); nil: none.
 	Peer func(agent, extension string) (Extension, bool)
+	// OpenModel opens the model described under key of the extension's
+	// config (Models.Open); nil: none. AgentNames: API.AgentNames.
+	OpenModel  func(key string) (string, error)
+	AgentNames []string
 }
 
 // NewAPI returns the API of extension name on h. The runtime calls it; so do
@@ -212,8 +222,10 @@ func NewAPI(name string, h Host) *API {
 		Pending:  &Pending{host: h.Pending, ext: name},
 		Secrets:  &Secrets{host: h.Secrets, agent: h.Agent, ext: name, grants: slices.Clone(h.Grants)},
 
-		Workspace: h.Workspace,
-		peer:      h.Peer,
+		Workspace:  h.Workspace,
+		Models:     &Models{open: h.OpenModel, ext: name},
+		AgentNames: slices.Clone(h.AgentNames),
+		peer:       h.Peer,
 	}
 }
 
@@ -243,6 +255,25 @@ func (p *Pipeline) Step(fn pipeline.StepFunc, opts ...pipeline.LayerOption) {
 // ToolCall registers a toolCall middleware.
 func (p *Pipeline) ToolCall(fn pipeline.ToolCallFunc, opts ...pipeline.LayerOption) {
 	p.b.ToolCall(p.owner, fn, p.opts(opts)...)
+}
+
+// Models opens the models an extension calls on its own, beside the
+// agent's (a cheaper one to summarise, a stronger one to review).
+type Models struct {
+	open func(key string) (string, error)
+	ext  string
+}
+
+// Open opens the model described under key of the extension's config: a
+// mapping with the fields of an agent's model (provider, name, base_url,
+// api_key_env, max_retries, ...). It returns the name that
+// [pipeline.CompletionRequest].Model takes. Call it from Register; the
+// error says what is wrong with the settings and where.
+func (m *Models) Open(key string) (string, error) {
+	if m.open == nil {
+		return "", fmt.Errorf("extension %q: open model: this runtime opens no models for extensions", m.ext)
+	}
+	return m.open(key)
 }
 
 // Tools registers tools that the agent offers to its model.
@@ -347,6 +378,15 @@ func (e *Events) Publish(topic, instance string, data any) {
 		return
 	}
 	e.bus.Publish(events.Event{Topic: topic, Agent: e.agent, Instance: instance, Source: e.ext, Data: data})
+}
+
+// PublishTurn publishes like Publish, for the event of a turn: the
+// event's TurnID is turnID.
+func (e *Events) PublishTurn(topic, instance, turnID string, data any) {
+	if e.bus == nil {
+		return
+	}
+	e.bus.Publish(events.Event{Topic: topic, Agent: e.agent, Instance: instance, TurnID: turnID, Source: e.ext, Data: data})
 }
 
 // Subscribe calls fn for events matching pattern (see [events.Bus.Subscribe])

@@ -91,6 +91,11 @@ type TurnInfo struct {
 	Host any
 	// Agents calls other agents (see [TurnContext.Agents]); nil: none.
 	Agents Agents
+	// Window is the turn's context window (see [StepContext.Window]) and
+	// Models calls models for middleware (see [TurnContext.Models]); nil:
+	// none.
+	Window Window
+	Models Models
 }
 
 // TurnContext is the context of one turn, given to turn middleware.

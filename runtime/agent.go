@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
+	"sync/atomic"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -28,13 +30,17 @@ type agent struct {
 	maxOutput   int
 	// contextWindow is the model's context size in tokens, 0 if unknown.
 	contextWindow int
-	maxSteps      int
-	tools         []pipeline.Tool
-	pipe          *pipeline.Pipeline
-	logger        *slog.Logger
-	apis          []*extensions.API
-	exts          map[string]extensions.Extension // by configured name
-	closers       []extensions.Closer
+	sysTokens     atomic.Int64 // the system prompt's count plus one; 0 until counted
+	// models are the models its extensions opened (extensions.Models),
+	// by the name Open returned; written only while they register.
+	models   map[string]openedModel
+	maxSteps int
+	tools    []pipeline.Tool
+	pipe     *pipeline.Pipeline
+	logger   *slog.Logger
+	apis     []*extensions.API
+	exts     map[string]extensions.Extension // by configured name
+	closers  []extensions.Closer
 	// team is its team, "" for a system-level agent; peers are the agents
 	// it may call_agent: its teammates, or the other system-level agents.
 	team         string
@@ -176,6 +182,46 @@ func (a *agent) openProvider(o *options, ac config.Agent) error {
 	return nil
 }
 
+// openedModel is a model an extension opened (extensions.Models.Open).
+type openedModel struct {
+	provider  model.Provider
+	name      string // the provider's model name
+	maxOutput int
+}
+
+// openExtensionModel opens the model described under key of extension
+// ec's config and returns the name its middleware calls it by:
+// "extension.key".
+func (a *agent) openExtensionModel(o *options, ec config.Extension, key string) (string, error) {
+	var m config.Model
+	found, err := ec.DecodeKey(key, &m)
+	switch {
+	case err != nil:
+		return "", err
+	case !found:
+		return "", fmt.Errorf("no %s in the extension's config", key)
+	case m.Provider == "":
+		return "", fmt.Errorf("%s needs a provider", key)
+	}
+	f, ok := o.providers[m.Provider]
+	if !ok {
+		return "", fmt.Errorf("unknown provider %q", m.Provider)
+	}
+	if m.Script != "" && !filepath.IsAbs(m.Script) && ec.Dir() != "" {
+		m.Script = filepath.Join(ec.Dir(), m.Script)
+	}
+	p, err := f(m)
+	if err != nil {
+		return "", err
+	}
+	name := ec.Name + "." + key
+	if a.models == nil {
+		a.models = map[string]openedModel{}
+	}
+	a.models[name] = openedModel{provider: a.retrying(p, &m), name: m.Name, maxOutput: m.MaxOutputTokens}
+	return name, nil
+}
+
 func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extension, b *pipeline.Builder) error {
 	onErr, err := pipeline.ParseOnError(ec.OnError)
 	if err != nil {
@@ -202,7 +248,8 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		Agent: a.name, Builder: b, Store: a.rt.store, Bus: a.rt.bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
 		Pending: pendingHost{a}, Secrets: pendingHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
-		Peer: a.rt.peerExtension,
+		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names,
+		OpenModel: func(key string) (string, error) { return a.openExtensionModel(o, ec, key) },
 	})
 	if a.exts == nil {
 		a.exts = map[string]extensions.Extension{}
@@ -215,7 +262,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		a.closers = append(a.closers, c)
 	}
 	if err := ext.Register(api); err != nil {
-		return fmt.Errorf("extension %q: register: %w", ec.Name, err)
+		return fmt.Errorf("extension %q: %w", ec.Name, err)
 	}
 	return nil
 }

@@ -82,22 +82,14 @@
 // the full history, [Runtime.EffectiveHistory] the effective one. When a
 // provider reports that the context window was exceeded, the runtime
 // leaves out the oldest messages until 75 % remain and tries again, at
-// most 3 times ([ForcedKeep], [MaxContextRetries]).
+// most 3 times.
 //
-// The built-in extension "condense" keeps the history within the window
-// before that happens. Its settings (all optional):
-//
-//	summariser     self (default: the agent's model), model, or agent
-//	model          the summariser model, with summariser: model
-//	agent          the summariser agent, with summariser: agent
-//	context_window overrides the model's context_window (required
-//	               somewhere: without a window the extension does
-//	               nothing)
-//	buffer         share of the window kept free; default 0.10
-//	min_messages   fewest messages worth a summary; default 5
-//	keep           share of the messages truncation keeps; default 0.75
-//	keep_recent    newest messages never summarised; default 2
-//	timeout        bound on a summary; default 60s
+// Middleware sees the same window through [pipeline.StepContext.Window]
+// (the effective messages with token counts and what must stay, and ways to
+// truncate or summarise) and calls models outside the conversation through
+// [pipeline.StepContext.Models], the usage charged to the turn. The
+// built-in extension condense (package extensions/condense) keeps the
+// history within the window with them before the provider refuses it.
 //
 // The pieces live in sub-packages: config (the YAML file), model (the
 // provider interface and the scripted model), tool (the tool registry,

@@ -14,6 +14,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/extensions/standard"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -500,7 +501,7 @@ func TestExtensionReadsGrantedSecret(t *testing.T) {
 		})
 		return nil
 	}
-	exts := runtime.BuiltinExtensions()
+	exts := standard.Registry()
 	for _, n := range []string{"granted", "denied"} {
 		if err := exts.Register(n, func(extensions.Config) (extensions.Extension, error) { return extensions.Func(reader), nil }); err != nil {
 			t.Fatal(err)
@@ -582,7 +583,7 @@ agents:
 // TestPauseUnhandledKind: an extension cannot pause on a kind it does not handle.
 func TestPauseUnhandledKind(t *testing.T) {
 	var pauseErr error
-	exts := runtime.BuiltinExtensions()
+	exts := standard.Registry()
 	exts.Register("pauser", func(extensions.Config) (extensions.Extension, error) {
 		return extensions.Func(func(api *extensions.API) error {
 			api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {

@@ -7,16 +7,15 @@ import (
 	"maps"
 	"math"
 
-	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
-// Seed 003 §3 and §5: on a context-window error, keep 75 % of the
-// effective history and try again, at most 3 times.
+// On a context-window error, the runtime keeps 75 % of the effective
+// history and tries again, at most 3 times.
 const (
-	ForcedKeep        = 0.75
-	MaxContextRetries = 3
+	forcedKeep        = 0.75
+	maxContextRetries = 3
 )
 
 // callModelFitting is callModel, retried after a forced reduction of the
@@ -25,10 +24,10 @@ const (
 func (a *agent) callModelFitting(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
 	msg, usage, err := a.callModel(ctx, ts, s)
 	for try := 1; err != nil && errors.Is(err, model.ErrContextWindow); try++ {
-		if try > MaxContextRetries {
-			return msg, usage, fmt.Errorf("%w (still too long after %d reductions to %.0f%% of the history)", err, MaxContextRetries, ForcedKeep*100)
+		if try > maxContextRetries {
+			return msg, usage, fmt.Errorf("%w (still too long after %d reductions to %.0f%% of the history)", err, maxContextRetries, forcedKeep*100)
 		}
-		before, after, rerr := a.reduce(ts, ForcedKeep, "context_window_exceeded")
+		before, after, rerr := a.reduce(ts, forcedKeep, "context_window_exceeded")
 		if rerr != nil {
 			return msg, usage, errors.Join(err, rerr)
 		}
@@ -78,12 +77,8 @@ func (a *agent) reduce(ts *turnState, keep float64, reason string) (before, afte
 	if err := ts.mark(marked, func(md map[string]any) { md[pipeline.MetaTruncated] = true }); err != nil {
 		return before, before, err
 	}
-	after = len(h.effective().idx)
-	if bus := a.rt.bus; bus.Active() && after < before {
-		bus.Publish(events.Event{Topic: events.ContextTruncated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
-			Data: map[string]any{"reason": reason, "before": before, "after": after, "keep": keep}})
-	}
-	return before, after, nil
+	a.truncated(ts, reason, before, keep)
+	return before, len(h.effective().idx), nil
 }
 
 // mark replaces the messages at the positions with copies whose metadata

@@ -16,10 +16,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
-	"github.com/ganglion-dev/ganglion/extensions"
-	"github.com/ganglion-dev/ganglion/extensions/approval"
-	"github.com/ganglion-dev/ganglion/extensions/audit"
-	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/extensions/standard"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -69,30 +66,13 @@ type Runtime struct {
 
 type instanceID struct{ agent, key string }
 
-// BuiltinExtensions returns a registry with the extensions every runtime knows.
-func BuiltinExtensions() *extensions.Registry {
-	r := extensions.NewRegistry()
-	_ = r.Register(audit.Name, audit.New)
-	_ = r.Register(protocol.Name, protocol.Factory(nil))
-	_ = r.Register(approval.Name, approval.New)
-	return r
-}
-
 // New builds a runtime from a config (see [WithConfig], [WithConfigFile]):
 // it opens the store, the workspace, the model providers, and loads every
 // agent's extensions. Close releases it all.
 func New(ctx context.Context, opts ...Option) (*Runtime, error) {
-	o := &options{exts: BuiltinExtensions(), providers: builtinProviders(), maxInstances: DefaultInstanceCache}
+	o := &options{exts: standard.Registry(), providers: builtinProviders(), maxInstances: DefaultInstanceCache}
 	for _, opt := range opts {
 		opt.apply(o)
-	}
-	// The condense extension works on the runtime's own view of the
-	// history: its factory reaches the runtime New is building.
-	var self *Runtime
-	if _, ok := o.exts.Lookup(CondenseName); !ok {
-		reg := extensions.NewRegistry()
-		_ = reg.Register(CondenseName, condenseFactory(&self, o))
-		o.exts.Merge(reg)
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
@@ -137,7 +117,6 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg),
 		cache: instanceCache{instances: map[instanceID]*instance{}, max: o.maxInstances},
 		calls: agentCalls{timeout: DefaultAgentTimeout, depth: DefaultAgentDepth}}
-	self = r
 	if o.agentTimeout > 0 {
 		r.calls.timeout = o.agentTimeout
 	}

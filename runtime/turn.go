@@ -125,7 +125,8 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		h.beginTurn(ts, in)
 	}
 	ts.cont = cont
-	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents})
+	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents,
+		Window: (*window)(ts), Models: (*window)(ts)})
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
 			Data: map[string]any{"kind": in.Kind, "text": in.Text, "continues": again}})

@@ -37,7 +37,11 @@ func (e Extension) DecodeKey(key string, v any) (bool, error) {
 		return false, nil
 	}
 	for _, kv := range m.Values {
-		if kv.Key.String() == key {
+		k := kv.Key.String()
+		if sn, ok := kv.Key.(*ast.StringNode); ok {
+			k = sn.Value // without the quotes of "key"
+		}
+		if k == key {
 			return true, e.decode(kv.Value, "config."+key, v)
 		}
 	}

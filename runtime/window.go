@@ -1,0 +1,289 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/tiktoken-go/tokenizer"
+
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+)
+
+// window is a turn's pipeline.Window and pipeline.Models: the turn state
+// seen from its middleware. It is a conversion of *turnState, not a field
+// of it, so that handing it out allocates nothing.
+type window turnState
+
+func (w *window) ts() *turnState { return (*turnState)(w) }
+
+// Size returns the agent's model's context window.
+func (w *window) Size() int { return w.agent.contextWindow }
+
+// ReservedOutput returns the agent's model's max_output_tokens.
+func (w *window) ReservedOutput() int { return w.agent.maxOutput }
+
+// Messages returns the effective history with counts and marks.
+func (w *window) Messages() ([]pipeline.WindowMessage, error) {
+	ts := w.ts()
+	h := &ts.inst.hist
+	h.setCounter(countTokens)
+	units, err := ts.agent.units(ts)
+	if err != nil {
+		return nil, err
+	}
+	unitOf := make(map[int]int, len(h.effective().idx)) // position → unit
+	for i, u := range units {
+		for _, p := range u.pos {
+			unitOf[p] = i
+		}
+	}
+	e := h.effective()
+	out := make([]pipeline.WindowMessage, len(e.idx))
+	for i, p := range e.idx {
+		en, u := h.at(p), unitOf[p]
+		out[i] = pipeline.WindowMessage{Message: *en.msg, Tokens: int(en.tokens) - 1, Unit: u, Keep: units[u].keep, Summary: isSummary(en.msg)}
+	}
+	return out, nil
+}
+
+// Tokens counts what the next model call is sent.
+func (w *window) Tokens() int {
+	h := &w.inst.hist
+	h.setCounter(countTokens)
+	return h.effective().tokens + w.agent.systemTokens()
+}
+
+// Sent returns Tokens as of the turn's latest model call.
+func (w *window) Sent() int {
+	if w.sentTokens == 0 {
+		return 0
+	}
+	return w.sentTokens + w.agent.systemTokens()
+}
+
+// Truncate marks the messages ids truncated.
+func (w *window) Truncate(ids []string, reason string) error {
+	ts := w.ts()
+	pos, err := ts.leaving("truncate", ids)
+	if err != nil {
+		return err
+	}
+	before := len(ts.inst.hist.effective().idx)
+	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaTruncated] = true }); err != nil {
+		return err
+	}
+	ts.agent.truncated(ts, reason, before, 0)
+	return nil
+}
+
+// Reduce is the runtime's own reduction (reduce.go).
+func (w *window) Reduce(keep float64, reason string) (before, after int, err error) {
+	if !(keep > 0 && keep < 1) {
+		return 0, 0, fmt.Errorf("reduce: keep must be a share above 0 and below 1, got %v", keep)
+	}
+	ts := w.ts()
+	return ts.agent.reduce(ts, keep, reason)
+}
+
+// Condense shows summary in place of the messages ids.
+func (w *window) Condense(ids []string, summary pipeline.Message) (string, error) {
+	ts := w.ts()
+	pos, err := ts.leaving("condense", ids)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) == 0 {
+		return "", errors.New("condense: no messages to condense")
+	}
+	summary.Metadata = maps.Clone(summary.Metadata)
+	if summary.Metadata == nil {
+		summary.Metadata = map[string]any{}
+	}
+	if _, ok := summary.Metadata[pipeline.MetaSummary]; !ok {
+		summary.Metadata[pipeline.MetaSummary] = map[string]any{"messages": len(pos)}
+	}
+	delete(summary.Metadata, pipeline.MetaCondensedBy)
+	delete(summary.Metadata, pipeline.MetaTruncated)
+	if err := ts.conv.append(&summary); err != nil {
+		return "", fmt.Errorf("condense: %w", err)
+	}
+	h := &ts.inst.hist
+	id := h.at(h.len() - 1).msg.ID
+	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaCondensedBy] = id }); err != nil {
+		return "", err
+	}
+	// A reduction later in the turn must not throw the summary away.
+	if ts.keepIDs == nil {
+		ts.keepIDs = map[string]bool{}
+	}
+	ts.keepIDs[id] = true
+	return id, nil
+}
+
+// leaving returns the positions of the messages ids, which are to leave
+// the window, or an error naming the first that may not: one not in the
+// window, one that must stay, or a set that splits a unit.
+func (ts *turnState) leaving(op string, ids []string) ([]int, error) {
+	units, err := ts.agent.units(ts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	h := &ts.inst.hist
+	unitOf := make(map[string]int, len(h.effective().idx))
+	for i, u := range units {
+		for _, p := range u.pos {
+			unitOf[h.at(p).msg.ID] = i
+		}
+	}
+	leave := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		i, ok := unitOf[id]
+		switch {
+		case !ok:
+			return nil, fmt.Errorf("%s: message %q is not in the window", op, id)
+		case units[i].keep:
+			return nil, fmt.Errorf("%s: message %q must stay in the window", op, id)
+		}
+		leave[id] = true
+	}
+	var pos []int
+	for _, u := range units {
+		in := 0
+		for _, p := range u.pos {
+			if leave[h.at(p).msg.ID] {
+				in++
+			}
+		}
+		if in == 0 {
+			continue
+		}
+		if in < len(u.pos) {
+			var missing []string
+			for _, p := range u.pos {
+				if id := h.at(p).msg.ID; !leave[id] {
+					missing = append(missing, strconv.Quote(id))
+				}
+			}
+			return nil, fmt.Errorf("%s: a tool call and its results leave together: add %s", op, strings.Join(missing, ", "))
+		}
+		pos = append(pos, u.pos...)
+	}
+	return pos, nil
+}
+
+// Complete calls the agent's model, or one its extensions opened, outside
+// the conversation, and charges the usage to the turn.
+func (w *window) Complete(ctx context.Context, req pipeline.CompletionRequest) (pipeline.Completion, error) {
+	ts := w.ts()
+	a := ts.agent
+	p, name, maxOut := a.model, a.modelName, a.maxOutput
+	if req.Model != "" {
+		m, ok := a.models[req.Model]
+		if !ok {
+			return pipeline.Completion{}, fmt.Errorf("complete: agent %q opened no model %q", a.name, req.Model)
+		}
+		p, name, maxOut = m.provider, m.name, m.maxOutput
+	}
+	if req.MaxOutputTokens > 0 {
+		maxOut = req.MaxOutputTokens
+	}
+	mr := &model.Request{Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Turn: ts.req.Turn, Step: 1, // a call of its own
+		Model: name, System: req.System, MaxOutputTokens: maxOut, Secret: ts.secretFn, Messages: pipeline.MessageSlice(req.Messages)}
+	st, err := p.Stream(ctx, mr)
+	if err != nil {
+		return pipeline.Completion{}, err
+	}
+	defer st.Close()
+	var out pipeline.Completion
+	var b strings.Builder
+	for {
+		ch, err := st.Recv()
+		if err == io.EOF {
+			out.Text = b.String()
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		switch ch.Kind {
+		case model.KindText:
+			b.WriteString(ch.Text)
+		case model.KindUsage:
+			out.Usage = out.Usage.Add(ch.Usage)
+			ts.usage = ts.usage.Add(ch.Usage) // the turn's cost
+		case model.KindError:
+			return out, ch.Err
+		}
+	}
+}
+
+// truncated publishes context.truncated when messages left the window;
+// keep is the share a reduction aimed at, 0 for a chosen set.
+func (a *agent) truncated(ts *turnState, reason string, before int, keep float64) {
+	after := len(ts.inst.hist.effective().idx)
+	bus := a.rt.bus
+	if !bus.Active() || after >= before {
+		return
+	}
+	data := map[string]any{"reason": reason, "before": before, "after": after}
+	if keep > 0 {
+		data["keep"] = keep
+	}
+	bus.Publish(events.Event{Topic: events.ContextTruncated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
+}
+
+// systemTokens counts the agent's system prompt, once: it does not
+// change, and counting costs microseconds per step.
+func (a *agent) systemTokens() int {
+	if n := a.sysTokens.Load(); n > 0 {
+		return int(n - 1)
+	}
+	n := 0
+	if a.system != "" {
+		n = countTokens(&pipeline.Message{Content: a.system})
+	}
+	a.sysTokens.Store(int64(n) + 1)
+	return n
+}
+
+// tokenCodec is the tokenizer the runtime counts with: cl100k_base,
+// embedded in the binary (github.com/tiktoken-go/tokenizer), so counting
+// works offline. Other models' tokenizers differ by some percent; a
+// provider's reported usage corrects for it (see Window.Sent).
+var tokenCodec = sync.OnceValues(func() (tokenizer.Codec, error) { return tokenizer.Get(tokenizer.Cl100kBase) })
+
+// countTokens counts a message the way chat APIs bill it, near enough: its
+// content, its tool calls' names and arguments, and a few tokens of
+// framing.
+func countTokens(m *pipeline.Message) int {
+	enc, err := tokenCodec()
+	if err != nil {
+		return len(m.Content)/4 + 4
+	}
+	n := 4
+	count := func(s string) {
+		if s == "" {
+			return
+		}
+		if c, err := enc.Count(s); err == nil {
+			n += c
+		} else {
+			n += len(s) / 4
+		}
+	}
+	count(m.Content)
+	for _, c := range m.ToolCalls {
+		count(c.Name)
+		count(string(c.Arguments))
+		n += 3
+	}
+	return n
+}
