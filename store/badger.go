@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -118,7 +117,7 @@ func OpenBadger(dir string, opts ...BadgerOption) (Store, error) {
 		}
 		return nil, fmt.Errorf("store: open data directory %q: %w", dir, err)
 	}
-	return b, nil
+	return checkedStore{b}, nil
 }
 
 // openBadgerInMemory opens an empty store that Badger keeps in memory and
@@ -261,18 +260,11 @@ func (s *badgerStore) begin() error {
 
 func (s *badgerStore) end() { s.mu.RUnlock() }
 
-// LoadInstance implements [Store]. found is true when the instance has meta
-// or records.
+// loadInstance implements [Store.LoadInstance]. found is true when the instance
+// has meta or records.
 //
 // It fails, naming the key, if a stored value cannot be decoded.
-func (s *badgerStore) LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error) {
-	if err := s.begin(); err != nil {
-		return Meta{}, nil, false, err
-	}
-	defer s.end()
-	if err := checked(ctx, validate(agent, key)); err != nil {
-		return Meta{}, nil, false, err
-	}
+func (s *badgerStore) loadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error) {
 	err = s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(metaKey(agent, key))
 		switch {
@@ -328,7 +320,7 @@ func corrupt(key []byte, err error) error {
 	return fmt.Errorf("corrupt value at key %q: %w", key, err)
 }
 
-// Commit implements [Store], in one Badger transaction.
+// commit implements [Store.Commit], in one Badger transaction.
 //
 // # Errors
 //
@@ -336,14 +328,7 @@ func corrupt(key []byte, err error) error {
 // records) fails with an error matching [badger.ErrTxnTooBig], as does a
 // record Badger refuses or JSON cannot encode; in every case nothing of the
 // batch is written.
-func (s *badgerStore) Commit(ctx context.Context, agent, key string, b Batch) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checked(ctx, validate(agent, key)); err != nil {
-		return err
-	}
+func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) error {
 	if err := b.check(); err != nil {
 		return err
 	}
@@ -396,17 +381,10 @@ func (s *badgerStore) Commit(ctx context.Context, agent, key string, b Batch) er
 	return nil
 }
 
-// Instances implements [Store]. It reads only the agent's keys, and of
-// those, one per instance and kind; it skips the secret kind, as secrets do
+// instances implements [Store.Instances]. It reads only the agent's keys, and
+// of those, one per instance and kind; it skips the secret kind, as secrets do
 // not make an instance exist. It returns nil when agent has no instance.
-func (s *badgerStore) Instances(ctx context.Context, agent string) ([]string, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	if err := checked(ctx, ValidateName("agent name", agent)); err != nil {
-		return nil, err
-	}
+func (s *badgerStore) instances(ctx context.Context, agent string) ([]string, error) {
 	var keys []string
 	err := s.db.View(func(txn *badger.Txn) error {
 		for _, kind := range [...]byte{kindMeta, kindMessage, kindState} { // not kindSecret
@@ -447,16 +425,9 @@ func scanInstances(ctx context.Context, txn *badger.Txn, opts badger.IteratorOpt
 	return nil
 }
 
-// GetState implements [Store]. An empty stored value is returned as an
+// getState implements [Store.GetState]. An empty stored value is returned as an
 // empty, non-nil slice.
-func (s *badgerStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	if err := checked(ctx, validateState(agent, key, extension)); err != nil {
-		return nil, err
-	}
+func (s *badgerStore) getState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	var value []byte
 	err := s.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(stateKey(agent, key, extension))
@@ -475,15 +446,8 @@ func (s *badgerStore) GetState(ctx context.Context, agent, key, extension string
 	return value, nil
 }
 
-// SetState implements [Store]. The value is stored verbatim.
-func (s *badgerStore) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checked(ctx, validateState(agent, key, extension)); err != nil {
-		return err
-	}
+// setState implements [Store.SetState]. The value is stored verbatim.
+func (s *badgerStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
 	k := stateKey(agent, key, extension)
 	err := s.db.Update(func(txn *badger.Txn) error {
 		if value == nil {
@@ -498,15 +462,8 @@ func (s *badgerStore) SetState(ctx context.Context, agent, key, extension string
 	return nil
 }
 
-// PutSecret implements [Store]. The sealed value is stored verbatim.
-func (s *badgerStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checked(ctx, cmp.Or(validateSecret(agent, key, name), checkSealed(name, sealed))); err != nil {
-		return err
-	}
+// putSecret implements [Store.PutSecret]. The sealed value is stored verbatim.
+func (s *badgerStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	// Badger keeps the slice until the transaction commits.
 	v := bytes.Clone(sealed)
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(secretKey(agent, key, name), v) }); err != nil {
@@ -515,15 +472,8 @@ func (s *badgerStore) PutSecret(ctx context.Context, agent, key, name string, se
 	return nil
 }
 
-// GetSecret implements [Store].
-func (s *badgerStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
-	if err := s.begin(); err != nil {
-		return nil, false, err
-	}
-	defer s.end()
-	if err := checked(ctx, validateSecret(agent, key, name)); err != nil {
-		return nil, false, err
-	}
+// getSecret implements [Store.GetSecret].
+func (s *badgerStore) getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	var sealed []byte
 	found := false
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -544,16 +494,9 @@ func (s *badgerStore) GetSecret(ctx context.Context, agent, key, name string) ([
 	return sealed, found, nil
 }
 
-// ListSecrets implements [Store]. It reads the instance's secret keys, not
-// their values.
-func (s *badgerStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	if err := checked(ctx, validate(agent, key)); err != nil {
-		return nil, err
-	}
+// listSecrets implements [Store.ListSecrets]. It reads the instance's secret
+// keys, not their values.
+func (s *badgerStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	var names []string
 	err := s.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
@@ -578,7 +521,7 @@ func (s *badgerStore) ListSecrets(ctx context.Context, agent, key string) ([]str
 
 // Close waits for the calls in progress, then closes the database and
 // releases the directory. Later calls, Close included, fail with [ErrClosed].
-func (s *badgerStore) Close() error {
+func (s *badgerStore) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -621,6 +564,6 @@ func (b badgerLogger) Infof(f string, a ...any)    { b.log(slog.LevelDebug, f, a
 func (b badgerLogger) Debugf(f string, a ...any)   { b.log(slog.LevelDebug, f, a) }
 
 var (
-	_ Store         = (*badgerStore)(nil)
+	_ backend       = (*badgerStore)(nil)
 	_ badger.Logger = badgerLogger{}
 )

@@ -7,5 +7,5 @@ func OpenBadgerInMemory(opts ...BadgerOption) (Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return checkedStore{s}, nil
 }

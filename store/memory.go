@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -152,17 +151,19 @@ func (in *memInstance) records() []Record {
 // It is safe for concurrent use. One read-write lock guards it: loads
 // run in parallel, commits one at a time.
 func NewMemory() Store {
-	return &memoryStore{agents: make(map[string]map[string]*memInstance)}
+	return checkedStore{&memoryStore{agents: make(map[string]map[string]*memInstance)}}
 }
 
-// ready is memoryStore's method preamble: closed first, then the argument
-// check's error, invalid, then ctx.
-func (m *memoryStore) ready(ctx context.Context, invalid error) error {
+// begin fails once the store is closed. The methods check again under
+// m.mu, since close may come in between.
+func (m *memoryStore) begin() error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
-	return checked(ctx, invalid)
+	return nil
 }
+
+func (m *memoryStore) end() {}
 
 // lookup returns the instance, or nil. m.mu must be held.
 func (m *memoryStore) lookup(agent, key string) *memInstance {
@@ -196,12 +197,10 @@ func (m *memoryStore) prune(agent, key string, in *memInstance) {
 	}
 }
 
-// LoadInstance implements [Store]. The returned slice is the caller's; the
-// messages in it share their slices and maps with the stored ones.
-func (m *memoryStore) LoadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
-	if err := m.ready(ctx, validate(agent, key)); err != nil {
-		return Meta{}, nil, false, err
-	}
+// loadInstance implements [Store.LoadInstance]. The returned slice is the
+// caller's; the messages in it share their slices and maps with the stored
+// ones.
+func (m *memoryStore) loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -214,12 +213,9 @@ func (m *memoryStore) LoadInstance(ctx context.Context, agent, key string) (Meta
 	return in.meta, in.records(), true, nil
 }
 
-// Commit implements [Store]. It stores the batch's records by value: see
+// commit implements [Store.Commit]. It stores the batch's records by value: see
 // [NewMemory] on immutability.
-func (m *memoryStore) Commit(ctx context.Context, agent, key string, b Batch) error {
-	if err := m.ready(ctx, validate(agent, key)); err != nil {
-		return err
-	}
+func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) error {
 	if err := b.check(); err != nil {
 		return err
 	}
@@ -253,11 +249,9 @@ func (m *memoryStore) Commit(ctx context.Context, agent, key string, b Batch) er
 	return nil
 }
 
-// Instances implements [Store]. It returns nil when agent has no instance.
-func (m *memoryStore) Instances(ctx context.Context, agent string) ([]string, error) {
-	if err := m.ready(ctx, ValidateName("agent name", agent)); err != nil {
-		return nil, err
-	}
+// instances implements [Store.Instances]. It returns nil when agent has no
+// instance.
+func (m *memoryStore) instances(ctx context.Context, agent string) ([]string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -266,11 +260,8 @@ func (m *memoryStore) Instances(ctx context.Context, agent string) ([]string, er
 	return slices.Sorted(maps.Keys(m.agents[agent])), nil
 }
 
-// GetState implements [Store]. The returned slice is a copy.
-func (m *memoryStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
-	if err := m.ready(ctx, validateState(agent, key, extension)); err != nil {
-		return nil, err
-	}
+// getState implements [Store.GetState]. The returned slice is a copy.
+func (m *memoryStore) getState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -287,11 +278,8 @@ func (m *memoryStore) GetState(ctx context.Context, agent, key, extension string
 	return append([]byte{}, v...), nil
 }
 
-// SetState implements [Store]. It stores a copy of value.
-func (m *memoryStore) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
-	if err := m.ready(ctx, validateState(agent, key, extension)); err != nil {
-		return err
-	}
+// setState implements [Store.SetState]. It stores a copy of value.
+func (m *memoryStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.agents == nil {
@@ -312,11 +300,8 @@ func (m *memoryStore) SetState(ctx context.Context, agent, key, extension string
 	return nil
 }
 
-// PutSecret implements [Store]. It stores a copy of sealed.
-func (m *memoryStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
-	if err := m.ready(ctx, cmp.Or(validateSecret(agent, key, name), checkSealed(name, sealed))); err != nil {
-		return err
-	}
+// putSecret implements [Store.PutSecret]. It stores a copy of sealed.
+func (m *memoryStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	sealed = bytes.Clone(sealed)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -334,11 +319,8 @@ func (m *memoryStore) PutSecret(ctx context.Context, agent, key, name string, se
 	return nil
 }
 
-// GetSecret implements [Store]. The returned slice is a copy.
-func (m *memoryStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
-	if err := m.ready(ctx, validateSecret(agent, key, name)); err != nil {
-		return nil, false, err
-	}
+// getSecret implements [Store.GetSecret]. The returned slice is a copy.
+func (m *memoryStore) getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -348,11 +330,8 @@ func (m *memoryStore) GetSecret(ctx context.Context, agent, key, name string) ([
 	return bytes.Clone(v), ok, nil
 }
 
-// ListSecrets implements [Store].
-func (m *memoryStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
-	if err := m.ready(ctx, validate(agent, key)); err != nil {
-		return nil, err
-	}
+// listSecrets implements [Store.ListSecrets].
+func (m *memoryStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -363,7 +342,7 @@ func (m *memoryStore) ListSecrets(ctx context.Context, agent, key string) ([]str
 
 // Close drops everything the store holds. Later calls, Close included, fail
 // with [ErrClosed].
-func (m *memoryStore) Close() error {
+func (m *memoryStore) close() error {
 	if m.closed.Swap(true) {
 		return ErrClosed
 	}
@@ -374,4 +353,4 @@ func (m *memoryStore) Close() error {
 	return nil
 }
 
-var _ Store = (*memoryStore)(nil)
+var _ backend = (*memoryStore)(nil)

@@ -14,11 +14,8 @@ import (
 
 // This file holds both stores' pending-item methods.
 
-// PutPending implements [Store].
-func (m *memoryStore) PutPending(ctx context.Context, r PendingRecord) error {
-	if err := m.ready(ctx, r.check()); err != nil {
-		return err
-	}
+// putPending implements [Store.PutPending].
+func (m *memoryStore) putPending(ctx context.Context, r PendingRecord) error {
 	r.Data = bytes.Clone(r.Data) // callers reuse buffers
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -32,11 +29,8 @@ func (m *memoryStore) PutPending(ctx context.Context, r PendingRecord) error {
 	return nil
 }
 
-// GetPending implements [Store].
-func (m *memoryStore) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
-	if err := m.ready(ctx, ValidateName("pending item ID", id)); err != nil {
-		return PendingRecord{}, false, err
-	}
+// getPending implements [Store.GetPending].
+func (m *memoryStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
 	return m.getByID(pendingTable, id)
 }
 
@@ -59,11 +53,8 @@ func (m *memoryStore) getByID(table table, id string) (PendingRecord, bool, erro
 	return r, ok, nil
 }
 
-// ListPending implements [Store].
-func (m *memoryStore) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
-	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
-		return nil, err
-	}
+// listPending implements [Store.ListPending].
+func (m *memoryStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
 	return m.listByID(pendingTable, agent, key)
 }
 
@@ -101,15 +92,8 @@ func validateFilter(agent, key string) error {
 	return nil
 }
 
-// PutPending implements [Store].
-func (s *badgerStore) PutPending(ctx context.Context, r PendingRecord) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checked(ctx, r.check()); err != nil {
-		return err
-	}
+// putPending implements [Store.PutPending].
+func (s *badgerStore) putPending(ctx context.Context, r PendingRecord) error {
 	v, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("store: encode pending item %q: %w", r.ID, err)
@@ -120,15 +104,8 @@ func (s *badgerStore) PutPending(ctx context.Context, r PendingRecord) error {
 	return nil
 }
 
-// GetPending implements [Store].
-func (s *badgerStore) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
-	if err := s.begin(); err != nil {
-		return PendingRecord{}, false, err
-	}
-	defer s.end()
-	if err := checked(ctx, ValidateName("pending item ID", id)); err != nil {
-		return PendingRecord{}, false, err
-	}
+// getPending implements [Store.GetPending].
+func (s *badgerStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
 	r, found, err := s.getByID(pendingPrefix, id)
 	if err != nil {
 		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
@@ -152,15 +129,8 @@ func (s *badgerStore) getByID(prefix []byte, id string) (r PendingRecord, found 
 	return r, found, err
 }
 
-// ListPending implements [Store].
-func (s *badgerStore) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	if err := checked(ctx, validateFilter(agent, key)); err != nil {
-		return nil, err
-	}
+// listPending implements [Store.ListPending].
+func (s *badgerStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
 	out, err := s.listByID(pendingPrefix, agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: list pending items: %w", err)

@@ -114,7 +114,7 @@ func TestBadgerSecretsOnDisk(t *testing.T) {
 	if err := s.SetState(ctx, "support", "t-1", "e", []byte(control)); err != nil {
 		t.Fatal(err)
 	}
-	err = s.(*badgerStore).db.View(func(txn *badger.Txn) error {
+	err = s.(checkedStore).b.(*badgerStore).db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte("c\x00support\x00t-1\x00OPENAI_API_KEY"))
 		if err != nil {
 			return err

@@ -21,11 +21,8 @@ type TaskRecord PendingRecord
 
 func (r *TaskRecord) check() error { return (*PendingRecord)(r).checkAs("task") }
 
-// CommitTasks implements [Store].
-func (m *memoryStore) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
-	if err := m.ready(ctx, checkTasks(put, del)); err != nil {
-		return err
-	}
+// commitTasks implements [Store.CommitTasks].
+func (m *memoryStore) commitTasks(ctx context.Context, put []TaskRecord, del []string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.agents == nil {
@@ -49,20 +46,14 @@ func (m *memoryStore) putTasks(put []TaskRecord) {
 	}
 }
 
-// GetTask implements [Store].
-func (m *memoryStore) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
-	if err := m.ready(ctx, ValidateName("task ID", id)); err != nil {
-		return TaskRecord{}, false, err
-	}
+// getTask implements [Store.GetTask].
+func (m *memoryStore) getTask(ctx context.Context, id string) (TaskRecord, bool, error) {
 	r, ok, err := m.getByID(taskTable, id)
 	return TaskRecord(r), ok, err
 }
 
-// ListTasks implements [Store].
-func (m *memoryStore) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
-	if err := m.ready(ctx, validateFilter(agent, key)); err != nil {
-		return nil, err
-	}
+// listTasks implements [Store.ListTasks].
+func (m *memoryStore) listTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
 	recs, err := m.listByID(taskTable, agent, key)
 	return tasksOf(recs), err
 }
@@ -95,15 +86,8 @@ func checkTasks(put []TaskRecord, del []string) error {
 	return nil
 }
 
-// CommitTasks implements [Store], in one Badger transaction.
-func (s *badgerStore) CommitTasks(ctx context.Context, put []TaskRecord, del []string) error {
-	if err := s.begin(); err != nil {
-		return err
-	}
-	defer s.end()
-	if err := checked(ctx, checkTasks(put, del)); err != nil {
-		return err
-	}
+// commitTasks implements [Store.CommitTasks], in one Badger transaction.
+func (s *badgerStore) commitTasks(ctx context.Context, put []TaskRecord, del []string) error {
 	err := s.db.Update(func(txn *badger.Txn) error {
 		for _, id := range del {
 			if err := txn.Delete(taskKey(id)); err != nil {
@@ -132,15 +116,8 @@ func setTasks(txn *badger.Txn, put []TaskRecord) error {
 	return nil
 }
 
-// GetTask implements [Store].
-func (s *badgerStore) GetTask(ctx context.Context, id string) (TaskRecord, bool, error) {
-	if err := s.begin(); err != nil {
-		return TaskRecord{}, false, err
-	}
-	defer s.end()
-	if err := checked(ctx, ValidateName("task ID", id)); err != nil {
-		return TaskRecord{}, false, err
-	}
+// getTask implements [Store.GetTask].
+func (s *badgerStore) getTask(ctx context.Context, id string) (TaskRecord, bool, error) {
 	r, found, err := s.getByID(taskPrefix, id)
 	if err != nil {
 		return TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
@@ -148,15 +125,8 @@ func (s *badgerStore) GetTask(ctx context.Context, id string) (TaskRecord, bool,
 	return TaskRecord(r), found, nil
 }
 
-// ListTasks implements [Store].
-func (s *badgerStore) ListTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
-	if err := s.begin(); err != nil {
-		return nil, err
-	}
-	defer s.end()
-	if err := checked(ctx, validateFilter(agent, key)); err != nil {
-		return nil, err
-	}
+// listTasks implements [Store.ListTasks].
+func (s *badgerStore) listTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
 	recs, err := s.listByID(taskPrefix, agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
