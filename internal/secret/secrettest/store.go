@@ -10,19 +10,14 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-// AllForms returns the [Forms] of every value.
-func AllForms(values []string) []string {
-	var out []string
-	for _, v := range values {
-		out = append(out, Forms(v)...)
-	}
-	return out
-}
-
 // CheckFiles reports an error for every file under dir that holds one of
-// forms, byte for byte, and returns how many files it read.
-func CheckFiles(tb testing.TB, dir string, forms []string) int {
+// the [Forms] of values, byte for byte, and returns how many files it read.
+func CheckFiles(tb testing.TB, dir string, values []string) int {
 	tb.Helper()
+	var forms []string
+	for _, v := range values {
+		forms = append(forms, Forms(v)...)
+	}
 	files := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
