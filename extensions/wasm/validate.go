@@ -38,11 +38,12 @@ import (
 // errValidated stops CompileModule once the module is validated.
 var errValidated = errors.New("validated")
 
-type stopAfterValidation struct{}
-
-func (stopAfterValidation) NewFunctionListener(api.FunctionDefinition) experimental.FunctionListener {
+// stopAfterValidation panics with errValidated when wazero asks for the
+// first function's listener, which it does after validating the module and
+// before compiling it.
+var stopAfterValidation = experimental.FunctionListenerFactoryFunc(func(api.FunctionDefinition) experimental.FunctionListener {
 	panic(errValidated)
-}
+})
 
 // validate returns an error describing why code is not a valid module
 // for rt, or nil. A panic of wazero's validator (found by FuzzMeter on
@@ -57,7 +58,7 @@ func validate(ctx context.Context, rt wazero.Runtime, code []byte) (err error) {
 			err = fmt.Errorf("the validator failed: %v", p)
 		}
 	}()
-	m, err := rt.CompileModule(experimental.WithFunctionListenerFactory(ctx, stopAfterValidation{}), code)
+	m, err := rt.CompileModule(experimental.WithFunctionListenerFactory(ctx, stopAfterValidation), code)
 	if err != nil {
 		return err
 	}
