@@ -72,8 +72,8 @@ type Kind struct {
 // maxKindName bounds a kind's name, and with it the length of a tag line.
 const maxKindName = 64
 
-// Registry holds the kinds of block the protocol scanner recognises. The zero value is
-// an empty registry ready to use.
+// Registry holds the kinds of block the protocol scanner recognises. The
+// zero value is an empty registry ready to use.
 //
 // # Concurrency
 //
@@ -98,15 +98,12 @@ type kind struct {
 	known  string // "category, question, ..." for error messages
 }
 
-// NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return new(Registry) }
-
 // DefaultRegistry returns a new registry holding the built-in kinds:
 // USER_QUESTION ([Question]), DEPENDENCY_REQUEST ([DependencyRequest]) and
 // PHASE_COMPLETE ([PhaseComplete]). Each call returns a new registry, so
 // kinds registered in one do not leak into another.
 func DefaultRegistry() *Registry {
-	r := NewRegistry()
+	r := new(Registry)
 	for _, k := range []Kind{questionKind, dependencyKind, phaseKind} {
 		if err := r.Register(k); err != nil {
 			panic("protocol: built-in kind: " + err.Error()) // programmer error

@@ -81,7 +81,7 @@ func TestRegister(t *testing.T) {
 }
 
 func TestRegisterCopiesFields(t *testing.T) {
-	r := protocol.NewRegistry()
+	r := new(protocol.Registry)
 	fields := []protocol.FieldSpec{{Name: "a", Type: protocol.TextField, Required: true}}
 	if err := r.Register(protocol.Kind{Name: "K", Fields: fields}); err != nil {
 		t.Fatal(err)

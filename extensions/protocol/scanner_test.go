@@ -298,7 +298,7 @@ func TestScannerBlockSizeLimitKeepsCharacters(t *testing.T) {
 func validUTF8(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
 
 func TestScannerReuseAfterClose(t *testing.T) {
-	reg := protocol.NewRegistry()
+	reg := new(protocol.Registry)
 	s := protocol.NewScanner(reg)
 	in := "x\n[PING]\n[/PING]\n"
 	if got := render(merge(append(s.Feed(in), s.Close()...))); got != "text: \"x\\n[PING]\\n[/PING]\\n\"\n" {
@@ -318,7 +318,7 @@ func TestScannerReuseAfterClose(t *testing.T) {
 }
 
 func TestKindWithoutBuild(t *testing.T) {
-	reg := protocol.NewRegistry()
+	reg := new(protocol.Registry)
 	err := reg.Register(protocol.Kind{Name: "TASK", Fields: []protocol.FieldSpec{
 		{Name: "title", Type: protocol.TextField, Required: true},
 		{Name: "tags", Type: protocol.ListField},
@@ -342,7 +342,7 @@ func TestKindWithoutBuild(t *testing.T) {
 }
 
 func TestBuildErrors(t *testing.T) {
-	reg := protocol.NewRegistry()
+	reg := new(protocol.Registry)
 	fields := []protocol.FieldSpec{{Name: "a", Type: protocol.TextField}, {Name: "b", Type: protocol.TextField}}
 	register := func(name string, build func(*protocol.Fields) (any, error)) {
 		if err := reg.Register(protocol.Kind{Name: name, Fields: fields, Build: build}); err != nil {
