@@ -130,13 +130,13 @@ func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
 	a.peers = r.agents.peers(a.name)
 	return slices.DeleteFunc(tools, func(t pipeline.Tool) bool {
 		switch {
-		case t.Name == ToolCallAgent && len(a.peers) == 0:
+		case t.Name == toolCallAgent && len(a.peers) == 0:
 			a.logger.Info("call_agent is not offered: the agent has nobody to delegate to")
 			return true
-		case t.Name == ToolCallTeamAgent && (a.team != "" || len(r.agents.teams) == 0):
+		case t.Name == toolCallTeamAgent && (a.team != "" || len(r.agents.teams) == 0):
 			a.logger.Info("call_team_agent is not offered: the config defines no team")
 			return true
-		case t.Name == ToolCallTeamAgent:
+		case t.Name == toolCallTeamAgent:
 			a.canCallTeams = true
 		}
 		return false

@@ -15,8 +15,8 @@ import (
 
 // Defaults of agent calls.
 const (
-	DefaultAgentTimeout = 15 * time.Second
-	DefaultAgentDepth   = 5
+	defaultAgentTimeout = 15 * time.Second
+	defaultAgentDepth   = 5
 )
 
 var (
@@ -29,9 +29,9 @@ var (
 
 // Call sources, in a called turn's input metadata under callSource.
 const (
-	SourceMiddleware = "extension-middleware"
-	SourceTool       = "tool"
-	SourceAPI        = "api"
+	sourceMiddleware = "extension-middleware"
+	sourceTool       = "tool"
+	sourceAPI        = "api"
 )
 
 // Transport carries agent calls from the orchestrator to the runtime that
@@ -132,7 +132,7 @@ func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, s
 
 // Request runs a turn of target and returns its response text.
 func (c *callerAgents) Request(ctx context.Context, target, text string, o pipeline.AgentCallOptions) (string, error) {
-	key, in, err := c.input(target, text, o, SourceMiddleware)
+	key, in, err := c.input(target, text, o, sourceMiddleware)
 	if err != nil {
 		return "", err
 	}
@@ -214,7 +214,7 @@ func (r *Runtime) stopWaiting(self, to string) {
 // Send starts a turn of target without waiting for it. The runtime's Close
 // waits for it.
 func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline.AgentCallOptions) error {
-	key, in, err := c.input(target, text, o, SourceMiddleware)
+	key, in, err := c.input(target, text, o, sourceMiddleware)
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/config"
 )
 
 // The delegation chain: call_agent and call_team_agent record
@@ -31,16 +30,14 @@ import (
 // when the parent's last report is in, the parent's agent gets one merged
 // report, after a reminder of what it delegated (deliverReport).
 
-// The delegation tools and limits.
+// The limits of a report.
 const (
-	ToolCallAgent     = "call_agent"
-	ToolCallTeamAgent = config.ToolCallTeamAgent
-	// ReportLimit is the longest response, in characters, a child reports
+	// reportLimit is the longest response, in characters, a child reports
 	// whole; a longer one is saved to a file under the outputs directory
 	// and reported as the file's absolute path and its first
-	// ReportSummary characters.
-	ReportLimit   = 2000
-	ReportSummary = 500
+	// reportSummary characters.
+	reportLimit   = 2000
+	reportSummary = 500
 )
 
 // delegations is the runtime's state for delegation tasks: where their
@@ -90,7 +87,7 @@ var callTeamAgentArgs = []byte(`{"type":"object","properties":{` +
 // delegationTools returns call_agent and call_team_agent.
 func (r *Runtime) delegationTools() []pipeline.Tool {
 	return []pipeline.Tool{
-		{ToolSpec: pipeline.ToolSpec{Name: ToolCallAgent, Category: pipeline.CategoryOther, Parameters: callAgentArgs,
+		{ToolSpec: pipeline.ToolSpec{Name: toolCallAgent, Category: pipeline.CategoryOther, Parameters: callAgentArgs,
 			Description: "Delegate a task to another agent. It works on it after your turn ends, and its report comes back to you as a new message; " +
 				"do not claim any result before it arrives. Call it several times in one turn to delegate in parallel: you get one merged report."},
 			Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
@@ -103,7 +100,7 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 				}
 				return r.delegate(c, "", args.AgentID, args.Message)
 			}},
-		{ToolSpec: pipeline.ToolSpec{Name: ToolCallTeamAgent, Category: pipeline.CategoryOther, Parameters: callTeamAgentArgs,
+		{ToolSpec: pipeline.ToolSpec{Name: toolCallTeamAgent, Category: pipeline.CategoryOther, Parameters: callTeamAgentArgs,
 			Description: "Delegate a task to an agent of a team; the whole team starts, and the agent may delegate within it. " +
 				"Its report comes back to you as a new message; do not claim any result before it arrives."},
 			Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
@@ -146,7 +143,7 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 	if team == "" {
 		if !slices.Contains(a.peers, target) {
 			if t := r.agents.teamOf[target]; t != "" && a.team == "" {
-				return nil, fmt.Errorf("agent %q is in team %q: use %s with team %q", target, t, ToolCallTeamAgent, t)
+				return nil, fmt.Errorf("agent %q is in team %q: use %s with team %q", target, t, toolCallTeamAgent, t)
 			}
 			if a.team != "" {
 				return nil, fmt.Errorf("you are in team %q and may delegate only within it, to: %s", a.team, a.delegateTargets())
@@ -447,13 +444,13 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		return nil
 	}
 	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now}
-	if utf8.RuneCountInString(answer) > ReportLimit {
+	if utf8.RuneCountInString(answer) > reportLimit {
 		file, err := r.saveOutput(t.ID, answer)
 		if err != nil {
 			return fmt.Errorf("task %s: saving its long response: %w", t.ID, err)
 		}
 		resp.File = file
-		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, ReportSummary))
+		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, reportSummary))
 	}
 	r.tasks.reportMu.Lock()
 	r.tasks.reports[t.ParentID] = append(r.tasks.reports[t.ParentID], resp)
@@ -593,7 +590,7 @@ func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
 		callerAgent, callerKey, _ := strings.Cut(t.Requester, "/")
 		in = pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: t.OriginalRequest, Metadata: map[string]any{
 			"taskId": t.ID, "parentTaskId": t.ParentID, "taskChain": t.Chain,
-			"callerAgent": callerAgent, "callerInstanceKey": callerKey, "callerTurnId": t.CallerTurn, "callSource": SourceTool,
+			"callerAgent": callerAgent, "callerInstanceKey": callerKey, "callerTurnId": t.CallerTurn, "callSource": sourceTool,
 		}}
 		if t.Team != "" {
 			in.Metadata["team"] = t.Team
@@ -602,7 +599,7 @@ func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
 	case TaskReporting:
 		fresh := t.Context.Responses[min(t.Context.Reported, len(t.Context.Responses)):]
 		in = pipeline.InputEvent{Kind: pipeline.InputDelegationReport, Text: reportText(t, fresh), Metadata: map[string]any{
-			"taskId": t.ID, "reported": len(t.Context.Responses), "taskChain": t.Chain, "callSource": SourceTool,
+			"taskId": t.ID, "reported": len(t.Context.Responses), "taskChain": t.Chain, "callSource": sourceTool,
 		}}
 		if len(fresh) == 1 {
 			in.Metadata["callerAgent"] = fresh[0].FromAgent

@@ -68,7 +68,7 @@
 // while it ran, is never run again: when its instance loads it gets an
 // error result marked [MetaInterrupted], and a [events.TurnInterrupted]
 // event is published. A task's turn cut short continues from its next step
-// ([MetaContinues]). Every call carries a stable
+// (input metadata "continues"). Every call carries a stable
 // [pipeline.ToolCallContext.IdempotencyKey]. [New] finishes what a stopped
 // process left open unless given [WithoutRecovery]; [Runtime.Recover] does
 // it on demand, for every stored instance.

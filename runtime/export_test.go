@@ -26,3 +26,7 @@ func HasDeadline(r *Runtime) bool {
 	_, ok := r.nextDeadline()
 	return ok
 }
+
+// MetaAwaits is the metadata key of a tool result that waits for a
+// pending item (interrupt.go), for the crash tests.
+const MetaAwaits = metaAwaits

@@ -25,12 +25,12 @@ const MetaInterrupted = "interrupted"
 // task's turn a stop of the process cut short: its value is the ID of that
 // turn, which the continuing turn keeps. Such a turn stores no input of its
 // own (the input is stored already) and goes on from the next step.
-const MetaContinues = "continues"
+const metaContinues = "continues"
 
 // MetaAwaits marks the result a tool call got when it paused the turn (an
 // approval): its value is the ID of the pending item the call waits for.
 // The resume replaces that result with the call's outcome.
-const MetaAwaits = "awaits"
+const metaAwaits = "awaits"
 
 // closeInterrupted gives every tool call of the loaded history that has no
 // result an error result saying the process stopped while it ran, and
@@ -46,7 +46,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 	var stale []int // results still awaiting an item whose resume was cut short
 	for i := 0; i < h.len(); i++ {
 		m := h.at(i).msg
-		if item, _ := m.Metadata[MetaAwaits].(string); item != "" && in.paused[item] == "" {
+		if item, _ := m.Metadata[metaAwaits].(string); item != "" && in.paused[item] == "" {
 			if turn, _ := m.Metadata["turn_id"].(string); in.resumedBy(turn) != "" {
 				stale = append(stale, i)
 			}
@@ -83,7 +83,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 	}
 	for _, i := range stale {
 		m := *h.at(i).msg
-		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[MetaAwaits], m.Name)
+		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[metaAwaits], m.Name)
 		m.IsError = true
 		m.Metadata = map[string]any{MetaInterrupted: true, "turn_id": m.Metadata["turn_id"]}
 		in.replace(i, &m)

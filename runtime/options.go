@@ -55,13 +55,13 @@ type options struct {
 }
 
 // WithAgentTimeout sets the default timeout of an agent call
-// (ctx.agents.request); default [DefaultAgentTimeout].
+// (ctx.agents.request); default 15 s.
 func WithAgentTimeout(d time.Duration) Option {
 	return optionFunc(func(o *options) { o.agentTimeout = d })
 }
 
 // WithAgentDepth sets how many agents may wait on one another in a chain
-// of agent calls; default [DefaultAgentDepth].
+// of agent calls; default 5.
 func WithAgentDepth(n int) Option { return optionFunc(func(o *options) { o.agentDepth = n }) }
 
 // WithTransport carries agent calls with t instead of in process.
@@ -116,11 +116,11 @@ func WithoutExpiryTimer() Option {
 	return optionFunc(func(o *options) { o.noExpiryTimer = true })
 }
 
-// DefaultInstanceCache is how many instances a runtime keeps in memory by default.
-const DefaultInstanceCache = 1024
+// defaultInstanceCache is how many instances a runtime keeps in memory by default.
+const defaultInstanceCache = 1024
 
 // WithInstanceCache keeps at most n instances' histories in memory (at least
-// 1; default [DefaultInstanceCache]). The least recently used idle ones are
+// 1; default 1024). The least recently used idle ones are
 // dropped and loaded again from the store when next used; an instance with a
 // running or queued turn is always kept, so the cache may briefly exceed n.
 func WithInstanceCache(n int) Option {

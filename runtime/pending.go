@@ -240,7 +240,7 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 			r.Content, r.IsError = ts.inst.redactor.Redact(content), isError
 			// It is the call's outcome now, no longer what it waits for.
 			r.Metadata = maps.Clone(m.Metadata)
-			delete(r.Metadata, MetaAwaits)
+			delete(r.Metadata, metaAwaits)
 			delete(r.Metadata, MetaInterrupted)
 			return ts.conv.applyLocked(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: r})
 		}

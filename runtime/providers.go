@@ -15,16 +15,16 @@ import (
 
 // The model providers every runtime knows; WithProvider adds others.
 const (
-	ProviderScripted  = config.ScriptedProvider
-	ProviderOpenAI    = "openai"
-	ProviderAnthropic = "anthropic"
+	providerScripted  = config.ScriptedProvider
+	providerOpenAI    = "openai"
+	providerAnthropic = "anthropic"
 )
 
 // builtinProviders returns the factories of the built-in providers.
 func builtinProviders() map[string]ProviderFactory {
 	return map[string]ProviderFactory{
-		ProviderScripted: scriptedProvider(),
-		ProviderOpenAI: func(m config.Model) (model.Provider, error) {
+		providerScripted: scriptedProvider(),
+		providerOpenAI: func(m config.Model) (model.Provider, error) {
 			keyEnv := m.APIKeyEnv
 			if keyEnv == "" && m.BaseURL == "" {
 				// OpenAI's own API needs a key; a local server given by
@@ -33,7 +33,7 @@ func builtinProviders() map[string]ProviderFactory {
 			}
 			return openai.New(openai.Config{Model: m.Name, BaseURL: m.BaseURL, APIKeyEnv: keyEnv, MaxOutputTokens: m.MaxOutputTokens})
 		},
-		ProviderAnthropic: func(m config.Model) (model.Provider, error) {
+		providerAnthropic: func(m config.Model) (model.Provider, error) {
 			return anthropic.New(anthropic.Config{Model: m.Name, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, MaxOutputTokens: m.MaxOutputTokens, Thinking: m.Thinking})
 		},
 	}

@@ -70,7 +70,7 @@ type instanceID struct{ agent, key string }
 // it opens the store, the workspace, the model providers, and loads every
 // agent's extensions. Close releases it all.
 func New(ctx context.Context, opts ...Option) (*Runtime, error) {
-	o := &options{exts: standard.Registry(), providers: builtinProviders(), maxInstances: DefaultInstanceCache}
+	o := &options{exts: standard.Registry(), providers: builtinProviders(), maxInstances: defaultInstanceCache}
 	for _, opt := range opts {
 		opt.apply(o)
 	}
@@ -93,7 +93,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	toolNames := append(append(append([]string{}, tool.WorkspaceToolNames...), systemToolNames...), ToolCallAgent, ToolCallTeamAgent)
+	toolNames := append(append([]string{}, tool.WorkspaceToolNames...), systemToolNames...)
 	for _, t := range o.tools {
 		toolNames = append(toolNames, t.Name)
 	}
@@ -116,7 +116,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg),
 		cache: instanceCache{instances: map[instanceID]*instance{}, max: o.maxInstances},
-		calls: agentCalls{timeout: DefaultAgentTimeout, depth: DefaultAgentDepth}}
+		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
 	if o.agentTimeout > 0 {
 		r.calls.timeout = o.agentTimeout
 	}

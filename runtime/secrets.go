@@ -145,11 +145,11 @@ func (in *instance) dropSecrets() {
 	in.secretVals, in.redactor, in.secretsLoaded = nil, nil, false
 }
 
-// IdempotencyKeyEnv is the environment variable that gives each
+// idempotencyKeyEnv is the environment variable that gives each
 // execute_command its call's idempotency key (see
 // [pipeline.ToolCallContext.IdempotencyKey]): a command whose effect must
 // not happen twice records it and skips a key it has seen.
-const IdempotencyKeyEnv = "GANGLION_IDEMPOTENCY_KEY"
+const idempotencyKeyEnv = "GANGLION_IDEMPOTENCY_KEY"
 
 // callEnv is the workspace's WithCallEnv: the call's idempotency key, and
 // the instance's secrets, as environment variables of its commands.
@@ -163,5 +163,5 @@ func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]str
 		env = append(env, n+"="+v)
 	}
 	slices.Sort(env)
-	return append(env, IdempotencyKeyEnv+"="+c.IdempotencyKey()), nil
+	return append(env, idempotencyKeyEnv+"="+c.IdempotencyKey()), nil
 }

@@ -6,18 +6,22 @@ import (
 	"errors"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
 )
 
-// The names of the system tools an agent may list in its
-// tools: list_agents shows the agents it could delegate to, get_my_tools
-// the tools it has, so that it can tell whether to delegate at all.
+// The names of the system tools, the runtime's own, which an agent may list
+// in its tools: list_agents shows the agents it could delegate to,
+// get_my_tools the tools it has, so that it can tell whether to delegate at
+// all; call_agent and call_team_agent delegate (delegation.go).
 const (
-	ToolListAgents = "list_agents"
-	ToolGetMyTools = "get_my_tools"
+	toolListAgents    = "list_agents"
+	toolGetMyTools    = "get_my_tools"
+	toolCallAgent     = "call_agent"
+	toolCallTeamAgent = config.ToolCallTeamAgent
 )
 
 // systemToolNames are the system tools' names.
-var systemToolNames = []string{ToolGetMyTools, ToolListAgents}
+var systemToolNames = []string{toolGetMyTools, toolListAgents, toolCallAgent, toolCallTeamAgent}
 
 type agentInfo struct {
 	Name        string `json:"name"`
@@ -49,7 +53,7 @@ var noArgs = []byte(`{"type":"object","properties":{},"additionalProperties":fal
 // systemTools returns the system tools of r.
 func (r *Runtime) systemTools() []pipeline.Tool {
 	return []pipeline.Tool{
-		{ToolSpec: pipeline.ToolSpec{Name: ToolListAgents, Category: pipeline.CategoryRead, Parameters: noArgs,
+		{ToolSpec: pipeline.ToolSpec{Name: toolListAgents, Category: pipeline.CategoryRead, Parameters: noArgs,
 			Description: "List the agents you may delegate to (call_agent), with what each is for, and the teams you may delegate into (call_team_agent) if any."},
 			Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 				a, err := r.agent(c.Agent())
@@ -64,7 +68,7 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 				}
 				return jsonResult(out)
 			}},
-		{ToolSpec: pipeline.ToolSpec{Name: ToolGetMyTools, Category: pipeline.CategoryRead, Parameters: noArgs,
+		{ToolSpec: pipeline.ToolSpec{Name: toolGetMyTools, Category: pipeline.CategoryRead, Parameters: noArgs,
 			Description: "List the tools you have in this step, to tell whether you can do a task yourself."},
 			Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 				ts, ok := c.Host().(*turnState)

@@ -108,7 +108,7 @@ type Delegation struct {
 type DelegationResponse struct {
 	ChildTaskID string `json:"child_task_id"`
 	FromAgent   string `json:"from_agent"`
-	// Response is the child's answer; one over [ReportLimit] characters is
+	// Response is the child's answer; one over 2,000 characters is
 	// in File, and Response holds its path and first characters.
 	Response    string    `json:"response"`
 	File        string    `json:"file,omitempty"`

@@ -104,7 +104,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	if again {
 		ts.turnID = cont.turnID
 		in.Metadata = maps.Clone(in.Metadata)
-		in.Metadata[MetaContinues] = cont.turnID
+		in.Metadata[metaContinues] = cont.turnID
 	} else {
 		inst.meta.Turns++
 		// Save the count even if the turn adds no message, so that turn
@@ -304,7 +304,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 		if item := ts.pause.calls[r.CallID]; item != "" {
 			// What the call waits for: if a stop of the process cuts the
 			// resume short, the next load says so (interrupt.go).
-			meta = map[string]any{MetaAwaits: item, "turn_id": ts.turnID}
+			meta = map[string]any{metaAwaits: item, "turn_id": ts.turnID}
 		}
 		err := ts.conv.append(&pipeline.Message{
 			Role: pipeline.RoleTool, Content: r.Content, ToolCallID: r.CallID, Name: r.Name, IsError: r.IsError,

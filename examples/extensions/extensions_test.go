@@ -585,9 +585,9 @@ agents:
 			m := hist[2*i]
 			if m.Role != pipeline.RoleUser || m.Content != in || m.Metadata["callerAgent"] != "worker" ||
 				m.Metadata["callerInstanceKey"] != "k" || m.Metadata["callerTurnId"] != fmt.Sprintf("turn-%d", i+1) ||
-				m.Metadata["callSource"] != runtime.SourceMiddleware {
+				m.Metadata["callSource"] != "extension-middleware" {
 				t.Errorf("%s input %d = %s %q %v, want user %q from worker/k turn-%d by %s",
-					callee.agent, i, m.Role, m.Content, m.Metadata, in, i+1, runtime.SourceMiddleware)
+					callee.agent, i, m.Role, m.Content, m.Metadata, in, i+1, "extension-middleware")
 			}
 		}
 	}
