@@ -63,7 +63,7 @@ func TestDelegationSingle(t *testing.T) {
 	}
 	md := coder[0].Metadata
 	for k, want := range map[string]string{
-		"callerAgent": "lead", "callerInstanceKey": "s", "callerTurnId": "turn-1", "callSource": runtime.SourceTool,
+		"callerAgent": "lead", "callerInstanceKey": "s", "callerTurnId": "turn-1", "callSource": "tool",
 		"taskId": child, "parentTaskId": res.TaskID, "taskChain": "[lead/s]",
 	} {
 		if got := fmt.Sprint(md[k]); got != want {
