@@ -82,8 +82,7 @@ func (w *Workspace) readFile(_ context.Context, a readFileArgs) (string, error) 
 	}
 	offset, limit := max(toInt(a.Offset), 1), toInt(a.Limit)
 	text, err := readLines(br, offset, limit, w.cfg.maxOutput)
-	var oe *offsetError
-	if errors.As(err, &oe) {
+	if errors.Is(err, errPastEnd) {
 		return "", fmt.Errorf("path %q: %w", a.Path, err)
 	}
 	if err != nil {
@@ -100,12 +99,8 @@ func toInt(f float64) int {
 	return int(f)
 }
 
-// offsetError says that the file has fewer lines than offset.
-type offsetError struct{ offset, lines int }
-
-func (e *offsetError) Error() string {
-	return fmt.Sprintf("offset %d is past the end of the file (%d lines)", e.offset, e.lines)
-}
+// errPastEnd says that the file has fewer lines than the offset asked for.
+var errPastEnd = errors.New("past the end of the file")
 
 // readLines returns lines offset, offset+1, ... of r (counting from 1), at
 // most limit of them (0: no limit) and at most max bytes. It keeps whole
@@ -158,7 +153,7 @@ func readLines(r *bufio.Reader, offset, limit, max int) (string, error) {
 		lines++
 	}
 	if offset > 1 && offset > lines {
-		return "", &offsetError{offset, lines}
+		return "", fmt.Errorf("offset %d is %w (%d lines)", offset, errPastEnd, lines)
 	}
 	return string(out), nil
 }
