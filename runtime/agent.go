@@ -296,7 +296,7 @@ func (a *agent) layerSkipped(sk pipeline.Skip) {
 		"extension", sk.Owner.Extension, "hook", sk.Hook.String(), "err", sk.Err)
 	if a.rt.bus.Active() {
 		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.name, Instance: sk.InstanceKey, TurnID: sk.TurnID, Source: "runtime",
-			Data: map[string]any{"extension": sk.Owner.Extension, "hook": sk.Hook.String(), "error": sk.Err.Error()}})
+			Data: events.LayerSkippedData{Extension: sk.Owner.Extension, Hook: sk.Hook.String(), Error: sk.Err.Error()}})
 	}
 }
 

@@ -224,7 +224,7 @@ func TestCrashDuringToolCall(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(interrupted) != 1 || interrupted[0].TurnID != "turn-1" || interrupted[0].Agent != "a" || interrupted[0].Instance != "k" ||
-		fmt.Sprint(interrupted[0].Data.(map[string]any)["calls"]) != "[effect (c1)]" {
+		fmt.Sprint(interrupted[0].Data.(events.TurnInterruptedData).Calls) != "[effect (c1)]" {
 		t.Errorf("turn.interrupted events = %+v", interrupted)
 	}
 	// Loading again finds nothing more to close.

@@ -343,7 +343,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	if r.bus.Active() && t != nil {
 		for _, c := range children {
 			r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
-				Data: map[string]any{"task_id": t.ID, "child_task_id": c.ID, "to": c.Agent, "team": c.Team, "message": oneLine(c.OriginalRequest, 200), "pending": t.Pending, "root": t.ParentID == ""}})
+				Data: events.TaskDelegatedData{TaskID: t.ID, ChildTaskID: c.ID, To: c.Agent, Team: c.Team, Message: oneLine(c.OriginalRequest, 200), Pending: t.Pending, Root: t.ParentID == ""}})
 		}
 	}
 	if t == nil {
@@ -427,7 +427,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	if failed != nil {
 		answer = fmt.Sprintf("Task failed: agent %s could not finish it: %v", t.Agent, failed)
 	}
-	r.publishTask(events.TaskCompleted, t, map[string]any{"task_id": t.ID, "parent_task_id": t.ParentID, "failed": failed != nil, "response": oneLine(answer, 200)})
+	r.publishTask(events.TaskCompleted, t, events.TaskCompletedData{TaskID: t.ID, ParentTaskID: t.ParentID, Failed: failed != nil, Response: oneLine(answer, 200)})
 	if t.ParentID == "" {
 		a := *t
 		a.State, a.Answer, a.AnsweredAt = TaskAnswered, answer, now
@@ -534,8 +534,7 @@ func (r *Runtime) saveOutput(taskID, text string) (string, error) {
 func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
 	if _, ok := r.tasks.channels[t.Channel]; !ok {
 		r.logger.Info("a task's answer waits for a process with its channel", "task", t.ID, "channel", t.Channel)
-		r.publishTask(events.TaskAnswered, t, map[string]any{"task_id": t.ID, "requester": t.Requester, "channel": t.Channel,
-			"response": t.Answer, "delivered": false})
+		r.publishTask(events.TaskAnswered, t, events.TaskAnsweredData{TaskID: t.ID, Requester: t.Requester, Channel: t.Channel, Response: t.Answer})
 		return
 	}
 	r.answer(ctx, Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
@@ -560,15 +559,12 @@ func (r *Runtime) answer(ctx context.Context, rep Report) {
 		r.logger.Warn("a task's answer could not be delivered; it is in the agent's history and the task.answered event", "task", rep.TaskID, "channel", rep.Channel, "err", err)
 	}
 	if r.bus.Active() {
-		data := map[string]any{"task_id": rep.TaskID, "requester": rep.Requester, "channel": rep.Channel, "response": rep.Response, "delivered": err == nil}
-		if rep.Error != "" {
-			data["error"] = rep.Error
-		}
+		data := events.TaskAnsweredData{TaskID: rep.TaskID, Requester: rep.Requester, Channel: rep.Channel, Response: rep.Response, Delivered: err == nil, Error: rep.Error}
 		r.bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
 	}
 }
 
-func (r *Runtime) publishTask(topic string, t *Task, data map[string]any) {
+func (r *Runtime) publishTask(topic string, t *Task, data any) {
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: topic, Agent: t.Agent, Instance: t.Instance, Source: "runtime", Data: data})
 	}
@@ -880,7 +876,7 @@ func (r *Runtime) activateTeam(team, key string) {
 	}
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
-			Data: map[string]any{"team": team, "agents": t.Agents}})
+			Data: events.TeamActivatedData{Team: team, Agents: t.Agents}})
 	}
 }
 

@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -247,10 +249,43 @@ func (l *eventLog) get(topic string) []events.Event {
 	return out
 }
 
-// evData returns an event's payload.
+// evData returns an event's payload as the JSON object that --json output
+// and WebAssembly subscribers read, with whole numbers as int, so that the
+// tests check the names on the wire.
 func evData(ev events.Event) map[string]any {
-	m, _ := ev.Data.(map[string]any)
-	return m
+	b, err := json.Marshal(ev.Data)
+	if err != nil {
+		panic(fmt.Sprintf("%s event data %T does not encode: %v", ev.Topic, ev.Data, err))
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		panic(fmt.Sprintf("%s event data %s is not an object: %v", ev.Topic, b, err))
+	}
+	return wholeNumbers(m).(map[string]any)
+}
+
+// wholeNumbers turns the json.Numbers under v into int where whole, else
+// float64.
+func wholeNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if n, err := x.Int64(); err == nil {
+			return int(n)
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, e := range x {
+			x[k] = wholeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = wholeNumbers(e)
+		}
+	}
+	return v
 }
 
 // gateModel is a model that holds the requests of the agents it gates

@@ -282,5 +282,5 @@ func (ts *turnState) published(m *pipeline.Message) {
 		return
 	}
 	bus.Publish(events.Event{Topic: events.MessageAppended, Agent: ts.agent.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
-		Data: map[string]any{"id": m.ID, "role": m.Role, "content": m.Content, "tool_calls": m.ToolCalls, "tool_call_id": m.ToolCallID, "is_error": m.IsError}})
+		Data: events.MessageAppendedData{ID: m.ID, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, IsError: m.IsError}})
 }

@@ -99,7 +99,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 	a.logger.Info("the process stopped while tool calls ran: they got an interrupted result", "instance", in.key, "turn", turnID, "calls", strings.Join(names, ", "))
 	if bus := a.rt.bus; bus.Active() {
 		bus.Publish(events.Event{Topic: events.TurnInterrupted, Agent: a.name, Instance: in.key, TurnID: turnID, Source: "runtime",
-			Data: map[string]any{"calls": names}})
+			Data: events.TurnInterruptedData{Calls: names}})
 	}
 	return nil
 }

@@ -50,8 +50,8 @@ func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
 			return
 		}
 		bus.Publish(events.Event{Topic: events.ModelRetry, Agent: a.name, Instance: i.Request.InstanceKey, TurnID: i.Request.TurnID, Source: "runtime",
-			Data: map[string]any{"step": i.Request.Step, "attempt": i.Attempt, "max_retries": i.MaxRetries, "delay_ms": i.Delay.Milliseconds(),
-				"retry_after": i.FromServer, "kind": model.KindOf(i.Err).String(), "error": i.Err.Error()}})
+			Data: events.ModelRetryData{Step: i.Request.Step, Attempt: i.Attempt, MaxRetries: i.MaxRetries, DelayMS: i.Delay.Milliseconds(),
+				RetryAfter: i.FromServer, Kind: model.KindOf(i.Err).String(), Error: i.Err.Error()}})
 	}}
 	if m != nil && m.MaxRetries != nil {
 		policy.MaxRetries = *m.MaxRetries

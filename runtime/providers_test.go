@@ -154,8 +154,8 @@ agents:
 	if len(retries) != 1 {
 		t.Fatalf("%d model.retry events, want 1", len(retries))
 	}
-	d := retries[0].Data.(map[string]any)
-	if d["attempt"] != 1 || d["kind"] != "rate limited" || d["retry_after"] != true || d["delay_ms"] != int64(1) {
+	d := evData(retries[0])
+	if d["attempt"] != 1 || d["kind"] != "rate limited" || d["retry_after"] != true || d["delay_ms"] != 1 {
 		t.Errorf("model.retry = %v", d)
 	}
 	if !strings.Contains(d["error"].(string), "openai: rate limited (HTTP 429): Rate limit reached (key [secret TEST_OPENAI_KEY])") {

@@ -97,7 +97,7 @@ func TestRecoverAnsweredTask(t *testing.T) {
 	defer rt.Close()
 	select {
 	case ev := <-answered:
-		if got, _ := ev.Data.(map[string]any)["response"].(string); !strings.Contains(got, "parser written") || !strings.Contains(got, "all tests pass") {
+		if got := ev.Data.(events.TaskAnsweredData).Response; !strings.Contains(got, "parser written") || !strings.Contains(got, "all tests pass") {
 			t.Errorf("recovered answer = %q", got)
 		}
 	case <-ctx.Done():

@@ -758,7 +758,7 @@ agents:
 		if ev.Agent != "a" || ev.Instance != "i" || ev.TurnID != "turn-1" || ev.Source != "runtime" || ev.Time.IsZero() {
 			t.Errorf("event %s: agent %q instance %q turn %q source %q time %v", ev.Topic, ev.Agent, ev.Instance, ev.TurnID, ev.Source, ev.Time)
 		}
-		d, _ := ev.Data.(map[string]any)
+		d := evData(ev)
 		line := ev.Topic
 		switch ev.Topic {
 		case events.TurnStarted:

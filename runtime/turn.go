@@ -129,7 +129,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		Window: (*window)(ts), Models: (*window)(ts)})
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
-			Data: map[string]any{"kind": in.Kind, "text": in.Text, "continues": again}})
+			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
 	}
 	res, err := a.pipe.RunTurn(ctx, tc)
 	// The usage of every step, also of a turn that failed later.
@@ -159,9 +159,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		res, err = h.endTurn(ts, in, res, err)
 	}
 	if r.bus.Active() {
-		data := map[string]any{"finish_reason": res.FinishReason, "steps": res.Steps, "usage": res.Usage, "response": res.Response.Content}
+		data := events.TurnFinishedData{FinishReason: res.FinishReason, Steps: res.Steps, Usage: res.Usage, Response: res.Response.Content}
 		if err != nil {
-			data["error"] = err.Error()
+			data.Error = err.Error()
 		}
 		r.bus.Publish(events.Event{Topic: events.TurnFinished, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
 	}
@@ -229,7 +229,7 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 		res.Response = sr.Message
 		if a.rt.bus.Active() {
 			a.rt.bus.Publish(events.Event{Topic: events.StepFinished, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
-				Data: map[string]any{"step": step, "tool_calls": len(sr.Message.ToolCalls), "usage": sr.Usage}})
+				Data: events.StepFinishedData{Step: step, ToolCalls: len(sr.Message.ToolCalls), Usage: sr.Usage}})
 		}
 		switch {
 		case sr.Stop != "":
@@ -391,12 +391,12 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 				s.PublishText(c.Text)
 			}
 			if bus.Active() {
-				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: map[string]any{"kind": "text", "text": c.Text}})
+				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: events.ModelDeltaData{Kind: "text", Text: c.Text}})
 			}
 		case model.KindReasoning:
 			reasoning.WriteString(c.Text)
 			if bus.Active() {
-				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: map[string]any{"kind": "reasoning", "text": c.Text}})
+				bus.Publish(events.Event{Topic: events.ModelDelta, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: events.ModelDeltaData{Kind: "reasoning", Text: c.Text}})
 			}
 		case model.KindToolCallStart:
 			ts.calls = append(ts.calls, partialCall{id: c.ToolCallID, name: c.ToolName})
@@ -504,11 +504,10 @@ func (a *agent) publishTool(ts *turnState, topic string, c pipeline.ToolCall, r 
 	if !bus.Active() {
 		return
 	}
-	data := map[string]any{"call_id": c.ID, "tool": c.Name, "arguments": string(c.Arguments)}
+	started := events.ToolStartedData{CallID: c.ID, Tool: c.Name, Arguments: string(c.Arguments)}
+	var data any = started
 	if r != nil {
-		data["is_error"] = r.IsError
-		data["content"] = r.Content
-		data["duration_ms"] = d.Milliseconds()
+		data = events.ToolFinishedData{ToolStartedData: started, IsError: r.IsError, Content: r.Content, DurationMS: d.Milliseconds()}
 	}
 	bus.Publish(events.Event{Topic: topic, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
 }

@@ -220,7 +220,7 @@ agents:
 `, runtime.WithTool(meet))
 	var finished tracer
 	defer h.rt.Events().Subscribe(events.ToolFinished, func(ev events.Event) {
-		id := ev.Data.(map[string]any)["call_id"]
+		id := ev.Data.(events.ToolFinishedData).CallID
 		finished.add("%v", id)
 		if id == "c2" {
 			close(secondFinished)
@@ -729,7 +729,7 @@ agents:
 				runtime.WithExtension("bad", extension(func(api *extensions.API) error { register(api); return nil })))
 			var skipped tracer
 			defer h.rt.Events().Subscribe(events.LayerSkipped, func(ev events.Event) {
-				d := ev.Data.(map[string]any)
+				d := evData(ev)
 				if ev.Agent != "a" || d["extension"] != "bad" {
 					t.Errorf("event %s: agent %q data %v", ev.Topic, ev.Agent, d)
 				}

@@ -233,10 +233,7 @@ func (a *agent) truncated(ts *turnState, reason string, before int, keep float64
 	if !bus.Active() || after >= before {
 		return
 	}
-	data := map[string]any{"reason": reason, "before": before, "after": after}
-	if keep > 0 {
-		data["keep"] = keep
-	}
+	data := events.ContextTruncatedData{Reason: reason, Before: before, After: after, Keep: keep}
 	bus.Publish(events.Event{Topic: events.ContextTruncated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
 }
 

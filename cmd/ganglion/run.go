@@ -354,7 +354,7 @@ func printUsage(ctx context.Context, rt *runtime.Runtime, agent, instance string
 		CacheReadTokens: total.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: total.CacheWriteTokens - before.CacheWriteTokens}
 	if asJSON {
 		b, _ := json.Marshal(events.Event{Topic: "cli.usage", Agent: agent, Instance: instance, Source: "cli",
-			Data: map[string]any{"run": run, "instance": total}})
+			Data: usageData{Instance: total, Run: run}})
 		fmt.Fprintf(w, "%s\n", b)
 		return
 	}
@@ -395,6 +395,13 @@ type printer struct {
 	midLine  bool // the last text written did not end a line
 }
 
+// usageData is the payload of the cli.usage event --json prints last:
+// the run's model usage and the instance's total.
+type usageData struct {
+	Instance pipeline.Usage `json:"instance"`
+	Run      pipeline.Usage `json:"run"`
+}
+
 func (p *printer) event(ev events.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -406,24 +413,23 @@ func (p *printer) event(ev events.Event) {
 		p.w.Write(append(b, '\n'))
 		return
 	}
-	data, _ := ev.Data.(map[string]any)
-	switch ev.Topic {
-	case events.TaskDelegated:
+	switch d := ev.Data.(type) {
+	case events.TaskDelegatedData:
 		p.endLine()
-		fmt.Fprintf(p.w, "[task] %s → %s: %s\n", ev.Agent, data["to"], data["message"])
+		fmt.Fprintf(p.w, "[task] %s → %s: %s\n", ev.Agent, d.To, d.Message)
 		return
-	case events.TurnInterrupted:
+	case events.TurnInterruptedData:
 		p.endLine()
 		fmt.Fprintf(p.w, "[interrupted] %s/%s %s: the process stopped while %s ran; the model reads that it may have taken effect\n",
-			ev.Agent, ev.Instance, ev.TurnID, joinAny(data["calls"]))
+			ev.Agent, ev.Instance, ev.TurnID, strings.Join(d.Calls, ", "))
 		return
-	case events.TaskCompleted:
-		if parent, _ := data["parent_task_id"].(string); parent != "" {
+	case events.TaskCompletedData:
+		if d.ParentTaskID != "" {
 			p.endLine()
-			if f, _ := data["failed"].(bool); f {
-				fmt.Fprintf(p.w, "[task] %s: %s\n", ev.Agent, data["response"]) // "Task failed: ..."
+			if d.Failed {
+				fmt.Fprintf(p.w, "[task] %s: %s\n", ev.Agent, d.Response) // "Task failed: ..."
 			} else {
-				fmt.Fprintf(p.w, "[task] %s reported: %s\n", ev.Agent, data["response"])
+				fmt.Fprintf(p.w, "[task] %s reported: %s\n", ev.Agent, d.Response)
 			}
 		}
 		return
@@ -431,32 +437,30 @@ func (p *printer) event(ev events.Event) {
 	if ev.Agent != p.agent || ev.Instance != p.instance {
 		return
 	}
-	switch ev.Topic {
-	case events.ModelDelta:
-		if data["kind"] == "text" {
-			s, _ := data["text"].(string)
-			fmt.Fprint(p.w, s)
-			p.midLine = s != "" && !strings.HasSuffix(s, "\n")
+	switch d := ev.Data.(type) {
+	case events.ModelDeltaData:
+		if d.Kind == "text" {
+			fmt.Fprint(p.w, d.Text)
+			p.midLine = d.Text != "" && !strings.HasSuffix(d.Text, "\n")
 		}
-	case events.ToolStarted:
+	case events.ToolStartedData:
 		p.endLine()
-		fmt.Fprintf(p.w, "[tool] %s %s\n", data["tool"], oneLine(fmt.Sprint(data["arguments"]), 120))
-	case events.ToolFinished:
-		content, _ := data["content"].(string)
-		if isErr, _ := data["is_error"].(bool); isErr {
-			fmt.Fprintf(p.w, "[tool] %s failed: %s\n", data["tool"], oneLine(content, 200))
+		fmt.Fprintf(p.w, "[tool] %s %s\n", d.Tool, oneLine(d.Arguments, 120))
+	case events.ToolFinishedData:
+		if d.IsError {
+			fmt.Fprintf(p.w, "[tool] %s failed: %s\n", d.Tool, oneLine(d.Content, 200))
 		} else {
-			fmt.Fprintf(p.w, "[tool] %s -> %s\n", data["tool"], summary(content))
+			fmt.Fprintf(p.w, "[tool] %s -> %s\n", d.Tool, summary(d.Content))
 		}
-	case events.ContextCondensed:
+	case events.ContextCondensedData:
 		p.endLine()
-		fmt.Fprintf(p.w, "[context] %v messages summarised: the model now sees %v of %v\n", data["condensed"], data["after"], data["before"])
-	case events.ContextTruncated:
+		fmt.Fprintf(p.w, "[context] %d messages summarised: the model now sees %d of %d\n", d.Condensed, d.After, d.Before)
+	case events.ContextTruncatedData:
 		p.endLine()
-		fmt.Fprintf(p.w, "[context] the oldest messages left out (%v): the model now sees %v of %v\n", data["reason"], data["after"], data["before"])
-	case events.ModelRetry:
+		fmt.Fprintf(p.w, "[context] the oldest messages left out (%s): the model now sees %d of %d\n", d.Reason, d.After, d.Before)
+	case events.ModelRetryData:
 		p.endLine()
-		fmt.Fprintf(p.w, "[retry] %v; trying again in %v ms (%v of %v)\n", data["kind"], data["delay_ms"], data["attempt"], data["max_retries"])
+		fmt.Fprintf(p.w, "[retry] %s; trying again in %d ms (%d of %d)\n", d.Kind, d.DelayMS, d.Attempt, d.MaxRetries)
 	}
 }
 
@@ -508,20 +512,6 @@ func (p *printer) endTurn(res *pipeline.TurnResult, err error) {
 	}
 }
 
-// joinAny joins the strings of a list that came through an event.
-func joinAny(v any) string {
-	switch l := v.(type) {
-	case []string:
-		return strings.Join(l, ", ")
-	case []any:
-		parts := make([]string, len(l))
-		for i, x := range l {
-			parts[i] = fmt.Sprint(x)
-		}
-		return strings.Join(parts, ", ")
-	}
-	return fmt.Sprint(v)
-}
 
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")

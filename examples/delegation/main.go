@@ -221,11 +221,8 @@ func indent(s string) string {
 // parallel children, which finish in any order, are sorted by agent.
 func stable(evs []events.Event) []events.Event {
 	parent := func(ev events.Event) string {
-		if ev.Topic != events.TaskCompleted {
-			return ""
-		}
-		p, _ := ev.Data.(map[string]any)["parent_task_id"].(string)
-		return p
+		d, _ := ev.Data.(events.TaskCompletedData)
+		return d.ParentTaskID
 	}
 	for i := 0; i < len(evs); {
 		j := i + 1
@@ -242,19 +239,18 @@ func stable(evs []events.Event) []events.Event {
 
 // describe is an event on one line, without its random task IDs.
 func describe(ev events.Event) string {
-	d, _ := ev.Data.(map[string]any)
 	who := ev.Agent + "/" + ev.Instance
-	switch ev.Topic {
-	case events.TaskDelegated:
-		return fmt.Sprintf("%-15s %s → %s: %q (pending %v)", ev.Topic, who, d["to"], d["message"], d["pending"])
-	case events.TaskCompleted:
+	switch d := ev.Data.(type) {
+	case events.TaskDelegatedData:
+		return fmt.Sprintf("%-15s %s → %s: %q (pending %d)", ev.Topic, who, d.To, d.Message, d.Pending)
+	case events.TaskCompletedData:
 		to := "reports to its parent"
-		if d["parent_task_id"] == "" {
+		if d.ParentTaskID == "" {
 			to = "root task: answers its requester"
 		}
-		return fmt.Sprintf("%-15s %s, %s: %q", ev.Topic, who, to, d["response"])
-	case events.TaskAnswered:
-		return fmt.Sprintf("%-15s %s → %v on channel %v (delivered %v)", ev.Topic, who, d["requester"], d["channel"], d["delivered"])
+		return fmt.Sprintf("%-15s %s, %s: %q", ev.Topic, who, to, d.Response)
+	case events.TaskAnsweredData:
+		return fmt.Sprintf("%-15s %s → %s on channel %s (delivered %v)", ev.Topic, who, d.Requester, d.Channel, d.Delivered)
 	}
 	return ev.Topic + " " + who
 }

@@ -529,7 +529,7 @@ agents:
 		if ev.Instance != "k" {
 			t.Errorf("observer turn in instance %q, want k (the caller's)", ev.Instance)
 		}
-		if data, _ := ev.Data.(map[string]any); data["error"] != nil || data["response"] != "observed" {
+		if data, _ := ev.Data.(events.TurnFinishedData); data.Error != "" || data.Response != "observed" {
 			t.Errorf("observer turn finished with %v", ev.Data)
 		}
 		raw, err := rt.ExtensionState(ctx, "observer", "k", "tally")

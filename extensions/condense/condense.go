@@ -286,9 +286,9 @@ func (c *condenser) summarise(ctx context.Context, s *pipeline.StepContext, w pi
 		return "", err
 	}
 	after := before - len(ids) + 1
-	c.api.Events.PublishTurn(events.ContextCondensed, s.InstanceKey(), s.TurnID(), map[string]any{
-		"before": before, "after": after, "condensed": len(ids), "summary_id": id, "summariser": c.summariser,
-		"tokens_before": tokensBefore, "tokens_after": c.estimate(s, w)})
+	c.api.Events.PublishTurn(events.ContextCondensed, s.InstanceKey(), s.TurnID(), events.ContextCondensedData{
+		Before: before, After: after, Condensed: len(ids), SummaryID: id, Summariser: c.summariser,
+		TokensBefore: tokensBefore, TokensAfter: c.estimate(s, w)})
 	return "", nil
 }
 

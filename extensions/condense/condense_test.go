@@ -262,8 +262,9 @@ func TestWhatIsSummarised(t *testing.T) {
 			if len(r.evs) != 1 || r.evs[0].TurnID != "turn-3" || r.evs[0].Source != Name {
 				t.Fatalf("context.condensed events = %+v", r.evs)
 			}
-			d := r.evs[0].Data.(map[string]any)
-			if d["condensed"] != len(tt.want) || d["summary_id"] != "sum-1" || d["tokens_before"] != 950 || d["summariser"] != "self" {
+			d := r.evs[0].Data.(events.ContextCondensedData)
+			if d.Condensed != len(tt.want) || d.SummaryID != "sum-1" || d.TokensBefore != 950 || d.Summariser != "self" || d.Before != len(w.msgs) ||
+				d.After != len(w.msgs)-len(tt.want)+1 {
 				t.Errorf("context.condensed data = %v", d)
 			}
 		})

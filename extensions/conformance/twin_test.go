@@ -208,9 +208,8 @@ func registerTwin(api *extensions.API, cfg twinConfig) error {
 		if ev.Agent != api.Agent {
 			return
 		}
-		data, _ := ev.Data.(map[string]any)
-		tool, _ := data["tool"].(string)
-		content, _ := data["content"].(string)
+		data, _ := ev.Data.(events.ToolFinishedData)
+		tool, content := data.Tool, data.Content
 		ctx := context.Background()
 		var st twinState
 		if _, err := api.State.Load(ctx, ev.Instance, &st); err != nil {

@@ -1,0 +1,154 @@
+package events
+
+import "github.com/ganglion-dev/ganglion/pipeline"
+
+// The payloads (Event.Data) of the runtime's topics, one type per topic:
+// a subscriber in Go type-asserts ev.Data to the topic's type, and the JSON
+// names are what --json output and WebAssembly subscribers read. The
+// pending-item topics carry a ledger.Item.
+
+// TurnStartedData is the payload of [TurnStarted].
+type TurnStartedData struct {
+	Kind pipeline.InputKind `json:"kind"`
+	Text string             `json:"text"`
+	// Continues says the turn goes on with a turn a stop of the process
+	// cut short, under that turn's ID.
+	Continues bool `json:"continues"`
+}
+
+// TurnFinishedData is the payload of [TurnFinished].
+type TurnFinishedData struct {
+	FinishReason pipeline.FinishReason `json:"finish_reason"`
+	Steps        int                   `json:"steps"`
+	Usage        pipeline.Usage        `json:"usage"`
+	Response     string                `json:"response"`
+	Error        string                `json:"error,omitempty"`
+}
+
+// StepFinishedData is the payload of [StepFinished].
+type StepFinishedData struct {
+	Step      int            `json:"step"`
+	ToolCalls int            `json:"tool_calls"`
+	Usage     pipeline.Usage `json:"usage"`
+}
+
+// ModelDeltaData is the payload of [ModelDelta]: a piece of the model's
+// text ("text") or reasoning ("reasoning") as it streams.
+type ModelDeltaData struct {
+	Kind string `json:"kind"`
+	Text string `json:"text"`
+}
+
+// ToolStartedData is the payload of [ToolStarted].
+type ToolStartedData struct {
+	CallID    string `json:"call_id"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolFinishedData is the payload of [ToolFinished]; Content is the
+// result with the instance's secrets masked.
+type ToolFinishedData struct {
+	ToolStartedData
+	IsError    bool   `json:"is_error"`
+	Content    string `json:"content"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// MessageAppendedData is the payload of [MessageAppended].
+type MessageAppendedData struct {
+	ID         string              `json:"id"`
+	Role       pipeline.Role       `json:"role"`
+	Content    string              `json:"content"`
+	ToolCalls  []pipeline.ToolCall `json:"tool_calls"`
+	ToolCallID string              `json:"tool_call_id"`
+	IsError    bool                `json:"is_error"`
+}
+
+// TurnInterruptedData is the payload of [TurnInterrupted]: the tools
+// whose calls got an interrupted result.
+type TurnInterruptedData struct {
+	Calls []string `json:"calls"`
+}
+
+// LayerSkippedData is the payload of [LayerSkipped]: a fail_open
+// middleware failed and was skipped.
+type LayerSkippedData struct {
+	Extension string `json:"extension"`
+	Hook      string `json:"hook"`
+	Error     string `json:"error"`
+}
+
+// ModelRetryData is the payload of [ModelRetry].
+type ModelRetryData struct {
+	Step       int   `json:"step"`
+	Attempt    int   `json:"attempt"`
+	MaxRetries int   `json:"max_retries"`
+	DelayMS    int64 `json:"delay_ms"`
+	// RetryAfter says the server set the wait.
+	RetryAfter bool   `json:"retry_after"`
+	Kind       string `json:"kind"`
+	Error      string `json:"error"`
+}
+
+// ContextCondensedData is the payload of [ContextCondensed]: the
+// effective message counts before and after, how many messages the
+// summary stands for, and the estimated token counts.
+type ContextCondensedData struct {
+	Before       int    `json:"before"`
+	After        int    `json:"after"`
+	Condensed    int    `json:"condensed"`
+	SummaryID    string `json:"summary_id"`
+	Summariser   string `json:"summariser"`
+	TokensBefore int    `json:"tokens_before"`
+	TokensAfter  int    `json:"tokens_after"`
+}
+
+// ContextTruncatedData is the payload of [ContextTruncated]: why, and the
+// effective message counts before and after; Keep is the share a
+// reduction aimed at, 0 when chosen messages were left out.
+type ContextTruncatedData struct {
+	Reason string  `json:"reason"`
+	Before int     `json:"before"`
+	After  int     `json:"after"`
+	Keep   float64 `json:"keep,omitempty"`
+}
+
+// TaskDelegatedData is the payload of [TaskDelegated]; Message is the
+// child's request, cut to one line of at most 200 characters.
+type TaskDelegatedData struct {
+	TaskID      string `json:"task_id"`
+	ChildTaskID string `json:"child_task_id"`
+	To          string `json:"to"`
+	Team        string `json:"team"`
+	Message     string `json:"message"`
+	// Pending counts the parent's children not yet reported.
+	Pending int  `json:"pending"`
+	Root    bool `json:"root"`
+}
+
+// TaskCompletedData is the payload of [TaskCompleted]; Response is the
+// answer, cut to one line of at most 200 characters.
+type TaskCompletedData struct {
+	TaskID       string `json:"task_id"`
+	ParentTaskID string `json:"parent_task_id"`
+	Failed       bool   `json:"failed"`
+	Response     string `json:"response"`
+}
+
+// TaskAnsweredData is the payload of [TaskAnswered]: a root task's
+// answer, and whether it reached its requester's channel.
+type TaskAnsweredData struct {
+	TaskID    string `json:"task_id"`
+	Requester string `json:"requester"`
+	Channel   string `json:"channel"`
+	Response  string `json:"response"`
+	Delivered bool   `json:"delivered"`
+	Error     string `json:"error,omitempty"`
+}
+
+// TeamActivatedData is the payload of [TeamActivated].
+type TeamActivatedData struct {
+	Team   string   `json:"team"`
+	Agents []string `json:"agents"`
+}
