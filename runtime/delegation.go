@@ -288,7 +288,7 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	t.Pending += len(delegs)
 	t.State, t.Turn = TaskWaiting, ""
 	delete(r.tasks.cache, t.ID) // written below, through the instance's commit
-	put := ts.inst.pending.Tasks
+	put := ts.inst.unsaved.Tasks
 	for _, c := range append(ts.task.children[len(ts.task.children)-len(delegs):], t) {
 		rec, err := encodeTask(c)
 		if err != nil {
@@ -296,7 +296,7 @@ func (a *agent) stageDelegations(ts *turnState) error {
 		}
 		put = append(put, rec)
 	}
-	ts.inst.pending.Tasks = put
+	ts.inst.unsaved.Tasks = put
 	return nil
 }
 

@@ -51,7 +51,7 @@ func (taskHook) committed(ts *turnState, err error) {
 	if err != nil {
 		clear(ts.task.children[ts.task.nChildren:])
 		ts.task.children, ts.task.id = ts.task.children[:ts.task.nChildren], ts.task.stagedTask
-		ts.inst.pending.Tasks = nil
+		ts.inst.unsaved.Tasks = nil
 	}
 	ts.task.locked = false
 	ts.agent.rt.tasks.mu.Unlock()

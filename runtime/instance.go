@@ -44,11 +44,11 @@ type instance struct {
 	loaded     bool
 	meta       store.Meta
 	hist       history
-	pending    store.Batch
-	metaBuf    store.Meta // what pending.Meta points to, so a flush allocates nothing
-	lastChange time.Time  // when pending last changed; the next flush stamps it
-	metaDirty  bool       // meta changed with no message to save (a turn was counted)
-	ts         turnState  // reused by every turn of the instance
+	unsaved    store.Batch // the changes not yet committed to the store; flush commits them
+	metaBuf    store.Meta  // what unsaved.Meta points to, so a flush allocates nothing
+	lastChange time.Time   // when unsaved last changed; the next flush stamps it
+	metaDirty  bool        // meta changed with no message to save (a turn was counted)
+	ts         turnState   // reused by every turn of the instance
 
 	// paused maps the instance's open pending items to their turns.
 	paused map[string]string
@@ -119,7 +119,7 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 // should not be cancellable: what a turn did is saved even when its caller
 // gave up.
 func (in *instance) flush(ctx context.Context, st store.Store) error {
-	if in.pending.Empty() && !in.metaDirty {
+	if in.unsaved.Empty() && !in.metaDirty {
 		return nil
 	}
 	in.metaDirty = false
@@ -132,11 +132,11 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		in.meta.CreatedAt = in.meta.UpdatedAt
 	}
 	in.metaBuf = in.meta
-	in.pending.Meta = &in.metaBuf
-	err := st.Commit(ctx, in.agent.name, in.key, in.pending)
-	in.pending.Put = in.pending.Put[:0]
-	in.pending.Delete = in.pending.Delete[:0]
-	in.pending.Meta, in.pending.Tasks, in.pending.Pending = nil, nil, nil
+	in.unsaved.Meta = &in.metaBuf
+	err := st.Commit(ctx, in.agent.name, in.key, in.unsaved)
+	in.unsaved.Put = in.unsaved.Put[:0]
+	in.unsaved.Delete = in.unsaved.Delete[:0]
+	in.unsaved.Meta, in.unsaved.Tasks, in.unsaved.Pending = nil, nil, nil
 	if err != nil {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
@@ -213,7 +213,7 @@ func (in *instance) add(p *pipeline.Message) {
 	}
 	in.lastChange = p.CreatedAt
 	in.hist.append(entry{msg: p, seq: seq})
-	in.pending.Put = append(in.pending.Put, store.Record{Seq: seq, Message: p})
+	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: seq, Message: p})
 }
 
 // replace puts m in the place of history entry i, and in the next commit.
@@ -222,7 +222,7 @@ func (in *instance) replace(i int, m *pipeline.Message) {
 	e := in.hist.at(i)
 	e.msg, e.tokens = m, 0
 	in.hist.changed()
-	in.pending.Put = append(in.pending.Put, store.Record{Seq: e.seq, Message: m})
+	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: e.seq, Message: m})
 }
 
 // applyLocked makes a replace or remove; appends go through appendLocked.
@@ -253,7 +253,7 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 		if i < 0 {
 			return fmt.Errorf("remove message: no message with id %q", ev.TargetID)
 		}
-		in.pending.Delete = append(in.pending.Delete, in.hist.at(i).seq)
+		in.unsaved.Delete = append(in.unsaved.Delete, in.hist.at(i).seq)
 		in.hist.remove(i)
 		return nil
 	}

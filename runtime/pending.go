@@ -28,13 +28,10 @@ var (
 
 type kindKey struct{ ext, kind string }
 
-// pendingHost is an agent's side of extensions.PendingHost and SecretsHost.
+// pendingHost is an agent's side of extensions.PendingHost.
 type pendingHost struct{ a *agent }
 
-var (
-	_ extensions.PendingHost = pendingHost{}
-	_ extensions.SecretsHost = pendingHost{}
-)
+var _ extensions.PendingHost = pendingHost{}
 
 func (h pendingHost) HandlePending(ext string, k extensions.PendingKind) error {
 	key := kindKey{ext, k.Name}
@@ -64,7 +61,7 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 	// The item is stored with the history it points to, in one commit: a
 	// crash keeps both (the instance is paused) or neither.
 	created, err := a.rt.ledger.CreateWith(ts.storeCtx, it, func(r store.PendingRecord) error {
-		ts.inst.pending.Pending = append(ts.inst.pending.Pending, r)
+		ts.inst.unsaved.Pending = append(ts.inst.unsaved.Pending, r)
 		return ts.inst.flush(ts.storeCtx, a.rt.store)
 	})
 	if err != nil {
@@ -246,13 +243,6 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 		}
 	}
 	return fmt.Errorf("the call %s has no result in the history to replace", rc.it.CallID)
-}
-
-func (h pendingHost) Secret(ctx context.Context, agent, instanceKey, name string) (string, bool, error) {
-	if agent != h.a.name {
-		return "", false, fmt.Errorf("agent %q cannot read agent %q's secrets", h.a.name, agent)
-	}
-	return h.a.rt.secret(ctx, agent, instanceKey, name)
 }
 
 // Pending lists the pending items that match f: those of one agent or

@@ -58,7 +58,7 @@ type Runtime struct {
 	keyring   *secret.Keyring // seals provided secrets
 
 	cache  instanceCache // the instances in memory (instance.go)
-	calls  agentCalls    // the agent calls in flight (agents.go)
+	calls  agentCalls    // the agent calls in flight (agentcalls.go)
 	tasks  delegations   // delegation tasks and their turns (delegation.go)
 	expiry expiry        // the loop that expires pending items (pending.go)
 	gate   gate          // running turns; Close waits for them

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
@@ -164,4 +165,18 @@ func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]str
 	}
 	slices.Sort(env)
 	return append(env, idempotencyKeyEnv+"="+c.IdempotencyKey()), nil
+}
+
+// secretsHost is an agent's side of extensions.SecretsHost: an extension
+// reads the secrets of its own agent's instances, and only those its
+// grants name (extensions.Secrets checks them).
+type secretsHost struct{ a *agent }
+
+var _ extensions.SecretsHost = secretsHost{}
+
+func (h secretsHost) Secret(ctx context.Context, agent, instanceKey, name string) (string, bool, error) {
+	if agent != h.a.name {
+		return "", false, fmt.Errorf("agent %q cannot read agent %q's secrets", h.a.name, agent)
+	}
+	return h.a.rt.secret(ctx, agent, instanceKey, name)
 }
