@@ -1,0 +1,171 @@
+package layers
+
+import (
+	"cmp"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// maxExported bounds the module's public surface: the exported top-level
+// identifiers (functions, types, methods with any receiver, constants and
+// variables) of its non-test .go files, outside sdk/, examples/, cmd/ and
+// testdata, package main excluded. It only goes down: the goal is 550, and
+// this is the count of the day the test came (697), rounded up, while the
+// runtime package is cut in parallel.
+const maxExported = 700
+
+// TestSurface holds the line on the number of exported identifiers. When it
+// fails, unexport or delete before raising the limit: see STYLE.md's "A small
+// surface".
+func TestSurface(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	per, err := countExported(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, names := range per {
+		total += len(names)
+	}
+	if total <= maxExported {
+		return
+	}
+	type pkg struct {
+		dir   string
+		names []string
+	}
+	var pkgs []pkg
+	for dir, names := range per {
+		pkgs = append(pkgs, pkg{dir, names})
+	}
+	slices.SortFunc(pkgs, func(a, b pkg) int {
+		return cmp.Or(cmp.Compare(len(b.names), len(a.names)), strings.Compare(a.dir, b.dir))
+	})
+	var b strings.Builder
+	for _, p := range pkgs[:min(len(pkgs), 8)] {
+		fmt.Fprintf(&b, "\n  %-28s %4d", p.dir, len(p.names))
+	}
+	t.Errorf("the module exports %d identifiers, over the limit of %d; the top contributors:%s",
+		total, maxExported, b.String())
+}
+
+// moduleRoot returns the directory of the module's go.mod, above the
+// test's working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+// countExported returns, per package directory relative to root, the
+// exported top-level identifiers of its non-test files, as "kind name".
+// Methods count whatever their receiver, since an exported method of an
+// unexported type is still reachable through an interface or a return
+// value.
+func countExported(root string) (map[string][]string, error) {
+	per := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+			base := d.Name()
+			if rel != "." && (top == "sdk" || top == "examples" || top == "cmd" || base == "testdata" ||
+				strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			return nil
+		}
+		dir := filepath.ToSlash(filepath.Dir(rel))
+		per[dir] = append(per[dir], exported(f)...)
+		return nil
+	})
+	return per, err
+}
+
+// exported lists the exported top-level identifiers of f.
+func exported(f *ast.File) []string {
+	var names []string
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			switch {
+			case !d.Name.IsExported():
+			case d.Recv == nil:
+				names = append(names, "func "+d.Name.Name)
+			default:
+				names = append(names, "method "+recvName(d.Recv.List[0].Type)+"."+d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, spec := range d.Specs {
+				switch s := spec.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						names = append(names, "type "+s.Name.Name)
+					}
+				case *ast.ValueSpec:
+					for _, n := range s.Names {
+						if n.IsExported() {
+							names = append(names, d.Tok.String()+" "+n.Name)
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+// recvName is the name of a method's receiver type, without pointer or type
+// parameters.
+func recvName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.StarExpr:
+		return recvName(t.X)
+	case *ast.IndexExpr:
+		return recvName(t.X)
+	case *ast.IndexListExpr:
+		return recvName(t.X)
+	case *ast.Ident:
+		return t.Name
+	}
+	return "?"
+}
