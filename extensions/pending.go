@@ -101,9 +101,9 @@ type PendingHost interface {
 }
 
 // Pending lets an extension pause a turn on what a human must answer, and
-// say what the answers mean. It is the durable pause of DESIGN contract 5:
-// the item is stored with the instance, and answering it, even after a
-// restart, starts a resume turn.
+// say what the answers mean. The pause is durable: the item is stored with
+// the instance, and answering it, even after a restart, starts a resume
+// turn.
 type Pending struct {
 	host PendingHost
 	ext  string

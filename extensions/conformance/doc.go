@@ -1,6 +1,7 @@
-// Package conformance holds the conformance suite of the Extension API
-// (DESIGN.md contract 1): one table of behavioural tests that a native Go
-// extension and a WebAssembly extension must pass alike. The package has
+// Package conformance holds the conformance suite of the Extension API:
+// one table of behavioural tests that a native Go extension and a
+// WebAssembly extension must pass alike, since an extension behaves the
+// same whatever language it is written in. The package has
 // no code of its own; its test is the suite.
 //
 // # What the suite guarantees
