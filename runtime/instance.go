@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
-	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -51,11 +50,8 @@ type instance struct {
 	ts         turnState   // reused by every turn of the instance
 
 	// paused maps the instance's open pending items to their turns.
-	paused map[string]string
-	// The instance's provided secrets, read once per load (see loadSecrets).
-	secretsLoaded bool
-	secretVals    map[string]string
-	redactor      *secret.Redactor
+	paused  map[string]string
+	secrets instanceSecrets // its provided secrets, read once per load (secrets.go)
 }
 
 func newInstance(a *agent, key string) *instance {
@@ -96,7 +92,7 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	if err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
-	in.dropSecrets()
+	in.secrets.drop()
 	if found {
 		in.meta = meta
 		for _, r := range recs {

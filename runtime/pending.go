@@ -234,7 +234,7 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 		m := h.at(i).msg
 		if m.Role == pipeline.RoleTool && m.ToolCallID == rc.it.CallID {
 			r := *m
-			r.Content, r.IsError = ts.inst.redactor.Redact(content), isError
+			r.Content, r.IsError = ts.inst.secrets.redactor.Redact(content), isError
 			// It is the call's outcome now, no longer what it waits for.
 			r.Metadata = maps.Clone(m.Metadata)
 			delete(r.Metadata, metaAwaits)
@@ -375,7 +375,7 @@ func (a *agent) settle(ctx context.Context, inst *instance, it ledger.Item, out 
 		if err := r.putSecret(storeCtx, a.name, inst.key, out.Secret.Name, out.Secret.Value); err != nil {
 			return nil, fmt.Errorf("pending item %q: %w", it.ID, err)
 		}
-		inst.dropSecrets()
+		inst.secrets.drop()
 	}
 	res := out.Resolution
 	res.Agent, res.Instance = it.Agent, it.Instance

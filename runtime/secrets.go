@@ -112,20 +112,27 @@ func (r *Runtime) secrets(ctx context.Context, agent, instance string) (map[stri
 	return out, nil
 }
 
-// loadSecrets reads the instance's secrets once per load, for the
-// environment of its commands and the redaction of its tool results. The
-// caller holds the instance's slot.
+// instanceSecrets are an instance's provided secrets, read from the store
+// once per load (and again after a new one is provided), for the
+// environment of its commands, model.Request.Secret and the redaction of
+// its tool results. Only the turn holding the instance's slot uses them.
+type instanceSecrets struct {
+	loaded   bool
+	values   map[string]string
+	redactor *secret.Redactor // nil until loaded: masks nothing
+}
+
+// loadSecrets reads the instance's secrets unless they are read already.
+// The caller holds the instance's slot.
 func (in *instance) loadSecrets(ctx context.Context) error {
-	if in.secretsLoaded {
+	if in.secrets.loaded {
 		return nil
 	}
 	s, err := in.agent.rt.secrets(ctx, in.agent.name, in.key)
 	if err != nil {
 		return err
 	}
-	in.secretVals = s
-	in.redactor = secret.NewRedactor(s)
-	in.secretsLoaded = true
+	in.secrets = instanceSecrets{loaded: true, values: s, redactor: secret.NewRedactor(s)}
 	return nil
 }
 
@@ -137,14 +144,12 @@ func (ts *turnState) secret(name string) (string, bool) {
 		ts.agent.logger.Error("reading the instance's secrets failed", "instance", ts.inst.key, "err", err)
 		return "", false
 	}
-	v, ok := ts.inst.secretVals[name]
+	v, ok := ts.inst.secrets.values[name]
 	return v, ok
 }
 
-// dropSecrets makes the next use read the secrets again.
-func (in *instance) dropSecrets() {
-	in.secretVals, in.redactor, in.secretsLoaded = nil, nil, false
-}
+// drop makes the next use read the secrets again.
+func (s *instanceSecrets) drop() { *s = instanceSecrets{} }
 
 // idempotencyKeyEnv is the environment variable that gives each
 // execute_command its call's idempotency key (see
@@ -159,8 +164,8 @@ func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]str
 	if !ok {
 		return nil, nil
 	}
-	env := make([]string, 0, len(ts.inst.secretVals)+1)
-	for n, v := range ts.inst.secretVals {
+	env := make([]string, 0, len(ts.inst.secrets.values)+1)
+	for n, v := range ts.inst.secrets.values {
 		env = append(env, n+"="+v)
 	}
 	slices.Sort(env)

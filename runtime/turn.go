@@ -492,7 +492,7 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 	// history, the events or the logs. toolHandler masked what the tool
 	// said before any middleware saw it; this masks what a middleware
 	// granted a secret may have written into the result.
-	out.Content = ts.inst.redactor.Redact(out.Content)
+	out.Content = ts.inst.secrets.redactor.Redact(out.Content)
 	if bus.Active() {
 		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
 	}
@@ -526,7 +526,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 		if ts == nil {
 			return s
 		}
-		return ts.inst.redactor.Redact(s)
+		return ts.inst.secrets.redactor.Redact(s)
 	}
 	defer func() { // runs last, after the recovery from a panic below
 		if r != nil {
