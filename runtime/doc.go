@@ -92,11 +92,13 @@
 // history within the window with them before the provider refuses it.
 //
 // The pieces live in sub-packages: config (the YAML file), model (the
-// provider interface and the scripted model), tool (the tool registry,
-// argument checking and the workspace tools), store (badger and in-memory
-// persistence), ledger (the pending items of paused turns) and events
-// (the bus). Middleware and the Extension API are in
-// the pipeline and extensions packages.
+// provider interface and the providers; model/scripted is the offline
+// one) and tool (the tool registry, argument checking and the workspace
+// tools). The layers below the runtime are packages of their own, which
+// extensions use without it: pipeline (middleware, the step's Window and
+// Models), store (badger and in-memory persistence), events (the bus and
+// its payload types), ledger (the pending items of paused turns) and
+// extensions (the Extension API; extensions/standard lists the built-ins).
 //
 // # Concurrency
 //
