@@ -34,7 +34,19 @@
 // runtime keeps sealed and gives commands as an environment variable;
 // [API.Secrets] reads one back only if the extension's config grants it.
 //
+// # The context window and models
+//
+// A step middleware reads the window its model is about to be sent with
+// [pipeline.StepContext.Window] (the effective messages with token counts,
+// which must stay, and ways to leave messages out or summarise them), and
+// calls a model outside the conversation with [pipeline.StepContext.Models],
+// the usage charged to the turn. [API.Models] opens a model of the
+// extension's own from its settings; the condense extension is built on
+// these alone.
+//
 // Built-in extensions live in sub-packages (audit; protocol, which pauses
-// on questions and dependencies; later approval rules and condensation);
-// the WASM loader lives in a sub-package too.
+// on questions and dependencies; approval, which gates tool calls by rules;
+// condense, which keeps the context within the window), each an ordinary
+// extension; standard lists them for the runtime. The WASM loader lives in
+// a sub-package too.
 package extensions
