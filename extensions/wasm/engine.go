@@ -363,6 +363,9 @@ type Manifest struct {
 	Agents  []string `json:"agents"`
 	Secrets []string `json:"secrets"`
 	State   bool     `json:"state"`
+	// Models declares that the extension calls the agent's model
+	// (complete), which costs money: without it complete is DENIED.
+	Models bool `json:"models"`
 }
 
 func (x *Extension) checkGrants() error {

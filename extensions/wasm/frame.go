@@ -34,6 +34,7 @@ type frame struct {
 	turnRes   *pipeline.TurnResult
 	stepRes   *pipeline.StepResult
 	toolRes   *pipeline.ToolResult
+	kept      *kept // an answer of window_apply or complete that did not fit
 
 	budget   int64 // guest time left, in nanoseconds
 	resumeAt int64 // the coarse clock when guest code last started running

@@ -23,7 +23,7 @@ const hostModuleName = "ganglion"
 
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
-	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "set_error", "last_error"}
+	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error"}
 
 var i32 = api.ValueTypeI32
 
@@ -73,6 +73,9 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("secret", 5, hostSecret)
 	add("agents_request", 5, hostAgents)
 	add("agents_send", 3, hostAgents)
+	add("window", 3, hostWindow)
+	add("window_apply", 5, hostWindowApply)
+	add("complete", 5, hostComplete)
 	add("set_error", 2, hostSetError)
 	add("last_error", 2, hostLastError)
 	_, err := b.Instantiate(ctx)

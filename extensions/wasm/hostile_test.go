@@ -250,7 +250,8 @@ func TestHostileModules(t *testing.T) {
 			want: `extension "hostile_bounds": turn middleware: ` +
 				"manifest=-5 register=-5 field=-5 field_wrap=-5 set_field=-5 set_field_wrap=-5 message=-5 " +
 				"emit=-5 state_set=-5 state_get=-5 publish_topic=-5 publish_data=-5 log=-5 secret=-5 " +
-				"agents_request=-5 agents_send=-5 set_error=-5 last_error=-5 field_short=-5",
+				"agents_request=-5 agents_send=-5 window=-5 window_apply=-5 window_apply_buf=-5 complete=-5 complete_buf=-5 " +
+				"set_error=-5 last_error=-5 field_short=-5",
 			guest: true,
 		},
 		{

@@ -67,9 +67,10 @@ const (
 
 // quota counts what a call handed the host.
 type quota struct {
-	publish, publishBytes int
-	emit, emitBytes       int
-	log, logBytes         int
+	publish, publishBytes   int
+	emit, emitBytes         int
+	log, logBytes           int
+	complete, completeBytes int
 }
 
 // spend counts one more use of size bytes against the limits (maxCalls,

@@ -14,6 +14,13 @@
 ;; be BOUNDS (-5), but for agents_request and agents_send, which answer
 ;; DENIED (-3) before reading anything until the host can call agents. Any
 ;; other input goes on to next.
+;;
+;; The window imports (window, window_apply, complete) are for step hooks:
+;; its step hook, which runs nested in the turn hook's next and in the same
+;; instance, calls them for an input starting with "bounds" (with the
+;; request outside, then with a valid request and the answer buffer
+;; outside: "_buf"), keeps their codes in globals for the turn hook's
+;; report, and goes on to next.
 (module
   (import "ganglion" "manifest" (func $manifest (param i32 i32) (result i32)))
   (import "ganglion" "register" (func $register (param i32 i32 i32) (result i32)))
@@ -31,10 +38,13 @@
   (import "ganglion" "secret" (func $secret (param i32 i32 i32 i32 i32) (result i32)))
   (import "ganglion" "agents_request" (func $agents_request (param i32 i32 i32 i32 i32) (result i32)))
   (import "ganglion" "agents_send" (func $agents_send (param i32 i32 i32) (result i32)))
+  (import "ganglion" "window" (func $window (param i32 i32 i32) (result i32)))
+  (import "ganglion" "window_apply" (func $window_apply (param i32 i32 i32 i32 i32) (result i32)))
+  (import "ganglion" "complete" (func $complete (param i32 i32 i32 i32 i32) (result i32)))
   (memory (export "memory") 1)
 
   ;; Strings are NUL-terminated: memory is zero after each segment.
-  (data (i32.const 1024) "{\"name\":\"hostile_bounds\",\"version\":\"1.0.0\",\"abi\":1,\"hooks\":[\"turn\"],\"topics\":{\"publish\":[\"bounds.*\"]},\"secrets\":[\"HOSTILE_KEY\"],\"state\":true}")
+  (data (i32.const 1024) "{\"name\":\"hostile_bounds\",\"version\":\"1.0.0\",\"abi\":1,\"hooks\":[\"turn\",\"step\"],\"topics\":{\"publish\":[\"bounds.*\"]},\"secrets\":[\"HOSTILE_KEY\"],\"state\":true,\"models\":true}")
   (data (i32.const 1536) "bounds")
   (data (i32.const 1552) "bounds.event")
   (data (i32.const 1568) "{}")
@@ -57,10 +67,24 @@
   (data (i32.const 1856) "agents_request")
   (data (i32.const 1872) "agents_send")
   (data (i32.const 1888) "field_short")
+  (data (i32.const 1904) "window")
+  (data (i32.const 1920) "window_apply")
+  (data (i32.const 1936) "window_apply_buf")
+  (data (i32.const 1956) "complete")
+  (data (i32.const 1972) "complete_buf")
+  (data (i32.const 2048) "{\"op\":\"reduce\",\"keep\":0.5}")
+  (data (i32.const 2112) "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}")
 
   ;; The codes of init's out-of-bounds manifest and register calls.
   (global $init_manifest (mut i32) (i32.const 1))
   (global $init_register (mut i32) (i32.const 1))
+
+  ;; The codes of the step hook's window calls (1: not called).
+  (global $window (mut i32) (i32.const 1))
+  (global $window_apply (mut i32) (i32.const 1))
+  (global $window_apply_buf (mut i32) (i32.const 1))
+  (global $complete (mut i32) (i32.const 1))
+  (global $complete_buf (mut i32) (i32.const 1))
 
   (func (export "ganglion_abi_version") (result i32) (i32.const 1))
 
@@ -69,7 +93,18 @@
     (drop (call $manifest (i32.const 1024) (call $len (i32.const 1024))))
     (global.set $init_register (call $register (i32.const 1) (i32.const 0xffffff00) (i32.const 16)))
     (drop (call $register (i32.const 1) (i32.const 0) (i32.const 0)))
+    (drop (call $register (i32.const 2) (i32.const 0) (i32.const 0)))
     (i32.const 0))
+
+  (func (export "ganglion_step") (param $ctx i32) (param $id i32) (result i32)
+    (if (call $starts (local.get $ctx) (i32.const 1536))
+      (then
+        (global.set $window (call $window (local.get $ctx) (i32.const 0xffffff00) (i32.const 4096)))
+        (global.set $window_apply (call $window_apply (local.get $ctx) (i32.const 0xffffff00) (i32.const 16) (i32.const 8192) (i32.const 4096)))
+        (global.set $window_apply_buf (call $window_apply (local.get $ctx) (i32.const 2048) (call $len (i32.const 2048)) (i32.const 0xffffff00) (i32.const 4096)))
+        (global.set $complete (call $complete (local.get $ctx) (i32.const 0xffffff00) (i32.const 16) (i32.const 8192) (i32.const 4096)))
+        (global.set $complete_buf (call $complete (local.get $ctx) (i32.const 2112) (call $len (i32.const 2112)) (i32.const 0xffffff00) (i32.const 4096)))))
+    (call $pass (local.get $ctx)))
 
   (func (export "ganglion_turn") (param $ctx i32) (param $id i32) (result i32)
     (if (i32.eqz (call $starts (local.get $ctx) (i32.const 1536)))
@@ -95,6 +130,11 @@
     (call $report (i32.const 1808) (call $secret (local.get $ctx) (i32.const 0xffffff00) (i32.const 11) (i32.const 8192) (i32.const 4096)))
     (call $report (i32.const 1856) (call $agents_request (local.get $ctx) (i32.const 0xffffff00) (i32.const 16) (i32.const 0xffffff00) (i32.const 4096)))
     (call $report (i32.const 1872) (call $agents_send (local.get $ctx) (i32.const 0xffffff00) (i32.const 16)))
+    (call $report (i32.const 1904) (global.get $window))
+    (call $report (i32.const 1920) (global.get $window_apply))
+    (call $report (i32.const 1936) (global.get $window_apply_buf))
+    (call $report (i32.const 1956) (global.get $complete))
+    (call $report (i32.const 1972) (global.get $complete_buf))
     (call $report (i32.const 1824) (call $set_error (i32.const 0xffffff00) (i32.const 16)))
     (call $report (i32.const 1840) (call $last_error (i32.const 0xffffff00) (i32.const 4096)))
     (call $report (i32.const 1888) (call $field (local.get $ctx) (i32.const 5) (i32.const 0xffffff00) (i32.const 2)))
