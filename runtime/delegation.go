@@ -772,7 +772,7 @@ func (r *Runtime) unblock(agent, key string) {
 // RecoverTasks starts, in the background, the turns that stored delegation
 // tasks wait for: the turns of child tasks that did not finish (they run
 // again from their request), and the merged reports not yet handed over.
-// New calls it unless [WithoutTaskRecovery] is given; calling it again
+// New calls it unless [WithoutRecovery] is given; calling it again
 // does not start a task's turn twice.
 func (r *Runtime) RecoverTasks(ctx context.Context) { r.kickTasks(ctx, "", "") }
 

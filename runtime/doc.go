@@ -55,8 +55,8 @@
 // gets one merged report, after a reminder of what it delegated, and the
 // root task's final answer goes to its requester's [Channel]:
 // [Runtime.Ask] waits for it. Tasks are durable: [New] starts again the
-// task turns a stopped process left unfinished ([WithoutTaskRecovery]
-// turns that off, [Runtime.RecoverTasks] does it on demand), and
+// task turns a stopped process left unfinished ([WithoutRecovery] turns
+// that off, [Runtime.RecoverTasks] does it on demand), and
 // [Runtime.WaitTasks] waits for the background task turns.
 //
 // # Crashes

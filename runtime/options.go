@@ -35,7 +35,6 @@ type options struct {
 	tools        []pipeline.Tool
 	model        model.Provider
 	providers    map[string]ProviderFactory
-	workspace    string
 	now          func() time.Time
 	syncWrites   bool
 	maxInstances int
@@ -46,7 +45,6 @@ type options struct {
 	transport     Transport
 	channels      map[string]Channel
 	outputs       string
-	noTaskKick    bool
 	noRecovery    bool
 	secretKey     []byte
 	secretKeyFile string
@@ -184,9 +182,6 @@ func WithModel(p model.Provider) Option { return optionFunc(func(o *options) { o
 func WithProvider(name string, f ProviderFactory) Option {
 	return optionFunc(func(o *options) { o.providers[name] = f })
 }
-
-// WithWorkspace confines the built-in tools to dir, overriding the config.
-func WithWorkspace(dir string) Option { return optionFunc(func(o *options) { o.workspace = dir }) }
 
 // WithClock sets the clock used for timestamps. Default: time.Now.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }

@@ -176,7 +176,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	ok = true
 	if !o.noRecovery {
-		r.recover(ctx, !o.noTaskKick)
+		r.recover(ctx, true)
 	}
 	if !o.noExpiryTimer {
 		r.expiry.wake, r.expiry.stop, r.expiry.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
@@ -297,10 +297,7 @@ func (r *Runtime) setOutputs(o *options, cfg *config.File, dataDir string) error
 // agent may list: the workspace tools and the tools given with [WithTool].
 func (r *Runtime) openTools(o *options, cfg *config.File, dataDir string) (*tool.Registry, error) {
 	reg := tool.NewRegistry()
-	dir := o.workspace
-	if dir == "" {
-		dir = cfg.Workspace
-	}
+	dir := cfg.Workspace
 	// Touch the workspace (creating it if needed) only if an agent uses it.
 	if !usesWorkspace(cfg) {
 		dir = ""

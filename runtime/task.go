@@ -169,11 +169,6 @@ func WithChannel(name string, ch Channel) Option {
 	})
 }
 
-// WithoutTaskRecovery stops New from starting the turns that stored
-// delegation tasks wait for (see [Runtime.RecoverTasks]): for tools that
-// only read, such as the CLI's tasks and history commands.
-func WithoutTaskRecovery() Option { return optionFunc(func(o *options) { o.noTaskKick = true }) }
-
 // WithOutputsDir saves long delegation reports under dir, overriding the
 // config's outputs.
 func WithOutputsDir(dir string) Option { return optionFunc(func(o *options) { o.outputs = dir }) }
