@@ -27,6 +27,9 @@ func (noHost) setError(string) int32               { return 0 }
 
 func (noHost) agentsRequest(int32, []byte, []byte) int32 { return int32(CodeFailed) }
 func (noHost) agentsSend(int32, []byte) int32            { return int32(CodeFailed) }
+func (noHost) window(int32, []byte) int32                { return int32(CodeFailed) }
+func (noHost) windowApply(int32, []byte, []byte) int32   { return int32(CodeFailed) }
+func (noHost) complete(int32, []byte, []byte) int32      { return int32(CodeFailed) }
 
 func (noHost) lastError(buf []byte) int32 {
 	if len(noHostMsg) <= len(buf) {

@@ -52,6 +52,15 @@ func importAgentsRequest(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Poi
 //go:wasmimport ganglion agents_send
 func importAgentsSend(ctx int32, req unsafe.Pointer, n uint32) int32
 
+//go:wasmimport ganglion window
+func importWindow(ctx int32, buf unsafe.Pointer, n uint32) int32
+
+//go:wasmimport ganglion window_apply
+func importWindowApply(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Pointer, bn uint32) int32
+
+//go:wasmimport ganglion complete
+func importComplete(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Pointer, bn uint32) int32
+
 //go:wasmimport ganglion set_error
 func importSetError(msg string) int32
 
@@ -129,4 +138,14 @@ func (wasmHost) agentsRequest(h int32, req, buf []byte) int32 {
 
 func (wasmHost) agentsSend(h int32, req []byte) int32 {
 	return importAgentsSend(h, ptr(req), uint32(len(req)))
+}
+
+func (wasmHost) window(h int32, buf []byte) int32 { return importWindow(h, ptr(buf), uint32(len(buf))) }
+
+func (wasmHost) windowApply(h int32, req, buf []byte) int32 {
+	return importWindowApply(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
+}
+
+func (wasmHost) complete(h int32, req, buf []byte) int32 {
+	return importComplete(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
 }

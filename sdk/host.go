@@ -71,6 +71,9 @@ type abi interface {
 	secret(h int32, name string, buf []byte) int32
 	agentsRequest(h int32, req, buf []byte) int32
 	agentsSend(h int32, req []byte) int32
+	window(h int32, buf []byte) int32
+	windowApply(h int32, req, buf []byte) int32
+	complete(h int32, req, buf []byte) int32
 	setError(msg string) int32
 	lastError(buf []byte) int32
 }

@@ -30,6 +30,9 @@ type fakeHost struct {
 	logs        []string
 	nextRuns    int
 	agentReqs   []string
+	windowJSON  []byte   // the window import's answer
+	answers     []string // window_apply and complete answers, in turn
+	hostReqs    []string // "import request", each call
 }
 
 func newFake() *fakeHost {
@@ -179,6 +182,31 @@ func (f *fakeHost) agentsSend(h int32, req []byte) int32 {
 }
 
 func (f *fakeHost) lastError(b []byte) int32 { return give(b, []byte(f.lastErr)) }
+
+func (f *fakeHost) window(h int32, b []byte) int32 {
+	if c, ok := f.fail("window"); ok {
+		return c
+	}
+	return give(b, f.windowJSON)
+}
+
+// act answers window_apply and complete with the next of f.answers; a call
+// whose buffer is too small does not take the answer, as the host keeps it
+// for the call again.
+func (f *fakeHost) act(op string, req, b []byte) int32 {
+	f.hostReqs = append(f.hostReqs, op+" "+string(req))
+	if c, ok := f.fail(op); ok {
+		return c
+	}
+	n := give(b, []byte(f.answers[0]))
+	if int(n) <= len(b) {
+		f.answers = f.answers[1:]
+	}
+	return n
+}
+
+func (f *fakeHost) windowApply(h int32, req, b []byte) int32 { return f.act("window_apply", req, b) }
+func (f *fakeHost) complete(h int32, req, b []byte) int32    { return f.act("complete", req, b) }
 
 func TestReadGrowsTheBuffer(t *testing.T) {
 	tests := []struct {

@@ -31,6 +31,10 @@ type Manifest struct {
 	// Agents lists the agents the extension may call ([Agents]). A host
 	// without an orchestrator refuses to load a module that lists any.
 	Agents []string
+	// Models declares that the extension calls the agent's model
+	// ([Step.Models]), which costs money; without it the host refuses the
+	// calls.
+	Models bool
 }
 
 // manifestJSON is a manifest as the manifest import reads it.
@@ -44,6 +48,7 @@ type manifestJSON struct {
 	Secrets []string   `json:"secrets"`
 	State   bool       `json:"state"`
 	Agents  []string   `json:"agents,omitempty"`
+	Models  bool       `json:"models,omitempty"`
 }
 
 type topicsJSON struct {
