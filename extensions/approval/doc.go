@@ -24,8 +24,9 @@
 // Every rule is evaluated; among those that match, the strictest decision
 // wins: deny, then ask, then approve. When none matches, the file's default
 // applies. A rule that fails to evaluate counts as deny (fail closed) and is
-// reported in an "approval.rule_error" event. Every decision is published as
-// "approval.decided" with the rules that matched and an explanation. A
+// reported in an "approval.rule_error" event ([RuleErrorEvent]). Every
+// decision is published as "approval.decided" ([DecidedEvent]) with the
+// rules that matched and an explanation. A
 // denied call does not run: the model reads "tool call denied: <why>".
 //
 // # The rule environment
@@ -49,7 +50,7 @@
 //
 // The extension reloads the file when it changes: the next tool call uses
 // the new rules; an edit that does not load leaves the rules in force and
-// publishes "approval.reload_failed".
+// publishes "approval.reload_failed" ([ReloadFailedEvent]).
 //
 // # Speed
 //

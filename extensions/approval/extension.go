@@ -224,7 +224,7 @@ func resumeAsk(ctx context.Context, it ledger.Item, rc extensions.ResumeCall) er
 func (x *extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 	if err := x.reload(); err != nil {
 		x.api.Logger.Warn("rules file not reloaded; the rules in force stay", "err", err)
-		x.api.Events.Publish("approval.reload_failed", c.InstanceKey(), map[string]any{"file": x.path, "error": err.Error()})
+		x.api.Events.PublishTurn("approval.reload_failed", c.InstanceKey(), c.TurnID(), ReloadFailedEvent{Error: err.Error(), File: x.path})
 	}
 	rules := x.currentRules()
 	t, _ := c.Tool()
@@ -232,11 +232,10 @@ func (x *extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 		Instance: c.InstanceKey(), Turn: c.TurnID(), Step: c.Step(), Workspace: x.api.Workspace, Chain: callChain(c.Input())}
 	res := rules.Decide(call)
 	res = x.narrow(res, call)
-	x.api.Events.Publish("approval.decided", c.InstanceKey(), map[string]any{
-		"turn_id": c.TurnID(), "call_id": c.CallID(), "tool": c.Name(), "decision": res.Decision,
-		"matched": res.Matched, "explanation": res.Explanation})
+	x.api.Events.PublishTurn("approval.decided", c.InstanceKey(), c.TurnID(), DecidedEvent{CallID: c.CallID(), Decision: res.Decision,
+		Explanation: res.Explanation, Matched: res.Matched, Tool: c.Name(), TurnID: c.TurnID()})
 	for _, e := range res.Errors {
-		x.api.Events.Publish("approval.rule_error", c.InstanceKey(), map[string]any{"turn_id": c.TurnID(), "tool": c.Name(), "error": e})
+		x.api.Events.PublishTurn("approval.rule_error", c.InstanceKey(), c.TurnID(), RuleErrorEvent{Error: e, Tool: c.Name(), TurnID: c.TurnID()})
 	}
 	switch res.Decision {
 	case Approve:
@@ -286,7 +285,7 @@ func (x *extension) run(ctx context.Context, c *pipeline.ToolCallContext) (*pipe
 	if _, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: itemMistakes, Request: req, Required: true}, x.timeout); err != nil {
 		return nil, err
 	}
-	x.api.Events.Publish("approval.mistake_limit", c.InstanceKey(), map[string]any{"turn_id": c.TurnID(), "failures": n, "tool": c.Name()})
+	x.api.Events.PublishTurn("approval.mistake_limit", c.InstanceKey(), c.TurnID(), MistakeLimitEvent{Failures: n, Tool: c.Name(), TurnID: c.TurnID()})
 	return r, nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -74,8 +75,17 @@ agents:
 	bus.Subscribe("approval.*", func(ev events.Event) {
 		mu.Lock()
 		defer mu.Unlock()
-		d, _ := ev.Data.(map[string]any)
-		topics = append(topics, strings.TrimSpace(fmt.Sprint(ev.Topic, " ", d["tool"], " ", d["decision"])))
+		var tool, decision string
+		switch d := ev.Data.(type) {
+		case approval.DecidedEvent:
+			tool, decision = d.Tool, string(d.Decision)
+			if ev.TurnID == "" || ev.TurnID != d.TurnID {
+				t.Errorf("approval.decided of turn %q carries turn_id %q", ev.TurnID, d.TurnID)
+			}
+		case approval.RuleErrorEvent:
+			tool = d.Tool
+		}
+		topics = append(topics, strings.TrimSpace(fmt.Sprint(ev.Topic, " ", tool, " ", decision)))
 	})
 	rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithEvents(bus))
 	if err != nil {

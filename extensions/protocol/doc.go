@@ -127,8 +127,9 @@
 // The extension ([Factory]), registered with the runtime as "protocol", acts
 // on the blocks of each step: questions and dependencies become pending
 // items and pause the turn; other kinds are published as "protocol.block"
-// events; problems go back to the model as a correction, and too many in a
-// row pause the turn for a human's guidance. Its pending kinds say what
+// events ([BlockEvent]); problems go back to the model as a correction
+// ("protocol.mistake", [MistakeEvent]), and too many in a row pause the
+// turn for a human's guidance. Its pending kinds say what
 // answers mean: see [Factory] for the timeouts. The value of an api_key,
 // env_variable or service dependency is kept secret, and commands receive it
 // in an environment variable: the dependency's name for api_key and

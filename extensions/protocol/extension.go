@@ -270,8 +270,8 @@ func (x *extension) pause(ctx context.Context, s *pipeline.StepContext, blocks [
 		case *DependencyRequest:
 			kind, timeout, req, need = ItemDependency, x.depTimeout, v, v.Required
 		default:
-			x.api.Events.Publish("protocol.block", s.InstanceKey(), map[string]any{
-				"kind": b.Kind, "value": b.Value, "turn_id": s.TurnID(), "step": s.Index(), "line": b.StartLine})
+			x.api.Events.PublishTurn("protocol.block", s.InstanceKey(), s.TurnID(),
+				BlockEvent{Kind: b.Kind, Line: b.StartLine, Step: s.Index(), TurnID: s.TurnID(), Value: b.Value})
 			continue
 		}
 		data, err := json.Marshal(req)
@@ -297,8 +297,7 @@ func (x *extension) mistake(ctx context.Context, s *pipeline.StepContext, sr *pi
 	for i, e := range errs {
 		msgs[i] = "- " + e.Msg
 	}
-	x.api.Events.Publish("protocol.mistake", s.InstanceKey(), map[string]any{
-		"turn_id": s.TurnID(), "step": s.Index(), "count": n, "errors": msgs})
+	x.api.Events.PublishTurn("protocol.mistake", s.InstanceKey(), s.TurnID(), MistakeEvent{Count: n, Errors: msgs, Step: s.Index(), TurnID: s.TurnID()})
 	if n >= x.mistakeLimit {
 		req, _ := json.Marshal(map[string]any{"mistakes": n, "errors": msgs})
 		if _, err := x.api.Pending.Pause(ctx, s, ledger.Item{Kind: ItemIntervention, Request: req, Required: true}, 0); err != nil {
