@@ -14,13 +14,16 @@ import (
 	"testing"
 )
 
-// maxExported bounds the module's public surface: the exported top-level
-// identifiers (functions, types, methods with any receiver, constants and
-// variables) of its non-test .go files, outside sdk/, examples/, cmd/ and
-// testdata, package main excluded. It only goes down: the goal is 550, and
-// this is the count of the day the test came (697), rounded up, while the
-// runtime package is cut in parallel.
-const maxExported = 700
+// maxExported bounds the module's public surface: what a program importing
+// the module can name. That is the exported functions, types, constants
+// and variables, and the exported methods of exported types, in the
+// non-test .go files of importable packages: not internal/..., sdk/ (the
+// guest side), examples/, cmd/ or testdata, and not package main. A method
+// of an unexported type is left out: it is reachable only as a method of
+// an exported interface, which is counted already, and counting it would
+// penalise the cut the limit asks for (returning an interface, not the
+// implementation). It only goes down; the goal is 550.
+const maxExported = 600
 
 // TestSurface holds the line on the number of exported identifiers. When it
 // fails, unexport or delete before raising the limit: see STYLE.md's "A small
@@ -80,10 +83,8 @@ func moduleRoot() (string, error) {
 }
 
 // countExported returns, per package directory relative to root, the
-// exported top-level identifiers of its non-test files, as "kind name".
-// Methods count whatever their receiver, since an exported method of an
-// unexported type is still reachable through an interface or a return
-// value.
+// public identifiers of its non-test files (see maxExported), as "kind
+// name".
 func countExported(root string) (map[string][]string, error) {
 	per := map[string][]string{}
 	fset := token.NewFileSet()
@@ -98,7 +99,7 @@ func countExported(root string) (map[string][]string, error) {
 		if d.IsDir() {
 			top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
 			base := d.Name()
-			if rel != "." && (top == "sdk" || top == "examples" || top == "cmd" || base == "testdata" ||
+			if rel != "." && (top == "sdk" || top == "examples" || top == "cmd" || top == "internal" || base == "testdata" ||
 				strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
 				return filepath.SkipDir
 			}
@@ -131,6 +132,7 @@ func exported(f *ast.File) []string {
 			case !d.Name.IsExported():
 			case d.Recv == nil:
 				names = append(names, "func "+d.Name.Name)
+			case !ast.IsExported(recvName(d.Recv.List[0].Type)):
 			default:
 				names = append(names, "method "+recvName(d.Recv.List[0].Type)+"."+d.Name.Name)
 			}
