@@ -63,7 +63,7 @@
 // what setup registered (the hook kinds, the tool names, the subscribed
 // patterns). The host refuses at run time what the manifest does not
 // declare: publishing on a topic no Publish pattern matches, state without
-// State, a secret not listed.
+// State, a secret not listed, a model call without Models.
 //
 // # Errors
 //
@@ -112,4 +112,12 @@
 // agents with [Turn.Agents] and [Step.Agents],
 // which the runtime routes through its orchestrator; the agents must be
 // listed in the [Manifest]'s Agents and granted by the config (agents:).
+//
+// # The context window
+//
+// A step hook sees the context window of its turn with [Step.Window] (the
+// effective messages, counted, and Truncate, Reduce and Condense) and calls
+// the agent's model with [Step.Models], as native middleware does: an
+// extension that manages the context (a summariser) can be written in Go.
+// Model calls cost money, so the [Manifest] must declare Models.
 package ganglion
