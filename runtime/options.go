@@ -133,7 +133,8 @@ func WithConfig(cfg *config.File) Option { return optionFunc(func(o *options) { 
 func WithConfigFile(path string) Option { return optionFunc(func(o *options) { o.cfgPath = path }) }
 
 // WithDataDir keeps the data in a badger database under dir, overriding the
-// config's data setting. Default: the config's data, else [DefaultDataDir].
+// config's data setting. Default: the config's data, which defaults to
+// [DefaultDataDir] next to the config file.
 func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dataDir = dir }) }
 
 // WithStore uses st for persistence. The runtime does not close it.

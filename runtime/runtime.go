@@ -26,8 +26,9 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// DefaultDataDir is where the data lives when neither the config nor an
-// option says otherwise, relative to the working directory.
+// DefaultDataDir is where the data lives when neither an option nor the
+// config says otherwise: relative to the config file's directory (a config
+// read from a file always says), else to the working directory.
 const DefaultDataDir = ".ganglion/data"
 
 // Sentinel errors that callers branch on.

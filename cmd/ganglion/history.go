@@ -28,7 +28,7 @@ the history the model sees instead: summaries in place of what they
 condense, without truncated messages.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := projectDir(cmd, args, &f)
+			dir := projectDir(args)
 			rt, agent, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err

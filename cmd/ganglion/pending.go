@@ -35,7 +35,7 @@ turns wait for. Without --all, only the items still open.
 Answer them with ganglion answer, skip, provide or reject.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := projectDir(cmd, args, &f)
+			dir := projectDir(args)
 			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
@@ -110,9 +110,6 @@ func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobr
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("data") {
-				f.data = ""
-			}
 			ctx := cmd.Context()
 			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
 				switch name {
@@ -157,9 +154,6 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
 			if err != nil {
 				return err
 			}
-			if !cmd.Flags().Changed("data") {
-				f.data = ""
-			}
 			ctx := cmd.Context()
 			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
 				v, err := readValue(stdin, stderr, "value for "+describe(it)+": ")
@@ -177,7 +171,7 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
 // addDataFlags adds the flags of the commands that act on one item: the
 // item names its agent and instance.
 func addDataFlags(cmd *cobra.Command, f *runFlags) {
-	cmd.Flags().StringVar(&f.data, "data", runtime.DefaultDataDir, "data directory (overrides the config's data:)")
+	cmd.Flags().StringVar(&f.data, "data", "", "data directory (default: the config's data:, else .ganglion/data next to ganglion.yaml)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 }

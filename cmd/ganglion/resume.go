@@ -37,7 +37,7 @@ human (see ganglion pending). ganglion run does the same for the work it
 finds, after its own turn.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := projectDir(cmd, args, &f)
+			dir := projectDir(args)
 			return resumeWork(cmd.Context(), f, dir, stdout, stderr)
 		},
 	}

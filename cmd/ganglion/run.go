@@ -41,6 +41,10 @@ it makes. Without MESSAGE it reads one message per line from standard input.
 With one argument, it is DIR if it is a directory holding ganglion.yaml, and
 MESSAGE otherwise.
 
+The history lives in the config's data directory (data:, default
+.ganglion/data next to ganglion.yaml), whatever the current directory, so
+every command on the same config sees the same conversations.
+
 Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 2 {
@@ -52,9 +56,6 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
 			dir, msg, interactive, err := splitRunArgs(args)
 			if err != nil {
 				return err
-			}
-			if !cmd.Flags().Changed("data") {
-				f.data = ""
 			}
 			return runAgent(cmd.Context(), f, dir, msg, interactive, stdin, stdout, stderr)
 		},
@@ -97,12 +98,8 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer, 
 }
 
 // projectDir returns the config directory a command names (its one
-// argument, else the current directory), and makes an unset --data mean
-// the config's data directory rather than the flag's default.
-func projectDir(cmd *cobra.Command, args []string, f *runFlags) string {
-	if !cmd.Flags().Changed("data") {
-		f.data = ""
-	}
+// argument, else the current directory).
+func projectDir(args []string) string {
 	if len(args) == 1 {
 		return args[0]
 	}
@@ -131,7 +128,7 @@ func failed(err error) error {
 func addRuntimeFlags(cmd *cobra.Command, f *runFlags) {
 	cmd.Flags().StringVar(&f.agent, "agent", "", "agent to talk to (default: the first in the config)")
 	cmd.Flags().StringVar(&f.instance, "instance", "default", "instance key: one conversation of the agent")
-	cmd.Flags().StringVar(&f.data, "data", runtime.DefaultDataDir, "data directory (overrides the config's data:)")
+	cmd.Flags().StringVar(&f.data, "data", "", "data directory (default: the config's data:, else .ganglion/data next to ganglion.yaml)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print one JSON object per line instead of text")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 }

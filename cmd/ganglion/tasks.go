@@ -25,7 +25,7 @@ It only reads: the unfinished tasks run again at the next ganglion run.
 instance); --json prints one task per line, with its delegation context.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dir := projectDir(cmd, args, &f)
+			dir := projectDir(args)
 			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err

@@ -54,8 +54,8 @@ func TestQuickStart(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// A fresh working directory with the example at the same relative path,
-	// so the default data directory (./.ganglion/data) lands there.
+	// A fresh working directory with the example at the same relative path;
+	// the default data directory (.ganglion/data) lands next to its config.
 	work := t.TempDir()
 	if err := os.CopyFS(filepath.Join(work, "examples", "quickstart"), os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ notes.txt is the team's launch checklist, with three open items: write the READM
 			t.Errorf("run %d stderr is not empty:\n%s", run, stderr.String())
 		}
 	}
-	if _, err := os.Stat(filepath.Join(work, ".ganglion", "data")); err != nil {
+	if _, err := os.Stat(filepath.Join(work, "examples", "quickstart", ".ganglion", "data")); err != nil {
 		t.Errorf("the data directory was not created where the README says: %v", err)
 	}
 }

@@ -16,8 +16,9 @@ type File struct {
 	// Workspace is the directory the built-in tools are confined to.
 	// Default: "workspace" next to the config file.
 	Workspace string `yaml:"workspace"`
-	// Data is the directory badger keeps its files in. Empty: the caller's
-	// default (the CLI's --data flag, ./.ganglion/data).
+	// Data is the directory badger keeps its files in. Default:
+	// ".ganglion/data" next to the config file, so that the same config
+	// has the same history from wherever it is run.
 	Data string `yaml:"data"`
 	// Model is the default model of every agent that names none.
 	Model *Model `yaml:"model"`
@@ -176,6 +177,8 @@ const (
 	// defaultWorkspace is the workspace directory, relative to the config
 	// file, when the config gives none.
 	defaultWorkspace = "workspace"
+	// defaultData is the data directory, relative to the config file.
+	defaultData = ".ganglion/data"
 	// defaultOutputs is the outputs directory, relative to the config file,
 	// when the config gives none.
 	defaultOutputs = "outputs"

@@ -15,7 +15,7 @@
 //
 //	# ganglion.yaml
 //	workspace: ./workspace       # default: "workspace" next to this file
-//	data: ./.ganglion/data       # default: the caller's (CLI: --data)
+//	data: ./.ganglion/data       # default: .ganglion/data next to this file
 //	model:                       # the default model of every agent
 //	  provider: scripted
 //	  script: replies.yaml

@@ -167,9 +167,10 @@ func (f *File) resolve(dir string) {
 		f.Workspace = defaultWorkspace
 	}
 	f.Workspace = join(dir, f.Workspace)
-	if f.Data != "" {
-		f.Data = join(dir, f.Data)
+	if f.Data == "" {
+		f.Data = defaultData
 	}
+	f.Data = join(dir, f.Data)
 	if f.Outputs == "" {
 		f.Outputs = defaultOutputs
 	}

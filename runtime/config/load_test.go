@@ -98,7 +98,7 @@ func TestLoadFull(t *testing.T) {
 func TestParseDefaults(t *testing.T) {
 	tests := []struct {
 		name, file, src string
-		workspace       string
+		workspace, data string
 		script          string
 	}{
 		{
@@ -108,6 +108,7 @@ func TestParseDefaults(t *testing.T) {
 agents: [{name: a}]
 `,
 			workspace: "app/workspace",
+			data:      "app/.ganglion/data",
 			script:    "app/s.yaml",
 		},
 		{
@@ -117,6 +118,7 @@ agents: [{name: a}]
 agents: [{name: a}]
 `,
 			workspace: "workspace",
+			data:      ".ganglion/data",
 			script:    "../s.yaml",
 		},
 		{
@@ -127,6 +129,7 @@ model: {provider: scripted, script: /srv/s.yaml}
 agents: [{name: a}]
 `,
 			workspace: "/srv/ws",
+			data:      "/etc/ganglion/.ganglion/data",
 			script:    "/srv/s.yaml",
 		},
 	}
@@ -142,8 +145,8 @@ agents: [{name: a}]
 			if f.Workspace != tt.workspace {
 				t.Errorf("Workspace = %q, want %q", f.Workspace, tt.workspace)
 			}
-			if f.Data != "" {
-				t.Errorf("Data = %q, want empty", f.Data)
+			if f.Data != tt.data {
+				t.Errorf("Data = %q, want %q (next to the config file)", f.Data, tt.data)
 			}
 			if f.Model.Script != tt.script {
 				t.Errorf("Model.Script = %q, want %q", f.Model.Script, tt.script)
