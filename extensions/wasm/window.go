@@ -130,12 +130,18 @@ func hostWindow(in *instance, p []uint64) int32 {
 		return code
 	}
 	w := f.step.Window()
+	// Counting is the runtime's work, done once per message (the first
+	// count in a process loads the tokenizer): the guest's time does not
+	// run meanwhile. Encoding the answer, which a guest may ask for again
+	// and again, is charged to it.
+	in.park(f)
 	msgs, err := w.Messages()
+	out := windowJSON{Size: w.Size(), ReservedOutput: w.ReservedOutput(), Tokens: w.Tokens(), Sent: w.Sent()}
+	in.resume(f)
 	if err != nil {
 		return in.fail(codeFailed, "window: %v", err)
 	}
-	out := windowJSON{Size: w.Size(), ReservedOutput: w.ReservedOutput(), Tokens: w.Tokens(), Sent: w.Sent(),
-		Messages: make([]windowMessageJSON, len(msgs))}
+	out.Messages = make([]windowMessageJSON, len(msgs))
 	for i, m := range msgs {
 		out.Messages[i] = windowMessageJSON{Message: m.Message, Tokens: m.Tokens, Unit: m.Unit, Keep: m.Keep, Summary: m.Summary}
 	}
@@ -174,6 +180,10 @@ func hostWindowApply(in *instance, p []uint64) int32 {
 		return code
 	}
 	w := f.step.Window()
+	// As for window: the runtime's counting and storing are not the
+	// guest's time.
+	in.park(f)
+	defer in.resume(f)
 	var out any
 	switch req.Op {
 	case "truncate":
