@@ -509,7 +509,6 @@ func (p *printer) endTurn(res *pipeline.TurnResult, err error) {
 	}
 }
 
-
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > max {
