@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"mvdan.cc/sh/v3/syntax"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -32,7 +35,10 @@ func newPendingCmd(stdout, stderr io.Writer) *cobra.Command {
 to the current directory): the questions, dependencies and approvals paused
 turns wait for. Without --all, only the items still open.
 
-Answer them with ganglion answer, skip, provide or reject.`,
+Answer them with ganglion answer, skip, provide or reject: a question with
+its answer, a dependency with provide, an approval with approve or deny
+(ganglion answer ID approve), a run of mistakes with guidance for the model.
+Listing runs no turn: the resumes and expiries wait for run or resume.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := projectDir(args)
@@ -180,7 +186,7 @@ func addDataFlags(cmd *cobra.Command, f *runFlags) {
 // streams the resume turn that follows.
 func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, stderr io.Writer,
 	act func(*runtime.Runtime, ledger.Item) (*pipeline.TurnResult, error)) error {
-	out := &printer{w: stdout, json: f.json}
+	out := &printer{w: stdout, json: f.json, where: place(dir, f.data)}
 	_, answers, channel := cliAnswers(out)
 	rt, _, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
@@ -200,7 +206,7 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 	}
 	if res == nil {
 		if !f.json {
-			fmt.Fprintf(stderr, "%s resolved; the turn still waits for its other items (ganglion pending)\n", id)
+			fmt.Fprintf(stderr, "%s resolved; the turn still waits for its other items (ganglion pending%s)\n", id, out.where)
 		}
 		return nil
 	}
@@ -287,8 +293,47 @@ func describe(it ledger.Item) string {
 		if json.Unmarshal(it.Request, &v) == nil {
 			return fmt.Sprintf("%d protocol mistakes in a row; answer with guidance for the model. Last: %s", v.Mistakes, strings.Join(v.Errors, " "))
 		}
+	case approval.ItemApproval:
+		var a approval.AskRequest
+		if json.Unmarshal(it.Request, &a) == nil {
+			s := a.Tool + " " + readableJSON(a.Args)
+			var rules []string
+			for _, m := range a.Matched {
+				r := fmt.Sprintf("%s (%s", m.Rule, m.Decision)
+				if m.Reason != "" {
+					r += ": " + m.Reason
+				}
+				rules = append(rules, r+")")
+			}
+			if len(rules) > 0 {
+				s += "; rules: " + strings.Join(rules, ", ")
+			}
+			return s + "; why: " + a.Explanation
+		}
+	case approval.ItemMistakes:
+		var m approval.MistakesRequest
+		if json.Unmarshal(it.Request, &m) == nil {
+			return fmt.Sprintf("%s failed %d times in a row; answer with guidance for the model. Last: %s", m.Tool, m.Failures, oneLine(m.Error, 200))
+		}
 	}
-	return string(it.Request)
+	return readableJSON(it.Request)
+}
+
+// readableJSON renders a JSON value on one line, without the escapes of
+// <, > and & that Go's encoder adds for HTML; what is not JSON is
+// returned as it is.
+func readableJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // printPaused tells how to answer what the instance waits for; every
@@ -305,24 +350,65 @@ func printPaused(ctx context.Context, rt *runtime.Runtime, out *printer, agent, 
 	for _, it := range items {
 		if agent == "" {
 			fmt.Fprintf(w, "[paused] %s/%s: %s %s: %s\n", it.Agent, it.Instance, it.ID, it.Kind, describe(it))
-			fmt.Fprintf(w, "  %s\n", howToAnswer(it))
+			fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
 			continue
 		}
 		fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
-		fmt.Fprintf(w, "  %s\n", howToAnswer(it))
+		fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
 	}
 }
 
-func howToAnswer(it ledger.Item) string {
+// howToAnswer is the command lines that answer it, as they work from the
+// working directory: where names the config and data (see place).
+func howToAnswer(it ledger.Item, where string) string {
+	cmd := func(verb string, rest ...string) string {
+		return strings.Join(append([]string{"ganglion", verb + where, it.ID}, rest...), " ")
+	}
 	switch it.Kind {
 	case protocol.ItemDependency:
-		return fmt.Sprintf("provide it: ganglion provide %s (reads the value from stdin), or: ganglion reject %s --reason TEXT", it.ID, it.ID)
+		return fmt.Sprintf("provide it: %s (reads the value from stdin), or: %s", cmd("provide"), cmd("reject", "--reason", "TEXT"))
 	case protocol.ItemQuestion:
 		if !it.Required {
-			return fmt.Sprintf("answer it: ganglion answer %s ANSWER, or: ganglion skip %s", it.ID, it.ID)
+			return fmt.Sprintf("answer it: %s, or: %s", cmd("answer", "ANSWER"), cmd("skip"))
 		}
+	case approval.ItemApproval:
+		return fmt.Sprintf("approve it: %s, or deny it: %s (or %s)", cmd("answer", "approve"), cmd("answer", "deny"), cmd("reject", "--reason", "TEXT"))
+	case approval.ItemMistakes, protocol.ItemIntervention:
+		return fmt.Sprintf("guide the model: %s", cmd("answer", "GUIDANCE"))
 	}
-	return fmt.Sprintf("answer it: ganglion answer %s ANSWER", it.ID)
+	return fmt.Sprintf("answer it: %s", cmd("answer", "ANSWER"))
+}
+
+// place returns how a suggested command names the config and data
+// directories so that it works from the working directory: nothing when
+// dir is the working directory, else dir as given; and --data when data
+// was given. Each piece starts with a space and is quoted for a POSIX
+// shell.
+func place(dir, data string) string {
+	var b strings.Builder
+	if abs, err := filepath.Abs(dir); err != nil || !sameDir(abs, ".") {
+		b.WriteString(" " + shellQuote(dir))
+	}
+	if data != "" {
+		b.WriteString(" --data " + shellQuote(data))
+	}
+	return b.String()
+}
+
+// sameDir reports whether path a is the directory b.
+func sameDir(a, b string) bool {
+	sa, err1 := os.Stat(a)
+	sb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	q, err := syntax.Quote(s, syntax.LangPOSIX)
+	if err != nil { // a NUL byte, which no path holds
+		return s
+	}
+	return q
 }
 
 // promptPending asks, on an interactive run, for what the paused instance

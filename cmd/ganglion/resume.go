@@ -46,7 +46,7 @@ finds, after its own turn.`,
 }
 
 func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.Writer) error {
-	out := &printer{w: stdout, json: f.json}
+	out := &printer{w: stdout, json: f.json, where: place(dir, f.data)}
 	_, answers, channel := cliAnswers(out)
 	// Nothing runs before the printer listens.
 	rt, _, err := openRuntime(ctx, f, dir, stderr, channel, runtime.WithoutRecovery())

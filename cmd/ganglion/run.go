@@ -189,7 +189,7 @@ func cliAnswers(out *printer) (own string, answers <-chan runtime.Report, opt ru
 }
 
 func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) error {
-	out := &printer{w: stdout, json: f.json, instance: f.instance}
+	out := &printer{w: stdout, json: f.json, instance: f.instance, where: place(dir, f.data)}
 	own, answers, channel := cliAnswers(out)
 	rt, agent, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
@@ -390,6 +390,9 @@ type printer struct {
 	agent    string
 	instance string
 	midLine  bool // the last text written did not end a line
+	// where is how the commands it suggests name the config and data
+	// directories from the working directory (place).
+	where string
 }
 
 // usageData is the payload of the cli.usage event --json prints last:

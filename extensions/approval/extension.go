@@ -36,15 +36,17 @@ type Settings struct {
 	MistakeLimit int `yaml:"mistake_limit"`
 }
 
-// itemMistakes is the ledger kind of the question whether to go on after
-// too many failed tool calls in a row.
-const itemMistakes = "mistakes"
-
 // defaultMistakeLimit is the default of Settings.MistakeLimit.
 const defaultMistakeLimit = 3
 
-// itemApproval is the ledger kind of an ask.
-const itemApproval = "approval"
+// The ledger kinds of the items the extension pauses on: an ask
+// (Request: an [AskRequest]; answer "approve" or "deny"), and the question
+// whether to go on after too many failed tool calls in a row (Request: a
+// [MistakesRequest]; any answer is guidance for the model).
+const (
+	ItemApproval = "approval"
+	ItemMistakes = "mistakes"
+)
 
 // defaultTimeout is how long an ask waits by default.
 const defaultTimeout = time.Hour
@@ -146,10 +148,10 @@ func (x *extension) workspace() string {
 // Register installs the toolCall middleware and the ask's pending kind.
 func (x *extension) Register(api *extensions.API) error {
 	x.api = api
-	if err := api.Pending.Handle(extensions.PendingKind{Name: itemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
+	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemApproval, Resolve: resolveAsk, Expire: expireAsk, Resume: resumeAsk}); err != nil {
 		return err
 	}
-	if err := api.Pending.Handle(extensions.PendingKind{Name: itemMistakes, Resolve: resolveMistakes}); err != nil {
+	if err := api.Pending.Handle(extensions.PendingKind{Name: ItemMistakes, Resolve: resolveMistakes}); err != nil {
 		return err
 	}
 	api.Pipeline.ToolCall(x.toolCall)
@@ -160,16 +162,25 @@ func (x *extension) Register(api *extensions.API) error {
 // call's ID: the middleware runs it without deciding again.
 type approvedKey struct{}
 
-// askRequest is what an ask's item holds.
-type askRequest struct {
+// AskRequest is what an ask's item holds.
+// AskRequest is the Request of an [ItemApproval] item: the call that
+// waits, and the rules that asked for a human.
+type AskRequest struct {
 	Tool        string          `json:"tool"`
 	Args        json.RawMessage `json:"args"`
 	Explanation string          `json:"explanation"`
 	Matched     []Match         `json:"matched"`
 }
 
+// MistakesRequest is the Request of an [ItemMistakes] item.
+type MistakesRequest struct {
+	Failures int    `json:"failures"`
+	Tool     string `json:"tool"`
+	Error    string `json:"error"`
+}
+
 func resolveAsk(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
-	var req askRequest
+	var req AskRequest
 	_ = json.Unmarshal(it.Request, &req)
 	switch act.Kind {
 	case extensions.ActionAnswer:
@@ -196,7 +207,7 @@ func deniedOutcome(tool, reason string) (extensions.Outcome, error) {
 }
 
 func expireAsk(it ledger.Item) extensions.Outcome {
-	var req askRequest
+	var req AskRequest
 	_ = json.Unmarshal(it.Request, &req)
 	return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Timeout, Answer: string(Timeout),
 		Message: fmt.Sprintf("Nobody approved the call of %s in time; it did not run.", req.Tool)}}
@@ -248,8 +259,8 @@ func (x *extension) toolCall(ctx context.Context, c *pipeline.ToolCallContext) (
 	if id, _ := ctx.Value(approvedKey{}).(string); id != "" && id == c.CallID() {
 		return x.run(ctx, c)
 	}
-	req, _ := json.Marshal(askRequest{Tool: c.Name(), Args: json.RawMessage(c.Arguments()), Explanation: res.Explanation, Matched: res.Matched})
-	it, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: itemApproval, Request: req, Required: true}, x.timeout)
+	req, _ := json.Marshal(AskRequest{Tool: c.Name(), Args: json.RawMessage(c.Arguments()), Explanation: res.Explanation, Matched: res.Matched})
+	it, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemApproval, Request: req, Required: true}, x.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +292,8 @@ func (x *extension) run(ctx context.Context, c *pipeline.ToolCallContext) (*pipe
 	if n < x.mistakeLimit {
 		return r, nil
 	}
-	req, _ := json.Marshal(map[string]any{"failures": n, "tool": c.Name(), "error": r.Content})
-	if _, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: itemMistakes, Request: req, Required: true}, x.timeout); err != nil {
+	req, _ := json.Marshal(MistakesRequest{Failures: n, Tool: c.Name(), Error: r.Content})
+	if _, err := x.api.Pending.PauseCall(ctx, c, ledger.Item{Kind: ItemMistakes, Request: req, Required: true}, x.timeout); err != nil {
 		return nil, err
 	}
 	x.api.Events.PublishTurn("approval.mistake_limit", c.InstanceKey(), c.TurnID(), MistakeLimitEvent{Failures: n, Tool: c.Name(), TurnID: c.TurnID()})
