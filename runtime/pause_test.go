@@ -3,10 +3,12 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -479,6 +481,79 @@ agents:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the expiry timer did not resume the turn")
 	}
+}
+
+// TestExpiryTimerTaskFailureIsNoError: a required dependency nobody
+// provides in time fails its task, as it should; the expiry loop logs that
+// at info, not as a failure of its own at error.
+func TestExpiryTimerTaskFailureIsNoError(t *testing.T) {
+	cfg := `
+agents:
+  - name: a
+    extensions: [{name: protocol, config: {dependency_timeout: 50ms}}]
+`
+	logs := &levelLog{}
+	h := newHarness(t, cfg, dependencyScript("api_key", "X_KEY", true), runtime.WithLogger(slog.New(logs)))
+	done := make(chan events.Event, 1)
+	h.rt.Events().Subscribe("turn.finished", func(ev events.Event) {
+		if ev.TurnID == "turn-2" {
+			done <- ev
+		}
+	})
+	if res := h.mustSend("a", "k", "go"); res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("Send = %s", res.FinishReason)
+	}
+	select {
+	case ev := <-done:
+		if d := ev.Data.(events.TurnFinishedData); d.FinishReason != pipeline.FinishError || !strings.Contains(d.Error, "required dependency X_KEY was not provided in time") {
+			t.Errorf("resume turn finished %+v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the expiry timer did not resume the turn")
+	}
+	h.rt.Close()
+	var infos []string
+	for _, l := range logs.lines() {
+		if strings.HasPrefix(l, "ERROR") {
+			t.Errorf("logged at error: %s", l)
+		}
+		if strings.HasPrefix(l, "INFO") && strings.Contains(l, "timed out") {
+			infos = append(infos, l)
+		}
+	}
+	if len(infos) != 1 {
+		t.Errorf("info lines about the timeout = %q, want 1", infos)
+	}
+}
+
+// levelLog records each log record as "LEVEL message err=...".
+type levelLog struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *levelLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *levelLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *levelLog) WithGroup(string) slog.Handler            { return l }
+
+func (l *levelLog) Handle(_ context.Context, r slog.Record) error {
+	line := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			line += " err=" + a.Value.String()
+		}
+		return true
+	})
+	l.mu.Lock()
+	l.got = append(l.got, line)
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *levelLog) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.got)
 }
 
 // TestExtensionReadsGrantedSecret: an extension granted a secret in the

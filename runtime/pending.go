@@ -609,11 +609,46 @@ func (r *Runtime) expiryLoop() {
 				timer.Stop()
 			}
 		case <-fire:
-			if _, err := r.ExpirePending(context.Background()); err != nil && !errors.Is(err, ErrClosed) {
-				r.logger.Error("expiry of pending items failed", "err", err)
+			if _, err := r.ExpirePending(context.Background()); !errors.Is(err, ErrClosed) {
+				r.logExpiry(err)
 			}
 		}
 	}
+}
+
+// logExpiry logs what ExpirePending returned: a task that failed because a
+// required item timed out is the timeout doing its job, at info; any other
+// error is a failure to expire, at error.
+func (r *Runtime) logExpiry(err error) {
+	if err == nil {
+		return
+	}
+	for _, e := range joined(err) {
+		if errors.Is(e, ErrTaskFailed) {
+			r.logger.Info("a required pending item timed out; its task failed", "err", e)
+		} else {
+			r.logger.Error("expiry of pending items failed", "err", e)
+		}
+	}
+}
+
+// onlyTaskFailures reports whether every error joined in err is a task
+// that failed on a timeout (see logExpiry).
+func onlyTaskFailures(err error) bool {
+	for _, e := range joined(err) {
+		if !errors.Is(e, ErrTaskFailed) {
+			return false
+		}
+	}
+	return true
+}
+
+// joined returns the errors errors.Join joined into err, or err alone.
+func joined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // nextDeadline returns the earliest deadline of a pending item.

@@ -197,8 +197,10 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 		errs = append(errs, err)
 	}
 	if _, err := r.ExpirePending(ctx); err != nil {
-		r.logger.Error("expiry of pending items failed", "err", err)
-		errs = append(errs, err)
+		r.logExpiry(err)
+		if !onlyTaskFailures(err) {
+			errs = append(errs, err)
+		}
 	}
 	// Delegations outlive processes too: continue the task turns that did
 	// not finish, and hand over the reports that were not.
