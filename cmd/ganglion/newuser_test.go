@@ -128,3 +128,76 @@ func TestPauseHintWorksFromHere(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectExitsZero: rejecting a required dependency does what was
+// asked: the item is rejected and, as the help says, the agent's task
+// fails. The command succeeded, so it exits 0, saying what became of the
+// task.
+func TestRejectExitsZero(t *testing.T) {
+	t.Parallel()
+	dir := pendingProject(t)
+	r := exe(t, dir, "", "run", dir, "--agent", "keeper", "go")
+	check(t, "run", r, exitPaused, nil, nil, "")
+	it := onlyItem(t, dir)
+	r = exe(t, dir, "", "reject", dir, it.ID, "--reason", "no key here")
+	check(t, "reject", r, exitOK, ptr(""), ptr(it.ID+" rejected. The dependency was required, so the agent's task failed: "+
+		"required dependency OPENAI_API_KEY was rejected: no key here\n"), "")
+	r = exe(t, dir, "", "pending", dir, "--all", "--json")
+	if items := parsePending(t, r.stdout); len(items) != 1 || items[0].Status != "rejected" || items[0].Open {
+		t.Errorf("after reject: %+v", items)
+	}
+}
+
+// TestPendingApprovalReadable: an approval shows the tool, its arguments
+// as a person reads them (no \u003e escapes), the matched rule and why,
+// and says the answer is approve or deny; answering approve runs the call.
+func TestPendingApprovalReadable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "workspace"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(`default: approve
+rules:
+  - name: commands need a human
+    when: tool.name == "execute_command"
+    decision: ask
+    reason: it runs a shell
+`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(`workspace: workspace
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: ops
+    tools: [execute_command]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  ops:
+    turns:
+      - steps:
+          - tool_calls: [{name: execute_command, args: {command: "echo hi > out.txt && cat out.txt"}}]
+      - steps:
+          - text: "Ran: {{ .LastMessage }}"
+`), 0o644))
+	r := exe(t, dir, "", "run", dir, "write the file")
+	check(t, "run", r, exitPaused, nil, nil, "")
+	it := onlyItem(t, dir)
+	wantWhat := `execute_command {"command":"echo hi > out.txt && cat out.txt"}; rules: commands need a human (ask: it runs a shell); why: `
+	if !strings.Contains(r.stderr, "[paused] $ID approval: "+wantWhat) && !strings.Contains(r.stderr, "[paused] "+it.ID+" approval: "+wantWhat) {
+		t.Errorf("run's pause line does not show the call readably:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "approve it: ganglion answer "+it.ID+" approve, or deny it: ganglion answer "+it.ID+" deny") {
+		t.Errorf("run's hint does not say approve or deny:\n%s", r.stderr)
+	}
+	r = exe(t, dir, "", "pending", dir)
+	if strings.Contains(r.stdout, `\u003e`) || !strings.Contains(r.stdout, wantWhat) {
+		t.Errorf("pending:\n%s\nwant the call as %q", r.stdout, wantWhat)
+	}
+	r = exe(t, dir, "", "pending", "--help")
+	if !strings.Contains(r.stdout, "approve or deny") {
+		t.Errorf("pending --help does not say how to answer an approval:\n%s", r.stdout)
+	}
+	r = exe(t, dir, "", "answer", dir, it.ID, "approve")
+	check(t, "answer approve", r, exitOK, nil, ptr(""), "")
+	if !strings.Contains(r.stdout, "[tool] execute_command -> hi\n") {
+		t.Errorf("the approved call did not run:\n%s", r.stdout)
+	}
+}

@@ -105,7 +105,7 @@ func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobr
 		"skip": {"skip [DIR] ID", "Skip an optional question: it takes its default",
 			"Skip resolves an optional question with its default and resumes the agent\nwhen nothing else of its turn is pending. A required question cannot be skipped.", 1},
 		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for",
-			"Reject refuses a dependency. For a required one the task fails; an optional\none resumes the agent without a value.", 1},
+			"Reject refuses a dependency (or denies an approval, with the reason). For a\nrequired dependency the agent's task fails, which reject reports and exits 0\nfor; an optional one resumes the agent without a value.", 1},
 	}[name]
 	cmd := &cobra.Command{
 		Use:   spec.use,
@@ -124,7 +124,17 @@ func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobr
 				case "skip":
 					return rt.Skip(ctx, it.ID)
 				}
-				return rt.Reject(ctx, it.ID, reason)
+				res, err := rt.Reject(ctx, it.ID, reason)
+				if err != nil && errors.Is(err, runtime.ErrTaskFailed) {
+					// What a required dependency's rejection is for.
+					msg := err.Error()
+					if _, after, ok := strings.Cut(msg, runtime.ErrTaskFailed.Error()+": "); ok {
+						msg = after
+					}
+					fmt.Fprintf(stderr, "%s rejected. The dependency was required, so the agent's task failed: %s\n", it.ID, msg)
+					return nil, errDone
+				}
+				return res, err
 			})
 		},
 	}
@@ -174,6 +184,10 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
 	return cmd
 }
 
+// errDone is what an act of withPendingItem returns when it has said what
+// happened and the command succeeded.
+var errDone = errors.New("done")
+
 // addDataFlags adds the flags of the commands that act on one item: the
 // item names its agent and instance.
 func addDataFlags(cmd *cobra.Command, f *runFlags) {
@@ -201,6 +215,9 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 	unsub := rt.Events().Subscribe("*", out.event)
 	defer unsub()
 	res, err := act(rt, it)
+	if errors.Is(err, errDone) {
+		return nil
+	}
 	if err != nil {
 		return failed(err)
 	}
