@@ -508,13 +508,13 @@ func TestPendingRefusals(t *testing.T) {
 		{"run paused instance", "asker", false, func(dir, id string) []string { return []string{"run", dir, "are you there?"} }, "",
 			exitError, "ganglion: agent \"asker\" instance \"default\" is paused: it waits for pending item $ID (see ganglion pending; answer, skip, provide or reject it first)\n", "pending"},
 		{"reject required dependency", "keeper", false, func(dir, id string) []string { return []string{"reject", dir, id, "--reason", "we have no key"} }, "",
-			exitError, "ganglion: agent \"keeper\" instance \"default\" turn-2: task failed: required dependency OPENAI_API_KEY was rejected: we have no key\n", "rejected"},
+			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: we have no key\n", "rejected"},
 		// A reason, like an answer or a config line, is not a usage error
 		// whatever its words ("requires ", "accepts " are cobra's).
 		{"reject with usage-like reason", "keeper", false, func(dir, id string) []string {
 			return []string{"reject", dir, id, "--reason", "it requires approval"}
 		}, "",
-			exitError, "ganglion: agent \"keeper\" instance \"default\" turn-2: task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
+			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
 		{"answer with usage-like text", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "accepts cash"} }, "",
 			exitError, "ganglion: pending item \"$ID\": invalid action: answer \"accepts cash\" must be one of: Subscription, Freemium, Ad-based\n", "pending"},
 	}
@@ -548,7 +548,7 @@ func TestPendingFailedTaskUnpauses(t *testing.T) {
 	t.Parallel()
 	dir := pendingProject(t)
 	it := pauseAgent(t, dir, "keeper")
-	if r := runCLI(t, "", "reject", dir, it.ID, "--reason", "no"); r.code != exitError {
+	if r := runCLI(t, "", "reject", dir, it.ID, "--reason", "no"); r.code != exitOK {
 		t.Fatalf("reject: exit %d: %s", r.code, r.stderr)
 	}
 	r := runCLI(t, "", "run", dir, "--agent", "keeper", "go on")
