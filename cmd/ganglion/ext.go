@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/goccy/go-yaml"
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
@@ -27,7 +28,7 @@ func newExtCmd(stdout, stderr io.Writer) *cobra.Command {
 var guestBuildArgs = []string{"build", "-buildmode=c-shared", "-trimpath"}
 
 func newExtBuildCmd(stdout, stderr io.Writer) *cobra.Command {
-	var out string
+	var out, config string
 	cmd := &cobra.Command{
 		Use:   "build [DIR]",
 		Short: "Build a Go guest extension into a .wasm module",
@@ -38,7 +39,9 @@ WebAssembly module with the standard Go toolchain:
   GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o OUT
 
 OUT defaults to DIR/<name of DIR>.wasm. The module is then loaded once, to check
-that it is a valid extension, and its manifest is printed.`,
+that it is a valid extension, and its manifest is printed. A guest that checks
+its config: section needs one to load: give it with --config, as YAML or JSON
+text or as @FILE.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
@@ -65,9 +68,13 @@ that it is a valid extension, and its manifest is printed.`,
 			if err := build.Run(); err != nil {
 				return failed(fmt.Errorf("go build in %s: %w", dir, err))
 			}
-			info, err := inspect(cmd, out)
+			info, err := inspect(cmd, out, config)
 			if err != nil {
-				return failed(fmt.Errorf("built %s, but it does not load: %w", out, err))
+				hint := ""
+				if config == "" {
+					hint = " (if it needs its config: section, give one with --config)"
+				}
+				return failed(fmt.Errorf("built %s, but it does not load%s: %w", out, hint, err))
 			}
 			fmt.Fprintf(stdout, "built %s (%d bytes): %s %s, hooks %s, tools %s\n", out, info.Size, info.Manifest.Name,
 				info.Manifest.Version, list(info.Hooks), list(info.Tools))
@@ -75,21 +82,26 @@ that it is a valid extension, and its manifest is printed.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the module to write (default DIR/<name of DIR>.wasm)")
+	cmd.Flags().StringVar(&config, "config", "", "the extension's config: section to load it with, as YAML or JSON, or @FILE")
 	return cmd
 }
 
 func newExtInspectCmd(stdout io.Writer) *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		config string
+	)
 	cmd := &cobra.Command{
 		Use:   "inspect FILE.wasm",
 		Short: "Print a WebAssembly extension's manifest, hooks, tools, imports and exports",
 		Long: `Inspect loads FILE.wasm in a sandbox, runs its ganglion_init, and prints what it
 declares and registers: its manifest, hooks, tools and subscriptions, and the
 functions it imports and exports. A module that is not a valid extension is
-refused with the reason.`,
+refused with the reason. A guest that checks its config: section needs one to
+load: give it with --config, as YAML or JSON text or as @FILE.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			info, err := inspect(cmd, args[0])
+			info, err := inspect(cmd, args[0], config)
 			if err != nil {
 				return failed(err)
 			}
@@ -118,12 +130,18 @@ refused with the reason.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the description as JSON")
+	cmd.Flags().StringVar(&config, "config", "", "the extension's config: section to load it with, as YAML or JSON, or @FILE")
 	return cmd
 }
 
 // inspect loads the module at path with an in-memory cache, granting the
-// secrets it asks for (nothing is provided to it), and describes it.
-func inspect(cmd *cobra.Command, path string) (wasm.Info, error) {
+// secrets it asks for (nothing is provided to it) and giving it config
+// (see extConfig), and describes it.
+func inspect(cmd *cobra.Command, path, config string) (wasm.Info, error) {
+	cfg, err := extConfig(config)
+	if err != nil {
+		return wasm.Info{}, err
+	}
 	code, err := os.ReadFile(path)
 	if err != nil {
 		return wasm.Info{}, err
@@ -133,13 +151,34 @@ func inspect(cmd *cobra.Command, path string) (wasm.Info, error) {
 		return wasm.Info{}, err
 	}
 	defer e.Close()
-	x, err := e.LoadBytes(cmd.Context(), strings.TrimSuffix(filepath.Base(path), ".wasm"), path, code, wasm.Limits{}, wasm.Grants{All: true})
+	x, err := e.LoadBytes(cmd.Context(), strings.TrimSuffix(filepath.Base(path), ".wasm"), path, code, wasm.Limits{}, wasm.Grants{All: true, Config: cfg})
 	if err != nil {
 		return wasm.Info{}, err
 	}
 	info := x.Info()
 	info.Size = len(code)
 	return info, nil
+}
+
+// extConfig turns --config (YAML or JSON text, or @FILE; "" for none) into
+// the JSON a guest reads its config from.
+func extConfig(s string) (json.RawMessage, error) {
+	if s == "" {
+		return nil, nil
+	}
+	src, name := []byte(s), "--config"
+	if path, ok := strings.CutPrefix(s, "@"); ok {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		src, name = b, path
+	}
+	j, err := yaml.YAMLToJSON(src)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not YAML or JSON: %w", name, err)
+	}
+	return j, nil
 }
 
 func list(s []string) string {

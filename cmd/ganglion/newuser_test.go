@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -199,5 +200,57 @@ agents:
 	check(t, "answer approve", r, exitOK, nil, ptr(""), "")
 	if !strings.Contains(r.stdout, "[tool] execute_command -> hi\n") {
 		t.Errorf("the approved call did not run:\n%s", r.stdout)
+	}
+}
+
+var (
+	guardOnce sync.Once
+	guardWasm string
+)
+
+// guardrail builds the repository's guardrail example once.
+func guardrail(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds a Go guest")
+	}
+	guardOnce.Do(func() {
+		out := filepath.Join(filepath.Dir(cliBinary(t)), "guardrail.wasm")
+		if r := exe(t, ".", "", "ext", "build", filepath.Join("..", "..", "examples", "extensions", "guardrail"), "-o", out,
+			"--config", `{block: ["(?i)rm -rf"]}`); r.code != exitOK {
+			t.Fatalf("ext build guardrail: %s", r.stderr)
+		}
+		guardWasm = out
+	})
+	if guardWasm == "" {
+		t.Fatal("the guardrail did not build")
+	}
+	return guardWasm
+}
+
+// TestRunPrintsMiddlewareAnswer: when a middleware answers the turn
+// itself, nothing streams; run prints the answer anyway, once, in text and
+// interactive modes, and a streamed answer is not printed twice.
+func TestRunPrintsMiddlewareAnswer(t *testing.T) {
+	t.Parallel()
+	wasm := guardrail(t)
+	dir := project(t, `workspace: workspace
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: helper
+    extensions:
+      - wasm: `+wasm+`
+        config: {block: ['(?i)\brm\s+-rf\b']}
+`)
+	r := exe(t, dir, "", "run", dir, "please rm -rf /")
+	check(t, "refused turn", r, exitOK, nil, nil, "")
+	if !strings.Contains(r.stdout, "rm -rf") || strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("run printed %q, want the guardrail's one-line answer", r.stdout)
+	}
+	r = exe(t, dir, "", "run", dir, "hello")
+	check(t, "streamed turn", r, exitOK, ptr("echo hello\n"), nil, "")
+	r = exe(t, dir, "please rm -rf /\nhello\n", "run", dir)
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != exitOK || len(lines) != 2 || !strings.Contains(lines[0], "rm -rf") || lines[1] != "echo hello" {
+		t.Errorf("interactive run: exit %d, stdout:\n%s", r.code, r.stdout)
 	}
 }

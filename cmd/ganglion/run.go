@@ -393,6 +393,11 @@ type printer struct {
 	// where is how the commands it suggests name the config and data
 	// directories from the working directory (place).
 	where string
+	// step is the text the watched instance's model streamed in the step
+	// under way, and shown what it streamed in the turn's latest step that
+	// streamed any: endTurn prints an answer that is not what was shown (a
+	// middleware answered the turn, or replaced the model's answer).
+	step, shown strings.Builder
 }
 
 // usageData is the payload of the cli.usage event --json prints last:
@@ -442,6 +447,13 @@ func (p *printer) event(ev events.Event) {
 		if d.Kind == "text" {
 			fmt.Fprint(p.w, d.Text)
 			p.midLine = d.Text != "" && !strings.HasSuffix(d.Text, "\n")
+			p.step.WriteString(d.Text)
+		}
+	case events.StepFinishedData:
+		if p.step.Len() > 0 {
+			p.shown.Reset()
+			p.shown.WriteString(p.step.String())
+			p.step.Reset()
 		}
 	case events.ToolStartedData:
 		p.endLine()
@@ -507,8 +519,17 @@ func (p *printer) endTurn(res *pipeline.TurnResult, err error) {
 		return
 	}
 	p.endLine()
-	if err == nil && res.FinishReason == pipeline.FinishMaxSteps {
+	shown := p.shown.String()
+	p.step.Reset()
+	p.shown.Reset()
+	switch {
+	case err != nil || res == nil:
+	case res.FinishReason == pipeline.FinishMaxSteps:
 		fmt.Fprintf(p.w, "[turn] stopped after %d steps (max_steps) without a final answer\n", res.Steps)
+	case res.FinishReason == pipeline.FinishText && res.Response.Content != "" &&
+		strings.TrimSpace(res.Response.Content) != strings.TrimSpace(shown):
+		// Not what the model streamed: a middleware's answer.
+		fmt.Fprintln(p.w, strings.TrimRight(res.Response.Content, "\n"))
 	}
 }
 
