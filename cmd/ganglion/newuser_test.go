@@ -254,3 +254,32 @@ agents:
 		t.Errorf("interactive run: exit %d, stdout:\n%s", r.code, r.stdout)
 	}
 }
+
+// TestPendingListsWithoutRunning: a listing runs no turn, not even the
+// resume of an item whose deadline has passed; run and resume do that.
+func TestPendingListsWithoutRunning(t *testing.T) {
+	t.Parallel()
+	dir := pendingProject(t)
+	cfg := strings.Replace(pendingConfig, "  - name: asker\n    tools: [execute_command]\n    extensions: [{name: protocol}]",
+		"  - name: asker\n    tools: [execute_command]\n    extensions: [{name: protocol, config: {timeout: 1500ms}}]", 1)
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(cfg), 0o644))
+	r := exe(t, dir, "", "run", dir, "What pricing should we use?")
+	check(t, "run", r, exitPaused, nil, nil, "")
+	before := exe(t, dir, "", "history", dir, "--agent", "asker", "--json").stdout
+	time.Sleep(1600 * time.Millisecond) // past the deadline
+	for _, args := range [][]string{{"pending", dir}, {"pending", dir, "--all", "--json"}} {
+		if r := exe(t, dir, "", args...); r.code != exitOK || strings.Contains(r.stdout, "Resumed") {
+			t.Errorf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if after := exe(t, dir, "", "history", dir, "--agent", "asker", "--json").stdout; after != before {
+		t.Errorf("pending ran a turn:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if it := onlyItem(t, dir); it.Status != "pending" {
+		t.Errorf("after listing, the item is %s; want it pending until run or resume expires it", it.Status)
+	}
+	r = exe(t, dir, "", "resume", dir)
+	if h := exe(t, dir, "", "history", dir, "--agent", "asker").stdout; r.code != exitOK || !strings.Contains(h, "Resumed with:") {
+		t.Errorf("resume did not expire and resume the item: exit %d\n%s%s\nhistory:\n%s", r.code, r.stdout, r.stderr, h)
+	}
+}
