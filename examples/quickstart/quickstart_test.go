@@ -60,6 +60,11 @@ func TestQuickStart(t *testing.T) {
 	if err := os.CopyFS(filepath.Join(work, "examples", "quickstart"), os.DirFS(filepath.Join(root, "examples", "quickstart"))); err != nil {
 		t.Fatal(err)
 	}
+	// Not the data a run of the quick start left in the repository (its
+	// key file would be copied without its mode 0600): a new user's first run.
+	if err := os.RemoveAll(filepath.Join(work, "examples", "quickstart", ".ganglion")); err != nil {
+		t.Fatal(err)
+	}
 	const want = `Let me read the notes first.
 [tool] read_file {"path":"notes.txt"}
 [tool] read_file -> 4 lines
