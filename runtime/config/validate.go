@@ -239,7 +239,11 @@ func (v *validator) agent(i int, firstAgent map[string]int) {
 		case t == "":
 			v.errorf(tp, "%stools[%d]: empty tool name", pre, j)
 		case v.tools.unknown(t):
-			v.errorf(tp, "%sunknown tool %q%s", pre, t, v.tools.hint())
+			more := ""
+			if len(a.Extensions) > 0 {
+				more = "; an extension's own tools need no listing: the agent is offered them with the extension"
+			}
+			v.errorf(tp, "%sunknown tool %q%s%s", pre, t, v.tools.hint(), more)
 		}
 	}
 

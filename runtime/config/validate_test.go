@@ -24,6 +24,12 @@ agents:
   tools:
     - reed_file
 `, `ganglion.yaml:7:7: agent "assistant": unknown tool "reed_file" (known: execute_command, list_files, read_file, write_file)`},
+	{"extension_tool_listed", `model: {provider: scripted, script: script.yaml}
+agents:
+- name: assistant
+  tools: [word_count]
+  extensions: [{name: audit}]
+`, `ganglion.yaml:4:11: agent "assistant": unknown tool "word_count" (known: execute_command, list_files, read_file, write_file)` + extToolHint},
 	{"empty_tool_name", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant
@@ -291,7 +297,7 @@ agents:
 			},
 			want: []string{
 				`ganglion.yaml:1:19: model: unknown provider "mystery"`,
-				`ganglion.yaml:4:13: agent "assistant": unknown tool "anything"`,
+				`ganglion.yaml:4:13: agent "assistant": unknown tool "anything"` + extToolHint,
 				`ganglion.yaml:5:25: agent "assistant": unknown extension "whatever"`,
 			},
 		},
@@ -307,7 +313,7 @@ agents:
 			known: config.Known{
 				ToolNames: func() []string { return nil },
 			},
-			want: []string{`ganglion.yaml:4:13: agent "assistant": unknown tool "anything" (none are registered)`},
+			want: []string{`ganglion.yaml:4:13: agent "assistant": unknown tool "anything" (none are registered)` + extToolHint},
 		},
 	}
 	for _, tt := range tests {
@@ -387,3 +393,6 @@ func TestErrorFields(t *testing.T) {
 		t.Errorf("Unwrap() = %v, want nil for a semantic error", e.Unwrap())
 	}
 }
+
+// extToolHint ends an unknown-tool error of an agent with extensions.
+const extToolHint = "; an extension's own tools need no listing: the agent is offered them with the extension"
