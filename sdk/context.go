@@ -388,6 +388,10 @@ type AgentOptions struct {
 	Instance string
 	// Timeout bounds a Request; zero: the host's default (15 s).
 	Timeout time.Duration
+	// Metadata is added to the call's input metadata, beside the caller's
+	// (callerAgent, callerInstanceKey, callerTurnId, callSource); it must
+	// encode as JSON.
+	Metadata map[string]any
 }
 
 // AgentReply is the answer of a [Agents.Request].
@@ -397,14 +401,15 @@ type AgentReply struct {
 }
 
 type agentRequest struct {
-	Agent     string `json:"agent"`
-	Instance  string `json:"instance,omitempty"`
-	Text      string `json:"text"`
-	TimeoutMS int64  `json:"timeout_ms,omitempty"`
+	Agent     string         `json:"agent"`
+	Instance  string         `json:"instance,omitempty"`
+	Text      string         `json:"text"`
+	TimeoutMS int64          `json:"timeout_ms,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
 }
 
 func (a *Agents) request(agent, text string, o AgentOptions) ([]byte, error) {
-	return json.Marshal(agentRequest{Agent: agent, Instance: o.Instance, Text: text, TimeoutMS: o.Timeout.Milliseconds()})
+	return json.Marshal(agentRequest{Agent: agent, Instance: o.Instance, Text: text, TimeoutMS: o.Timeout.Milliseconds(), Metadata: o.Metadata})
 }
 
 // Request asks agent and waits for its answer.

@@ -556,10 +556,10 @@ func TestAgents(t *testing.T) {
 	if err != nil || reply.Text != "pong from the reviewer" || reply.FinishReason != "text_response" {
 		t.Fatalf("Request = %+v, %v", reply, err)
 	}
-	if err := (&Step{conversation: conversation{hook{8}}}).Agents().Send("notifier", "done", AgentOptions{Instance: "ops"}); err != nil {
+	if err := (&Step{conversation: conversation{hook{8}}}).Agents().Send("notifier", "done", AgentOptions{Instance: "ops", Metadata: map[string]any{"priority": "high"}}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`{"agent":"reviewer","text":"review this","timeout_ms":2000}`, `{"agent":"notifier","instance":"ops","text":"done"}`}
+	want := []string{`{"agent":"reviewer","text":"review this","timeout_ms":2000}`, `{"agent":"notifier","instance":"ops","text":"done","metadata":{"priority":"high"}}`}
 	if strings.Join(f.agentReqs, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests = %q, want %q", f.agentReqs, want)
 	}

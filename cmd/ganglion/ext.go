@@ -106,6 +106,13 @@ load: give it with --config, as YAML or JSON text or as @FILE.`,
 				return failed(err)
 			}
 			if asJSON {
+				m := &info.Manifest
+				for _, l := range []*[]string{&m.Hooks, &m.Tools, &m.Topics.Publish, &m.Topics.Subscribe, &m.Agents, &m.Secrets,
+					&info.Hooks, &info.Tools, &info.Subscriptions, &info.Imports, &info.Exports} {
+					if *l == nil {
+						*l = []string{}
+					}
+				}
 				b, err := json.MarshalIndent(info, "", "  ")
 				if err != nil {
 					return failed(err)

@@ -40,6 +40,11 @@ func TestExtInspect(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &info); err != nil || info.Manifest.Name != "guard" || len(info.Hooks) != 1 || info.Tools[0] != "pong" {
 		t.Fatalf("--json = %s (%v)", r.stdout, err)
 	}
+	// A list the module leaves empty is [], not null: a reader can range
+	// over every field.
+	if strings.Contains(r.stdout, "null") {
+		t.Errorf("--json holds null:\n%s", r.stdout)
+	}
 }
 
 // TestExtBuild builds the tool example with the Go toolchain and loads it.
