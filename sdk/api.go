@@ -282,6 +282,12 @@ func doInit() error {
 	err := ext.setup(newAPI(r))
 	r.sealed = true
 	if err != nil {
+		// Say what the module is all the same, without what setup
+		// registered, so that a host can still show it (ganglion ext
+		// inspect of a guest given no config).
+		if mb, merr := json.Marshal(manifestFor(*ext.manifest, nil)); merr == nil {
+			host.manifest(mb)
+		}
 		return fmt.Errorf("setup: %w", err)
 	}
 	if err := errors.Join(r.errs...); err != nil {

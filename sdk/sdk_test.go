@@ -434,6 +434,12 @@ func TestInitFailures(t *testing.T) {
 			if code := runInit(); code != 1 || !strings.HasPrefix(f.guestErr, tt.want) {
 				t.Errorf("runInit() = %d, %q; want 1, %q", code, f.guestErr, tt.want)
 			}
+			// A setup that failed still declares the manifest, for a host
+			// to show; so does a registration the host refused, after it.
+			wantDeclared := strings.HasPrefix(tt.want, "setup: ") || tt.name == "host refuses a registration"
+			if declared := strings.Contains(f.gotManifest, `"name":"x"`); declared != wantDeclared {
+				t.Errorf("manifest declared = %v (%q), want %v", declared, f.gotManifest, wantDeclared)
+			}
 		})
 	}
 }

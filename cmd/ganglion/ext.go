@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,7 @@ func newExtCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "ext",
 		Short: "Build and inspect WebAssembly extensions",
 	}
-	cmd.AddCommand(newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout))
+	cmd.AddCommand(newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout, stderr))
 	return cmd
 }
 
@@ -86,7 +87,7 @@ text or as @FILE.`,
 	return cmd
 }
 
-func newExtInspectCmd(stdout io.Writer) *cobra.Command {
+func newExtInspectCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		asJSON bool
 		config string
@@ -98,11 +99,16 @@ func newExtInspectCmd(stdout io.Writer) *cobra.Command {
 declares and registers: its manifest, hooks, tools and subscriptions, and the
 functions it imports and exports. A module that is not a valid extension is
 refused with the reason. A guest that checks its config: section needs one to
-load: give it with --config, as YAML or JSON text or as @FILE.`,
+load: give it with --config, as YAML or JSON text or as @FILE. Without one,
+inspect still shows the manifest such a guest declared before it failed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			info, err := inspect(cmd, args[0], config)
-			if err != nil {
+			var ie *wasm.InitError
+			if err != nil && config == "" && errors.As(err, &ie) {
+				fmt.Fprintf(stderr, "ganglion: %v\nganglion: showing the manifest it declared; to see what it registers, give its config with --config\n", err)
+				info = wasm.Info{Manifest: ie.Manifest}
+			} else if err != nil {
 				return failed(err)
 			}
 			if asJSON {

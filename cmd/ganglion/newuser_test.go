@@ -283,3 +283,20 @@ func TestPendingListsWithoutRunning(t *testing.T) {
 		t.Errorf("resume did not expire and resume the item: exit %d\n%s%s\nhistory:\n%s", r.code, r.stdout, r.stderr, h)
 	}
 }
+
+// TestExtInspectWithoutConfig: a guest that refuses to start without its
+// config is still inspectable: its manifest shows, and stderr says how to
+// see the rest.
+func TestExtInspectWithoutConfig(t *testing.T) {
+	t.Parallel()
+	wasm := guardrail(t)
+	r := exe(t, ".", "", "ext", "inspect", wasm)
+	if r.code != exitOK || !strings.Contains(r.stdout, "name:          guardrail\n") || !strings.Contains(r.stderr, "give its config with --config") ||
+		!strings.Contains(r.stderr, "block lists no pattern") {
+		t.Errorf("inspect without config: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = exe(t, ".", "", "ext", "inspect", wasm, "--json", "--config", `{block: ["x"]}`)
+	if r.code != exitOK || !strings.Contains(r.stdout, `"turn"`) {
+		t.Errorf("inspect with config: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}

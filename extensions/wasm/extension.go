@@ -463,6 +463,18 @@ type Info struct {
 	Size          int      `json:"size,omitempty"` // bytes of the module, if known
 }
 
+// InitError is the error of a module whose ganglion_init failed after it
+// declared its manifest, most often because it checks its config and was
+// given none: what it declared can still be shown (ganglion ext inspect).
+type InitError struct {
+	Manifest Manifest
+	Err      error
+}
+
+func (e *InitError) Error() string { return e.Err.Error() }
+
+func (e *InitError) Unwrap() error { return e.Err }
+
 // Info describes the module: its manifest, what its init registered, and
 // its imports and exports.
 func (x *Extension) Info() Info {

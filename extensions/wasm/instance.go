@@ -151,7 +151,11 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 		return nil, err
 	}
 	if len(res) != 1 || int32(res[0]) != 0 {
-		return nil, fmt.Errorf("%s failed: %s", exportInit, in.takeGuestErr())
+		err := fmt.Errorf("%s failed: %s", exportInit, in.takeGuestErr())
+		if st.manifest != nil {
+			return nil, &InitError{Manifest: *st.manifest, Err: err}
+		}
+		return nil, err
 	}
 	if st.manifest == nil {
 		if in.lastErr != "" { // manifest was called, and refused
