@@ -23,7 +23,7 @@ import (
 // an exported interface, which is counted already, and counting it would
 // penalise the cut the limit asks for (returning an interface, not the
 // implementation). It only goes down; the goal is 550.
-const maxExported = 600
+const maxExported = 598
 
 // TestSurface holds the line on the number of exported identifiers. When it
 // fails, unexport or delete before raising the limit: see STYLE.md's "A small

@@ -46,7 +46,7 @@ const providerName = "anthropic"
 // thinkingCacheSize bounds the responses whose thinking blocks are kept.
 const thinkingCacheSize = 1024
 
-// Config configures a [Provider].
+// Config configures a [provider].
 type Config struct {
 	// Model is the model's name ("claude-sonnet-4-5"), used when
 	// Request.Model is empty.
@@ -73,20 +73,29 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Provider streams responses of Anthropic's Messages API. It is safe for
+// provider streams responses of Anthropic's Messages API. It is safe for
 // concurrent use.
-type Provider struct {
+type provider struct {
 	cfg      Config
 	client   sdk.Client
 	thinking thinkingCache
-	redactor atomic.Pointer[keyRedactor] // of the last key; see [Provider.redactorFor]
+	redactor atomic.Pointer[keyRedactor] // of the last key; see redactorFor
 }
 
-var _ model.Provider = (*Provider)(nil)
+var _ model.Provider = (*provider)(nil)
 
 // New returns a provider for cfg. It checks the config; the API key is
 // looked up for each request, so New needs none.
-func New(cfg Config) (*Provider, error) {
+func New(cfg Config) (model.Provider, error) {
+	p, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// build is New, returning the provider itself for the package's tests.
+func build(cfg Config) (*provider, error) {
 	if cfg.BaseURL == "" {
 		cfg.BaseURL = defaultBaseURL
 	}
@@ -107,7 +116,7 @@ func New(cfg Config) (*Provider, error) {
 	if hc == nil {
 		hc = model.HTTPClient()
 	}
-	p := &Provider{cfg: cfg}
+	p := &provider{cfg: cfg}
 	p.client = sdk.NewClient(
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(cfg.BaseURL),
@@ -120,7 +129,7 @@ func New(cfg Config) (*Provider, error) {
 // Stream sends req and returns the stream of its response. A failure to
 // open the stream is returned as a [*model.Error] (or, when ctx ended, an
 // error matching ctx's error with errors.Is).
-func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
+func (p *provider) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
 	if req == nil {
 		return nil, &model.Error{Kind: model.ErrorInvalidRequest, Provider: providerName, Message: "nil request"}
 	}
@@ -153,7 +162,7 @@ type keyRedactor struct {
 // redactorFor returns the redactor that masks key, labelled with
 // Config.APIKeyEnv, in error text. It keeps the one of the last key: the key
 // is looked up for each request but seldom changes.
-func (p *Provider) redactorFor(key string) *secret.Redactor {
+func (p *provider) redactorFor(key string) *secret.Redactor {
 	if kr := p.redactor.Load(); kr != nil && kr.key == key {
 		return kr.red
 	}
@@ -164,7 +173,7 @@ func (p *Provider) redactorFor(key string) *secret.Redactor {
 
 // apiKey resolves the key: the environment first, then the instance's
 // secrets.
-func (p *Provider) apiKey(req *model.Request) (string, error) {
+func (p *provider) apiKey(req *model.Request) (string, error) {
 	name := p.cfg.APIKeyEnv
 	if k := os.Getenv(name); k != "" {
 		return k, nil
@@ -178,7 +187,7 @@ func (p *Provider) apiKey(req *model.Request) (string, error) {
 }
 
 // params maps req to the SDK's request.
-func (p *Provider) params(req *model.Request) (sdk.MessageNewParams, error) {
+func (p *provider) params(req *model.Request) (sdk.MessageNewParams, error) {
 	var params sdk.MessageNewParams
 	name := req.Model
 	if name == "" {
@@ -269,7 +278,7 @@ func stripThinking(msgs []sdk.MessageParam) {
 }
 
 // messages maps the history, merging consecutive messages of one role.
-func (p *Provider) messages(list pipeline.MessageList, thinking bool) ([]sdk.MessageParam, error) {
+func (p *provider) messages(list pipeline.MessageList, thinking bool) ([]sdk.MessageParam, error) {
 	if list == nil {
 		return nil, nil
 	}
@@ -530,7 +539,7 @@ type block struct {
 
 // stream reads the events of one response.
 type stream struct {
-	p   *Provider
+	p   *provider
 	ctx context.Context
 	sse *ssestream.Stream[sdk.MessageStreamEventUnion]
 	red *secret.Redactor // masks the key in errors

@@ -133,13 +133,13 @@ func (f *fakeAPI) lastHeader() http.Header {
 	return f.headers[len(f.headers)-1]
 }
 
-func newProvider(t *testing.T, baseURL string, mod func(*Config)) *Provider {
+func newProvider(t *testing.T, baseURL string, mod func(*Config)) *provider {
 	t.Helper()
 	cfg := Config{Model: "claude-test", BaseURL: baseURL, APIKeyEnv: testKeyEnv}
 	if mod != nil {
 		mod(&cfg)
 	}
-	p, err := New(cfg)
+	p, err := build(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestAPIKey(t *testing.T) {
 	})
 
 	t.Run("default variable", func(t *testing.T) {
-		p, err := New(Config{})
+		p, err := build(Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,8 +295,8 @@ func TestNewErrors(t *testing.T) {
 		{Thinking: -1},
 		{MaxOutputTokens: -1},
 	} {
-		if _, err := New(cfg); err == nil {
-			t.Errorf("New(%+v) accepted", cfg)
+		if _, err := build(cfg); err == nil {
+			t.Errorf("build(%+v) accepted", cfg)
 		}
 	}
 }

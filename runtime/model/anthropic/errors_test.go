@@ -308,22 +308,22 @@ func TestKeyFormsMasked(t *testing.T) {
 	paths := []struct {
 		name string
 		// provider returns a provider whose calls echo form.
-		provider func(t *testing.T, form string) *Provider
+		provider func(t *testing.T, form string) *provider
 		want     string // the error's text
 	}{
-		{"error status", func(t *testing.T, form string) *Provider {
+		{"error status", func(t *testing.T, form string) *provider {
 			api := newFakeAPI(t, reply{status: 401, body: `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key ` + form + `"}}`})
 			return newProvider(t, api.srv.URL, nil)
 		}, "anthropic: authentication failed (HTTP 401): invalid x-api-key " + mask},
-		{"error event", func(t *testing.T, form string) *Provider {
+		{"error event", func(t *testing.T, form string) *provider {
 			api := newFakeAPI(t, reply{body: sse("message_start", messageStart, "error", `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded for `+form+`"}}`)})
 			return newProvider(t, api.srv.URL, nil)
 		}, "anthropic: transient error: Overloaded for " + mask},
-		{"error event not JSON", func(t *testing.T, form string) *Provider {
+		{"error event not JSON", func(t *testing.T, form string) *provider {
 			api := newFakeAPI(t, reply{body: sse("message_start", messageStart, "error", "key "+form)})
 			return newProvider(t, api.srv.URL, nil)
 		}, "anthropic: error: error event: key " + mask},
-		{"transport error", func(t *testing.T, form string) *Provider {
+		{"transport error", func(t *testing.T, form string) *provider {
 			hc := &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
 				return nil, errors.New("proxy refused key " + form)
 			})}

@@ -76,7 +76,7 @@ var benchReq = &model.Request{
 // provider's decoding and chunk assembly.
 func BenchmarkStreamDecode(b *testing.B) {
 	data := benchStream(1 << 20)
-	p, err := New(Config{BaseURL: "http://bench.invalid/v1", HTTPClient: &http.Client{Transport: memTransport{data}}})
+	p, err := build(Config{BaseURL: "http://bench.invalid/v1", HTTPClient: &http.Client{Transport: memTransport{data}}})
 	if err != nil {
 		b.Fatal(err)
 	}

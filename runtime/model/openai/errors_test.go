@@ -254,7 +254,7 @@ func TestKeyNeverInErrors(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p, err := New(Config{BaseURL: "http://" + addr + "/v1", Model: "m", APIKeyEnv: keyEnv})
+	p, err := build(Config{BaseURL: "http://" + addr + "/v1", Model: "m", APIKeyEnv: keyEnv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestRefusedConnection(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	p, err := New(Config{BaseURL: "http://" + addr + "/v1", Model: "m"})
+	p, err := build(Config{BaseURL: "http://" + addr + "/v1", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,28 +386,28 @@ func TestKeyFormsMasked(t *testing.T) {
 	paths := []struct {
 		name string
 		// provider returns a provider whose calls echo form.
-		provider func(t *testing.T, form string) *Provider
+		provider func(t *testing.T, form string) *provider
 		want     string // the error's text
 	}{
-		{"error status", func(t *testing.T, form string) *Provider {
+		{"error status", func(t *testing.T, form string) *provider {
 			p, _ := serve(t, cfg, status(401, nil, `{"error":{"message":"Incorrect API key provided: `+form+`","type":"invalid_request_error","code":"invalid_api_key"}}`))
 			return p
 		}, "openai: authentication failed (HTTP 401): Incorrect API key provided: " + mask},
-		{"error in the stream", func(t *testing.T, form string) *Provider {
+		{"error in the stream", func(t *testing.T, form string) *provider {
 			p, _ := serve(t, cfg, streaming(sse(ev(`{"content":"a"}`), `{"error":{"message":"failed for key `+form+`","type":"server_error"}}`)))
 			return p
 		}, "openai: transient error: failed for key " + mask},
-		{"JSON error in a 200", func(t *testing.T, form string) *Provider {
+		{"JSON error in a 200", func(t *testing.T, form string) *provider {
 			p, _ := serve(t, cfg, status(200, nil, `{"error":{"message":"upstream refused key `+form+`","code":502}}`))
 			return p
 		}, "openai: transient error (HTTP 502): upstream refused key " + mask},
-		{"transport error", func(t *testing.T, form string) *Provider {
+		{"transport error", func(t *testing.T, form string) *provider {
 			c := cfg
 			c.BaseURL, c.Model = "http://api.invalid/v1", "m"
 			c.HTTPClient = &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
 				return nil, errors.New("proxy refused key " + form)
 			})}
-			p, err := New(c)
+			p, err := build(c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -453,7 +453,7 @@ func TestKeyFormsMasked(t *testing.T) {
 func TestTransportErrorCause(t *testing.T) {
 	t.Parallel()
 	refused := errors.New("proxy refused")
-	p, err := New(Config{BaseURL: "http://api.invalid/v1", Model: "m", APIKeyEnv: "GANGLION_TEST_OPENAI_FORMS", HTTPClient: &http.Client{
+	p, err := build(Config{BaseURL: "http://api.invalid/v1", Model: "m", APIKeyEnv: "GANGLION_TEST_OPENAI_FORMS", HTTPClient: &http.Client{
 		Transport: roundTripFunc(func(*http.Request) (*http.Response, error) { return nil, refused }),
 	}})
 	if err != nil {

@@ -38,7 +38,7 @@ const (
 	maxTokens           = "max_tokens"
 )
 
-// Config configures a [Provider].
+// Config configures a [provider].
 type Config struct {
 	// Model is the model's name, used when Request.Model is empty.
 	Model string
@@ -71,19 +71,28 @@ type Config struct {
 	Headers map[string]string
 }
 
-// Provider streams chat completions; create one with [New].
-type Provider struct {
+// provider streams chat completions; create one with [New].
+type provider struct {
 	cfg        Config
 	svc        oa.ChatCompletionService
 	completion bool                        // send the bound as max_completion_tokens
-	redactor   atomic.Pointer[keyRedactor] // of the last key; see [Provider.redactorFor]
+	redactor   atomic.Pointer[keyRedactor] // of the last key; see redactorFor
 }
 
-var _ model.Provider = (*Provider)(nil)
+var _ model.Provider = (*provider)(nil)
 
 // New returns a provider for cfg. It fails when BaseURL is not an absolute
 // http or https URL or MaxTokensField is unknown.
-func New(cfg Config) (*Provider, error) {
+func New(cfg Config) (model.Provider, error) {
+	p, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// build is New, returning the provider itself for the package's tests.
+func build(cfg Config) (*provider, error) {
 	base := cfg.BaseURL
 	if base == "" {
 		base = defaultBaseURL
@@ -95,7 +104,7 @@ func New(cfg Config) (*Provider, error) {
 	if u.User != nil {
 		return nil, fmt.Errorf("openai: base URL must not hold credentials: give the key through api_key_env")
 	}
-	p := &Provider{cfg: cfg}
+	p := &provider{cfg: cfg}
 	switch cfg.MaxTokensField {
 	case "":
 		p.completion = strings.EqualFold(u.Hostname(), "api.openai.com")
@@ -133,7 +142,7 @@ func New(cfg Config) (*Provider, error) {
 // Stream sends req and returns the stream of its answer. A failure before
 // the answer starts is returned as a [*model.Error], or as ctx's error when
 // ctx is done.
-func (p *Provider) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
+func (p *provider) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -186,7 +195,7 @@ type keyRedactor struct {
 // Config.APIKeyEnv, in error text; nil, which masks nothing, when there is
 // no key. It keeps the one of the last key: the key is looked up for each
 // request but seldom changes.
-func (p *Provider) redactorFor(key string) *secret.Redactor {
+func (p *provider) redactorFor(key string) *secret.Redactor {
 	if key == "" {
 		return nil
 	}
@@ -199,7 +208,7 @@ func (p *Provider) redactorFor(key string) *secret.Redactor {
 }
 
 // apiKey resolves the request's key: "" when none is configured.
-func (p *Provider) apiKey(req *model.Request) (string, error) {
+func (p *provider) apiKey(req *model.Request) (string, error) {
 	env := p.cfg.APIKeyEnv
 	if env == "" {
 		return "", nil

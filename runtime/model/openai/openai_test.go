@@ -190,7 +190,7 @@ func status(code int, header map[string]string, body string) http.HandlerFunc {
 }
 
 // serve starts a server with the answers and a provider for it.
-func serve(t *testing.T, cfg Config, answers ...http.HandlerFunc) (*Provider, *replay) {
+func serve(t *testing.T, cfg Config, answers ...http.HandlerFunc) (*provider, *replay) {
 	t.Helper()
 	r := &replay{answers: answers}
 	srv := httptest.NewServer(r)
@@ -200,7 +200,7 @@ func serve(t *testing.T, cfg Config, answers ...http.HandlerFunc) (*Provider, *r
 		cfg.Model = "gpt-4o-mini"
 	}
 	cfg.HTTPClient = srv.Client()
-	p, err := New(cfg)
+	p, err := build(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,9 +303,9 @@ func TestNew(t *testing.T) {
 		{Config{MaxOutputTokens: -1}, "openai: max output tokens -1 is negative"},
 		{Config{Headers: map[string]string{"authorization": "Bearer x"}}, "openai: the Authorization header comes from api_key_env, not from headers"},
 	} {
-		_, err := New(c.cfg)
+		_, err := build(c.cfg)
 		if err == nil || err.Error() != c.err {
-			t.Errorf("New(%+v) = %v, want %q", c.cfg, err, c.err)
+			t.Errorf("build(%+v) = %v, want %q", c.cfg, err, c.err)
 		}
 	}
 	for _, c := range []struct {
@@ -318,12 +318,12 @@ func TestNew(t *testing.T) {
 		{Config{BaseURL: "http://localhost:11434/v1", MaxTokensField: maxCompletionTokens}, true},
 		{Config{MaxTokensField: maxTokens}, false},
 	} {
-		p, err := New(c.cfg)
+		p, err := build(c.cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.completion != c.completion {
-			t.Errorf("New(%+v): max_completion_tokens %v, want %v", c.cfg, p.completion, c.completion)
+			t.Errorf("build(%+v): max_completion_tokens %v, want %v", c.cfg, p.completion, c.completion)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 var emptySchema = shared.FunctionParameters{"type": "object", "properties": json.RawMessage("{}")}
 
 // params maps req to the SDK's request.
-func (p *Provider) params(req *model.Request) (oa.ChatCompletionNewParams, error) {
+func (p *provider) params(req *model.Request) (oa.ChatCompletionNewParams, error) {
 	var params oa.ChatCompletionNewParams
 	params.Model = req.Model
 	if params.Model == "" {

@@ -232,8 +232,8 @@ func TestStreamEdgeCases(t *testing.T) {
 		{"error as a string", sse(ev(`{"content":"a"}`), `{"error":"something broke"}`),
 			[]model.Chunk{text("a"), failure(model.ErrorOther, 0, "something broke")}},
 		{"OpenRouter error with finish_reason error", sse(ev(`{"content":"a"}`),
-			`{"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"m","provider":"X","error":{"code":502,"message":"Provider returned error"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`),
-			[]model.Chunk{text("a"), failure(model.ErrorTransient, 502, "Provider returned error")}},
+			`{"id":"gen-1","object":"chat.completion.chunk","created":1,"model":"m","provider":"X","error":{"code":502,"message":"provider returned error"},"choices":[{"index":0,"delta":{"content":""},"finish_reason":"error"}]}`),
+			[]model.Chunk{text("a"), failure(model.ErrorTransient, 502, "provider returned error")}},
 		{"finish_reason error alone", sse(ev(`{"content":"a"}`), finish("error")),
 			[]model.Chunk{text("a"), failure(model.ErrorTransient, 0, "the server ended the answer with an error")}},
 	}
@@ -376,7 +376,7 @@ func TestClose(t *testing.T) {
 func TestBenchStream(t *testing.T) {
 	t.Parallel()
 	data := benchStream(64 << 10)
-	p, err := New(Config{BaseURL: "http://bench.invalid/v1", Model: "m", HTTPClient: &http.Client{Transport: memTransport{data}}})
+	p, err := build(Config{BaseURL: "http://bench.invalid/v1", Model: "m", HTTPClient: &http.Client{Transport: memTransport{data}}})
 	if err != nil {
 		t.Fatal(err)
 	}
