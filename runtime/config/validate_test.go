@@ -241,7 +241,7 @@ func TestValidateManyInOrder(t *testing.T) {
 	got := firstLines(errorList(t, err))
 	want := []string{
 		`ganglion.yaml:2:13: model: the scripted provider needs "script", the file of its responses`,
-		`ganglion.yaml:5:24: agent "assistant": unknown tool "reed_file" (known: execute_command, list_files, read_file, write_file)`,
+		`ganglion.yaml:5:24: agent "assistant": unknown tool "reed_file" (known: execute_command, list_files, read_file, write_file)` + extToolHint,
 		`ganglion.yaml:5:35: agent "assistant": duplicate tool "read_file" (first at line 5)`,
 		`ganglion.yaml:6:16: agent "assistant": max_steps must be between 1 and 1000, got 5000`,
 		`ganglion.yaml:9:19: agent "assistant": extension "audit": on_error must be fail_closed or fail_open, got "never"`,
