@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -403,7 +402,7 @@ func howToAnswer(it ledger.Item, where string) string {
 // shell.
 func place(dir, data string) string {
 	var b strings.Builder
-	if abs, err := filepath.Abs(dir); err != nil || !sameDir(abs, ".") {
+	if !sameDir(dir, ".") {
 		b.WriteString(" " + shellQuote(dir))
 	}
 	if data != "" {

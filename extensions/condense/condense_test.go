@@ -280,7 +280,7 @@ func TestWhenToCondense(t *testing.T) {
 		size, reserved, toks int
 		condenses            bool
 	}{
-		{"under the limit", "{}", 1000, 100, 800, false},
+		{"under the limit", "{}", 1000, 100, 700, false},
 		{"at the limit", "{}", 1000, 100, 800, false},
 		{"past it", "{}", 1000, 100, 801, true},
 		{"no window: never", "{}", 0, 0, 1 << 30, false},
