@@ -215,21 +215,7 @@ func (a *agent) turnTask(ctx context.Context, inst *instance, in pipeline.InputE
 		return ""
 	}
 	turn, _ := in.Metadata["resumes"].(string)
-	if id := a.pausedTask(ctx, inst.key, turn); id != "" {
-		return id
-	}
-	// A stop of the process can come between a task's turn pausing and the
-	// task being marked paused: the task is still the one whose input
-	// started the chain of turns that paused.
-	t, ok := inst.lastTurn()
-	if !ok || t.task() == "" {
-		return ""
-	}
-	task, err := a.rt.Task(ctx, t.task())
-	if err != nil || task.Agent != a.name || task.Instance != inst.key || (task.State != TaskQueued && task.State != TaskReporting) {
-		return ""
-	}
-	return task.ID
+	return a.pausedTask(ctx, inst.key, turn)
 }
 
 // pausedTask returns the task whose turn paused as turn, or "".
@@ -491,7 +477,8 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	}
 	if err := r.commitTasks(ctx, []*Task{&parent}, done...); err != nil {
 		// The children stay stored; at the next start their answers are
-		// found in their histories (recoverAnswer) and reported again.
+		// found in their histories when their instances load (resettleTask)
+		// and reported again.
 		return fmt.Errorf("tasks %s: reporting to task %s: %w", strings.Join(done, ", "), parent.ID, err)
 	}
 	if ready {
@@ -796,9 +783,6 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		}
 		switch t.State {
 		case TaskQueued:
-			if r.recoverAnswer(ctx, &t) {
-				continue
-			}
 			r.dispatch(&t)
 		case TaskReporting:
 			r.deliverReport(t.ID)
@@ -810,56 +794,67 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 	}
 }
 
-// recoverAnswer completes queued task t with the answer its turn gave, if
-// that turn ran to its end but the process stopped before the task
-// recorded it: the turn does not run twice. It reports whether it did.
-func (r *Runtime) recoverAnswer(ctx context.Context, t *Task) bool {
-	msgs, err := r.History(ctx, t.Agent, t.Instance)
-	if err != nil {
-		r.logger.Error("reading a task's history failed", "task", t.ID, "err", err)
-		return false
+// resettleTask settles, when inst loads, the task whose turn ended while
+// the task did not record it: the process stopped between the commit that
+// stored the turn's answer (or the question it paused on) and the task's
+// own. The history is the record: its last turn, with the resumes of its
+// pauses, works on the task, ran to its answer or paused, and the task
+// still waits for that turn. The task is then settled as the turn's end
+// would have settled it (completed and reported, or marked paused), so
+// that the turn does not run again and the task does not wait for a turn
+// that ran. The caller holds the instance's slot.
+func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
+	tr, ok := inst.lastTurn()
+	if !ok || tr.task() == "" {
+		return nil
 	}
-	answer, ok := turnAnswer(msgs, t.ID)
-	if !ok {
-		return false
+	turnID, _ := tr.last.Metadata["turn_id"].(string)
+	paused := false // the turn waits for a human
+	for _, turn := range inst.paused {
+		paused = paused || turn == turnID
 	}
-	// A reply that asked a human is no answer: the turn paused (a stop of
-	// the process came before the task was marked paused).
-	if open, err := r.ledger.List(ctx, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err != nil || len(open) > 0 {
-		return false
+	if turnID == "" || !tr.answered && !paused {
+		return nil // cut short in a step: the task's next turn continues it (interrupt.go)
 	}
-	r.tasks.mu.Lock()
-	cur, err := r.Task(ctx, t.ID)
-	r.tasks.mu.Unlock()
-	if err != nil || cur.State != TaskQueued {
-		return err == nil // gone: nothing to do; changed: not ours
+	t, err := a.rt.Task(ctx, tr.task())
+	switch {
+	case errors.Is(err, ErrNoTask):
+		return nil
+	case err != nil:
+		return err
+	case t.Agent != a.name || t.Instance != inst.key:
+		return nil
 	}
-	if err := r.completeTask(ctx, &cur, answer, nil); err != nil {
-		r.logger.Error("completing an answered task failed", "task", t.ID, "err", err)
+	_, report := tr.origin.Metadata["reported"]
+	var stale bool
+	switch {
+	case paused:
+		stale = t.State != TaskPaused || t.Turn != turnID
+	case t.State == TaskQueued:
+		stale = !report
+	case t.State == TaskReporting, t.State == TaskWaiting:
+		stale = report && intMeta(tr.origin.Metadata["reported"]) > t.Context.Reported
+	case t.State == TaskPaused:
+		stale = t.Turn != turnID // resumed, and the resume answered
 	}
-	return true
-}
-
-// turnAnswer finds the turn whose input started task id in msgs and
-// returns its final answer, if it ran to one: an assistant message without
-// tool calls, last before the next turn's input.
-func turnAnswer(msgs []pipeline.Message, id string) (string, bool) {
-	isInput := func(m pipeline.Message) bool { return isTurnInput(&m) }
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if !isInput(msgs[i]) || msgs[i].Metadata["taskId"] != id {
-			continue
-		}
-		// The turn goes on through the resumes of its pauses.
-		j := i + 1
-		for j < len(msgs) && (!isInput(msgs[j]) || msgs[j].Metadata["resumes"] != nil) {
-			j++
-		}
-		if last := msgs[j-1]; j-1 > i && last.Role == pipeline.RoleAssistant && len(last.ToolCalls) == 0 {
-			return last.Content, true
-		}
-		return "", false
+	if !stale {
+		return nil
 	}
-	return "", false
+	a.logger.Info("the process stopped before a task recorded its turn's end: settling it from the history",
+		"instance", inst.key, "turn", turnID, "task", t.ID, "state", t.State)
+	in := pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Metadata: tr.origin.Metadata}
+	if report {
+		in.Kind = pipeline.InputDelegationReport
+	}
+	res := &pipeline.TurnResult{TurnID: turnID, FinishReason: pipeline.FinishPaused}
+	if !paused {
+		res.FinishReason = pipeline.FinishText
+		res.Response = *inst.hist.at(inst.hist.len() - 1).msg
+	}
+	ts := &turnState{agent: a, inst: inst, turnID: turnID, storeCtx: ctx}
+	ts.task.id = t.ID
+	_, err = a.settleTask(ts, in, res, nil)
+	return err
 }
 
 // activateTeam loads the instances of every agent of team under key: the

@@ -108,6 +108,13 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	if err := in.closeInterrupted(context.WithoutCancel(ctx), st, calls); err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
+	// A task whose turn ended as the process stopped, before the task
+	// recorded it, is settled from the history now.
+	if err := in.agent.resettleTask(context.WithoutCancel(ctx), in); err != nil {
+		in.loaded = false
+		in.hist.reset()
+		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	}
 	return nil
 }
 
