@@ -38,7 +38,10 @@ const (
 	TaskDelegated = "task.delegated"
 	TaskCompleted = "task.completed"
 	TaskAnswered  = "task.answered"
-	TeamActivated = "team.activated"
+	// TaskBudgetSpent: a task tree spent a budget of its root agent's
+	// task_budget; its tasks end (see TaskBudgetSpentData).
+	TaskBudgetSpent = "task.budget_spent"
+	TeamActivated   = "team.activated"
 )
 
 // Event is one published event.

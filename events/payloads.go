@@ -147,6 +147,18 @@ type TaskAnsweredData struct {
 	Error     string `json:"error,omitempty"`
 }
 
+// TaskBudgetSpentData is the payload of [TaskBudgetSpent]: which budget
+// of the tree rooted at RootTaskID ran out ("delegations", "turns" or
+// "tokens"), and what the tree had spent.
+type TaskBudgetSpentData struct {
+	RootTaskID  string `json:"root_task_id"`
+	RootAgent   string `json:"root_agent"`
+	Budget      string `json:"budget"`
+	Delegations int    `json:"delegations"`
+	Turns       int    `json:"turns"`
+	Tokens      int64  `json:"tokens"`
+}
+
 // TeamActivatedData is the payload of [TeamActivated].
 type TeamActivatedData struct {
 	Team   string   `json:"team"`

@@ -13,7 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// Defaults of agent calls.
+// Defaults of agent calls, for a config whose agent_calls leaves them out.
 const (
 	defaultAgentTimeout = 15 * time.Second
 	defaultAgentDepth   = 5

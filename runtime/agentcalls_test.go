@@ -161,6 +161,7 @@ agents:
     extensions: [{name: caller, config: {target: worker}}]
 `, nil, runtime.ErrCycle, `agent call cycle: worker/k → critic/k → helper/k → worker/k`},
 		{"depth limit", `
+agent_calls: {max_depth: 2}
 agents:
   - name: worker
     extensions: [{name: caller, config: {target: critic}}]
@@ -169,7 +170,7 @@ agents:
   - name: helper
     extensions: [{name: caller, config: {target: observer}}]
   - name: observer
-`, []runtime.Option{runtime.WithAgentDepth(2)}, runtime.ErrDepth, `agent call chain too deep: worker/k → critic/k → helper/k → observer/k is deeper than 2`},
+`, nil, runtime.ErrDepth, `agent call chain too deep: worker/k → critic/k → helper/k → observer/k is deeper than 2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -413,12 +414,13 @@ func TestAgentsCrossTurnCycle(t *testing.T) {
 	// A cycle missed would wait for the timeout: an hour, past the test's
 	// own deadline.
 	h := newHarness(t, `
+agent_calls: {timeout: 1h}
 agents:
   - name: worker
     extensions: [{name: barrier, config: {target: critic}}]
   - name: critic
     extensions: [{name: barrier, config: {target: worker}}]
-`, agentsScript, runtime.WithExtension("barrier", barrier), runtime.WithAgentTimeout(time.Hour))
+`, agentsScript, runtime.WithExtension("barrier", barrier))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	errs := make(chan error, 2)

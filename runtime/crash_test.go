@@ -703,7 +703,9 @@ func TestAnswerWaitsForItsChannel(t *testing.T) {
 	})
 	rt2, _ := newCrashRuntime(t, crashDelegConfig, crashDelegScript, mem, runtime.WithTool(e.tool()), runtime.WithChannel("outbox", outbox))
 	waitNoTasks(t, rt2)
-	rt2.RecoverTasks(ctx) // a second recovery delivers nothing more
+	if err := rt2.Recover(ctx); err != nil { // a second recovery delivers nothing more
+		t.Fatal(err)
+	}
 	if err := rt2.WaitTasks(ctx); err != nil {
 		t.Fatal(err)
 	}

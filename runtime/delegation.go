@@ -49,6 +49,7 @@ type delegations struct {
 	outputs  string                          // where long reports are saved, absolute
 	mu       sync.Mutex                      // serialises changes to stored tasks; guards cache
 	cache    map[string]*Task                // parents waiting for reports, as stored (completeTask)
+	trees    map[string]*tree                // root task → its budget and spending (budget.go); guarded by mu
 	reportMu sync.Mutex                      // guards reports
 	reports  map[string][]DelegationResponse // parent → reports waiting for its next write
 	flightMu sync.Mutex                      // guards inFlight, again, blocked and idle
@@ -166,6 +167,9 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 		return nil, fmt.Errorf("%w: %s → %s/%s is deeper than %d; do the task yourself",
 			ErrDepth, strings.Join(append(slices.Clone(ts.task.chain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.calls.depth)
 	}
+	if err := r.checkDelegation(ts); err != nil {
+		return nil, err
+	}
 	d := delegation{call: c.CallID(), child: newID("task_"), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
 	ts.task.mu.Lock()
@@ -263,14 +267,17 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	} else {
 		t = a.rootTask(ts, ts.turn.Input())
 		ts.task.id = t.ID
+		r.newTree(t)
 	}
 	self := a.name + "/" + ts.inst.key
 	for _, d := range delegs {
 		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, CallID: d.call, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
 		ts.task.children = append(ts.task.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
-			OriginalRequest: d.msg, ParentID: t.ID, CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
+			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
 			CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: self}})
 	}
+	r.spend(ts.storeCtx, t, Spend{Delegations: len(delegs)})
+	ts.task.staged, ts.task.stagedRoot = len(delegs), rootOf(t)
 	t.Pending += len(delegs)
 	t.State, t.Turn = TaskWaiting, ""
 	delete(r.tasks.cache, t.ID) // written below, through the instance's commit
@@ -336,6 +343,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 		return res, turnErr
 	}
 	res.TaskID = t.ID
+	r.spend(ctx, t, Spend{Turns: 1, Tokens: ts.usage.InputTokens + ts.usage.OutputTokens})
 	if turnErr != nil {
 		if len(children) > 0 || res.FinishReason == pipeline.FinishAborted {
 			// It waits for its children; or the turn was aborted (the
@@ -422,6 +430,9 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		}
 		r.tasks.mu.Lock()
 		err := r.commitTasks(ctx, []*Task{&a})
+		if err == nil {
+			delete(r.tasks.trees, t.ID) // the tree has ended: nothing more to spend
+		}
 		r.tasks.mu.Unlock()
 		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
@@ -429,7 +440,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		r.deliverAnswer(ctx, &a)
 		return nil
 	}
-	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now}
+	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now, Spent: t.Spent}
 	if utf8.RuneCountInString(answer) > reportLimit {
 		file, err := r.saveOutput(t.ID, answer)
 		if err != nil {
@@ -467,6 +478,9 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	}
 	parent := *cached // the cache changes only once the store has
 	parent.Context.Responses = append(parent.Context.Responses, batch...)
+	for _, b := range batch {
+		parent.Spent.add(b.Spent) // moved up: the tree's total does not change
+	}
 	parent.Pending = max(0, parent.Pending-len(batch))
 	ready := parent.Pending == 0 && parent.State == TaskWaiting
 	if ready {
@@ -666,6 +680,14 @@ func (r *Runtime) runTask(id string) {
 		if !ok {
 			return
 		}
+		if err := r.overBudget(r.tasks.bg, &t); err != nil {
+			// The tree's budget is spent: the task ends without its turn,
+			// and its parent's report turn will not run either.
+			if err := r.completeTask(r.tasks.bg, &t, "", err); err != nil {
+				r.logger.Error("ending a task over its budget failed", "task", id, "err", err)
+			}
+			return
+		}
 		if t.State == TaskQueued && t.Team != "" {
 			r.activateTeam(t.Team, t.Instance)
 		}
@@ -755,13 +777,6 @@ func (r *Runtime) unblock(agent, key string) {
 		r.kickTasks(context.Background(), agent, key)
 	}
 }
-
-// RecoverTasks starts, in the background, the turns that stored delegation
-// tasks wait for: the turns of child tasks that did not finish (they run
-// again from their request), and the merged reports not yet handed over.
-// New calls it unless [WithoutRecovery] is given; calling it again
-// does not start a task's turn twice.
-func (r *Runtime) RecoverTasks(ctx context.Context) { r.kickTasks(ctx, "", "") }
 
 // kickTasks starts the turns that tasks of agent's instance key wait for
 // ("" for all): queued tasks whose turn has not finished, and merged

@@ -38,6 +38,7 @@ func TestDelegationTasksWhileWaiting(t *testing.T) {
 	}
 	wantRoot := runtime.Task{ID: root.ID, Agent: "lead", Instance: "k", Requester: "user", Channel: runtime.ChannelAPI, ReplyTo: root.ReplyTo,
 		OriginalRequest: "build a parser", State: runtime.TaskWaiting, Pending: 1, Chain: []string{}, CreatedAt: at,
+		Spent: runtime.Spend{Delegations: 1, Turns: 1}, // the lead's turn that delegated
 		Context: runtime.DelegationContext{OriginalRequest: "build a parser", Requester: "user",
 			Delegations: []runtime.Delegation{{ChildTaskID: child.ID, CallID: "d1", DelegatedTo: "coder", Instance: "k", Message: "write the parser", Time: at}}}}
 	if len(root.Chain) == 0 {
@@ -47,7 +48,7 @@ func TestDelegationTasksWhileWaiting(t *testing.T) {
 		t.Errorf("root task:\n got %+v\nwant %+v", root, wantRoot)
 	}
 	wantChild := runtime.Task{ID: child.ID, Agent: "coder", Instance: "k", Requester: "lead/k", Channel: runtime.ChannelAgent,
-		OriginalRequest: "write the parser", ParentID: root.ID, CallerTurn: "turn-1", State: runtime.TaskQueued, Chain: []string{"lead/k"}, CreatedAt: at,
+		OriginalRequest: "write the parser", ParentID: root.ID, Root: root.ID, CallerTurn: "turn-1", State: runtime.TaskQueued, Chain: []string{"lead/k"}, CreatedAt: at,
 		Context: runtime.DelegationContext{OriginalRequest: "write the parser", Requester: "lead/k"}}
 	if !reflect.DeepEqual(child, wantChild) {
 		t.Errorf("child task:\n got %+v\nwant %+v", child, wantChild)

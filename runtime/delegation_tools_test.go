@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/ganglion-dev/ganglion/runtime"
 )
 
 // TestDelegationRules: the calls call_agent refuses, with the reason the
@@ -154,6 +152,7 @@ agents:
 // c → d is refused, and c does the task itself.
 func TestDelegationDepthLimit(t *testing.T) {
 	cfg := `
+agent_calls: {max_depth: 2}
 agents:
   - name: a
     tools: [call_agent]
@@ -191,7 +190,7 @@ agents:
         - text: "C did it myself"
   d: {fallback: {steps: [{text: "D did it"}]}}
 `
-	h := newHarness(t, cfg, script, runtime.WithAgentDepth(2))
+	h := newHarness(t, cfg, script)
 	rep := mustAsk(t, h.rt, "a", "k", "dig")
 	if !strings.Contains(rep.Response, "C did it myself") || strings.Contains(rep.Response, "D did it") {
 		t.Errorf("Ask = %q", rep.Response)
@@ -206,7 +205,7 @@ agents:
 	waitNoTasks(t, h.rt)
 
 	// With the default depth, the same chain goes all the way.
-	h = newHarness(t, cfg, script)
+	h = newHarness(t, strings.Replace(cfg, "agent_calls: {max_depth: 2}\n", "", 1), script)
 	if rep := mustAsk(t, h.rt, "a", "k", "dig"); !strings.Contains(rep.Response, "D did it") || strings.Contains(rep.Response, "C did it myself") {
 		t.Errorf("Ask with the default depth = %q", rep.Response)
 	}

@@ -20,6 +20,8 @@ type taskTurn struct {
 	locked     bool
 	nChildren  int
 	stagedTask string
+	staged     int    // delegations counted against the tree's budget
+	stagedRoot string // that tree's root task
 }
 
 // taskHook is delegation's part in every turn (see turnHook).
@@ -38,7 +40,7 @@ func (taskHook) stage(ts *turnState) error {
 	}
 	r := ts.agent.rt
 	r.tasks.mu.Lock()
-	ts.task.locked, ts.task.nChildren, ts.task.stagedTask = true, len(ts.task.children), ts.task.id
+	ts.task.locked, ts.task.nChildren, ts.task.stagedTask, ts.task.staged = true, len(ts.task.children), ts.task.id, 0
 	return ts.agent.stageDelegations(ts)
 }
 
@@ -49,6 +51,9 @@ func (taskHook) committed(ts *turnState, err error) {
 		return
 	}
 	if err != nil {
+		if tr := ts.agent.rt.tasks.trees[ts.task.stagedRoot]; ts.task.staged > 0 && tr != nil {
+			tr.spent.Delegations -= ts.task.staged
+		}
 		clear(ts.task.children[ts.task.nChildren:])
 		ts.task.children, ts.task.id = ts.task.children[:ts.task.nChildren], ts.task.stagedTask
 		ts.inst.unsaved.Tasks = nil

@@ -45,10 +45,9 @@
 // (request waits for the answer, send does not); the runtime routes the
 // call through its [Transport], spawns the target instance, adds the
 // caller's metadata, and refuses cycles ([ErrCycle]) and chains deeper
-// than [WithAgentDepth] ([ErrDepth]).
+// than the config's agent_calls.max_depth ([ErrDepth]).
 //
-// Models delegate with the call_agent and call_team_agent tools (seed
-// 002). A turn that delegated finishes with reason delegated and a
+// Models delegate with the call_agent and call_team_agent tools. A turn that delegated finishes with reason delegated and a
 // [Task] stored for its input; each delegation is a child task whose
 // turn starts when the delegating turn ends. A child's answer is
 // reported to its parent; when the parent's last report is in, its agent
@@ -56,7 +55,7 @@
 // root task's final answer goes to its requester's [Channel]:
 // [Runtime.Ask] waits for it. Tasks are durable: [New] starts again the
 // task turns a stopped process left unfinished ([WithoutRecovery] turns
-// that off, [Runtime.RecoverTasks] does it on demand), and
+// that off, [Runtime.Recover] does it on demand), and
 // [Runtime.WaitTasks] waits for the background task turns.
 //
 // # Crashes

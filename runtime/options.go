@@ -40,8 +40,6 @@ type options struct {
 	maxInstances int
 
 	wasmCache     string
-	agentTimeout  time.Duration
-	agentDepth    int
 	transport     Transport
 	channels      map[string]Channel
 	outputs       string
@@ -51,16 +49,6 @@ type options struct {
 	noExpiryTimer bool
 	partialLoad   bool
 }
-
-// WithAgentTimeout sets the default timeout of an agent call
-// (ctx.agents.request); default 15 s.
-func WithAgentTimeout(d time.Duration) Option {
-	return optionFunc(func(o *options) { o.agentTimeout = d })
-}
-
-// WithAgentDepth sets how many agents may wait on one another in a chain
-// of agent calls; default 5.
-func WithAgentDepth(n int) Option { return optionFunc(func(o *options) { o.agentDepth = n }) }
 
 // WithTransport carries agent calls with t instead of in process.
 func WithTransport(t Transport) Option { return optionFunc(func(o *options) { o.transport = t }) }
@@ -134,7 +122,7 @@ func WithConfigFile(path string) Option { return optionFunc(func(o *options) { o
 
 // WithDataDir keeps the data in a badger database under dir, overriding the
 // config's data setting. Default: the config's data, which defaults to
-// [DefaultDataDir] next to the config file.
+// .ganglion/data next to the config file.
 func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dataDir = dir }) }
 
 // WithStore uses st for persistence. The runtime does not close it.

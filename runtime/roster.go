@@ -14,12 +14,15 @@ type roster struct {
 	byName map[string]*agent // filled as New builds them
 	teams  []config.Team     // in config order
 	teamOf map[string]string // agent → its team; absent for a system-level agent
+	// budgets bound the task trees each agent starts (budget.go).
+	budgets map[string]config.Budget
 }
 
 func newRoster(cfg *config.File) roster {
-	ro := roster{byName: map[string]*agent{}, teamOf: map[string]string{}, teams: slices.Clone(cfg.Teams)}
-	for _, ac := range cfg.Agents {
+	ro := roster{byName: map[string]*agent{}, teamOf: map[string]string{}, teams: slices.Clone(cfg.Teams), budgets: map[string]config.Budget{}}
+	for i, ac := range cfg.Agents {
 		ro.names = append(ro.names, ac.Name)
+		ro.budgets[ac.Name] = taskBudget(cfg.TaskBudget, cfg.Agents[i].TaskBudget)
 	}
 	for _, t := range cfg.Teams {
 		for _, a := range t.Agents {

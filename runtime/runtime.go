@@ -26,10 +26,10 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// DefaultDataDir is where the data lives when neither an option nor the
+// defaultDataDir is where the data lives when neither an option nor the
 // config says otherwise: relative to the config file's directory (a config
 // read from a file always says), else to the working directory.
-const DefaultDataDir = ".ganglion/data"
+const defaultDataDir = ".ganglion/data"
 
 // Sentinel errors that callers branch on.
 var (
@@ -118,18 +118,20 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg),
 		cache: instanceCache{instances: map[instanceID]*instance{}, max: o.maxInstances},
 		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
-	if o.agentTimeout > 0 {
-		r.calls.timeout = o.agentTimeout
-	}
-	if o.agentDepth > 0 {
-		r.calls.depth = o.agentDepth
+	if c := cfg.AgentCalls; c != nil {
+		if c.MaxDepth > 0 {
+			r.calls.depth = c.MaxDepth
+		}
+		if d, err := time.ParseDuration(c.Timeout); err == nil {
+			r.calls.timeout = d // Validate checked it
+		}
 	}
 	r.calls.transport = o.transport
 	if r.calls.transport == nil {
 		r.calls.transport = inProcess{r}
 	}
 	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
-	r.tasks.cache = map[string]*Task{}
+	r.tasks.cache, r.tasks.trees = map[string]*Task{}, map[string]*tree{}
 	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]DelegationResponse{}
 	r.tasks.api = &apiChannel{}
 	r.tasks.channels = map[string]Channel{ChannelAPI: r.tasks.api}
@@ -205,7 +207,7 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 	// Delegations outlive processes too: continue the task turns that did
 	// not finish, and hand over the reports that were not.
 	if tasks {
-		r.kickTasks(ctx, "", "")
+		r.kickTasks(ctx, "", "") // every stored task
 	}
 	return errors.Join(errs...)
 }
@@ -263,7 +265,7 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 		dir = cfg.Data
 	}
 	if dir == "" {
-		dir = DefaultDataDir
+		dir = defaultDataDir
 	}
 	st, err := store.OpenBadger(dir, store.WithLogger(r.logger), store.WithSyncWrites(o.syncWrites))
 	if err != nil {

@@ -37,6 +37,9 @@ type Task struct {
 	// OriginalRequest is the input that started the task.
 	OriginalRequest string `json:"original_request"`
 	ParentID        string `json:"parent_task_id,omitempty"`
+	// Root is the root task of the tree the task belongs to, whose
+	// agent's budget it spends; "" for a root task.
+	Root string `json:"root_task_id,omitempty"`
 	// CallerTurn is the parent's turn that delegated the task.
 	CallerTurn string `json:"caller_turn,omitempty"`
 	// Team is set on a task delegated into a team with call_team_agent.
@@ -51,6 +54,9 @@ type Task struct {
 	// length is the task's depth.
 	Chain     []string  `json:"chain,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Spent is what the task's own turns used, and the tasks under it
+	// that have reported (see [Spend]).
+	Spent Spend `json:"spent,omitzero"`
 	// Answer, AnswerError and AnsweredAt are a root task's answer, kept
 	// while State is TaskAnswered.
 	Answer      string    `json:"answer,omitempty"`
@@ -114,6 +120,8 @@ type DelegationResponse struct {
 	File        string    `json:"file,omitempty"`
 	Failed      bool      `json:"failed,omitempty"`
 	CompletedAt time.Time `json:"completed_at"`
+	// Spent is what the child task and the tasks under it used.
+	Spent Spend `json:"spent,omitzero"`
 }
 
 // Channels a root task's requester may be reached on. Apps add their own

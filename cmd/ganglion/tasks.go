@@ -17,8 +17,10 @@ func newTasksCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "tasks [DIR]",
 		Short: "List the open delegation tasks",
 		Long: `Tasks lists the delegation tasks (call_agent) of DIR/ganglion.yaml that have
-not completed: what each waits for, its parent, and how many of its own
-delegations have not reported yet. A task is deleted when it completes.
+not completed: what each waits for, its parent, how many of its own
+delegations have not reported yet, and what it spent against its tree's
+task_budget (its own turns, and those of the tasks under it that have
+reported). A task is deleted when it completes.
 
 It only reads: the unfinished tasks run again at the next ganglion run.
 --agent and --instance narrow the list (default: every agent and
@@ -47,13 +49,14 @@ instance); --json prints one task per line, with its delegation context.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TASK\tAGENT/INSTANCE\tSTATE\tPENDING\tPARENT\tREQUESTER\tREQUEST")
+			fmt.Fprintln(tw, "TASK\tAGENT/INSTANCE\tSTATE\tPENDING\tPARENT\tSPENT\tREQUESTER\tREQUEST")
 			for _, t := range tasks {
 				parent := t.ParentID
 				if parent == "" {
 					parent = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%s\n", t.ID, t.Agent, t.Instance, t.State, t.Pending, parent, t.Requester, oneLine(t.OriginalRequest, 60))
+				spent := fmt.Sprintf("%d delegations, %d turns, %d tokens", t.Spent.Delegations, t.Spent.Turns, t.Spent.Tokens)
+				fmt.Fprintf(tw, "%s\t%s/%s\t%s\t%d\t%s\t%s\t%s\t%s\n", t.ID, t.Agent, t.Instance, t.State, t.Pending, parent, spent, t.Requester, oneLine(t.OriginalRequest, 60))
 			}
 			return tw.Flush()
 		},

@@ -102,9 +102,9 @@ func TestRunDelegationPaused(t *testing.T) {
 	if r.code != exitOK || len(lines) != 3 {
 		t.Fatalf("tasks: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{`(?m)^TASK +AGENT/INSTANCE +STATE +PENDING +PARENT +REQUESTER +REQUEST$`,
-		`(?m)^task_[0-9a-f]{12} +lead/default +waiting +1 +- +user@cli +build a parser$`,
-		`(?m)^task_[0-9a-f]{12} +coder/default +paused +0 +task_[0-9a-f]{12} +lead/default +ask first, then write the parser$`} {
+	for _, want := range []string{`(?m)^TASK +AGENT/INSTANCE +STATE +PENDING +PARENT +SPENT +REQUESTER +REQUEST$`,
+		`(?m)^task_[0-9a-f]{12} +lead/default +waiting +1 +- +2 delegations, 2 turns, 0 tokens +user@cli +build a parser$`,
+		`(?m)^task_[0-9a-f]{12} +coder/default +paused +0 +task_[0-9a-f]{12} +0 delegations, 1 turns, 0 tokens +lead/default +ask first, then write the parser$`} {
 		if !regexp.MustCompile(want).MatchString(r.stdout) {
 			t.Errorf("tasks does not match %s:\n%s", want, r.stdout)
 		}

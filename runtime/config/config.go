@@ -34,6 +34,12 @@ type File struct {
 	// than the report limit is saved, reported as the file's absolute path.
 	// Default: "outputs" next to the config file.
 	Outputs string `yaml:"outputs"`
+	// AgentCalls bounds the calls between agents (ctx.agents requests and
+	// delegation chains). Nil: the defaults.
+	AgentCalls *AgentCalls `yaml:"agent_calls"`
+	// TaskBudget bounds every delegation task tree, for the fields an
+	// agent's own task_budget leaves 0. Nil: the defaults.
+	TaskBudget *Budget `yaml:"task_budget"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
 }
@@ -100,6 +106,11 @@ type Agent struct {
 	// MaxSteps bounds the steps of a turn: 1 to 1000. Load sets
 	// 0 (absent) to [DefaultMaxSteps].
 	MaxSteps int `yaml:"max_steps"`
+	// TaskBudget bounds each delegation task tree the agent starts: the
+	// request it delegated from, with every task delegated under it (see
+	// [Budget]). Fields left 0 come from the file's task_budget, then the
+	// defaults.
+	TaskBudget *Budget `yaml:"task_budget"`
 }
 
 // Team is a named group of agents.

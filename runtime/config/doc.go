@@ -53,6 +53,24 @@
 //	teams       [Team]   groups of agents that delegate among themselves.
 //	outputs     path     where long delegation reports are saved; default
 //	                     "outputs" next to the file.
+//	agent_calls AgentCalls  bounds on calls between agents.
+//	task_budget Budget   the budget of every agent's task trees, for the
+//	                     fields an agent's own task_budget leaves 0.
+//
+// AgentCalls ([AgentCalls]):
+//
+//	max_depth  int     the longest chain of agents waiting on one another
+//	                   (ctx.agents requests, delegation chains), 1 to 32.
+//	                   Default 5.
+//	timeout    string  default timeout of ctx.agents.request, a Go
+//	                   duration of at most 1h. Default 15s.
+//
+// Budget ([Budget]): what a task tree (a request an agent delegated from,
+// with every task under it) may spend; 0 or absent takes the default.
+//
+//	delegations  int  call_agent calls that made a task. Default 100.
+//	turns        int  turns of the tree's tasks. Default 500.
+//	tokens       int  model tokens, input and output. Default 10000000.
 //
 // Model ([Model]):
 //
@@ -97,6 +115,8 @@
 //	tools        [string]     tools the agent may call, each once.
 //	extensions   [Extension]  extensions, in load and nesting order.
 //	max_steps    int          steps per turn, 1 to 1000. Default 25.
+//	task_budget  Budget       the budget of the task trees the agent
+//	                          starts, field by field over the top-level one.
 //
 // Extension ([Extension]):
 //

@@ -49,6 +49,9 @@ func TestLoadFull(t *testing.T) {
 	}
 	eq("Agents[0].Tools", a.Tools, []string{"read_file", "write_file", "list_files", "execute_command"})
 	eq("Agents[0].MaxSteps", a.MaxSteps, 40)
+	eq("AgentCalls", *f.AgentCalls, config.AgentCalls{MaxDepth: 7, Timeout: "30s"})
+	eq("TaskBudget", *f.TaskBudget, config.Budget{Delegations: 20, Turns: 90})
+	eq("Agents[0].TaskBudget", *a.TaskBudget, config.Budget{Tokens: 250000})
 	if len(a.Extensions) != 3 {
 		t.Fatalf("got %d extensions, want 3", len(a.Extensions))
 	}
@@ -393,7 +396,7 @@ func TestParseSeveralInOrder(t *testing.T) {
 	got := firstLines(errorList(t, err))
 	want := []string{
 		`ganglion.yaml:1:12: workspace: expected a string, found a list`,
-		`ganglion.yaml:4:5: agent "assistant": unknown field "toolz" (known: description, extensions, max_steps, model, name, system, tools)`,
+		`ganglion.yaml:4:5: agent "assistant": unknown field "toolz" (known: description, extensions, max_steps, model, name, system, task_budget, tools)`,
 		`ganglion.yaml:5:16: agent "assistant": max_steps: expected an integer, found string "many"`,
 		`ganglion.yaml:9:19: agent "helper": extensions[0].priority: expected an integer, found string "high"`,
 	}

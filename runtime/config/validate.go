@@ -105,6 +105,8 @@ func (f *File) Validate(k Known) error {
 		v.agent(i, firstAgent)
 	}
 	v.teams(firstAgent)
+	v.agentCalls(f.AgentCalls)
+	v.budget(f.TaskBudget, "$.task_budget", "")
 	// A key pasted as api_key_env is masked in every excerpt, keeping its
 	// length so that carets stay in place.
 	for _, k := range v.maybeKeys {
@@ -226,6 +228,8 @@ func (v *validator) agent(i int, firstAgent map[string]int) {
 	if a.MaxSteps < 0 || a.MaxSteps > maxStepsLimit {
 		v.errorf(path+".max_steps", "%smax_steps must be between 1 and %d, got %d", pre, maxStepsLimit, a.MaxSteps)
 	}
+
+	v.budget(a.TaskBudget, path+".task_budget", pre)
 
 	firstTool := map[string]int{}
 	for j, t := range a.Tools {

@@ -198,6 +198,26 @@ agents:
 agents:
   - name: assistant
 `, `ganglion.yaml:3:19: model: context_window must not be negative, got -1`},
+	{"agent_calls_depth", `model: {provider: scripted, script: s.yaml}
+agent_calls:
+  max_depth: 40
+  timeout: forever
+agents:
+  - name: assistant
+`, `ganglion.yaml:3:14: agent_calls: max_depth must be between 1 and 32 (0 or absent: the default), got 40`},
+	{"agent_calls_timeout", `model: {provider: scripted, script: s.yaml}
+agent_calls: {timeout: 2h}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:24: agent_calls: timeout must be a positive duration of at most 1h, such as 15s or 2m, got "2h"`},
+	{"task_budget_negative", `model: {provider: scripted, script: s.yaml}
+task_budget: {turns: -1}
+agents:
+  - name: lead
+    task_budget:
+      delegations: -5
+      tokens: -10
+`, `ganglion.yaml:2:22: task_budget: turns must be positive (0 or absent: the default), got -1`},
 	{"many", `model:
   provider: scripted
 agents:

@@ -197,17 +197,3 @@ func IsContextWindowMessage(msg string) bool {
 	}
 	return false
 }
-
-// HTTPClient returns the HTTP client networked providers use by default:
-// Go's default transport, with a bound of 10 minutes on the wait for
-// response headers, so that a server that accepts a connection and never
-// answers cannot hang a call forever. The body of a stream has no time
-// limit but its context's.
-func HTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = 10 * time.Minute
-		return &http.Client{Transport: t}
-	}
-	return &http.Client{Transport: http.DefaultTransport}
-}

@@ -24,6 +24,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/internal/httpclient"
 )
 
 // Defaults of [Config].
@@ -114,7 +115,7 @@ func build(cfg Config) (*provider, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = model.HTTPClient()
+		hc = httpclient.New()
 	}
 	p := &provider{cfg: cfg}
 	p.client = sdk.NewClient(

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/internal/httpclient"
 )
 
 // providerName names the provider in errors.
@@ -119,7 +120,7 @@ func build(cfg Config) (*provider, error) {
 	}
 	client := cfg.HTTPClient
 	if client == nil {
-		client = model.HTTPClient()
+		client = httpclient.New()
 	}
 	opts := []option.RequestOption{
 		option.WithBaseURL(base),

@@ -1,0 +1,212 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+)
+
+// A task tree's budget: a root task with every task delegated under it
+// spends delegations, turns and tokens against the budget of the agent that
+// started it (config.Budget). Each task records what its own turns spent
+// and, once its children report, what theirs did (Task.Spent); the runtime
+// keeps the tree's total in memory, seeded from the stored tasks the first
+// time a tree is met in a process. A spent budget refuses call_agent, and
+// ends each of the tree's tasks at its next turn, which fails the root
+// task with the budget's message.
+
+// Spend is what a task, or a tree of tasks, has used.
+type Spend struct {
+	// Delegations counts the call_agent and call_team_agent calls that
+	// made a child task.
+	Delegations int `json:"delegations,omitempty"`
+	// Turns counts the turns the tasks ran: requests, merged reports and
+	// resumes.
+	Turns int `json:"turns,omitempty"`
+	// Tokens adds up the model's input and output tokens of those turns.
+	Tokens int64 `json:"tokens,omitempty"`
+}
+
+func (s *Spend) add(o Spend) {
+	s.Delegations += o.Delegations
+	s.Turns += o.Turns
+	s.Tokens += o.Tokens
+}
+
+// defaultBudget is the budget of a task tree whose agent and config set
+// none: enough for a wide fan-out and a long chain, and it stops an agent
+// that delegates again from every report within seconds.
+var defaultBudget = config.Budget{Delegations: 100, Turns: 500, Tokens: 10_000_000}
+
+// taskBudget returns the budget of an agent's task trees: the agent's
+// task_budget, field by field over the file's, over the default.
+func taskBudget(file, agent *config.Budget) config.Budget {
+	b := defaultBudget
+	for _, over := range []*config.Budget{file, agent} {
+		if over == nil {
+			continue
+		}
+		if over.Delegations > 0 {
+			b.Delegations = over.Delegations
+		}
+		if over.Turns > 0 {
+			b.Turns = over.Turns
+		}
+		if over.Tokens > 0 {
+			b.Tokens = over.Tokens
+		}
+	}
+	return b
+}
+
+// errBudget is the cause of a task that ended because its tree spent its
+// budget.
+var errBudget = errors.New("budget spent")
+
+// tree is a task tree's budget and what it has spent so far.
+type tree struct {
+	root   string // the root task
+	agent  string // the root task's agent, whose budget applies
+	budget config.Budget
+	spent  Spend
+}
+
+// rootOf returns the ID of t's root task.
+func rootOf(t *Task) string {
+	if t.Root != "" {
+		return t.Root
+	}
+	return t.ID
+}
+
+// tree returns the budget and spend of t's tree. The first call for a tree
+// in a process adds up what its stored tasks recorded (a root made in this
+// process is registered by newTree instead). The caller holds r.tasks.mu.
+func (r *Runtime) tree(ctx context.Context, t *Task) (*tree, error) {
+	root := rootOf(t)
+	if tr, ok := r.tasks.trees[root]; ok {
+		return tr, nil
+	}
+	tr := &tree{root: root, agent: t.Agent}
+	ts, err := r.Tasks(ctx, "", "")
+	if err != nil {
+		return nil, fmt.Errorf("task %s: reading its tree's spending: %w", root, err)
+	}
+	for _, o := range ts {
+		if o.ID == root {
+			tr.agent = o.Agent
+		}
+		if o.ID == root || o.Root == root {
+			tr.spent.add(o.Spent)
+		}
+	}
+	tr.budget = r.budgetOf(tr.agent)
+	r.tasks.trees[root] = tr
+	return tr, nil
+}
+
+// newTree registers the tree of root task t, made by this process: it has
+// spent nothing yet. The caller holds r.tasks.mu.
+func (r *Runtime) newTree(t *Task) {
+	r.tasks.trees[t.ID] = &tree{root: t.ID, agent: t.Agent, budget: r.budgetOf(t.Agent)}
+}
+
+// budgetOf returns the budget of the trees agent starts: the default for
+// an agent the config does not define any more.
+func (r *Runtime) budgetOf(agent string) config.Budget {
+	if b, ok := r.agents.budgets[agent]; ok {
+		return b
+	}
+	return defaultBudget
+}
+
+// spentErr says which of the tree's turn and token budgets is spent, or nil.
+func (tr *tree) spentErr() error {
+	switch {
+	case tr.spent.Turns >= tr.budget.Turns:
+		return fmt.Errorf("%w: the tasks delegated from task %s (started by %s) ran %d turns, its task_budget.turns is %d; raise it in the config, or ask again with a narrower request",
+			errBudget, tr.root, tr.agent, tr.spent.Turns, tr.budget.Turns)
+	case tr.spent.Tokens >= tr.budget.Tokens:
+		return fmt.Errorf("%w: the tasks delegated from task %s (started by %s) used %d model tokens, its task_budget.tokens is %d; raise it in the config, or ask again with a narrower request",
+			errBudget, tr.root, tr.agent, tr.spent.Tokens, tr.budget.Tokens)
+	}
+	return nil
+}
+
+// checkDelegation refuses a delegation of the turn ts when its tree has
+// made as many as its budget allows, counting those the turn made already.
+func (r *Runtime) checkDelegation(ts *turnState) error {
+	ts.task.mu.Lock()
+	made := len(ts.task.delegs)
+	ts.task.mu.Unlock()
+	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
+	var tr *tree
+	if ts.task.id == "" {
+		// The turn's delegations make it a root task.
+		tr = &tree{agent: ts.agent.name, budget: r.budgetOf(ts.agent.name)}
+	} else {
+		t, err := r.Task(ts.storeCtx, ts.task.id)
+		if err != nil {
+			return fmt.Errorf("delegating: the turn's %w", err)
+		}
+		if tr, err = r.tree(ts.storeCtx, &t); err != nil {
+			return err
+		}
+	}
+	if n := tr.spent.Delegations + made; n >= tr.budget.Delegations {
+		r.publishBudget(ts.agent.name, ts.inst.key, ts.turnID, tr, "delegations")
+		return fmt.Errorf("the delegation budget is spent: this request's tasks have delegated %d times, and task_budget.delegations of agent %s allows %d. "+
+			"Do the rest yourself, or answer with what the reports gave you", n, tr.agent, tr.budget.Delegations)
+	}
+	return nil
+}
+
+// spend adds what a task's turn used to the task and its tree. The caller
+// holds r.tasks.mu.
+func (r *Runtime) spend(ctx context.Context, t *Task, s Spend) {
+	t.Spent.add(s)
+	tr, err := r.tree(ctx, t)
+	if err != nil {
+		r.logger.Warn("a task's spending was not counted against its budget", "task", t.ID, "err", err)
+		return
+	}
+	tr.spent.add(s)
+}
+
+// overBudget returns why task t may not start another turn, or nil. The
+// caller does not hold r.tasks.mu.
+func (r *Runtime) overBudget(ctx context.Context, t *Task) error {
+	r.tasks.mu.Lock()
+	defer r.tasks.mu.Unlock()
+	tr, err := r.tree(ctx, t)
+	if err != nil {
+		return nil // counted from the next start on; the turn may run
+	}
+	if err := tr.spentErr(); err != nil {
+		r.publishBudget(t.Agent, t.Instance, "", tr, "")
+		return err
+	}
+	return nil
+}
+
+// publishBudget says that tree tr spent a budget (what: "delegations", or
+// "" for turns or tokens, whichever ran out).
+func (r *Runtime) publishBudget(agent, key, turn string, tr *tree, what string) {
+	if what == "" {
+		what = "turns"
+		if tr.spent.Turns < tr.budget.Turns {
+			what = "tokens"
+		}
+	}
+	r.logger.Warn("a task tree spent its budget", "task", tr.root, "agent", tr.agent, "budget", what,
+		"delegations", tr.spent.Delegations, "turns", tr.spent.Turns, "tokens", tr.spent.Tokens)
+	if r.bus.Active() {
+		r.bus.Publish(events.Event{Topic: events.TaskBudgetSpent, Agent: agent, Instance: key, TurnID: turn, Source: "runtime",
+			Data: events.TaskBudgetSpentData{RootTaskID: tr.root, RootAgent: tr.agent, Budget: what,
+				Delegations: tr.spent.Delegations, Turns: tr.spent.Turns, Tokens: tr.spent.Tokens}})
+	}
+}
