@@ -17,7 +17,8 @@ import (
 // maxExported bounds the module's public surface: what a program importing
 // the module can name. That is the exported functions, types, constants
 // and variables, and the exported methods of exported types, in the
-// non-test .go files of importable packages: not internal/..., sdk/ (the
+// non-test .go files of importable packages: not internal/... at any
+// depth (only the module itself can import those), sdk/ (the
 // guest side), examples/, cmd/ or testdata, and not package main. A method
 // of an unexported type is left out: it is reachable only as a method of
 // an exported interface, which is counted already, and counting it would
@@ -99,7 +100,7 @@ func countExported(root string) (map[string][]string, error) {
 		if d.IsDir() {
 			top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
 			base := d.Name()
-			if rel != "." && (top == "sdk" || top == "examples" || top == "cmd" || top == "internal" || base == "testdata" ||
+			if rel != "." && (top == "sdk" || top == "examples" || top == "cmd" || base == "internal" || base == "testdata" ||
 				strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_")) {
 				return filepath.SkipDir
 			}
