@@ -151,6 +151,9 @@ type cursor[R comparable] struct {
 	more    []bool // the same for layers 64 and up
 	nextRes R      // outcome of the latest next call
 	nextErr error
+	// nextText is nextRes's answer text as next returned it, for a result
+	// that has one (answerer): a layer that changes it made the answer.
+	nextText string
 }
 
 func (c *cursor[R]) markCalled(i int) (already bool) {
@@ -212,11 +215,28 @@ func (ch *chain[C, R]) next(ctx context.Context, c C, cur *cursor[R]) (R, error)
 	cur.depth = d + 1
 	r, err := ch.call(ctx, c, cur, d+1)
 	cur.depth = d
-	if ch.layers[d].owner.OnError == FailOpen {
-		cur.nextRes = r
+	cur.nextRes, cur.nextErr = r, err
+	if a, ok := any(r).(answerer); ok && err == nil && r != *new(R) {
+		cur.nextText = a.answerText()
 	}
-	cur.nextErr = err
 	return r, err
+}
+
+// answerer is a result that records which extension's layer made it
+// (a *TurnResult: [TurnResult.AnsweredBy]).
+type answerer interface {
+	answeredBy(ext string)
+	answerText() string
+}
+
+// own records that layer i made r: it returned a result without calling
+// next, another than next returned, or next's with another answer text.
+func (ch *chain[C, R]) own(cur *cursor[R], i int, r R) {
+	a, ok := any(r).(answerer)
+	if !ok || cur.hasCalled(i) && r == cur.nextRes && a.answerText() == cur.nextText {
+		return
+	}
+	a.answeredBy(ch.layers[i].owner.Extension)
 }
 
 // call runs layer i, or the final handler when i == len(layers).
@@ -239,6 +259,7 @@ func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R,
 	if r == *new(R) {
 		return r, ch.blame(i, errNoResult)
 	}
+	ch.own(cur, i, r)
 	return r, nil
 }
 
@@ -273,7 +294,10 @@ func (ch *chain[C, R]) callOpen(ctx context.Context, c C, cur *cursor[R], i int)
 	r, err = ch.layers[i].fn(ctx, c)
 	if err == nil && r == *new(R) {
 		err = errNoResult
-	} else if err == nil || cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
+	} else if err == nil {
+		ch.own(cur, i, r)
+		return r, nil
+	} else if cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
 		return r, err
 	}
 	failed = true

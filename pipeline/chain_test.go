@@ -100,6 +100,31 @@ func inputRewriter(trace *[]string, name string) pipeline.TurnFunc {
 	}
 }
 
+// replacer calls next and answers with a result of its own.
+func replacer(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		r, err := t.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		*trace = append(*trace, name+"~")
+		return &pipeline.TurnResult{TurnID: r.TurnID, FinishReason: r.FinishReason, Response: pipeline.Message{Content: name + " replaced " + r.Response.Content}}, nil
+	}
+}
+
+// mutator calls next and changes its result's text in place.
+func mutator(trace *[]string, name string) pipeline.TurnFunc {
+	return func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+		r, err := t.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		*trace = append(*trace, name+"~")
+		r.Response.Content = strings.ToUpper(r.Response.Content)
+		return r, nil
+	}
+}
+
 func TestTurnChain(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -108,7 +133,8 @@ func TestTurnChain(t *testing.T) {
 		wantText  string
 		wantErr   string
 		wantExt   string
-		skips     int // fail_open failures reported to OnSkip
+		wantBy    string // the result's AnsweredBy
+		skips     int    // fail_open failures reported to OnSkip
 	}{
 		{
 			name:      "no layers",
@@ -139,6 +165,35 @@ func TestTurnChain(t *testing.T) {
 			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "guard", fn: shortCircuit}, {ext: "c", fn: passthrough}},
 			wantTrace: "a> guard! <a",
 			wantText:  "blocked by guard",
+			wantBy:    "guard",
+		},
+		{
+			name:      "a replaced result is the replacer's",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "mask", fn: replacer}, {ext: "c", fn: passthrough}},
+			wantTrace: "a> c> core <c mask~ <a",
+			wantText:  "mask replaced core:hello",
+			wantBy:    "mask",
+		},
+		{
+			name:      "the outermost replacement wins",
+			layers:    []layerSpec{{ext: "outer", fn: replacer}, {ext: "guard", fn: shortCircuit}},
+			wantTrace: "guard! outer~",
+			wantText:  "outer replaced blocked by guard",
+			wantBy:    "outer",
+		},
+		{
+			name:      "a text changed in place is the changer's",
+			layers:    []layerSpec{{ext: "a", fn: passthrough}, {ext: "shout", fn: mutator}},
+			wantTrace: "a> core shout~ <a",
+			wantText:  "CORE:HELLO",
+			wantBy:    "shout",
+		},
+		{
+			name:      "a fail_open short-circuit answers",
+			layers:    []layerSpec{{ext: "open", onError: pipeline.FailOpen, fn: shortCircuit}, {ext: "c", fn: passthrough}},
+			wantTrace: "open!",
+			wantText:  "blocked by open",
+			wantBy:    "open",
 		},
 		{
 			name:      "change what next sees",
@@ -275,6 +330,9 @@ func TestTurnChain(t *testing.T) {
 			}
 			if res.Response.Content != tt.wantText {
 				t.Errorf("response = %q, want %q", res.Response.Content, tt.wantText)
+			}
+			if res.AnsweredBy != tt.wantBy {
+				t.Errorf("AnsweredBy = %q, want %q", res.AnsweredBy, tt.wantBy)
 			}
 		})
 	}

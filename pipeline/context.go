@@ -40,7 +40,17 @@ type TurnResult struct {
 	Usage Usage `json:"usage"`
 	// TaskID is the delegation task the turn works on, if any.
 	TaskID string `json:"task_id,omitempty"`
+	// AnsweredBy is the extension whose turn middleware made this result:
+	// it answered without calling Next, or returned another result than
+	// Next's, or Next's with another Response.Content (the outermost such
+	// layer). Empty when the result is the turn's own (the model's
+	// answer). The pipeline sets it; the runtime stores the answer in the
+	// history as that extension's.
+	AnsweredBy string `json:"answered_by,omitempty"`
 }
+
+func (r *TurnResult) answeredBy(ext string) { r.AnsweredBy = ext }
+func (r *TurnResult) answerText() string    { return r.Response.Content }
 
 // StepResult is the outcome of a step: the model's message and the results of
 // the tool calls it asked for.

@@ -131,7 +131,11 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
 			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
 	}
+	before := inst.hist.len()
 	res, err := a.pipe.RunTurn(ctx, tc)
+	if err == nil && (res.AnsweredBy != "" || ts.inputID == "" || res.FinishReason == pipeline.FinishText) {
+		err = a.keepAnswer(ts, res, before)
+	}
 	// The usage of every step, also of a turn that failed later.
 	if ts.usage != (pipeline.Usage{}) {
 		inst.meta.Usage = inst.meta.Usage.Add(ts.usage)
@@ -179,17 +183,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		return a.steps(ctx, ts, t, ts.cont.inputID, ts.cont.steps+1)
 	}
 	in := t.Input()
-	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
-	if _, task := in.Metadata["taskId"]; task || in.Kind == pipeline.InputResume {
-		// The input says which turn it started: a resume, to mark the
-		// paused turn resumed; a task's, to continue the turn if a stop
-		// of the process cuts it short.
-		input.Metadata = maps.Clone(in.Metadata)
-		if input.Metadata == nil {
-			input.Metadata = map[string]any{}
-		}
-		input.Metadata["turn_id"] = ts.turnID
-	}
+	input := inputMessage(ts, in)
 	if err := ts.conv.append(&input); err != nil {
 		return nil, err
 	}
@@ -248,6 +242,71 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 	}
 	res.FinishReason = pipeline.FinishMaxSteps
 	return res, nil
+}
+
+// inputMessage is the stored form of the turn's input in.
+func inputMessage(ts *turnState, in pipeline.InputEvent) pipeline.Message {
+	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
+	if _, task := in.Metadata["taskId"]; task || in.Kind == pipeline.InputResume {
+		// The input says which turn it started: a resume, to mark the
+		// paused turn resumed; a task's, to continue the turn if a stop
+		// of the process cuts it short.
+		input.Metadata = maps.Clone(in.Metadata)
+		if input.Metadata == nil {
+			input.Metadata = map[string]any{}
+		}
+		input.Metadata["turn_id"] = ts.turnID
+	}
+	return input
+}
+
+// keepAnswer makes the history hold what the user saw of a turn whose
+// answer a middleware made (res.AnsweredBy, see pipeline.TurnResult):
+//
+//   - answered without Next, the turn ran no step and stored nothing: its
+//     input and the middleware's answer are stored now, the answer as the
+//     extension's message (unless the middleware wrote the history
+//     itself: then that is what the history holds);
+//   - answered with another text than the model's, the model's final
+//     message of the turn is replaced by it, as the extension's: the
+//     model reads in its next turns what the user read.
+//
+// before is the history's length when the turn began.
+func (a *agent) keepAnswer(ts *turnState, res *pipeline.TurnResult, before int) error {
+	h := &ts.inst.hist
+	if ts.inputID == "" {
+		if h.len() != before {
+			return nil
+		}
+		input := inputMessage(ts, ts.turn.Input())
+		if err := ts.conv.append(&input); err != nil {
+			return err
+		}
+		if res.Response.Content == "" {
+			return nil
+		}
+		answer := pipeline.Message{Role: pipeline.RoleAssistant, Content: res.Response.Content,
+			Source: pipeline.Source{Type: pipeline.SourceExtension, Extension: res.AnsweredBy}}
+		if err := ts.conv.append(&answer); err != nil {
+			return err
+		}
+		res.Response = *h.at(h.len() - 1).msg
+		return nil
+	}
+	if res.FinishReason != pipeline.FinishText || h.len() == 0 {
+		return nil
+	}
+	last := h.at(h.len() - 1).msg
+	if last.Role != pipeline.RoleAssistant || last.Source.Type != pipeline.SourceModel || len(last.ToolCalls) > 0 || last.Content == res.Response.Content {
+		return nil
+	}
+	m := *last
+	m.Content, m.Source, m.Reasoning = res.Response.Content, pipeline.Source{Type: pipeline.SourceExtension, Extension: res.AnsweredBy}, ""
+	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: last.ID, Message: m}); err != nil {
+		return err
+	}
+	res.Response = *h.at(h.len() - 1).msg
+	return nil
 }
 
 func inputSource(in pipeline.InputEvent) pipeline.Source {

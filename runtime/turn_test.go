@@ -479,6 +479,8 @@ func TestMiddlewareEffects(t *testing.T) {
 			},
 			steps: `[{text: "never said"}]`,
 			want:  pipeline.TurnResult{TurnID: "turn-1", FinishReason: pipeline.FinishText, Response: assistant("Not today.")},
+			// What the user saw is in the history, the answer as the extension's.
+			history: []string{"user: hi", "assistant: Not today."},
 		},
 		{
 			name: "short-circuit without turn ID or finish reason",
@@ -489,6 +491,7 @@ func TestMiddlewareEffects(t *testing.T) {
 			},
 			steps: `[{text: "never said"}]`,
 			want:  pipeline.TurnResult{TurnID: "turn-1", FinishReason: pipeline.FinishText, Response: assistant("Filled in.")},
+			history: []string{"user: hi", "assistant: Filled in."},
 		},
 		{
 			name: "turn middleware adds a system message",

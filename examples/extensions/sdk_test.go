@@ -45,9 +45,10 @@ agents:
 	}{
 		{"plain", "hello", "model: hello", false},
 		{"grows the buffer", big, "input 100004 bytes, event 100004 bytes, kind user_message", false},
-		// A turn answered by a middleware leaves no messages; the input
-		// joins the conversation after the turn middleware.
-		{"messages", "messages", `2 messages, first "hello", last "model: hello", past the end: true`, false},
+		// A turn answered by a middleware keeps its input and answer (the
+		// previous turn's); this turn's input joins the conversation after
+		// the turn middleware.
+		{"messages", "messages", `4 messages, first "hello", last "input 100004 bytes, event 100004 bytes, kind user_message", past the end: true`, false},
 		{"emit", "emit", "model: emit", false},
 		{"set input", "setinput please", "model: rewritten please", false},
 		{"result", "wrap", "wrapped(model: wrap)", false},
@@ -86,15 +87,28 @@ agents:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var notes []string
+	var notes, answers []string
 	for _, m := range history {
-		if m.Source.Type == pipeline.SourceExtension {
+		switch {
+		case m.Source.Type != pipeline.SourceExtension:
+		case m.Role == pipeline.RoleAssistant:
+			answers = append(answers, m.Source.Extension+": "+m.Content)
+		default:
 			notes = append(notes, m.Source.Extension+": "+m.Content)
 		}
 	}
 	wantNotes := []string{"sdkcheck: a note from sdkcheck", "sdkcheck: step 1 of turn-8 offered [echo], then []"}
 	if !slices.Equal(notes, wantNotes) {
 		t.Errorf("messages the guest emitted: %q, want %q", notes, wantNotes)
+	}
+	// The answers the guest gave (with SetResult, with or without Next)
+	// are stored as its own.
+	wantAnswers := []string{"sdkcheck: input 100004 bytes, event 100004 bytes, kind user_message",
+		`sdkcheck: 4 messages, first "hello", last "input 100004 bytes, event 100004 bytes, kind user_message", past the end: true`,
+		"sdkcheck: wrapped(model: wrap)", "sdkcheck: nested ok: model: nested", "sdkcheck: secret: true", "sdkcheck: state: true",
+		"sdkcheck: second next: true", "sdkcheck: goroutine saw 9 bytes"}
+	if !slices.Equal(answers, wantAnswers) {
+		t.Errorf("the guest's answers in the history: %q, want %q", answers, wantAnswers)
 	}
 }
 

@@ -66,10 +66,16 @@ agents:
 			r := o.Turns[0]
 			eq(t, "error", r.Err, "")
 			eq(t, "finish reason", r.Result.FinishReason, pipeline.FinishText)
-			eq(t, "response", r.Result.Response, pipeline.Message{Role: pipeline.RoleAssistant, Content: "t answered: stop right there",
-				Source: pipeline.Source{Type: pipeline.SourceExtension, Extension: "twin"}})
+			eq(t, "answered by", r.Result.AnsweredBy, "twin")
+			// The history holds what the user saw: the input, and the
+			// extension's answer, which the result returns as stored.
+			h := o.History["a/k"]
+			eq(t, "history", len(h), 2)
+			eq(t, "input", h[0].Content, "stop right there")
+			eq(t, "response", r.Result.Response, h[len(h)-1])
+			eq(t, "answer", h[len(h)-1].Content, "t answered: stop right there")
+			eq(t, "answer's source", h[len(h)-1].Source, pipeline.Source{Type: pipeline.SourceExtension, Extension: "twin"})
 			eq(t, "model calls", len(o.Calls), 0)
-			eq(t, "history", len(o.History["a/k"]), 0)
 			eq(t, "state", o.State["a/k/twin"], `{"turns":1}`)
 		},
 	},
