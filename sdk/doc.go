@@ -35,14 +35,41 @@
 //
 //	func main() {}
 //
-// The examples under examples/extensions (guardrail, redactor, tool,
-// counter) are complete extensions with tests that run them in a runtime.
+// The examples under examples/extensions in the Ganglion repository
+// (guardrail, redactor, tool, counter) are complete extensions with tests
+// that run them in a runtime.
+//
+// # Starting an extension
+//
+// The module github.com/ganglion-dev/ganglion cannot be fetched with go
+// get, so a guest module outside its repository cannot require this
+// package the usual way. The ganglion command writes a guest that builds
+// at once, offline; from there, edit, build, list and run:
+//
+//	ganglion ext init hello      # a guest module in hello/, with a copy of this SDK
+//	$EDITOR hello/main.go        # its middleware, tools and subscriptions
+//	ganglion ext build hello     # compiles hello/hello.wasm and loads it once
+//	ganglion run hello "hello"   # the agent of hello/ganglion.yaml, which loads it
+//
+// The guest's go.mod requires github.com/ganglion-dev/ganglion and
+// replaces it with the directory ganglion-sdk, a copy of the SDK that the
+// ganglion command was built with ([SourceFiles]): the guest builds
+// against the SDK of the host that loads it. To move a guest to another
+// ganglion's SDK, remove its ganglion-sdk and run
+// "ganglion ext init --sdk-only DIR". The hello/ganglion.yaml that init
+// writes lists the module under its agent's extensions; any other config
+// lists it by its path, relative to the config's directory:
+//
+//	extensions:
+//	  - wasm: hello/hello.wasm
 //
 // # Building
 //
-// From the extension's directory:
+// ganglion ext build DIR compiles the guest in DIR with the standard
+// toolchain, into DIR/<name of DIR>.wasm, then loads it once to check it
+// and prints its manifest; it runs, in DIR:
 //
-//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o guard.wasm .
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o DIR/NAME.wasm .
 //
 // -buildmode=c-shared makes a WASI reactor: the host calls its _initialize
 // (which runs the package init functions, and so [Register]) and then its
@@ -51,11 +78,8 @@
 // SDK holds the //go:wasmexport functions the host calls
 // (ganglion_abi_version, ganglion_init, ganglion_turn, ganglion_step,
 // ganglion_tool_call, ganglion_tool, ganglion_event): importing the package
-// is all the wiring a module needs. Load the module with an agent's
-// extensions entry in the config:
-//
-//	extensions:
-//	  - wasm: guard.wasm
+// is all the wiring a module needs. ganglion ext inspect FILE.wasm shows
+// what a module declares and registers.
 //
 // # Manifest
 //

@@ -19,9 +19,9 @@ import (
 func newExtCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ext",
-		Short: "Build and inspect WebAssembly extensions",
+		Short: "Start, build and inspect WebAssembly extensions",
 	}
-	cmd.AddCommand(newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout, stderr))
+	cmd.AddCommand(newExtInitCmd(stdout), newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout, stderr))
 	return cmd
 }
 
