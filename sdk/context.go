@@ -252,6 +252,13 @@ func (t *Turn) Result() (TurnResult, error) {
 
 // SetResult makes r the turn's result, with or without Next: a middleware
 // that answers by itself (a guardrail) sets a result and does not call Next.
+//
+// The history keeps what the user saw. Without Next, the turn's input and
+// r's response are stored, the response as this extension's message
+// (unless the middleware wrote the history itself with EmitMessage). After
+// Next, a response with another text than the model's replaces the model's
+// final message with it, as this extension's: the model's next turn reads
+// what the user read.
 func (t *Turn) SetResult(r TurnResult) error { return t.setJSON(fieldResult, r) }
 
 // Step is the context of one step (one model call and the tool calls it
