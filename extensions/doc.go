@@ -25,7 +25,7 @@
 //
 // [API.Pending] lets an extension pause a turn on something a human must
 // answer. In Register it declares the kinds of item it creates
-// ([Pending.Handle] with a [PendingKind]: what an answer, skip, provide,
+// ([Pending.Handle] with a [PendingKind]: what an answer, edit, skip, provide,
 // reject or timeout means); in a step middleware it stores an item with
 // [Pending.Pause] and stops the turn with finish reason paused. The
 // runtime keeps the item in its ledger, calls the kind's Resolve when a
@@ -33,6 +33,13 @@
 // turn has no open item left. An [Outcome] may carry a [Secret], which the
 // runtime keeps sealed and gives commands as an environment variable;
 // [API.Secrets] reads one back only if the extension's config grants it.
+//
+// A toolCall middleware pauses the call itself with [Pending.PauseCall]:
+// in the resume turn the kind's Resume gives the call its result through
+// a [ResumeCall] — running it ([ResumeCall.Run]), running it with the
+// arguments a human edited ([ResumeCall.RunWith], for an [ActionEdit],
+// which the runtime checks against the tool's schema before Resolve sees
+// it), or deciding it without running it ([ResumeCall.Result]).
 //
 // # The context window and models
 //

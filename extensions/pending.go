@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -20,14 +21,20 @@ const (
 	ActionSkip    ActionKind = "skip"    // take a question's default
 	ActionProvide ActionKind = "provide" // give a dependency's value
 	ActionReject  ActionKind = "reject"  // refuse a dependency (or an approval)
+	// ActionEdit approves the tool call an item paused with other
+	// arguments: Value holds them, a JSON object. The runtime refuses an
+	// edit of an item that paused no call (or whose kind has no Resume to
+	// run it), and checks the arguments against the call's tool schema,
+	// before the kind's Resolve sees the action; see [ResumeCall.RunWith].
+	ActionEdit ActionKind = "edit"
 )
 
 // Action is a human's action on a pending item.
 type Action struct {
 	Kind ActionKind
-	// Value is the answer, or the provided value. A provided value may be a
-	// secret: a kind's Resolve never puts it in an error or in the
-	// resolution.
+	// Value is the answer, the provided value, or an edit's arguments (a
+	// JSON object). A provided value may be a secret: a kind's Resolve
+	// never puts it in an error or in the resolution.
 	Value string
 	// Reason says why, for a rejection.
 	Reason string
@@ -61,6 +68,10 @@ type PendingKind struct {
 	// Resolve checks act against the item and returns its outcome. An
 	// error refuses the action and changes nothing; it must match
 	// [ErrInvalidAction] when the action, not the system, is at fault.
+	// An [ActionEdit] reaches it only for an item that paused a tool call,
+	// with arguments that match the tool's schema: a kind that takes
+	// edits records them in the resolution's Answer, and its Resume runs
+	// the call with them ([ResumeCall.RunWith]).
 	Resolve func(ctx context.Context, it ledger.Item, act Action) (Outcome, error)
 	// Expire returns the outcome of a timeout. Nil: the item ends as
 	// timeout and the turn resumes with a message saying so.
@@ -78,6 +89,16 @@ type PendingKind struct {
 type ResumeCall interface {
 	// Run runs the call through the toolCall chain and the tool, with ctx.
 	Run(ctx context.Context) (*pipeline.ToolResult, error)
+	// RunWith runs the call as Run does, with args (a JSON object a human
+	// wrote: see [ActionEdit]) in place of the model's arguments. The
+	// middleware and the tool see args; they are checked against the
+	// tool's schema as every call's arguments are (a mismatch is the
+	// call's error result, not an error). The model's call stays in the
+	// history as it asked for it, and Result records args with the
+	// call's result: in its metadata (under "edited_arguments", the JSON
+	// text) and in a first line of its content, so that the model reads
+	// which arguments the result is for.
+	RunWith(ctx context.Context, args json.RawMessage) (*pipeline.ToolResult, error)
 	// Result sets the call's result, which replaces its placeholder.
 	Result(content string, isError bool) error
 }

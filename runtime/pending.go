@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/tool"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -183,21 +186,31 @@ func (pauseHook) keep(ts *turnState, keep map[string]bool) error {
 	return nil
 }
 
+// metaEdited marks the result of a tool call that ran with arguments a
+// human edited (an approval answered with an edit; see [Runtime.Edit] and
+// extensions.ResumeCall.RunWith). Its value is those arguments, as JSON
+// text; the model's own arguments stay in the call of the assistant
+// message the result answers.
+const metaEdited = "edited_arguments"
+
 // resumeCall is extensions.ResumeCall.
 type resumeCall struct {
 	a  *agent
 	ts *turnState
 	t  *pipeline.TurnContext
 	it ledger.Item
+	// edited holds the arguments RunWith ran the call with, for Result.
+	edited    json.RawMessage
+	ranEdited bool
 }
 
-// call finds the paused call in the history, and the ID of its message.
-func (rc *resumeCall) call() (pipeline.ToolCall, string, bool) {
-	h := &rc.ts.inst.hist
+// findCall finds tool call id in the history, and the ID of its message.
+func (in *instance) findCall(id string) (pipeline.ToolCall, string, bool) {
+	h := &in.hist
 	for i := h.len() - 1; i >= 0; i-- {
 		m := h.at(i).msg
 		for _, c := range m.ToolCalls {
-			if c.ID == rc.it.CallID {
+			if c.ID == id {
 				return c, m.ID, true
 			}
 		}
@@ -206,9 +219,29 @@ func (rc *resumeCall) call() (pipeline.ToolCall, string, bool) {
 }
 
 func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
-	c, msgID, ok := rc.call()
+	return rc.run(ctx, nil, false)
+}
+
+func (rc *resumeCall) RunWith(ctx context.Context, args json.RawMessage) (*pipeline.ToolResult, error) {
+	var b bytes.Buffer
+	if json.Compact(&b, args) == nil {
+		args = b.Bytes()
+	} else {
+		args = bytes.Clone(args) // the tool's check reports it to the model
+	}
+	return rc.run(ctx, args, true)
+}
+
+// run runs the paused call, with args in place of the model's arguments
+// if edited.
+func (rc *resumeCall) run(ctx context.Context, args json.RawMessage, edited bool) (*pipeline.ToolResult, error) {
+	c, msgID, ok := rc.ts.inst.findCall(rc.it.CallID)
 	if !ok {
 		return nil, fmt.Errorf("the call %s is not in the history", rc.it.CallID)
+	}
+	if edited {
+		c.Arguments = args // a copy of the call: the history keeps the model's
+		rc.edited, rc.ranEdited = args, true
 	}
 	ts := rc.ts
 	ts.step.Init(rc.t, rc.it.Step, rc.a.tools)
@@ -222,6 +255,11 @@ func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
 
 func (rc *resumeCall) Result(content string, isError bool) error {
 	ts := rc.ts
+	if rc.ranEdited {
+		// Both versions stay in the history: the model's call in its
+		// message, the arguments that ran with the result.
+		content = "called with arguments a human edited: " + string(rc.edited) + "\n" + content
+	}
 	// A kind may decide the result without Run, before anything in this
 	// process read the instance's secrets: read them for the mask.
 	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
@@ -239,6 +277,12 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 			r.Metadata = maps.Clone(m.Metadata)
 			delete(r.Metadata, metaAwaits)
 			delete(r.Metadata, MetaInterrupted)
+			if rc.ranEdited {
+				if r.Metadata == nil {
+					r.Metadata = map[string]any{}
+				}
+				r.Metadata[metaEdited] = ts.inst.secrets.redactor.Redact(string(rc.edited))
+			}
 			return ts.conv.applyLocked(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: r})
 		}
 	}
@@ -274,6 +318,20 @@ func (r *Runtime) PendingItem(ctx context.Context, id string) (ledger.Item, erro
 // nothing changes.
 func (r *Runtime) Answer(ctx context.Context, id, answer string) (*pipeline.TurnResult, error) {
 	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionAnswer, Value: answer})
+}
+
+// Edit approves the tool call that item id paused (an approval) with args
+// in place of the arguments the model wrote; see [Runtime.Answer]. args
+// must be a JSON object that matches the tool's parameters schema. An edit
+// that does not, or of an item that paused no tool call, or of a kind that
+// takes no edits, is refused with an error matching
+// [extensions.ErrInvalidAction] that says what is wrong and where, and
+// nothing changes. In the resume turn the call runs with args, once; the
+// history keeps the model's call as it asked for it, and the call's result
+// says which arguments it ran with: in a first line of its content, and in
+// its metadata under "edited_arguments" (the JSON text).
+func (r *Runtime) Edit(ctx context.Context, id string, args json.RawMessage) (*pipeline.TurnResult, error) {
+	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionEdit, Value: string(args)})
 }
 
 // Skip skips the optional question id, which takes its default; see [Runtime.Answer].
@@ -319,11 +377,38 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 	if !ok {
 		return nil, fmt.Errorf("pending item %q: agent %q has no extension %q handling %s items (is it still in the config?)", id, a.name, it.Extension, it.Kind)
 	}
+	if act.Kind == extensions.ActionEdit {
+		if err := a.checkEdit(inst, it, k, json.RawMessage(act.Value)); err != nil {
+			return nil, fmt.Errorf("pending item %q: %w", id, err)
+		}
+	}
 	out, err := k.Resolve(ctx, it, act)
 	if err != nil {
 		return nil, fmt.Errorf("pending item %q: %w", id, err)
 	}
 	return a.settle(ctx, inst, it, out)
+}
+
+// checkEdit checks an edit of item it before its kind sees it: the item
+// paused a tool call that the kind can run again (it has a Resume), and
+// args fit the call's tool. The runtime checks, not the kind: the schema
+// is the agent's, and no kind can forget to check (see RATIONALE.md).
+func (a *agent) checkEdit(inst *instance, it ledger.Item, k extensions.PendingKind, args json.RawMessage) error {
+	if it.CallID == "" || k.Resume == nil {
+		return fmt.Errorf("%w: a %s item cannot be edited: only an item that holds a paused tool call can", extensions.ErrInvalidAction, it.Kind)
+	}
+	c, _, ok := inst.findCall(it.CallID)
+	if !ok {
+		return fmt.Errorf("the call %s is not in the history", it.CallID)
+	}
+	i := slices.IndexFunc(a.tools, func(t pipeline.Tool) bool { return t.Name == c.Name })
+	if i < 0 {
+		return fmt.Errorf("%w: the call's tool %q is not one of agent %q's tools", extensions.ErrInvalidAction, c.Name, a.name)
+	}
+	if err := tool.CheckArguments(a.tools[i], args); err != nil {
+		return fmt.Errorf("%w: the edited arguments of the %s call: %v", extensions.ErrInvalidAction, c.Name, err)
+	}
+	return nil
 }
 
 // holdItem acquires the turn slot of the instance item id belongs to and

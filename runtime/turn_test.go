@@ -489,8 +489,8 @@ func TestMiddlewareEffects(t *testing.T) {
 					return &pipeline.TurnResult{Response: assistant("Filled in.")}, nil
 				})
 			},
-			steps: `[{text: "never said"}]`,
-			want:  pipeline.TurnResult{TurnID: "turn-1", FinishReason: pipeline.FinishText, Response: assistant("Filled in.")},
+			steps:   `[{text: "never said"}]`,
+			want:    pipeline.TurnResult{TurnID: "turn-1", FinishReason: pipeline.FinishText, Response: assistant("Filled in.")},
 			history: []string{"user: hi", "assistant: Filled in."},
 		},
 		{

@@ -36,7 +36,9 @@ turns wait for. Without --all, only the items still open.
 
 Answer them with ganglion answer, skip, provide or reject: a question with
 its answer, a dependency with provide, an approval with approve or deny
-(ganglion answer ID approve), a run of mistakes with guidance for the model.
+(ganglion answer ID approve), or with edit and the call's new arguments,
+which approves the call with them (ganglion answer ID edit '{"path":"b.txt"}'),
+a run of failed or repeated tool calls with guidance for the model.
 Listing runs no turn: the resumes and expiries wait for run or resume.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -99,8 +101,20 @@ func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobr
 		use, short, long string
 		n                int
 	}{
-		"answer": {"answer [DIR] ID ANSWER", "Answer a question a paused agent asked",
-			"Answer checks ANSWER against the question (one of its options, ignoring case;\nnot empty when required), stores it, and resumes the agent when nothing else\nof its turn is pending, streaming the resumed turn like run.", 2},
+		"answer": {"answer [DIR] ID ANSWER", "Answer a question, an approval or a call for guidance of a paused agent",
+			`Answer checks ANSWER against the item, stores it, and resumes the agent when
+nothing else of its turn is pending, streaming the resumed turn like run.
+
+  a question      one of its options, ignoring case; not empty when required
+  an approval     approve or deny; or edit and the call's new arguments, one
+                  JSON object, which approves the call with them:
+                    ganglion answer ID edit '{"path":"b.txt"}'
+                  The arguments must match the tool's schema: an edit that
+                  does not is refused, says where, and changes nothing. The
+                  model's call stays in the history; the call's result says
+                  it ran with the edited arguments.
+  mistakes,
+  repetition      guidance for the model (reject stops the agent)`, 2},
 		"skip": {"skip [DIR] ID", "Skip an optional question: it takes its default",
 			"Skip resolves an optional question with its default and resumes the agent\nwhen nothing else of its turn is pending. A required question cannot be skipped.", 1},
 		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for",
@@ -111,6 +125,12 @@ func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobr
 		Short: spec.short,
 		Long:  spec.long + "\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// answer [DIR] ID edit ARGS: an approval's edit.
+			var edit string
+			editing := name == "answer" && len(args) >= 3 && args[len(args)-2] == "edit"
+			if editing {
+				edit, args = args[len(args)-1], args[:len(args)-1]
+			}
 			dir, rest, err := pendingArgs(args, spec.n, spec.use)
 			if err != nil {
 				return err
@@ -119,6 +139,9 @@ func newResolveCmd(name string, stdin io.Reader, stdout, stderr io.Writer) *cobr
 			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
 				switch name {
 				case "answer":
+					if editing {
+						return rt.Edit(ctx, it.ID, json.RawMessage(edit))
+					}
 					return rt.Answer(ctx, it.ID, rest[1])
 				case "skip":
 					return rt.Skip(ctx, it.ID)
@@ -310,7 +333,12 @@ func describe(it ledger.Item) string {
 			return fmt.Sprintf("%d protocol mistakes in a row; answer with guidance for the model. Last: %s", v.Mistakes, strings.Join(v.Errors, " "))
 		}
 	case approval.ItemApproval:
-		var a approval.AskRequest
+		var a struct {
+			Tool        string
+			Args        json.RawMessage
+			Explanation string
+			Matched     []approval.Match
+		}
 		if json.Unmarshal(it.Request, &a) == nil {
 			s := a.Tool + " " + readableJSON(a.Args)
 			var rules []string
@@ -327,9 +355,22 @@ func describe(it ledger.Item) string {
 			return s + "; why: " + a.Explanation
 		}
 	case approval.ItemMistakes:
-		var m approval.MistakesRequest
+		var m struct {
+			Failures int
+			Tool     string
+			Error    string
+		}
 		if json.Unmarshal(it.Request, &m) == nil {
 			return fmt.Sprintf("%s failed %d times in a row; answer with guidance for the model. Last: %s", m.Tool, m.Failures, oneLine(m.Error, 200))
+		}
+	case approval.ItemRepetition:
+		var r struct {
+			Tool  string
+			Args  json.RawMessage
+			Calls int
+		}
+		if json.Unmarshal(it.Request, &r) == nil {
+			return fmt.Sprintf("%s %s called %d times in a row, the last not run; answer with guidance for the model", r.Tool, readableJSON(r.Args), r.Calls)
 		}
 	}
 	return readableJSON(it.Request)
@@ -388,9 +429,12 @@ func howToAnswer(it ledger.Item, where string) string {
 			return fmt.Sprintf("answer it: %s, or: %s", cmd("answer", "ANSWER"), cmd("skip"))
 		}
 	case approval.ItemApproval:
-		return fmt.Sprintf("approve it: %s, or deny it: %s (or %s)", cmd("answer", "approve"), cmd("answer", "deny"), cmd("reject", "--reason", "TEXT"))
+		return fmt.Sprintf("approve it: %s, or deny it: %s (or %s), or approve it with other arguments: %s",
+			cmd("answer", "approve"), cmd("answer", "deny"), cmd("reject", "--reason", "TEXT"), cmd("answer", "edit", "'{...}'"))
 	case approval.ItemMistakes, protocol.ItemIntervention:
 		return fmt.Sprintf("guide the model: %s", cmd("answer", "GUIDANCE"))
+	case approval.ItemRepetition:
+		return fmt.Sprintf("guide the model: %s, or stop it: %s", cmd("answer", "GUIDANCE"), cmd("reject", "--reason", "TEXT"))
 	}
 	return fmt.Sprintf("answer it: %s", cmd("answer", "ANSWER"))
 }
@@ -463,8 +507,11 @@ func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance str
 				}
 			default:
 				hint := "answer"
-				if it.Kind == protocol.ItemQuestion && !it.Required {
+				switch {
+				case it.Kind == protocol.ItemQuestion && !it.Required:
 					hint += " (empty line skips)"
+				case it.Kind == approval.ItemApproval:
+					hint += " (approve, deny, or edit and the new arguments as JSON)"
 				}
 				fmt.Fprintf(stderr, "%s: ", hint)
 				if !sc.Scan() {
@@ -474,9 +521,13 @@ func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance str
 				if l := strings.TrimSpace(line); l == "/exit" || l == "/quit" {
 					return nil, false, nil // as when input ends: the item stays pending
 				}
-				if strings.TrimSpace(line) == "" && it.Kind == protocol.ItemQuestion && !it.Required {
+				args, edit := strings.CutPrefix(strings.TrimSpace(line), "edit ")
+				switch {
+				case edit && it.Kind == approval.ItemApproval:
+					res, err = rt.Edit(ctx, it.ID, json.RawMessage(strings.TrimSpace(args)))
+				case strings.TrimSpace(line) == "" && it.Kind == protocol.ItemQuestion && !it.Required:
 					res, err = rt.Skip(ctx, it.ID)
-				} else {
+				default:
 					res, err = rt.Answer(ctx, it.ID, line)
 				}
 			}

@@ -517,6 +517,10 @@ func TestPendingRefusals(t *testing.T) {
 			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
 		{"answer with usage-like text", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "accepts cash"} }, "",
 			exitError, "ganglion: pending item \"$ID\": invalid action: answer \"accepts cash\" must be one of: Subscription, Freemium, Ad-based\n", "pending"},
+		{"edit a question", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "edit", `{"answer":"Freemium"}`} }, "",
+			exitError, "ganglion: pending item \"$ID\": invalid action: a question item cannot be edited: only an item that holds a paused tool call can\n", "pending"},
+		{"edit a dependency", "keeper", false, func(dir, id string) []string { return []string{"answer", dir, id, "edit", `{}`} }, "",
+			exitError, "ganglion: pending item \"$ID\": invalid action: a dependency item cannot be edited: only an item that holds a paused tool call can\n", "pending"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -629,4 +633,167 @@ func TestConfigErrorExitCode(t *testing.T) {
 			t.Errorf("%s: exit %d, want %d; stderr:\n%s", args[0], r.code, exitError, r.stderr)
 		}
 	}
+}
+
+// approvalProject writes a project whose agent reads a.txt, a read that
+// needs a human's approval, and returns its directory.
+func approvalProject(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(dir, "workspace"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dir, "workspace", "a.txt"), []byte("alpha\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "workspace", "b.txt"), []byte("beta\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte(`default: approve
+rules:
+  - name: reads need a human
+    when: tool.name == "read_file"
+    decision: ask
+`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(`workspace: workspace
+data: data
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: reader
+    tools: [read_file]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  reader:
+    turns:
+      - steps:
+          - tool_calls: [{name: read_file, id: r1, args: {path: a.txt}}]
+      - steps:
+          - text: "Read: {{ .LastMessage }}"
+`), 0o644))
+	return dir
+}
+
+// TestPendingApprovalEdit: ganglion answer ID edit ARGS approves the call
+// with the edited arguments, through the built binary; an edit that does
+// not match the tool's schema exits 1 with what is wrong and where, and
+// leaves the item open. The history keeps both versions.
+func TestPendingApprovalEdit(t *testing.T) {
+	t.Parallel()
+	dir := approvalProject(t)
+	r := exe(t, dir, "", "run", dir, "read the file")
+	check(t, "run", r, exitPaused, nil, nil, "")
+	it := onlyItem(t, dir)
+	if want := "  approve it: ganglion answer $ID approve, or deny it: ganglion answer $ID deny (or ganglion reject $ID --reason TEXT), " +
+		"or approve it with other arguments: ganglion answer $ID edit '{...}'\n"; !strings.Contains(strings.ReplaceAll(r.stderr, it.ID, "$ID"), want) {
+		t.Errorf("run's hint does not say how to edit:\n%s\nwant a line\n%s", r.stderr, want)
+	}
+	for _, args := range [][]string{{"pending", "--help"}, {"answer", "--help"}} {
+		r := exe(t, dir, "", args...)
+		if !strings.Contains(r.stdout, "approve or deny") || !strings.Contains(r.stdout, `ganglion answer ID edit '{"path":"b.txt"}'`) {
+			t.Errorf("%s does not say an approval is answered with approve, deny or edit:\n%s", strings.Join(args, " "), r.stdout)
+		}
+	}
+
+	const refused = `ganglion: pending item "$ID": invalid action: the edited arguments of the read_file call: arguments do not match the schema:
+- (root): additional properties 'file' not allowed
+- (root): missing property 'path'
+`
+	for _, tt := range []struct{ name, args, stderr string }{
+		{"schema", `{"file":"b.txt"}`, refused},
+		{"type", `{"path":3}`, `ganglion: pending item "$ID": invalid action: the edited arguments of the read_file call: arguments do not match the schema: /path: got number, want string` + "\n"},
+		{"not JSON", `{"path":`, `ganglion: pending item "$ID": invalid action: the edited arguments of the read_file call: arguments are not valid JSON: unexpected end of JSON input` + "\n"},
+		{"no arguments", ``, `ganglion: pending item "$ID": invalid action: the edited arguments of the read_file call: arguments are not valid JSON: unexpected end of JSON input` + "\n"},
+	} {
+		r = exe(t, dir, "", "answer", dir, it.ID, "edit", tt.args)
+		check(t, "bad edit: "+tt.name, r, exitError, ptr(""), ptr(tt.stderr), it.ID)
+		if after := onlyItem(t, dir, "--all"); after.Status != "pending" || !after.Open || after.Answer != "" {
+			t.Errorf("after the bad edit (%s) the item is %+v", tt.name, after)
+		}
+	}
+
+	// From the project directory, without DIR.
+	r = exe(t, dir, "", "answer", it.ID, "edit", `{"path": "b.txt"}`)
+	check(t, "answer edit", r, exitOK, ptr(
+		"[tool] read_file {\"path\":\"b.txt\"}\n"+
+			"[tool] read_file -> beta\n"+
+			"Read: A human edited the arguments of the call of read_file and approved it with theirs; its result shows them.\n"), ptr(""), it.ID)
+	if after := onlyItem(t, dir, "--all"); after.Status != "answered" || after.Open || after.Answer != `edit {"path":"b.txt"}` {
+		t.Errorf("after the edit the item is %+v", after)
+	}
+
+	r = exe(t, dir, "", "history", dir, "--json")
+	check(t, "history", r, exitOK, nil, ptr(""), "")
+	var call, result string
+	var meta any
+	for line := range strings.Lines(r.stdout) {
+		var m struct {
+			Role       string
+			Content    string
+			ToolCallID string `json:"tool_call_id"`
+			ToolCalls  []struct {
+				ID        string
+				Arguments string // the JSON text, as a string
+			} `json:"tool_calls"`
+			Metadata map[string]any
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("history --json line %q: %v", line, err)
+		}
+		for _, c := range m.ToolCalls {
+			if c.ID == "r1" {
+				call = c.Arguments
+			}
+		}
+		if m.Role == "tool" && m.ToolCallID == "r1" {
+			result, meta = m.Content, m.Metadata["edited_arguments"]
+		}
+	}
+	if call != `{"path":"a.txt"}` {
+		t.Errorf("the model's call in the history = %s, want its own arguments", call)
+	}
+	if want := "called with arguments a human edited: {\"path\":\"b.txt\"}\nbeta\n"; result != want || meta != `{"path":"b.txt"}` {
+		t.Errorf("the call's result = %q, %s = %v\nwant %q and the arguments", result, "edited_arguments", meta, want)
+	}
+}
+
+// TestRunInteractiveEdit: at an interactive run's prompt, "edit ARGS"
+// approves an approval with other arguments; a bad edit asks again.
+func TestRunInteractiveEdit(t *testing.T) {
+	t.Parallel()
+	dir := approvalProject(t)
+	r := runCLI(t, "read it\nedit {\"path\":3}\nedit {\"path\":\"b.txt\"}\n", "run", dir)
+	it := onlyItem(t, dir, "--all")
+	const prompt = "[paused] $ID approval: read_file {\"path\":\"a.txt\"}; rules: reads need a human (ask); why: rule \"reads need a human\" decides ask\n" +
+		"answer (approve, deny, or edit and the new arguments as JSON): "
+	check(t, "interactive edit", r, exitOK,
+		ptr("[tool] read_file {\"path\":\"a.txt\"}\n"+
+			"[tool] read_file -> waiting for a human's approval (pending item $ID): rule \"reads need a human\" decides ask\n"+
+			"[tool] read_file {\"path\":\"b.txt\"}\n"+
+			"[tool] read_file -> beta\n"+
+			"Read: A human edited the arguments of the call of read_file and approved it with theirs; its result shows them.\n"),
+		ptr(prompt+"ganglion: pending item \"$ID\": invalid action: the edited arguments of the read_file call: arguments do not match the schema: /path: got number, want string\n"+prompt), it.ID)
+	if it.Status != "answered" || it.Answer != `edit {"path":"b.txt"}` {
+		t.Errorf("afterwards the item is %+v", it)
+	}
+}
+
+// TestPendingRepetition: the same call three times in a row pauses before
+// the third runs; run says how to answer, and guidance resumes the agent.
+func TestPendingRepetition(t *testing.T) {
+	t.Parallel()
+	dir := approvalProject(t)
+	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: approve\nrules: []\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  reader:
+    turns:
+      - steps:
+          - tool_calls: [{name: read_file, id: r1, args: {path: a.txt}}]
+          - tool_calls: [{name: read_file, id: r2, arguments: '{ "path": "a.txt" }'}]
+          - tool_calls: [{name: read_file, id: r3, args: {path: a.txt}}]
+          - text: "not reached"
+      - steps:
+          - text: "Resumed: {{ .LastMessage }}"
+`), 0o644))
+	r := runCLI(t, "", "run", dir, "read it")
+	r.stderr = strings.ReplaceAll(r.stderr, dir, "$DIR")
+	it := onlyItem(t, dir)
+	check(t, "run", r, exitPaused, nil, ptr("[paused] $ID repetition: read_file {\"path\":\"a.txt\"} called 3 times in a row, the last not run; answer with guidance for the model\n"+
+		"  guide the model: ganglion answer $DIR $ID GUIDANCE, or stop it: ganglion reject $DIR $ID --reason TEXT\n"), it.ID)
+	r = runCLI(t, "", "answer", dir, it.ID, "read b.txt instead")
+	check(t, "answer", r, exitOK, ptr("Resumed: You called read_file with the same arguments 3 times in a row; the last call did not run. The user says: read b.txt instead\n"), ptr(""), it.ID)
 }

@@ -19,6 +19,21 @@
 //	  - call: {tool: execute_command, args: {command: "git status && rm -rf /"}}
 //	    expect: ask
 //
+// # Settings
+//
+// The extension's config in an agent's extensions list:
+//
+//	extensions:
+//	  - name: approval
+//	    config:
+//	      rules: rules.yaml      # required; relative to the config file
+//	      timeout: 1h            # how long an ask waits; no answer denies
+//	      mistake_limit: 3       # failed tool calls in a row that pause (at least 1)
+//	      repetition_limit: 3    # identical calls in a row that pause (at least 2)
+//
+// 0 or absent is the default; a limit below its minimum is refused with
+// an error that names the setting.
+//
 // # Decisions
 //
 // Every rule is evaluated; among those that match, the strictest decision
@@ -70,6 +85,17 @@
 // turn without running it, and so does no answer within the timeout
 // (config: {timeout: 1h}).
 //
+// A human may also edit the call: approve it with other arguments
+// (Runtime.Edit, or ganglion answer ID edit '{"path":"b.txt"}'). The
+// runtime checks them against the tool's schema first, and refuses an edit
+// that does not fit, naming where, with the item left open. The call then
+// runs once with the edited arguments; the history keeps the model's call
+// as it was, and the call's result starts with "called with arguments a
+// human edited: {...}" and carries them in its metadata
+// ("edited_arguments"). The rules judge the edited call again
+// when it runs: a human's approval answers an ask, and never overrides a
+// deny, so an edit that a deny rule covers (a protected path) is denied.
+//
 // # Consecutive mistakes
 //
 // Tool calls that fail in a row (a tool error, malformed arguments) are
@@ -78,6 +104,34 @@
 // "mistakes", and a human
 // answers with guidance the model reads when it resumes, or rejects to
 // stop the task.
+//
+// # Repeated calls
+//
+// A model stuck in a loop calls the same tool with the same arguments
+// again and again. Calls are counted per instance: a call of the same tool
+// with the same arguments as the instance's previous call (compared as
+// canonical JSON, so key order and spacing do not matter) counts up, any
+// other call starts the count again, and so does the first call of a turn
+// that handles a user message (a person who asks for the same thing again
+// is not a loop). The call that reaches repetition_limit (default 3; at
+// least 2; raise it for an agent that polls) does not run: it would most
+// likely give the same result a third time, or do the same thing a third
+// time. The turn pauses after the step on an item of kind "repetition"
+// that names the tool, the arguments and the count, and an
+// "approval.repetition_limit" event ([RepetitionLimitEvent]) is published.
+// A human answers with guidance, which the model reads when the turn
+// resumes (the call's result is "not run: ... the user says: ..."), or
+// rejects it to stop the task. The item has no deadline: only a human
+// unsticks a stuck agent. After the pause the count starts again, so the
+// model may make the call once more if the guidance says so. Counts live
+// in memory, like the mistakes' (a restart starts them again), for up to
+// 4,096 instances per agent.
+//
+// The check looks at what the model asks for, before the rules: a
+// repeated call pauses whether the rules would approve it, ask a human or
+// deny it (a model that retries a denied call is as stuck). A call a human
+// approved (or edited) runs in the resume turn without being counted
+// again: it was counted when the model made it.
 //
 // # Delegated turns
 //

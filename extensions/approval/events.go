@@ -37,3 +37,13 @@ type MistakeLimitEvent struct {
 	Tool     string `json:"tool"`
 	TurnID   string `json:"turn_id"`
 }
+
+// RepetitionLimitEvent is the data of the "approval.repetition_limit"
+// event: the model called Tool with the same arguments Calls times in a
+// row, and the last call waits, not run, for a human's guidance.
+type RepetitionLimitEvent struct {
+	CallID string `json:"call_id"`
+	Calls  int    `json:"calls"`
+	Tool   string `json:"tool"`
+	TurnID string `json:"turn_id"`
+}

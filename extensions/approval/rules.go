@@ -29,10 +29,11 @@ const (
 	Approve Decision = "approve" // the tool runs
 	Ask     Decision = "ask"     // a human decides; the turn pauses
 	Deny    Decision = "deny"    // the tool does not run; the model reads why
-	// Timeout is the decision when nobody answered an ask in time: handled
-	// as deny.
-	Timeout Decision = "timeout"
 )
+
+// timedOut is the answer of an ask nobody answered in time: handled as
+// deny.
+const timedOut Decision = "timeout"
 
 // strictness orders decisions: the strictest matching rule wins.
 func (d Decision) strictness() int {
