@@ -230,6 +230,9 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 	var ext extensions.Extension
 	if ec.Wasm != "" {
 		if ext, err = a.rt.loadWasm(ctx, ec); err != nil {
+			if positioned(err) {
+				return err // a refused setting, at its place in the config
+			}
 			return fmt.Errorf("extension %q: %w", ec.Name, err)
 		}
 	} else {

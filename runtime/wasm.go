@@ -3,7 +3,9 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -43,7 +45,30 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Exte
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return r.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
+	x, err := r.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
+	var ie *wasm.InitError
+	if errors.As(err, &ie) {
+		if path, msg, ok := guestConfigError(ie.Err.Error()); ok {
+			return nil, ec.ErrorAt(path, msg)
+		}
+	}
+	return x, err
+}
+
+// guestConfigError finds, in a guest's init failure, a problem with its
+// config: section, which the ABI spells "config: PATH: MESSAGE" with PATH
+// a YAML path from "$" (the Go SDK's ConfigError). ok is false for any
+// other failure.
+func guestConfigError(text string) (path, msg string, ok bool) {
+	i := strings.Index(text, "config: $")
+	if i < 0 || i > 0 && text[i-1] != ' ' {
+		return "", "", false
+	}
+	path, msg, ok = strings.Cut(text[i+len("config: "):], ": ")
+	if !ok || msg == "" || strings.ContainsAny(path, " \n") && !strings.Contains(path, `"`) {
+		return "", "", false
+	}
+	return path, msg, true
 }
 
 // jsonable turns what YAML decoded into values encoding/json accepts: maps

@@ -235,7 +235,10 @@ func Register(m Manifest, setup func(api *API) error) {
 
 // Config decodes the extension's config: section from the agent's config
 // into v (JSON rules: YAML maps become objects). It reports false when the
-// config gives none. Call it from setup, to fail the load on a bad config:
+// config gives none. An unknown key, or a value v cannot hold, is a
+// [*ConfigError] that names its place ("$.rules[1].name"): returned from
+// setup, the host reports it with the config file's line and column. Call
+// it from setup, to fail the load on a bad config:
 //
 //	var cfg struct{ Pattern string `json:"pattern"` }
 //	if _, err := api.Config(&cfg); err != nil {
@@ -249,10 +252,14 @@ func (a *API) Config(v any) (bool, error) {
 	if string(b) == "null" {
 		return false, nil
 	}
-	// Unknown settings are refused, as a native extension's Decode does.
+	// Unknown settings are refused, as a native extension's Decode does,
+	// and a problem is reported where it is: a *ConfigError.
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if p := configProblem(b, v); p != nil {
+			return true, p
+		}
 		return true, fmt.Errorf("config: %w", err)
 	}
 	return true, nil

@@ -292,7 +292,7 @@ func TestExtInspectWithoutConfig(t *testing.T) {
 	wasm := guardrail(t)
 	r := exe(t, ".", "", "ext", "inspect", wasm)
 	if r.code != exitOK || !strings.Contains(r.stdout, "name:          guardrail\n") || !strings.Contains(r.stderr, "give its config with --config") ||
-		!strings.Contains(r.stderr, "block lists no pattern") {
+		!strings.Contains(r.stderr, "config: $.block: lists no pattern") {
 		t.Errorf("inspect without config: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	r = exe(t, ".", "", "ext", "inspect", wasm, "--json", "--config", `{block: ["x"]}`)

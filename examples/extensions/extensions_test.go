@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -175,13 +176,15 @@ agents:
 	}
 }
 
-// TestGuardrailBadConfig: a pattern that does not compile fails the load,
-// with the guest's message.
+// TestGuardrailBadConfig: a setting the guest refuses fails the load, with
+// the guest's message at the setting's place in the config file, as a
+// native extension's settings are reported.
 func TestGuardrailBadConfig(t *testing.T) {
 	for _, tt := range []struct{ config, want string }{
-		{`{block: ['(unclosed']}`, "config: block[0]: error parsing regexp: missing closing ): `(unclosed`"},
-		{`{block: []}`, "config: block lists no pattern, so the guardrail would refuse nothing"},
-		{`{blocks: ['x']}`, `config: json: unknown field "blocks"`},
+		{`{block: ['x', '(unclosed']}`, "agent \"a\": extension \"guardrail\": config.block[1]: error parsing regexp: missing closing ): `(unclosed`"},
+		{`{block: []}`, `agent "a": extension "guardrail": config.block: lists no pattern, so the guardrail would refuse nothing`},
+		{`{blocks: ['x']}`, `agent "a": extension "guardrail": config.blocks: unknown field "blocks" (known: block)`},
+		{`{block: [1]}`, `agent "a": extension "guardrail": config.block[0]: expected a string, found integer 1`},
 	} {
 		t.Run(tt.config, func(t *testing.T) {
 			s := newScenario(t, `
@@ -190,8 +193,11 @@ agents:
     extensions: [{wasm: "{{guardrail}}", config: `+tt.config+`}]
 `, "agents: {a: {fallback: {steps: [{text: x}]}}}\n")
 			_, err := s.tryOpen(slog.New(slog.DiscardHandler))
-			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), `extension "guardrail"`) {
-				t.Fatalf("New: %v\nwant it to name the extension and say %q", err, tt.want)
+			// The file, the line and column of the setting, the message, and
+			// an excerpt of the file with a caret.
+			positioned := regexp.MustCompile(`^\S+/ganglion\.yaml:6:(\d+): ` + regexp.QuoteMeta(tt.want) + "\n(?s:.*)\n> +6 \\| ")
+			if err == nil || !positioned.MatchString(err.Error()) {
+				t.Fatalf("New: %v\nwant the message %q at line 6 of the config, with the excerpt", err, tt.want)
 			}
 		})
 	}

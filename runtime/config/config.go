@@ -78,9 +78,10 @@ type Model struct {
 	Thinking int `yaml:"thinking"`
 }
 
-// The tool protocols of [Model.ToolProtocol].
+// The tool protocols of [Model.ToolProtocol]: native (the default, also
+// written "") and ToolProtocolXML.
 const (
-	ToolProtocolNative = "native"
+	toolProtocolNative = "native"
 	ToolProtocolXML    = "xml"
 )
 

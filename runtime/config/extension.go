@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
@@ -58,14 +59,8 @@ func (e Extension) decode(node ast.Node, rel string, v any) error {
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return fmt.Errorf("decode extension %q %s: need a non-nil pointer, got %T", e.Name, rel, v)
 	}
-	prefix := fmt.Sprintf("extension %q: ", e.Name)
-	if e.agent != "" {
-		prefix = fmt.Sprintf("agent %q: ", e.agent) + prefix
-	}
-	path := "$." + rel
-	if e.path != "" {
-		path = e.path + "." + rel
-	}
+	prefix := e.prefix()
+	path := e.yamlPath(rel)
 
 	// Anchors may be defined outside the config: no alias check here.
 	c := checker{src: e.src}
@@ -83,6 +78,48 @@ func (e Extension) decode(node ast.Node, rel string, v any) error {
 		return ErrorList{e.src.fromYAML(err, node, path, prefix+rel+": ")}
 	}
 	return nil
+}
+
+// prefix names the extension, and its agent, in errors.
+func (e Extension) prefix() string {
+	prefix := fmt.Sprintf("extension %q: ", e.Name)
+	if e.agent != "" {
+		prefix = fmt.Sprintf("agent %q: ", e.agent) + prefix
+	}
+	return prefix
+}
+
+// yamlPath is the YAML path of rel ("config", "config.key") under the
+// extension's entry.
+func (e Extension) yamlPath(rel string) string {
+	if e.path != "" {
+		return e.path + "." + rel
+	}
+	return "$." + rel
+}
+
+// ErrorAt returns the problem msg with the value at path of the
+// extension's Config ("$" for the section itself, "$.rules[1].name" for a
+// value in it), as an [ErrorList] positioned at that value in the config
+// file (or at the nearest enclosing value the file shows) and named as
+// Decode's errors are:
+//
+//	ganglion.yaml:14:11: agent "a": extension "guard": config.block[1]: not a valid pattern
+//
+// It is for a problem the extension finds itself, such as a WebAssembly
+// guest's refusal of its settings. A path that does not start with "$"
+// stands for the section.
+func (e Extension) ErrorAt(path, msg string) error {
+	rel, ok := strings.CutPrefix(path, "$")
+	if !ok || rel != "" && rel[0] != '.' && rel[0] != '[' {
+		rel = ""
+	}
+	full := e.yamlPath("config" + rel)
+	var n ast.Node
+	if e.src != nil {
+		n = lookup(e.src.ast, full)
+	}
+	return ErrorList{e.src.errorAtNode(n, full, e.prefix()+"config"+rel+": "+msg)}
 }
 
 // hasAlias reports whether the tree under n holds an alias.

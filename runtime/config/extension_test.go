@@ -211,3 +211,39 @@ func TestExtensionDecodeNilConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExtensionErrorAt: a problem an extension finds at a path of its
+// config is positioned at that value in the file (or at the nearest
+// enclosing one the file shows), and named as Decode names its problems.
+func TestExtensionErrorAt(t *testing.T) {
+	f := mustParse(t, extensionFile)
+	audit, nested := f.Agents[0].Extensions[0], f.Agents[0].Extensions[7]
+	tests := []struct {
+		name string
+		ext  config.Extension
+		path string
+		want string
+	}{
+		{"a value", audit, "$.limit", `ganglion.yaml:7:18: agent "assistant": extension "audit": config.limit: too low`},
+		{"a list element", audit, "$.labels[1]", `ganglion.yaml:8:23: agent "assistant": extension "audit": config.labels[1]: too low`},
+		{"deep", nested, "$.rules[0].deny", `ganglion.yaml:34:21: agent "assistant": extension "nested": config.rules[0].deny: too low`},
+		{"the section", audit, "$", `ganglion.yaml:7:11: agent "assistant": extension "audit": config: too low`},
+		{"not in the file: its parent", audit, "$.labels[9]", `ganglion.yaml:8:19: agent "assistant": extension "audit": config.labels[9]: too low`},
+		{"no path", audit, "limit", `ganglion.yaml:7:11: agent "assistant": extension "audit": config: too low`},
+		{"an extension without a config", f.Agents[0].Extensions[3], "$.x", `ganglion.yaml:22:9: agent "assistant": extension "empty": config.x: too low`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.ext.ErrorAt(tt.path, "too low")
+			list := errorList(t, err)
+			if got := firstLines(list)[0]; got != tt.want {
+				t.Errorf("ErrorAt(%q)\n got %s\nwant %s", tt.path, got, tt.want)
+			}
+		})
+	}
+	// Built in code: no file, the path only.
+	err := (config.Extension{Name: "x"}).ErrorAt("$.a", "too low")
+	if err == nil || err.Error() != `extension "x": config.a: too low` {
+		t.Errorf("ErrorAt without a file = %v", err)
+	}
+}

@@ -345,9 +345,9 @@ func (v *validator) model(m *Model, path, pre string) {
 		v.errorf(path+".max_output_tokens", "%smax_output_tokens must not be negative, got %d", pre, m.MaxOutputTokens)
 	}
 	switch m.ToolProtocol {
-	case "", ToolProtocolNative, ToolProtocolXML:
+	case "", toolProtocolNative, ToolProtocolXML:
 	default:
-		v.errorf(path+".tool_protocol", "%stool_protocol must be %s or %s, got %q", pre, ToolProtocolNative, ToolProtocolXML, m.ToolProtocol)
+		v.errorf(path+".tool_protocol", "%stool_protocol must be %s or %s, got %q", pre, toolProtocolNative, ToolProtocolXML, m.ToolProtocol)
 	}
 	if m.MaxRetries != nil && (*m.MaxRetries < 0 || *m.MaxRetries > maxRetriesLimit) {
 		v.errorf(path+".max_retries", "%smax_retries must be between 0 and %d, got %d", pre, maxRetriesLimit, *m.MaxRetries)

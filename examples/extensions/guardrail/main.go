@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 
@@ -22,14 +21,16 @@ func setup(api *ganglion.API) error {
 	if _, err := api.Config(&cfg); err != nil {
 		return err
 	}
+	// A *ConfigError names the setting at fault: the host reports it at
+	// that place of the agent's config file, with its line and column.
 	if len(cfg.Block) == 0 {
-		return errors.New("config: block lists no pattern, so the guardrail would refuse nothing")
+		return &ganglion.ConfigError{Path: "$.block", Msg: "lists no pattern, so the guardrail would refuse nothing"}
 	}
 	var blocked []*regexp.Regexp
 	for i, p := range cfg.Block {
 		re, err := regexp.Compile(p)
 		if err != nil {
-			return fmt.Errorf("config: block[%d]: %w", i, err)
+			return &ganglion.ConfigError{Path: fmt.Sprintf("$.block[%d]", i), Msg: err.Error()}
 		}
 		blocked = append(blocked, re)
 	}
