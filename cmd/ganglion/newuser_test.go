@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -249,6 +250,23 @@ agents:
 	}
 	r = exe(t, dir, "", "run", dir, "hello")
 	check(t, "streamed turn", r, exitOK, ptr("echo hello\n"), nil, "")
+	// The history holds what the user saw: the refused request and the
+	// guardrail's answer, as the guardrail's, then the next exchange.
+	r = exe(t, dir, "", "history", dir, "--json")
+	type stored struct {
+		Role, Content string
+		Source        struct{ Type, Extension string }
+	}
+	var hist []stored
+	for line := range strings.Lines(r.stdout) {
+		var m stored
+		must(t, json.Unmarshal([]byte(line), &m))
+		hist = append(hist, m)
+	}
+	if len(hist) != 4 || hist[0].Content != "please rm -rf /" || !strings.Contains(hist[1].Content, "rm -rf") ||
+		hist[1].Source.Type != "extension" || hist[1].Source.Extension != "guardrail" || hist[2].Content != "hello" || hist[3].Content != "echo hello" {
+		t.Errorf("history after a refused turn:\n%s", r.stdout)
+	}
 	r = exe(t, dir, "please rm -rf /\nhello\n", "run", dir)
 	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != exitOK || len(lines) != 2 || !strings.Contains(lines[0], "rm -rf") || lines[1] != "echo hello" {
 		t.Errorf("interactive run: exit %d, stdout:\n%s", r.code, r.stdout)
