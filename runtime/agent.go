@@ -13,9 +13,9 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/model/xmltools"
-	"github.com/ganglion-dev/ganglion/runtime/tool"
 )
 
 // agent is an agent as configured, with its model, tools and pipeline.

@@ -23,8 +23,9 @@ import (
 // of an unexported type is left out: it is reachable only as a method of
 // an exported interface, which is counted already, and counting it would
 // penalise the cut the limit asks for (returning an interface, not the
-// implementation). It only goes down; the goal is 550.
-const maxExported = 598
+// implementation). It only goes down (see RATIONALE.md, "The public
+// surface: what is left").
+const maxExported = 584
 
 // TestSurface holds the line on the number of exported identifiers. When it
 // fails, unexport or delete before raising the limit: see STYLE.md's "A small

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 )
 
 const fileSchema = `{

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 )
 
 func fakeTool(name, schema string) pipeline.Tool {

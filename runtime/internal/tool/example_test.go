@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 )
 
 func ExampleOpenWorkspace() {

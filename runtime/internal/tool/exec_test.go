@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 )
 
 func TestExecuteCommand(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 )
 
 // fixture is a workspace with files, directories and symbolic links, next

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ganglion-dev/ganglion/runtime/tool"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 )
 
 // The helper process: a runtime stand-in that opens a workspace and runs one
