@@ -49,9 +49,6 @@ type TurnResult struct {
 	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
-func (r *TurnResult) answeredBy(ext string) { r.AnsweredBy = ext }
-func (r *TurnResult) answerText() string    { return r.Response.Content }
-
 // StepResult is the outcome of a step: the model's message and the results of
 // the tool calls it asked for.
 type StepResult struct {

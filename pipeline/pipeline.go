@@ -79,7 +79,8 @@ func (b *Builder) Build(h Handlers) (*Pipeline, error) {
 		tool = runTool
 	}
 	p := &Pipeline{
-		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip},
+		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip,
+			text: func(r *TurnResult) string { return r.Response.Content }, mark: func(r *TurnResult, ext string) { r.AnsweredBy = ext }},
 		step: chain[*StepContext, *StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip},
 		tool: chain[*ToolCallContext, *ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip},
 	}
