@@ -392,21 +392,32 @@ func resolveMistakes(_ context.Context, it ledger.Item, act extensions.Action) (
 		Failures int `json:"failures"`
 	}
 	_ = json.Unmarshal(it.Request, &req)
+	return resolveGuidance(act,
+		func(g string) string {
+			return fmt.Sprintf("%d tool calls in a row failed. The user says: %s", req.Failures, g)
+		},
+		func(reason string) string {
+			return "stopped after " + strconv.Itoa(req.Failures) + " failed tool calls in a row: " + reason
+		})
+}
+
+// resolveGuidance resolves an item that asks a human how a stuck agent
+// goes on: an answer is guidance, which the model reads as message(answer);
+// a rejection fails the task, for stopped(reason).
+func resolveGuidance(act extensions.Action, message, stopped func(string) string) (extensions.Outcome, error) {
 	switch act.Kind {
 	case extensions.ActionAnswer:
 		g := strings.TrimSpace(act.Value)
 		if g == "" {
 			return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance for the agent, or reject to stop it", extensions.ErrInvalidAction)
 		}
-		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: g,
-			Message: fmt.Sprintf("%d tool calls in a row failed. The user says: %s", req.Failures, g)}}, nil
+		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: g, Message: message(g)}}, nil
 	case extensions.ActionReject:
 		reason := strings.TrimSpace(act.Reason)
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Fails: true, Reason: "stopped after " +
-			strconv.Itoa(req.Failures) + " failed tool calls in a row: " + reason}}, nil
+		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Fails: true, Reason: stopped(reason)}}, nil
 	}
 	return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance, or reject to stop the agent", extensions.ErrInvalidAction)
 }
@@ -497,23 +508,13 @@ func (x *extension) pauseRepetition(ctx context.Context, c *pipeline.ToolCallCon
 func resolveRepetition(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
 	var req repetitionRequest
 	_ = json.Unmarshal(it.Request, &req)
-	switch act.Kind {
-	case extensions.ActionAnswer:
-		g := strings.TrimSpace(act.Value)
-		if g == "" {
-			return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance for the agent, or reject to stop it", extensions.ErrInvalidAction)
-		}
-		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: g,
-			Message: fmt.Sprintf("You called %s with the same arguments %d times in a row; the last call did not run. The user says: %s", req.Tool, req.Calls, g)}}, nil
-	case extensions.ActionReject:
-		reason := strings.TrimSpace(act.Reason)
-		if reason == "" {
-			reason = "no reason given"
-		}
-		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Fails: true,
-			Reason: fmt.Sprintf("stopped after %d calls in a row of %s with the same arguments: %s", req.Calls, req.Tool, reason)}}, nil
-	}
-	return extensions.Outcome{}, fmt.Errorf("%w: answer with guidance, or reject to stop the agent", extensions.ErrInvalidAction)
+	return resolveGuidance(act,
+		func(g string) string {
+			return fmt.Sprintf("You called %s with the same arguments %d times in a row; the last call did not run. The user says: %s", req.Tool, req.Calls, g)
+		},
+		func(reason string) string {
+			return fmt.Sprintf("stopped after %d calls in a row of %s with the same arguments: %s", req.Calls, req.Tool, reason)
+		})
 }
 
 // resumeRepetition gives the call that did not run its result: what the
