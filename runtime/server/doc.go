@@ -1,0 +1,67 @@
+// Package server is the HTTP API of a [runtime.Runtime], so that people
+// and programs outside the process can talk to its agents and answer what
+// they wait for. [New] returns an [http.Handler]; `ganglion serve` runs
+// it, and an app mounts it in its own mux:
+//
+//	srv := server.New(rt, server.WithToken(token))
+//	defer srv.Close()
+//	mux.Handle("/v1/", srv)
+//
+// It uses only the runtime's public API.
+//
+// # Calls
+//
+// Every path starts with /v1/; bodies and answers are JSON.
+//
+//	GET  /v1/health                                     {"status": "ok"}; needs no token
+//	GET  /v1/agents                                     the agents, and why one is unavailable
+//	GET  /v1/agents/{agent}/instances                   the agent's stored instances
+//	POST /v1/agents/{agent}/instances/{key}/messages    {"text": ...}: a turn; its result
+//	GET  /v1/agents/{agent}/instances/{key}/history     the stored messages (?effective=true: what the model sees)
+//	GET  /v1/agents/{agent}/instances/{key}/usage       the model usage of its turns
+//	GET  /v1/agents/{agent}/instances/{key}/events      the instance's events, as a stream
+//	GET  /v1/events                                     every event, as a stream (?agent=, ?instance=, ?topic=)
+//	GET  /v1/pending                                    open pending items (?all=true: resolved ones too; ?agent=, ?instance=)
+//	GET  /v1/pending/{id}                               one item
+//	POST /v1/pending/{id}/answer                        {"answer": ...}
+//	POST /v1/pending/{id}/skip                          an optional question takes its default
+//	POST /v1/pending/{id}/provide                       {"value": ...}: a dependency's value, a secret
+//	POST /v1/pending/{id}/reject                        {"reason": ...}
+//	POST /v1/pending/{id}/edit                          {"arguments": {...}}: approve a call with other arguments
+//	GET  /v1/tasks                                      the open delegation tasks (?agent=, ?instance=)
+//
+// An action on an item answers with the item as it is then and the result
+// of the turn it resumed. A provided value is never in an answer, an event
+// or a log.
+//
+// # Streams
+//
+// Event streams are server-sent events: each has an ID, its topic as the
+// event name, and the event (see package events) as its data. A client
+// that reconnects with the Last-Event-ID header (or ?last_event_id=) gets
+// every event it missed, as long as the server's backlog (10,000 events by
+// default, [WithBacklog]) still holds it; past that it gets a "gap" event
+// first. An ID from another server process is refused: the client reads
+// the history and the pending items again. A stream sends a comment every
+// 15 s while nothing happens. No client, however slow, holds up a turn or
+// another client: each reads the backlog at its own pace.
+//
+// POST .../messages with "Accept: text/event-stream" (or ?stream=true)
+// streams the instance's events while the turn runs (model text deltas,
+// tool calls and results, pauses, retries, condensation, delegations),
+// then a "result" event with the turn's result, or an "error" event.
+//
+// # Errors
+//
+// A failed call answers {"error": {"code", "status", "message"}} (and
+// "result", when a turn ran). The codes: unauthorized (401),
+// invalid_request, invalid_action, invalid_name (400), not_found,
+// unknown_agent (404), paused, already_resolved (409), too_large (413),
+// agent_unavailable, closed (503), timeout (504), internal (500). The
+// message says what was wrong and what to do.
+//
+// # Security
+//
+// [WithToken] makes every call but /v1/health need "Authorization: Bearer
+// TOKEN". Request bodies are bounded (1 MiB).
+package server

@@ -1,0 +1,525 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+// Server is the HTTP API of one [runtime.Runtime]: an [http.Handler] to
+// serve as it is, or to mount in an app's own mux (it answers paths that
+// start with /v1/).
+//
+// A Server is safe for concurrent use. Close it before the runtime.
+type Server struct {
+	rt      *runtime.Runtime
+	token   string
+	logger  *slog.Logger
+	maxBody int64
+	log     *eventLog
+	unsub   func()
+	mux     *http.ServeMux
+	// heartbeat is how often an idle event stream sends a comment, so
+	// that proxies and clients see the connection alive.
+	heartbeat time.Duration
+}
+
+// Option configures a [Server].
+type Option func(*Server)
+
+// WithToken makes every request need "Authorization: Bearer token". The
+// default, no token, is for tests and for an app that authenticates in
+// its own middleware: `ganglion serve` always sets one.
+func WithToken(token string) Option { return func(s *Server) { s.token = token } }
+
+// WithLogger sets the logger of failed requests. Default: discard.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l } }
+
+// WithBacklog sets how many of the latest events the server keeps for
+// clients that reconnect (Last-Event-ID). Default 10,000.
+func WithBacklog(n int) Option {
+	return func(s *Server) {
+		if n > 0 {
+			s.log = newEventLog(n, s.log.epoch)
+		}
+	}
+}
+
+// maxBody bounds a request's body.
+const maxBody = 1 << 20
+
+// New returns the server of rt. It subscribes to rt's events at once: an
+// event stream can replay what happened since.
+func New(rt *runtime.Runtime, opts ...Option) *Server {
+	s := &Server{rt: rt, logger: slog.New(slog.DiscardHandler), maxBody: maxBody, heartbeat: 15 * time.Second,
+		log: newEventLog(10_000, strconv.FormatInt(time.Now().UnixNano(), 36))}
+	for _, o := range opts {
+		o(s)
+	}
+	s.unsub = rt.Events().Subscribe("*", s.log.add)
+	m := http.NewServeMux()
+	m.HandleFunc("GET /v1/health", s.health)
+	m.HandleFunc("GET /v1/agents", s.agents)
+	m.HandleFunc("POST /v1/agents/{agent}/instances/{key}/messages", s.message)
+	m.HandleFunc("GET /v1/agents/{agent}/instances", s.instances)
+	m.HandleFunc("GET /v1/agents/{agent}/instances/{key}/history", s.history)
+	m.HandleFunc("GET /v1/agents/{agent}/instances/{key}/usage", s.usage)
+	m.HandleFunc("GET /v1/agents/{agent}/instances/{key}/events", s.instanceEvents)
+	m.HandleFunc("GET /v1/events", s.allEvents)
+	m.HandleFunc("GET /v1/pending", s.pending)
+	m.HandleFunc("GET /v1/pending/{id}", s.pendingItem)
+	m.HandleFunc("POST /v1/pending/{id}/{action}", s.act)
+	m.HandleFunc("GET /v1/tasks", s.tasks)
+	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such API call: %s %s (the API's calls are listed in the package documentation)", r.Method, r.URL.Path))
+	})
+	s.mux = m
+	return s
+}
+
+// Close ends the event streams and stops listening to the runtime.
+func (s *Server) Close() {
+	s.unsub()
+	s.log.close()
+}
+
+// ServeHTTP answers one API call.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.token != "" && r.URL.Path != "/v1/health" {
+		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(s.token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ganglion"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "this call needs the server's token: Authorization: Bearer TOKEN (ganglion serve prints it, and keeps it in the data directory's server.token)")
+			return
+		}
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// agentInfo is an agent, as GET /v1/agents lists it.
+type agentInfo struct {
+	Name string `json:"name"`
+	// Unavailable says why the agent failed to load; empty when it runs.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
+	down := s.rt.Unavailable()
+	out := []agentInfo{}
+	for _, name := range s.rt.Agents() {
+		a := agentInfo{Name: name}
+		if err := down[name]; err != nil {
+			a.Unavailable = err.Error()
+		}
+		out = append(out, a)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+}
+
+// messageRequest is the body of POST .../messages.
+type messageRequest struct {
+	Text string `json:"text"`
+	// Metadata is the input's metadata (channel, replyTo, ...).
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+func (s *Server) message(w http.ResponseWriter, r *http.Request) {
+	var req messageRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if strings.TrimSpace(req.Text) == "" {
+		writeError(w, http.StatusBadRequest, "invalid_request", `the message's "text" is empty: say what the agent is to do`)
+		return
+	}
+	agent, key := r.PathValue("agent"), r.PathValue("key")
+	in := runtime.UserMessage(req.Text)
+	in.Metadata = req.Metadata
+	if !wantsStream(r) {
+		res, err := s.rt.Send(r.Context(), agent, key, in)
+		if err != nil {
+			s.fail(w, r, err, res)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"result": res})
+		return
+	}
+	// Streamed: the instance's events while the turn runs, then its
+	// result. Turns of an instance run one at a time, so the instance's
+	// events in between are this turn's (and those of the turns a pause
+	// or a delegation starts there).
+	from := s.log.last()
+	type outcome struct {
+		res *pipeline.TurnResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := s.rt.Send(r.Context(), agent, key, in)
+		done <- outcome{res, err}
+	}()
+	sse, ok := startSSE(w)
+	if !ok {
+		return
+	}
+	f := filter{agent: agent, instance: key}
+	seq := from
+	for {
+		seq = s.drain(sse, f, seq)
+		more, wake, _, _ := s.log.after(seq, 1)
+		if len(more) > 0 {
+			continue
+		}
+		select {
+		case o := <-done:
+			s.drain(sse, f, seq) // what the turn published last
+			if o.err != nil {
+				code, status := classify(o.err)
+				sse.event("", "error", mustJSON(apiError{Code: code, Status: status, Message: o.err.Error(), Result: o.res}))
+			} else {
+				sse.event("", "result", mustJSON(map[string]any{"result": o.res}))
+			}
+			sse.flush()
+			return
+		case <-wake:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// drain writes the logged events after seq that f selects, and returns
+// the last sequence number read.
+func (s *Server) drain(sse *sseWriter, f filter, seq uint64) uint64 {
+	for {
+		batch, _, _, _ := s.log.after(seq, 256)
+		if len(batch) == 0 {
+			return seq
+		}
+		for _, e := range batch {
+			seq = e.seq
+			if f.match(&e.ev) {
+				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+			}
+		}
+		sse.flush()
+	}
+}
+
+func (s *Server) instanceEvents(w http.ResponseWriter, r *http.Request) {
+	s.stream(w, r, filter{agent: r.PathValue("agent"), instance: r.PathValue("key"), topics: topics(r)})
+}
+
+func (s *Server) allEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	s.stream(w, r, filter{agent: q.Get("agent"), instance: q.Get("instance"), topics: topics(r)})
+}
+
+func topics(r *http.Request) []string {
+	var out []string
+	for _, t := range r.URL.Query()["topic"] {
+		for p := range strings.SplitSeq(t, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// stream serves an event stream: from the event after Last-Event-ID when
+// the client sends one (a reconnect), else from now, until the client
+// goes or the server closes.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, f filter) {
+	seq := s.log.last()
+	resumed := false
+	if id := lastEventID(r); id != "" {
+		n, ok := s.log.parseID(id)
+		if !ok {
+			writeError(w, http.StatusBadRequest, "unknown_event_id",
+				fmt.Sprintf("Last-Event-ID %q was not given by this server process (it restarted since?): reconnect without it, and read what you missed from the history and the pending items", id))
+			return
+		}
+		seq, resumed = n, true
+	}
+	sse, ok := startSSE(w)
+	if !ok {
+		return
+	}
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
+	for {
+		batch, wake, lost, done := s.log.after(seq, 256)
+		if lost && resumed {
+			// The ring moved past the client: say so once, rather than
+			// pretend nothing was missed.
+			sse.event("", "gap", mustJSON(map[string]string{"message": "events were lost: the client fell behind the server's backlog; read the history and the pending items again"}))
+		}
+		resumed = true
+		for _, e := range batch {
+			seq = e.seq
+			if f.match(&e.ev) {
+				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+			}
+		}
+		sse.flush()
+		if len(batch) > 0 {
+			continue
+		}
+		if done {
+			return
+		}
+		select {
+		case <-wake:
+		case <-beat.C:
+			sse.comment("keep-alive")
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func lastEventID(r *http.Request) string {
+	if id := r.Header.Get("Last-Event-ID"); id != "" {
+		return id
+	}
+	return r.URL.Query().Get("last_event_id")
+}
+
+func (s *Server) instances(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.rt.Instances(r.Context(), r.PathValue("agent"))
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	if keys == nil {
+		keys = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"instances": keys})
+}
+
+func (s *Server) history(w http.ResponseWriter, r *http.Request) {
+	agent, key := r.PathValue("agent"), r.PathValue("key")
+	read := s.rt.History
+	if v := r.URL.Query().Get("effective"); v == "true" || v == "1" {
+		read = s.rt.EffectiveHistory
+	}
+	msgs, err := read(r.Context(), agent, key)
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	if msgs == nil {
+		msgs = []pipeline.Message{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}
+
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
+	u, err := s.rt.Usage(r.Context(), r.PathValue("agent"), r.PathValue("key"))
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"usage": u})
+}
+
+func (s *Server) pending(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := ledger.Filter{Agent: q.Get("agent"), Instance: q.Get("instance"), Open: q.Get("all") != "true"}
+	items, err := s.rt.Pending(r.Context(), f)
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	if items == nil {
+		items = []ledger.Item{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) pendingItem(w http.ResponseWriter, r *http.Request) {
+	it, err := s.rt.PendingItem(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"item": it})
+}
+
+// actRequest is the body of POST /v1/pending/{id}/{action}: answer takes
+// answer, provide value (a secret: never echoed), reject reason, edit
+// arguments; skip takes nothing.
+type actRequest struct {
+	Answer    string          `json:"answer"`
+	Value     string          `json:"value"`
+	Reason    string          `json:"reason"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (s *Server) act(w http.ResponseWriter, r *http.Request) {
+	id, action := r.PathValue("id"), r.PathValue("action")
+	var req actRequest
+	if action != "skip" || r.ContentLength > 0 {
+		if !readJSON(w, r, &req) {
+			return
+		}
+	}
+	var (
+		res *pipeline.TurnResult
+		err error
+		ctx = r.Context()
+	)
+	switch action {
+	case "answer":
+		res, err = s.rt.Answer(ctx, id, req.Answer)
+	case "skip":
+		res, err = s.rt.Skip(ctx, id)
+	case "provide":
+		res, err = s.rt.Provide(ctx, id, req.Value)
+	case "reject":
+		res, err = s.rt.Reject(ctx, id, req.Reason)
+	case "edit":
+		if len(req.Arguments) == 0 {
+			writeError(w, http.StatusBadRequest, "invalid_request", `an edit needs "arguments": the call's arguments as a JSON object`)
+			return
+		}
+		res, err = s.rt.Edit(ctx, id, req.Arguments)
+	default:
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no action %q: an item takes answer, skip, provide, reject or edit", action))
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err, res)
+		return
+	}
+	it, err := s.rt.PendingItem(ctx, id)
+	if err != nil {
+		s.fail(w, r, err, res)
+		return
+	}
+	// The item as it is now, and the turn its answer resumed, if any (an
+	// item whose turn waits for more answers resumes nothing yet).
+	writeJSON(w, http.StatusOK, map[string]any{"item": it, "result": res})
+}
+
+func (s *Server) tasks(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ts, err := s.rt.Tasks(r.Context(), q.Get("agent"), q.Get("instance"))
+	if err != nil {
+		s.fail(w, r, err, nil)
+		return
+	}
+	if ts == nil {
+		ts = []runtime.Task{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": ts})
+}
+
+// apiError is the body of every failed call.
+type apiError struct {
+	Code    string `json:"code"`
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+	// Result is the turn's result when a turn ran and failed, or paused.
+	Result *pipeline.TurnResult `json:"result,omitempty"`
+}
+
+// fail answers a call the runtime refused or failed.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, res *pipeline.TurnResult) {
+	code, status := classify(err)
+	if status >= 500 {
+		s.logger.Error("API call failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSONStatus(w, status, map[string]any{"error": apiError{Code: code, Status: status, Message: err.Error(), Result: res}})
+}
+
+// classify maps an error of the runtime to an API error code and an HTTP
+// status.
+func classify(err error) (string, int) {
+	switch {
+	case errors.Is(err, runtime.ErrUnknownAgent):
+		return "unknown_agent", http.StatusNotFound
+	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, runtime.ErrNoTask):
+		return "not_found", http.StatusNotFound
+	case errors.Is(err, runtime.ErrAgentUnavailable):
+		return "agent_unavailable", http.StatusServiceUnavailable
+	case errors.Is(err, runtime.ErrPaused):
+		return "paused", http.StatusConflict
+	case errors.Is(err, ledger.ErrResolved):
+		return "already_resolved", http.StatusConflict
+	case errors.Is(err, extensions.ErrInvalidAction), errors.Is(err, ledger.ErrWrongInstance):
+		return "invalid_action", http.StatusBadRequest
+	case errors.Is(err, store.ErrInvalidName):
+		return "invalid_name", http.StatusBadRequest
+	case errors.Is(err, runtime.ErrClosed):
+		return "closed", http.StatusServiceUnavailable
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout", http.StatusGatewayTimeout
+	case errors.Is(err, context.Canceled):
+		return "canceled", 499 // the client went away
+	}
+	return "internal", http.StatusInternalServerError
+}
+
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request's body is over %d bytes", tooBig.Limit))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request", "the request's body is not the JSON this call takes: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSONStatus(w, status, map[string]any{"error": apiError{Code: code, Status: status, Message: msg}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) { writeJSONStatus(w, status, v) }
+
+func writeJSONStatus(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Appendf(nil, `{"message":%q}`, err.Error())
+	}
+	return b
+}
+
+func wantsStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream") || r.URL.Query().Get("stream") == "true"
+}

@@ -1,0 +1,457 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/server"
+)
+
+const testConfig = `model: {provider: scripted, script: script.yaml}
+workspace: workspace
+agents:
+  - name: a
+    tools: [execute_command]
+    extensions: [{name: protocol}]
+  - name: b
+`
+
+const testScript = `
+agents:
+  a:
+    turns:
+      - match: "ask me"
+        steps:
+          - text: "[USER_QUESTION]\ncategory: choice\nquestion: Which way?\noptions: [Left, Right]\nrequired: true\n[/USER_QUESTION]"
+      - match: "Answer to your question"
+        steps: [{text: "You chose {{ .Input }}"}]
+      - match: "need a key"
+        steps:
+          - text: "[DEPENDENCY_REQUEST]\ntype: api_key\nname: SERVICE_TOKEN\ndescription: for the service\nrequired: true\n[/DEPENDENCY_REQUEST]"
+      - match: "SERVICE_TOKEN"
+        steps:
+          - tool_calls: [{name: execute_command, id: c1, args: {command: 'printf "%s bytes" "${#SERVICE_TOKEN}"'}}]
+          - text: "The tool says: {{ .LastMessage }}"
+    fallback:
+      steps: [{text: "echo {{ .Input }}"}]
+  b:
+    fallback:
+      steps: [{text: "b here"}]
+`
+
+// harness is a runtime and its API, over HTTP on loopback.
+type harness struct {
+	t   *testing.T
+	rt  *runtime.Runtime
+	srv *server.Server
+	ts  *httptest.Server
+}
+
+const token = "test-token"
+
+func newHarness(t *testing.T, opts ...server.Option) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(testScript), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(testConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(context.Background(), runtime.WithConfig(c), runtime.WithMemoryStore(), runtime.WithoutExpiryTimer(),
+		runtime.WithSecretKey(bytes.Repeat([]byte{7}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(rt, append([]server.Option{server.WithToken(token)}, opts...)...)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ts.Close()
+		srv.Close()
+		rt.Close()
+	})
+	return &harness{t: t, rt: rt, srv: srv, ts: ts}
+}
+
+// call makes an API call with the token and returns the status and body.
+func (h *harness) call(method, path, body string, header ...string) (int, string) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// decode decodes body into v, failing the test on error.
+func decode(t *testing.T, body string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(body), v); err != nil {
+		t.Fatalf("%v in %s", err, body)
+	}
+}
+
+type item struct {
+	ID, Kind, Status string
+	Open             bool
+	Answer           string
+	Request          json.RawMessage
+}
+
+// TestAPI: a message gets the turn's result; a question pauses the turn,
+// shows in the pending items and is answered over the API, which resumes
+// the turn; the history, usage, instances and agents read back.
+func TestAPI(t *testing.T) {
+	h := newHarness(t)
+	code, body := h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "hello"}`)
+	var sent struct {
+		Result struct {
+			FinishReason string `json:"finish_reason"`
+			Response     struct{ Content string }
+		}
+	}
+	decode(t, body, &sent)
+	if code != 200 || sent.Result.FinishReason != "text_response" || sent.Result.Response.Content != "echo hello" {
+		t.Fatalf("message = %d %s", code, body)
+	}
+
+	code, body = h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "ask me"}`)
+	decode(t, body, &sent)
+	if code != 200 || sent.Result.FinishReason != "paused" {
+		t.Fatalf("question = %d %s", code, body)
+	}
+	code, body = h.call("GET", "/v1/pending", "")
+	var list struct{ Items []item }
+	decode(t, body, &list)
+	if code != 200 || len(list.Items) != 1 || list.Items[0].Kind != "question" || !list.Items[0].Open || !strings.Contains(string(list.Items[0].Request), "Which way?") {
+		t.Fatalf("pending = %d %s", code, body)
+	}
+	id := list.Items[0].ID
+
+	// A message to the paused instance is refused, with what to do.
+	code, body = h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "hello?"}`)
+	if code != 409 || !strings.Contains(body, `"code":"paused"`) || !strings.Contains(body, id) {
+		t.Errorf("message to a paused instance = %d %s", code, body)
+	}
+	// A wrong answer is refused and changes nothing.
+	code, body = h.call("POST", "/v1/pending/"+id+"/answer", `{"answer": "Up"}`)
+	if code != 400 || !strings.Contains(body, `"code":"invalid_action"`) || !strings.Contains(body, "Left") {
+		t.Errorf("wrong answer = %d %s", code, body)
+	}
+	code, body = h.call("POST", "/v1/pending/"+id+"/answer", `{"answer": "left"}`)
+	var acted struct {
+		Item   item
+		Result struct{ Response struct{ Content string } }
+	}
+	decode(t, body, &acted)
+	if code != 200 || acted.Item.Status != "answered" || acted.Item.Open || !strings.Contains(acted.Result.Response.Content, "Left") {
+		t.Fatalf("answer = %d %s", code, body)
+	}
+	code, body = h.call("POST", "/v1/pending/"+id+"/answer", `{"answer": "left"}`)
+	if code != 409 || !strings.Contains(body, `"code":"already_resolved"`) {
+		t.Errorf("second answer = %d %s", code, body)
+	}
+
+	code, body = h.call("GET", "/v1/agents/a/instances/k/history", "")
+	var hist struct{ Messages []struct{ Role, Content string } }
+	decode(t, body, &hist)
+	if code != 200 || len(hist.Messages) != 6 || hist.Messages[0].Content != "hello" || !strings.Contains(hist.Messages[5].Content, "You chose") {
+		t.Errorf("history = %d %s", code, body)
+	}
+	for path, want := range map[string]string{
+		"/v1/agents/a/instances/k/history?effective=true": `"messages":[`,
+		"/v1/agents/a/instances/k/usage":                  `"usage":{`,
+		"/v1/agents/a/instances":                          `{"instances":["k"]}`,
+		"/v1/agents":                                      `{"agents":[{"name":"a"},{"name":"b"}]}`,
+		"/v1/tasks":                                       `{"tasks":[]}`,
+		"/v1/pending/" + id:                               `"status":"answered"`,
+		"/v1/pending?all=true&agent=a":                    `"id":"` + id + `"`,
+	} {
+		if code, body := h.call("GET", path, ""); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s = %d %s, want it to contain %s", path, code, body, want)
+		}
+	}
+}
+
+// TestAPIErrors: each refusal has its code, status and a message that
+// says what to do.
+func TestAPIErrors(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name, method, path, body string
+		noToken                  bool
+		status                   int
+		code, msg                string
+	}{
+		{"no token", "GET", "/v1/agents", "", true, 401, "unauthorized", "Authorization: Bearer TOKEN"},
+		{"health needs no token", "GET", "/v1/health", "", true, 200, "", `{"status":"ok"}`},
+		{"unknown agent", "POST", "/v1/agents/zed/instances/k/messages", `{"text": "hi"}`, false, 404, "unknown_agent", `unknown agent \"zed\" (agents: a, b)`},
+		{"empty text", "POST", "/v1/agents/a/instances/k/messages", `{"text": " "}`, false, 400, "invalid_request", `"text\" is empty`},
+		{"unknown field", "POST", "/v1/agents/a/instances/k/messages", `{"txt": "hi"}`, false, 400, "invalid_request", `unknown field \"txt\"`},
+		{"not JSON", "POST", "/v1/agents/a/instances/k/messages", `hi`, false, 400, "invalid_request", "not the JSON this call takes"},
+		{"too large", "POST", "/v1/agents/a/instances/k/messages", `{"text": "` + strings.Repeat("x", 1<<20) + `"}`, false, 413, "too_large", "over 1048576 bytes"},
+		{"unknown item", "POST", "/v1/pending/q_nope/answer", `{"answer": "x"}`, false, 404, "not_found", "q_nope"},
+		{"unknown action", "POST", "/v1/pending/q_nope/shout", `{}`, false, 404, "not_found", "answer, skip, provide, reject or edit"},
+		{"edit without arguments", "POST", "/v1/pending/q_nope/edit", `{}`, false, 400, "invalid_request", `an edit needs \"arguments\"`},
+		{"unknown call", "GET", "/v1/nothing", "", false, 404, "not_found", "no such API call: GET /v1/nothing"},
+		{"stale event ID", "GET", "/v1/events?last_event_id=abc-12", "", false, 400, "unknown_event_id", "was not given by this server process"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, h.ts.URL+tt.path, strings.NewReader(tt.body))
+			if !tt.noToken {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			body := string(b)
+			if res.StatusCode != tt.status || !strings.Contains(body, tt.msg) || tt.code != "" && !strings.Contains(body, `"code":"`+tt.code+`"`) {
+				t.Errorf("%s %s = %d %s\nwant %d %s containing %q", tt.method, tt.path, res.StatusCode, body, tt.status, tt.code, tt.msg)
+			}
+			if res.Header.Get("Content-Type") != "application/json" {
+				t.Errorf("Content-Type = %q", res.Header.Get("Content-Type"))
+			}
+		})
+	}
+	// A wrong token is no token.
+	req, _ := http.NewRequest("GET", h.ts.URL+"/v1/agents", nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	if res, err := http.DefaultClient.Do(req); err != nil || res.StatusCode != 401 {
+		t.Errorf("wrong token = %v, %v", res, err)
+	}
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct{ id, name, data string }
+
+// readSSE reads events from r until stop says so or the stream ends.
+func readSSE(t *testing.T, r io.Reader, stop func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	var out []sseEvent
+	var cur sseEvent
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if cur.name != "" {
+				out = append(out, cur)
+				if stop(cur) {
+					return out
+				}
+			}
+			cur = sseEvent{}
+		case strings.HasPrefix(line, "id: "):
+			cur.id = line[4:]
+		case strings.HasPrefix(line, "event: "):
+			cur.name = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			cur.data += line[6:]
+		}
+	}
+	return out
+}
+
+// TestStreamedMessage: with Accept: text/event-stream, the turn's events
+// stream, then its result.
+func TestStreamedMessage(t *testing.T) {
+	h := newHarness(t)
+	req, _ := http.NewRequest("POST", h.ts.URL+"/v1/agents/a/instances/k/messages", strings.NewReader(`{"text": "stream this"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("Content-Type = %q", res.Header.Get("Content-Type"))
+	}
+	evs := readSSE(t, res.Body, func(e sseEvent) bool { return e.name == "result" || e.name == "error" })
+	var names []string
+	for _, e := range evs {
+		names = append(names, e.name)
+	}
+	got := strings.Join(names, " ")
+	if !strings.HasPrefix(got, "turn.started ") || !strings.Contains(got, "model.delta") || !strings.HasSuffix(got, "turn.finished result") {
+		t.Errorf("events: %s", got)
+	}
+	last := evs[len(evs)-1]
+	if !strings.Contains(last.data, `"content":"echo stream this"`) || last.id != "" {
+		t.Errorf("result event = %+v", last)
+	}
+	for _, e := range evs[:len(evs)-1] {
+		if e.id == "" || !strings.Contains(e.data, `"instance":"k"`) {
+			t.Errorf("event without its ID or instance: %+v", e)
+		}
+	}
+}
+
+// TestEventStreamResumes: a client that reconnects with the last ID it
+// saw gets every event it missed, and only those.
+func TestEventStreamResumes(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events?topic=turn.finished", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []sseEvent, 1)
+	go func() { got <- readSSE(t, res.Body, func(sseEvent) bool { return true }) }()
+	time.Sleep(50 * time.Millisecond) // the stream is open before the turn
+	h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "one"}`)
+	first := <-got
+	cancel()
+	res.Body.Close()
+	if len(first) != 1 || first[0].name != "turn.finished" || !strings.Contains(first[0].data, "echo one") {
+		t.Fatalf("first connection saw %+v", first)
+	}
+	// Away: two turns happen.
+	h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "two"}`)
+	h.call("POST", "/v1/agents/b/instances/k/messages", `{"text": "three"}`)
+
+	req, _ = http.NewRequest("GET", h.ts.URL+"/v1/events?topic=turn.finished", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", first[0].id)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	missed := readSSE(t, res.Body, func(e sseEvent) bool { return strings.Contains(e.data, "b here") })
+	if len(missed) != 2 || !strings.Contains(missed[0].data, "echo two") || !strings.Contains(missed[1].data, "b here") {
+		t.Errorf("after reconnecting: %+v", missed)
+	}
+
+	// The instance's stream shows only its own events.
+	req, _ = http.NewRequest("GET", h.ts.URL+"/v1/agents/b/instances/k/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", first[0].id)
+	res2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res2.Body.Close()
+	own := readSSE(t, res2.Body, func(e sseEvent) bool { return e.name == "turn.finished" })
+	for _, e := range own {
+		if !strings.Contains(e.data, `"agent":"b"`) {
+			t.Errorf("b's stream shows %+v", e)
+		}
+	}
+}
+
+// TestEventStreamGap: a client that fell behind the backlog is told so.
+func TestEventStreamGap(t *testing.T) {
+	h := newHarness(t, server.WithBacklog(4))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []sseEvent, 1)
+	go func() { got <- readSSE(t, res.Body, func(e sseEvent) bool { return e.id != "" }) }()
+	time.Sleep(50 * time.Millisecond)
+	h.call("POST", "/v1/agents/b/instances/k/messages", `{"text": "one"}`)
+	seen := <-got
+	res.Body.Close()
+	last := seen[len(seen)-1]
+	for range 3 { // a turn publishes more than 4 events
+		h.call("POST", "/v1/agents/b/instances/k/messages", `{"text": "more"}`)
+	}
+	req, _ = http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Last-Event-ID", last.id)
+	res, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	evs := readSSE(t, res.Body, func(e sseEvent) bool { return true })
+	if len(evs) != 1 || evs[0].name != "gap" || !strings.Contains(evs[0].data, "fell behind") {
+		t.Errorf("after falling behind: %+v", evs)
+	}
+}
+
+// TestProvideSecret: a provided value reaches the tool, and no answer,
+// event or stored message holds it.
+func TestProvideSecret(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan []sseEvent, 1)
+	go func() {
+		events <- readSSE(t, res.Body, func(e sseEvent) bool {
+			return e.name == "turn.finished" && strings.Contains(e.data, "The tool says")
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+
+	_, body := h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "need a key"}`)
+	if !strings.Contains(body, `"finish_reason":"paused"`) {
+		t.Fatalf("dependency request = %s", body)
+	}
+	_, body = h.call("GET", "/v1/pending", "")
+	var list struct{ Items []item }
+	decode(t, body, &list)
+	const secret = "s3cr3t-Value-4242-abcdef"
+	code, body := h.call("POST", "/v1/pending/"+list.Items[0].ID+"/provide", `{"value": "`+secret+`"}`)
+	if code != 200 || !strings.Contains(body, "24 bytes") {
+		t.Fatalf("provide = %d %s", code, body)
+	}
+	var all []string
+	all = append(all, body)
+	for _, e := range <-events {
+		all = append(all, e.data)
+	}
+	for _, path := range []string{"/v1/pending?all=true", "/v1/agents/a/instances/k/history", "/v1/agents/a/instances/k/history?effective=true"} {
+		_, b := h.call("GET", path, "")
+		all = append(all, b)
+	}
+	for _, s := range all {
+		if strings.Contains(s, secret) {
+			t.Errorf("the secret is in %s", s)
+		}
+	}
+}
