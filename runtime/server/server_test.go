@@ -179,7 +179,9 @@ func TestAPI(t *testing.T) {
 	}
 
 	code, body = h.call("GET", "/v1/agents/a/instances/k/history", "")
-	var hist struct{ Messages []struct{ Role, Content string } }
+	var hist struct {
+		Messages []struct{ Role, Content string }
+	}
 	decode(t, body, &hist)
 	if code != 200 || len(hist.Messages) != 6 || hist.Messages[0].Content != "hello" || !strings.Contains(hist.Messages[5].Content, "You chose") {
 		t.Errorf("history = %d %s", code, body)
