@@ -9,6 +9,7 @@
 //	ganglion ext init / build / inspect     Go guest extensions
 //	ganglion rules check / eval             approval rules
 //	ganglion protocol parse [FILE]          protocol blocks of a model's output
+//	ganglion serve [DIR] [--addr HOST:PORT]  the agents over HTTP (package runtime/server)
 //	ganglion version
 //
 // `ganglion help COMMAND` says more of each. Exit codes: 0 the turn

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/server"
+)
+
+// defaultAddr is where ganglion serve listens without --addr: loopback only.
+const defaultAddr = "127.0.0.1:7070"
+
+func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
+	var (
+		f               runFlags
+		addr, cert, key string
+		shutdownTimeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [DIR]",
+		Short: "Serve DIR's agents over HTTP: messages, event streams, pending items",
+		Long: `Serve runs the agents of DIR/ganglion.yaml behind an HTTP API (see the
+documentation of package runtime/server): send messages and stream the
+turns' events, follow every event, list and answer what paused agents
+wait for, read histories and tasks.
+
+Every call needs the server's token (Authorization: Bearer TOKEN). It is
+made on the first start, kept next to the data directory's secret key
+(.ganglion/data.token, mode 0600), and printed once; read it from there
+afterwards. The server listens on ` + defaultAddr + ` unless --addr says
+otherwise; an address other than loopback needs --tls-cert and --tls-key,
+so that the token never crosses a network in clear.
+
+Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` to finish.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := projectDir(args)
+			if (cert == "") != (key == "") {
+				return usageError("--tls-cert and --tls-key go together: give both, or neither")
+			}
+			if err := checkAddr(addr, cert != ""); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			rt, _, err := openRuntime(ctx, f, dir, stderr)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			data, err := dataDir(f, dir)
+			if err != nil {
+				return failed(err)
+			}
+			token, made, err := serverToken(data + ".token")
+			if err != nil {
+				return failed(err)
+			}
+			logger, _ := newLogger(stderr, f.logLevel)
+			srv := server.New(rt, server.WithToken(token), server.WithLogger(logger))
+			defer srv.Close()
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return failed(fmt.Errorf("listen on %s: %w", addr, err))
+			}
+			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+			scheme := "http"
+			if cert != "" {
+				scheme = "https"
+			}
+			fmt.Fprintf(stdout, "serving the agents of %s on %s://%s/v1/\n", dir, scheme, ln.Addr())
+			if made {
+				fmt.Fprintf(stdout, "token (shown once; kept in %s): %s\n", data+".token", token)
+			} else {
+				fmt.Fprintf(stdout, "token: in %s\n", data+".token")
+			}
+			errc := make(chan error, 1)
+			go func() {
+				if cert != "" {
+					errc <- hs.ServeTLS(ln, cert, key)
+				} else {
+					errc <- hs.Serve(ln)
+				}
+			}()
+			select {
+			case err := <-errc:
+				return failed(fmt.Errorf("serve: %w", err))
+			case <-ctx.Done():
+			}
+			fmt.Fprintln(stderr, "stopping: finishing the calls in flight")
+			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			defer cancel()
+			srv.Close() // ends the event streams, which would hold Shutdown up
+			if err := hs.Shutdown(sctx); err != nil {
+				return failed(fmt.Errorf("stop: %w", err))
+			}
+			return nil
+		},
+	}
+	addRuntimeFlags(cmd, &f)
+	cmd.Flags().StringVar(&addr, "addr", defaultAddr, "HOST:PORT to listen on (port 0: any free port, printed)")
+	cmd.Flags().StringVar(&cert, "tls-cert", "", "TLS certificate file (PEM), to serve HTTPS")
+	cmd.Flags().StringVar(&key, "tls-key", "", "TLS key file (PEM) of --tls-cert")
+	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may take to finish when the server stops")
+	return cmd
+}
+
+// checkAddr refuses to listen beyond loopback without TLS.
+func checkAddr(addr string, tls bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageError("--addr %q: want HOST:PORT, as in %s: %v", addr, defaultAddr, err)
+	}
+	if tls {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usageError("--addr %s is reachable from other machines, and without TLS the token would cross the network in clear: "+
+		"give --tls-cert and --tls-key, or listen on loopback (%s)", addr, defaultAddr)
+}
+
+// dataDir is the data directory a command uses: --data, else the config's.
+func dataDir(f runFlags, dir string) (string, error) {
+	if f.data != "" {
+		return filepath.Abs(f.data)
+	}
+	cfg, err := config.Load(filepath.Join(dir, "ganglion.yaml"))
+	if err != nil {
+		return "", err
+	}
+	return cfg.Data, nil
+}
+
+// serverToken reads the token in path, or makes one and writes it there
+// (mode 0600); made says it did.
+func serverToken(path string) (token string, made bool, err error) {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		fi, err := os.Stat(path)
+		if err != nil {
+			return "", false, err
+		}
+		if fi.Mode().Perm()&0o077 != 0 {
+			return "", false, fmt.Errorf("server token %s: mode %v lets others read it: chmod 600 %s", path, fi.Mode().Perm(), path)
+		}
+		t := strings.TrimSpace(string(b))
+		if len(t) < 32 {
+			return "", false, fmt.Errorf("server token %s: %d characters, want at least 32: delete the file to have a new one made", path, len(t))
+		}
+		return t, false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return "", false, fmt.Errorf("server token: %w", err)
+	}
+	var raw [32]byte
+	_, _ = rand.Read(raw[:])
+	token = hex.EncodeToString(raw[:])
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", false, fmt.Errorf("server token: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("server token: %w", err)
+	}
+	if _, err := f.WriteString(token + "\n"); err != nil {
+		f.Close()
+		return "", false, fmt.Errorf("server token: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", false, fmt.Errorf("server token: %w", err)
+	}
+	return token, true, nil
+}
