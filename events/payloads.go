@@ -1,6 +1,12 @@
 package events
 
-import "github.com/ganglion-dev/ganglion/pipeline"
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
 
 // The payloads (Event.Data) of the runtime's topics, one type per topic:
 // a subscriber in Go type-asserts ev.Data to the topic's type, and the JSON
@@ -163,4 +169,61 @@ type TaskBudgetSpentData struct {
 type TeamActivatedData struct {
 	Team   string   `json:"team"`
 	Agents []string `json:"agents"`
+}
+
+// payloads makes, for each of the runtime's topics, a value of its payload
+// type for UnmarshalJSON to decode into.
+var payloads = map[string]func() any{
+	TurnStarted:      func() any { return new(TurnStartedData) },
+	TurnFinished:     func() any { return new(TurnFinishedData) },
+	StepFinished:     func() any { return new(StepFinishedData) },
+	ModelDelta:       func() any { return new(ModelDeltaData) },
+	ToolStarted:      func() any { return new(ToolStartedData) },
+	ToolFinished:     func() any { return new(ToolFinishedData) },
+	MessageAppended:  func() any { return new(MessageAppendedData) },
+	TurnInterrupted:  func() any { return new(TurnInterruptedData) },
+	LayerSkipped:     func() any { return new(LayerSkippedData) },
+	ModelRetry:       func() any { return new(ModelRetryData) },
+	ContextCondensed: func() any { return new(ContextCondensedData) },
+	ContextTruncated: func() any { return new(ContextTruncatedData) },
+	TaskDelegated:    func() any { return new(TaskDelegatedData) },
+	TaskCompleted:    func() any { return new(TaskCompletedData) },
+	TaskAnswered:     func() any { return new(TaskAnsweredData) },
+	TaskBudgetSpent:  func() any { return new(TaskBudgetSpentData) },
+	TeamActivated:    func() any { return new(TeamActivatedData) },
+}
+
+// UnmarshalJSON decodes an event as it is encoded (by an event stream of
+// the HTTP server, say). Data becomes the payload type of the topic for
+// the runtime's topics (a [TurnFinishedData] for [TurnFinished], not a
+// pointer), so that a program reads a remote event as it reads one of its
+// own bus; for any other topic it is what encoding/json makes of it.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	type plain Event
+	var raw struct {
+		plain
+		Data json.RawMessage `json:"data,omitempty"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*e = Event(raw.plain)
+	e.Data = nil
+	if len(raw.Data) == 0 || string(raw.Data) == "null" {
+		return nil
+	}
+	if mk, ok := payloads[e.Topic]; ok {
+		p := mk()
+		if err := json.Unmarshal(raw.Data, p); err != nil {
+			return fmt.Errorf("event %s: data: %w", e.Topic, err)
+		}
+		e.Data = reflect.ValueOf(p).Elem().Interface()
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw.Data, &v); err != nil {
+		return fmt.Errorf("event %s: data: %w", e.Topic, err)
+	}
+	e.Data = v
+	return nil
 }

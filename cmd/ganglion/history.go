@@ -29,11 +29,17 @@ condense, without truncated messages.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := projectDir(args)
-			rt, agent, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
+			rt, local, done, err := openAgents(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer done()
+			agent := f.agent
+			if agent == "" {
+				if agent, err = firstAgent(cmd.Context(), rt, local); err != nil {
+					return failed(err)
+				}
+			}
 			history := rt.History
 			if effective {
 				history = rt.EffectiveHistory

@@ -8,12 +8,15 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
@@ -43,16 +46,16 @@ Listing runs no turn: the resumes and expiries wait for run or resume.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := projectDir(args)
-			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
+			api, _, done, err := openAgents(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer done()
 			filter := ledger.Filter{Agent: f.agent, Open: !all}
 			if cmd.Flags().Changed("instance") {
 				filter.Instance = f.instance
 			}
-			items, err := rt.Pending(cmd.Context(), filter)
+			items, err := api.Pending(cmd.Context(), filter)
 			if err != nil {
 				return failed(err)
 			}
@@ -136,7 +139,7 @@ nothing else of its turn is pending, streaming the resumed turn like run.
 				return err
 			}
 			ctx := cmd.Context()
-			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
+			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt agentsAPI, it ledger.Item) (*pipeline.TurnResult, error) {
 				switch name {
 				case "answer":
 					if editing {
@@ -193,7 +196,7 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
 				return err
 			}
 			ctx := cmd.Context()
-			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt *runtime.Runtime, it ledger.Item) (*pipeline.TurnResult, error) {
+			return withPendingItem(ctx, f, dir, rest[0], stdout, stderr, func(rt agentsAPI, it ledger.Item) (*pipeline.TurnResult, error) {
 				v, err := readValue(stdin, stderr, "value for "+describe(it)+": ")
 				if err != nil {
 					return nil, err
@@ -218,25 +221,33 @@ func addDataFlags(cmd *cobra.Command, f *runFlags) {
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "warn", "log level on stderr: debug, info, warn or error")
 }
 
-// withPendingItem opens the runtime, finds item id, applies act, and
-// streams the resume turn that follows.
+// withPendingItem opens the runtime (or reaches the server that holds its
+// data directory), finds item id, applies act, and streams the resume
+// turn that follows.
 func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, stderr io.Writer,
-	act func(*runtime.Runtime, ledger.Item) (*pipeline.TurnResult, error)) error {
+	act func(agentsAPI, ledger.Item) (*pipeline.TurnResult, error)) error {
 	out := &printer{w: stdout, json: f.json, where: place(dir, f.data)}
 	_, answers, channel := cliAnswers(out)
-	rt, _, err := openRuntime(ctx, f, dir, stderr, channel)
+	api, rt, done, err := openAgents(ctx, f, dir, stderr, channel)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	it, err := rt.PendingItem(ctx, id)
+	defer done()
+	it, err := api.PendingItem(ctx, id)
 	if err != nil {
 		return failed(err)
 	}
 	out.watch(it.Agent, it.Instance)
-	unsub := rt.Events().Subscribe("*", out.event)
-	defer unsub()
-	res, err := act(rt, it)
+	var finished func(turn string) // waits for the server's stream to show the turn's end
+	if rt != nil {
+		unsub := rt.Events().Subscribe("*", out.event)
+		defer unsub()
+	} else {
+		stop, wait := followRemote(ctx, api.(*remote), it, out)
+		defer stop()
+		finished = wait
+	}
+	res, err := act(api, it)
 	if errors.Is(err, errDone) {
 		return nil
 	}
@@ -249,14 +260,18 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 		}
 		return nil
 	}
+	if finished != nil {
+		finished(res.TurnID)
+	}
 	out.endTurn(res, nil)
 	if res.FinishReason == pipeline.FinishPaused {
-		printPaused(ctx, rt, out, it.Agent, it.Instance, stderr)
+		printPaused(ctx, api, out, it.Agent, it.Instance, stderr)
 		return turnExit(res, nil)
 	}
 	// The resumed turn may belong to a delegation chain: see it through
-	// here, rather than leave it to the next start.
-	if res.TaskID != "" {
+	// here, rather than leave it to the next start. A server sees its
+	// chains through itself.
+	if res.TaskID != "" && rt != nil {
 		if err := rt.WaitTasks(ctx); err != nil {
 			return failed(err)
 		}
@@ -268,6 +283,47 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 		}
 	}
 	return turnExit(res, nil)
+}
+
+// followRemote prints the server's events of it's instance while an action
+// resumes its turn. wait(turn) waits, a little, for the stream to show
+// that turn's end; stop ends the stream.
+func followRemote(ctx context.Context, c *remote, it ledger.Item, out *printer) (stop func(), wait func(turn string)) {
+	fctx, cancel := context.WithCancel(ctx)
+	ready := make(chan struct{})
+	var mu sync.Mutex
+	ended := map[string]bool{}
+	endc := make(chan struct{}, 64)
+	go c.follow(fctx, it.Agent, it.Instance, ready, func(ev events.Event) {
+		out.event(ev)
+		if ev.Topic == events.TurnFinished {
+			mu.Lock()
+			ended[ev.TurnID] = true
+			mu.Unlock()
+			select {
+			case endc <- struct{}{}:
+			default:
+			}
+		}
+	})
+	<-ready
+	wait = func(turn string) {
+		deadline := time.After(2 * time.Second)
+		for {
+			mu.Lock()
+			done := ended[turn]
+			mu.Unlock()
+			if done {
+				return
+			}
+			select {
+			case <-endc:
+			case <-deadline:
+				return
+			}
+		}
+	}
+	return cancel, wait
 }
 
 // readValue reads a secret: from a terminal without echo, else the whole
@@ -395,7 +451,7 @@ func readableJSON(raw json.RawMessage) string {
 
 // printPaused tells how to answer what the instance waits for; every
 // instance's items with agent "".
-func printPaused(ctx context.Context, rt *runtime.Runtime, out *printer, agent, instance string, w io.Writer) {
+func printPaused(ctx context.Context, rt agentsAPI, out *printer, agent, instance string, w io.Writer) {
 	if out.json {
 		return
 	}

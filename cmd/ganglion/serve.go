@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +46,10 @@ afterwards. The server listens on ` + defaultAddr + ` unless --addr says
 otherwise; an address other than loopback needs --tls-cert and --tls-key,
 so that the token never crosses a network in clear.
 
+While it runs, ganglion pending, answer, skip, provide, reject, tasks and
+history on the same config talk to it (it says where it listens in
+.ganglion/data.server) instead of failing on the locked data directory.
+
 Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` to finish.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -81,6 +86,14 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 			if cert != "" {
 				scheme = "https"
 			}
+			// The other commands on this data directory find the server here.
+			where := data + ".server"
+			sf, _ := json.Marshal(serverFile{URL: scheme + "://" + ln.Addr().String(), PID: os.Getpid()})
+			if err := os.WriteFile(where, append(sf, '\n'), 0o600); err != nil {
+				ln.Close()
+				return failed(fmt.Errorf("serve: %w", err))
+			}
+			defer os.Remove(where)
 			fmt.Fprintf(stdout, "serving the agents of %s on %s://%s/v1/\n", dir, scheme, ln.Addr())
 			if made {
 				fmt.Fprintf(stdout, "token (shown once; kept in %s): %s\n", data+".token", token)

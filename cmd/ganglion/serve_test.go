@@ -136,3 +136,74 @@ func TestServeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsReachServer: while serve holds the data directory, pending,
+// answer, provide, reject, tasks and history on the same config talk to
+// it, with the same output as on their own: the answer streams the
+// resumed turn, a provided value reaches the tool and shows nowhere, a
+// rejected required dependency exits 0 saying the task failed. After the
+// server stops, the commands open the directory themselves again.
+func TestCommandsReachServer(t *testing.T) {
+	t.Parallel()
+	dir := pendingProject(t)
+	addr, token, stop := startServe(t, dir)
+	send := func(agent, text string) string {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/v1/agents/"+agent+"/instances/default/messages", strings.NewReader(`{"text": "`+text+`"}`))
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	if body := send("asker", "price it"); !strings.Contains(body, `"finish_reason":"paused"`) {
+		t.Fatalf("asker's turn = %s", body)
+	}
+	r := exe(t, dir, "", "pending", dir, "--json")
+	items := parsePending(t, r.stdout)
+	if r.code != exitOK || len(items) != 1 || items[0].Kind != "question" {
+		t.Fatalf("pending through the server: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = exe(t, dir, "", "answer", dir, items[0].ID, "Freemium")
+	check(t, "answer through the server", r, exitOK, ptr(askResumed), ptr(""), items[0].ID)
+
+	send("keeper", "go")
+	key := onlyOpen(t, dir, "keeper")
+	r = exe(t, dir, "sk-proj-served-0123456789abcdef\n", "provide", dir, key)
+	check(t, "provide through the server", r, exitOK, ptr(keyResumed), ptr(""), key)
+	r = exe(t, dir, "", "history", dir, "--agent", "keeper", "--json")
+	if r.code != exitOK || !strings.Contains(r.stdout, "[secret OPENAI_API_KEY]") || strings.Contains(r.stdout, "served-0123456789") {
+		t.Errorf("history through the server: exit %d\n%s", r.code, r.stdout)
+	}
+
+	send("strict", "where?")
+	r = exe(t, dir, "", "tasks", dir)
+	if r.code != exitOK || r.stderr != "no open tasks\n" {
+		t.Errorf("tasks through the server: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	q := onlyOpen(t, dir, "strict")
+	r = exe(t, dir, "", "answer", dir, q, "")
+	if r.code != exitUsage && r.code != exitError || !strings.Contains(r.stderr, "invalid") {
+		t.Errorf("an empty answer to a required question: exit %d\n%s", r.code, r.stderr)
+	}
+
+	stop()
+	r = exe(t, dir, "", "pending", dir, "--json")
+	if r.code != exitOK || len(parsePending(t, r.stdout)) != 1 {
+		t.Errorf("pending after the server stopped: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// onlyOpen returns the ID of agent's only open item, listed through
+// whatever holds dir.
+func onlyOpen(t *testing.T, dir, agent string) string {
+	t.Helper()
+	r := exe(t, dir, "", "pending", dir, "--json", "--agent", agent)
+	items := parsePending(t, r.stdout)
+	if r.code != exitOK || len(items) != 1 {
+		t.Fatalf("pending of %s: exit %d\n%s%s", agent, r.code, r.stdout, r.stderr)
+	}
+	return items[0].ID
+}

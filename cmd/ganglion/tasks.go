@@ -28,11 +28,11 @@ instance); --json prints one task per line, with its delegation context.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := projectDir(args)
-			rt, _, err := openRuntime(cmd.Context(), f, dir, stderr, readOnly()...)
+			rt, _, done, err := openAgents(cmd.Context(), f, dir, stderr, readOnly()...)
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer done()
 			key := f.instance
 			if !cmd.Flags().Changed("instance") {
 				key = ""

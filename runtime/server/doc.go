@@ -56,7 +56,9 @@
 // A failed call answers {"error": {"code", "status", "message"}} (and
 // "result", when a turn ran). The codes: unauthorized (401),
 // invalid_request, invalid_action, invalid_name (400), not_found,
-// unknown_agent (404), paused, already_resolved (409), too_large (413),
+// unknown_agent (404), paused, already_resolved, task_failed (409: the
+// action was taken and the task it was for failed, as a rejected required
+// dependency fails it), too_large (413),
 // agent_unavailable, closed (503), timeout (504), internal (500). The
 // message says what was wrong and what to do.
 //

@@ -466,6 +466,10 @@ func classify(err error) (string, int) {
 		return "agent_unavailable", http.StatusServiceUnavailable
 	case errors.Is(err, runtime.ErrPaused):
 		return "paused", http.StatusConflict
+	case errors.Is(err, runtime.ErrTaskFailed):
+		// The action was taken (a required dependency rejected, say),
+		// and the task it was for failed, as it should.
+		return "task_failed", http.StatusConflict
 	case errors.Is(err, ledger.ErrResolved):
 		return "already_resolved", http.StatusConflict
 	case errors.Is(err, extensions.ErrInvalidAction), errors.Is(err, ledger.ErrWrongInstance):

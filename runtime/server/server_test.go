@@ -457,3 +457,23 @@ func TestProvideSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestRejectRequired: rejecting a required dependency is taken, and fails
+// the task it was for: task_failed, with the item rejected.
+func TestRejectRequired(t *testing.T) {
+	h := newHarness(t)
+	h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "need a key"}`)
+	_, body := h.call("GET", "/v1/pending", "")
+	var list struct{ Items []item }
+	decode(t, body, &list)
+	if len(list.Items) != 1 {
+		t.Fatalf("pending = %s", body)
+	}
+	code, body := h.call("POST", "/v1/pending/"+list.Items[0].ID+"/reject", `{"reason": "not today"}`)
+	if code != 409 || !strings.Contains(body, `"code":"task_failed"`) || !strings.Contains(body, "not today") {
+		t.Errorf("reject = %d %s", code, body)
+	}
+	if _, body := h.call("GET", "/v1/pending/"+list.Items[0].ID, ""); !strings.Contains(body, `"status":"rejected"`) {
+		t.Errorf("the item after the reject: %s", body)
+	}
+}

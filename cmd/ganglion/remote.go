@@ -1,0 +1,314 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+// A data directory that ganglion serve holds cannot be opened by another
+// process; the commands that read it or answer what agents wait for then
+// talk to that server instead. serve writes where it listens next to the
+// data directory (DATA.server), and the token is in DATA.token.
+
+// agentsAPI is what the pending, tasks and history commands need: the
+// runtime of this process, or a running server's.
+type agentsAPI interface {
+	Pending(ctx context.Context, f ledger.Filter) ([]ledger.Item, error)
+	PendingItem(ctx context.Context, id string) (ledger.Item, error)
+	Answer(ctx context.Context, id, answer string) (*pipeline.TurnResult, error)
+	Skip(ctx context.Context, id string) (*pipeline.TurnResult, error)
+	Provide(ctx context.Context, id, value string) (*pipeline.TurnResult, error)
+	Reject(ctx context.Context, id, reason string) (*pipeline.TurnResult, error)
+	Edit(ctx context.Context, id string, args json.RawMessage) (*pipeline.TurnResult, error)
+	Tasks(ctx context.Context, agent, key string) ([]runtime.Task, error)
+	History(ctx context.Context, agent, key string) ([]pipeline.Message, error)
+	EffectiveHistory(ctx context.Context, agent, key string) ([]pipeline.Message, error)
+}
+
+// serverFile is what serve writes beside the data directory (DATA.server).
+type serverFile struct {
+	URL string `json:"url"`
+	PID int    `json:"pid"`
+}
+
+// openAgents opens the runtime of dir, or, when a running server holds
+// its data directory, a client of that server (rt is then nil). close
+// releases either.
+func openAgents(ctx context.Context, f runFlags, dir string, stderr io.Writer, extra ...runtime.Option) (api agentsAPI, rt *runtime.Runtime, close func(), err error) {
+	rt, _, err = openRuntime(ctx, f, dir, stderr, extra...)
+	if err == nil {
+		return rt, rt, func() { rt.Close() }, nil
+	}
+	if !errors.Is(err, store.ErrInUse) {
+		return nil, nil, nil, err
+	}
+	data, derr := dataDir(f, dir)
+	if derr != nil {
+		return nil, nil, nil, err
+	}
+	c, ok, rerr := dialServer(data)
+	switch {
+	case rerr != nil:
+		return nil, nil, nil, failed(fmt.Errorf("%w; a server holds it, but: %w", err, rerr))
+	case !ok:
+		return nil, nil, nil, err
+	}
+	return c, nil, func() {}, nil
+}
+
+// dialServer returns a client of the server that holds data, if it says
+// it does (DATA.server) and answers.
+func dialServer(data string) (*remote, bool, error) {
+	b, err := os.ReadFile(data + ".server")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var sf serverFile
+	if err := json.Unmarshal(b, &sf); err != nil || sf.URL == "" {
+		return nil, false, fmt.Errorf("%s does not say where the server listens: %v", data+".server", err)
+	}
+	tok, err := os.ReadFile(data + ".token")
+	if err != nil {
+		return nil, false, fmt.Errorf("the server's token: %w", err)
+	}
+	c := &remote{base: strings.TrimSuffix(sf.URL, "/"), token: strings.TrimSpace(string(tok)), hc: &http.Client{}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := c.do(ctx, "GET", "/v1/health", nil, nil); err != nil {
+		return nil, false, fmt.Errorf("the server at %s does not answer (%v): if it stopped without cleaning up, delete %s", sf.URL, err, data+".server")
+	}
+	return c, true, nil
+}
+
+// remote is a client of a running ganglion serve.
+type remote struct {
+	base, token string
+	hc          *http.Client
+}
+
+// remoteError is an error the server answered; Is matches the runtime's
+// sentinel of its code, so that the commands treat it as they treat the
+// runtime's own.
+type remoteError struct {
+	Code    string `json:"code"`
+	Status  int    `json:"status"`
+	Message string `json:"message"`
+}
+
+func (e *remoteError) Error() string { return e.Message }
+
+func (e *remoteError) Is(target error) bool {
+	switch e.Code {
+	case "invalid_action":
+		return target == extensions.ErrInvalidAction
+	case "paused":
+		return target == runtime.ErrPaused
+	case "not_found":
+		return target == ledger.ErrNotFound
+	case "already_resolved":
+		return target == ledger.ErrResolved
+	case "unknown_agent":
+		return target == runtime.ErrUnknownAgent
+	case "task_failed":
+		return target == runtime.ErrTaskFailed
+	}
+	return false
+}
+
+// do makes a call; out, if not nil, receives the answer's JSON.
+func (c *remote) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode >= 300 {
+		var e struct {
+			Error remoteError `json:"error"`
+		}
+		if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
+			return fmt.Errorf("the server answered %s", res.Status)
+		}
+		return &e.Error
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func (c *remote) Pending(ctx context.Context, f ledger.Filter) ([]ledger.Item, error) {
+	q := url.Values{}
+	if !f.Open {
+		q.Set("all", "true")
+	}
+	if f.Agent != "" {
+		q.Set("agent", f.Agent)
+	}
+	if f.Instance != "" {
+		q.Set("instance", f.Instance)
+	}
+	var out struct{ Items []ledger.Item }
+	err := c.do(ctx, "GET", "/v1/pending?"+q.Encode(), nil, &out)
+	return out.Items, err
+}
+
+func (c *remote) PendingItem(ctx context.Context, id string) (ledger.Item, error) {
+	var out struct{ Item ledger.Item }
+	err := c.do(ctx, "GET", "/v1/pending/"+url.PathEscape(id), nil, &out)
+	return out.Item, err
+}
+
+// act applies an action to item id.
+func (c *remote) act(ctx context.Context, id, action string, body any) (*pipeline.TurnResult, error) {
+	var out struct {
+		Result *pipeline.TurnResult
+	}
+	err := c.do(ctx, "POST", "/v1/pending/"+url.PathEscape(id)+"/"+action, body, &out)
+	return out.Result, err
+}
+
+func (c *remote) Answer(ctx context.Context, id, answer string) (*pipeline.TurnResult, error) {
+	return c.act(ctx, id, "answer", map[string]string{"answer": answer})
+}
+
+func (c *remote) Skip(ctx context.Context, id string) (*pipeline.TurnResult, error) {
+	return c.act(ctx, id, "skip", nil)
+}
+
+func (c *remote) Provide(ctx context.Context, id, value string) (*pipeline.TurnResult, error) {
+	return c.act(ctx, id, "provide", map[string]string{"value": value})
+}
+
+func (c *remote) Reject(ctx context.Context, id, reason string) (*pipeline.TurnResult, error) {
+	return c.act(ctx, id, "reject", map[string]string{"reason": reason})
+}
+
+func (c *remote) Edit(ctx context.Context, id string, args json.RawMessage) (*pipeline.TurnResult, error) {
+	if !json.Valid(args) {
+		// Sent as it is, the server could not even read the request.
+		return nil, fmt.Errorf("%w: the edited arguments are not JSON: %s", extensions.ErrInvalidAction, oneLine(string(args), 80))
+	}
+	return c.act(ctx, id, "edit", map[string]json.RawMessage{"arguments": args})
+}
+
+func (c *remote) Tasks(ctx context.Context, agent, key string) ([]runtime.Task, error) {
+	q := url.Values{}
+	if agent != "" {
+		q.Set("agent", agent)
+	}
+	if key != "" {
+		q.Set("instance", key)
+	}
+	var out struct{ Tasks []runtime.Task }
+	err := c.do(ctx, "GET", "/v1/tasks?"+q.Encode(), nil, &out)
+	return out.Tasks, err
+}
+
+func (c *remote) history(ctx context.Context, agent, key, query string) ([]pipeline.Message, error) {
+	var out struct{ Messages []pipeline.Message }
+	err := c.do(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/instances/"+url.PathEscape(key)+"/history"+query, nil, &out)
+	return out.Messages, err
+}
+
+func (c *remote) History(ctx context.Context, agent, key string) ([]pipeline.Message, error) {
+	return c.history(ctx, agent, key, "")
+}
+
+func (c *remote) EffectiveHistory(ctx context.Context, agent, key string) ([]pipeline.Message, error) {
+	return c.history(ctx, agent, key, "?effective=true")
+}
+
+// follow calls fn with the events of agent's instance key from now on,
+// until ctx ends; ready is closed once the stream is open.
+func (c *remote) follow(ctx context.Context, agent, key string, ready chan<- struct{}, fn func(events.Event)) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/agents/"+url.PathEscape(agent)+"/instances/"+url.PathEscape(key)+"/events", nil)
+	if err != nil {
+		close(ready)
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	res, err := c.hc.Do(req)
+	close(ready)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	sc.Buffer(nil, 16<<20)
+	var data strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "data: "):
+			data.WriteString(line[len("data: "):])
+		case line == "" && data.Len() > 0:
+			var ev events.Event
+			if json.Unmarshal([]byte(data.String()), &ev) == nil {
+				fn(ev)
+			}
+			data.Reset()
+		}
+	}
+	return sc.Err()
+}
+
+// firstAgent returns the config's first agent, the default of the
+// commands that name one.
+func firstAgent(ctx context.Context, api agentsAPI, rt *runtime.Runtime) (string, error) {
+	if rt != nil {
+		return rt.Agents()[0], nil
+	}
+	var out struct{ Agents []struct{ Name string } }
+	if err := api.(*remote).do(ctx, "GET", "/v1/agents", nil, &out); err != nil {
+		return "", err
+	}
+	if len(out.Agents) == 0 {
+		return "", errors.New("the server has no agents")
+	}
+	return out.Agents[0].Name, nil
+}
+
+var _ agentsAPI = (*runtime.Runtime)(nil)
+var _ agentsAPI = (*remote)(nil)
