@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -57,21 +56,32 @@ func openAgents(ctx context.Context, f runFlags, dir string, stderr io.Writer, e
 	if err == nil {
 		return rt, rt, func() { rt.Close() }, nil
 	}
-	if !errors.Is(err, store.ErrInUse) {
-		return nil, nil, nil, err
-	}
-	data, derr := dataDir(f, dir)
-	if derr != nil {
-		return nil, nil, nil, err
-	}
-	c, ok, rerr := dialServer(data)
-	switch {
-	case rerr != nil:
-		return nil, nil, nil, failed(fmt.Errorf("%w; a server holds it, but: %w", err, rerr))
-	case !ok:
+	c, err := serverFor(f, dir, err)
+	if err != nil {
 		return nil, nil, nil, err
 	}
 	return c, nil, func() {}, nil
+}
+
+// serverFor returns a client of the server that holds the data directory
+// of dir, when openErr (opening the runtime failed) says a process holds
+// it and that process is a server; else openErr.
+func serverFor(f runFlags, dir string, openErr error) (*remote, error) {
+	if !errors.Is(openErr, store.ErrInUse) {
+		return nil, openErr
+	}
+	data, err := dataDir(f, dir)
+	if err != nil {
+		return nil, openErr
+	}
+	c, ok, err := dialServer(data)
+	switch {
+	case err != nil:
+		return nil, failed(fmt.Errorf("%w; a server holds it, but: %w", openErr, err))
+	case !ok:
+		return nil, openErr
+	}
+	return c, nil
 }
 
 // dialServer returns a client of the server that holds data, if it says
@@ -275,23 +285,13 @@ func (c *remote) follow(ctx context.Context, agent, key string, ready chan<- str
 		return err
 	}
 	defer res.Body.Close()
-	sc := bufio.NewScanner(res.Body)
-	sc.Buffer(nil, 16<<20)
-	var data strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "data: "):
-			data.WriteString(line[len("data: "):])
-		case line == "" && data.Len() > 0:
-			var ev events.Event
-			if json.Unmarshal([]byte(data.String()), &ev) == nil {
-				fn(ev)
-			}
-			data.Reset()
+	return readEvents(res.Body, func(_, _ string, data []byte) bool {
+		var ev events.Event
+		if json.Unmarshal(data, &ev) == nil {
+			fn(ev)
 		}
-	}
-	return sc.Err()
+		return true
+	})
 }
 
 // firstAgent returns the config's first agent, the default of the

@@ -193,7 +193,11 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	own, answers, channel := cliAnswers(out)
 	rt, agent, err := openRuntime(ctx, f, dir, stderr, channel)
 	if err != nil {
-		return err
+		c, err := serverFor(f, dir, err)
+		if err != nil {
+			return err
+		}
+		return runRemote(ctx, c, f, msg, interactive, stdin, out, stderr)
 	}
 	defer rt.Close()
 	out.watch(agent, f.instance)

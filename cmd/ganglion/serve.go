@@ -46,8 +46,8 @@ afterwards. The server listens on ` + defaultAddr + ` unless --addr says
 otherwise; an address other than loopback needs --tls-cert and --tls-key,
 so that the token never crosses a network in clear.
 
-While it runs, ganglion pending, answer, skip, provide, reject, tasks and
-history on the same config talk to it (it says where it listens in
+While it runs, ganglion run, pending, answer, skip, provide, reject, tasks
+and history on the same config talk to it (it says where it listens in
 .ganglion/data.server) instead of failing on the locked data directory.
 
 Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` to finish.`,

@@ -207,3 +207,29 @@ func onlyOpen(t *testing.T, dir, agent string) string {
 	}
 	return items[0].ID
 }
+
+// TestRunThroughServer: ganglion run on a config a server holds sends the
+// message through it, streams the turn, sees a delegation chain through
+// to its answer, and says how to answer a pause, as it does on its own.
+func TestRunThroughServer(t *testing.T) {
+	t.Parallel()
+	dir, _ := delegationProject(t, delegationScript) // its data in the default place
+	_, _, stop := startServe(t, dir)
+	defer stop()
+	r := exe(t, dir, "", "run", dir, "build a parser")
+	if r.code != exitOK {
+		t.Fatalf("run through the server: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"[task] lead → coder: write the parser\n", "[task] coder reported: parser written\n", "Delegated.\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.HasSuffix(r.stdout, "Both done: the parser is written and tested.\n") {
+		t.Errorf("stdout does not end with the chain's answer:\n%s", r.stdout)
+	}
+	r = exe(t, dir, "", "run", dir, "--agent", "nobody", "hi")
+	if r.code != exitError || !strings.Contains(r.stderr, `unknown agent "nobody"`) {
+		t.Errorf("an unknown agent through the server: exit %d\n%s", r.code, r.stderr)
+	}
+}
