@@ -66,16 +66,31 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 				return err
 			}
 			defer rt.Close()
-			data, err := dataDir(f, dir)
+			cfg, err := config.Load(filepath.Join(dir, "ganglion.yaml"))
 			if err != nil {
 				return failed(err)
+			}
+			data := cfg.Data
+			if f.data != "" {
+				if data, err = filepath.Abs(f.data); err != nil {
+					return failed(err)
+				}
 			}
 			token, made, err := serverToken(data + ".token")
 			if err != nil {
 				return failed(err)
 			}
 			logger, _ := newLogger(stderr, f.logLevel)
-			srv := server.New(rt, server.WithToken(token), server.WithLogger(logger))
+			sopts := []server.Option{server.WithToken(token), server.WithLogger(logger)}
+			if hooks, err := webhooks(cfg); err != nil {
+				return err
+			} else if len(hooks) > 0 {
+				sopts = append(sopts, server.WithWebhooks(data+".outbox", hooks...))
+			}
+			srv, err := server.New(rt, sopts...)
+			if err != nil {
+				return failed(err)
+			}
 			defer srv.Close()
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
@@ -201,4 +216,18 @@ func serverToken(path string) (token string, made bool, err error) {
 		return "", false, fmt.Errorf("server token: %w", err)
 	}
 	return token, true, nil
+}
+
+// webhooks returns the config's webhooks with their secrets, read from the
+// environment.
+func webhooks(cfg *config.File) ([]server.Webhook, error) {
+	var out []server.Webhook
+	for i, h := range cfg.Webhooks {
+		secret := os.Getenv(h.SecretEnv)
+		if secret == "" {
+			return nil, usageError("webhooks[%d] (%s): the environment variable %s, its signing secret, is not set", i, h.URL, h.SecretEnv)
+		}
+		out = append(out, server.Webhook{URL: h.URL, Secret: secret, Events: h.Events})
+	}
+	return out, nil
 }

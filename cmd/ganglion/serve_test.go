@@ -135,6 +135,12 @@ func TestServeRefuses(t *testing.T) {
 			}
 		})
 	}
+	// A webhook whose secret is not in the environment.
+	hooked := project(t, testConfig+"webhooks:\n  - url: https://hooks.example.com/ganglion\n    secret_env: GANGLION_TEST_HOOK_SECRET\n")
+	r := exe(t, hooked, "", "serve", hooked, "--addr", "127.0.0.1:0")
+	if want := "ganglion: webhooks[0] (https://hooks.example.com/ganglion): the environment variable GANGLION_TEST_HOOK_SECRET, its signing secret, is not set\n"; r.code != exitUsage || r.stderr != want {
+		t.Errorf("a webhook without its secret: exit %d, stderr:\n%s\nwant\n%s", r.code, r.stderr, want)
+	}
 }
 
 // TestCommandsReachServer: while serve holds the data directory, pending,

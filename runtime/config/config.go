@@ -40,6 +40,9 @@ type File struct {
 	// TaskBudget bounds every delegation task tree, for the fields an
 	// agent's own task_budget leaves 0. Nil: the defaults.
 	TaskBudget *Budget `yaml:"task_budget"`
+	// Webhooks receive notifications while `ganglion serve` runs: pending
+	// items created and resolved, root tasks answered, turns failed.
+	Webhooks []Webhook `yaml:"webhooks"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
 }
@@ -84,6 +87,20 @@ const (
 	toolProtocolNative = "native"
 	ToolProtocolXML    = "xml"
 )
+
+// Webhook is a URL that receives notifications (see package
+// runtime/server, Webhook).
+type Webhook struct {
+	// URL is where notifications are posted: http or https; required.
+	URL string `yaml:"url"`
+	// SecretEnv names the environment variable holding the signing secret
+	// ("whsec_..." or any text); required. The secret itself never goes in
+	// the file.
+	SecretEnv string `yaml:"secret_env"`
+	// Events are the notification types the URL wants: pending.created,
+	// pending.resolved, task.answered, turn.failed. Default: all four.
+	Events []string `yaml:"events"`
+}
 
 // Agent defines one agent.
 type Agent struct {

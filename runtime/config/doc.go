@@ -56,6 +56,15 @@
 //	agent_calls AgentCalls  bounds on calls between agents.
 //	task_budget Budget   the budget of every agent's task trees, for the
 //	                     fields an agent's own task_budget leaves 0.
+//	webhooks    [Webhook]  URLs that ganglion serve notifies.
+//
+// Webhook ([Webhook]):
+//
+//	url         string    http or https; required.
+//	secret_env  string    the environment variable holding the signing
+//	                      secret; required (never the secret itself).
+//	events      [string]  pending.created, pending.resolved,
+//	                      task.answered, turn.failed; default: all.
 //
 // AgentCalls ([AgentCalls]):
 //

@@ -210,6 +210,16 @@ agent_calls: {timeout: 2h}
 agents:
   - name: assistant
 `, `ganglion.yaml:2:24: agent_calls: timeout must be a positive duration of at most 1h, such as 15s or 2m, got "2h"`},
+	{"webhooks", `model: {provider: scripted, script: s.yaml}
+webhooks:
+  - url: ftp://hooks.example.com/x
+    secret_env: 1SECRET
+    events: [pending.created, turn.started]
+  - secret_env: HOOK_SECRET
+  - url: https://hooks.example.com/ok
+agents:
+  - name: assistant
+`, `ganglion.yaml:3:10: webhooks[0]: url "ftp://hooks.example.com/x": want an http or https URL with a host, as in https://hooks.example.com/ganglion`},
 	{"task_budget_negative", `model: {provider: scripted, script: s.yaml}
 task_budget: {turns: -1}
 agents:

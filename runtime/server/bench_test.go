@@ -52,7 +52,10 @@ func newBenchServer(b *testing.B) (rt *runtime.Runtime, ts *httptest.Server, sto
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := server.New(rt, server.WithToken(token))
+	srv, err := server.New(rt, server.WithToken(token))
+	if err != nil {
+		b.Fatal(err)
+	}
 	ts = httptest.NewServer(srv)
 	return rt, ts, func() {
 		ts.Close()

@@ -3,7 +3,10 @@
 // they wait for. [New] returns an [http.Handler]; `ganglion serve` runs
 // it, and an app mounts it in its own mux:
 //
-//	srv := server.New(rt, server.WithToken(token))
+//	srv, err := server.New(rt, server.WithToken(token))
+//	if err != nil {
+//		return err
+//	}
 //	defer srv.Close()
 //	mux.Handle("/v1/", srv)
 //
@@ -61,6 +64,22 @@
 // dependency fails it), too_large (413),
 // agent_unavailable, closed (503), timeout (504), internal (500). The
 // message says what was wrong and what to do.
+//
+// # Webhooks
+//
+// [WithWebhooks] posts notifications to URLs: pending.created,
+// pending.resolved, task.answered and turn.failed, each {"type",
+// "timestamp", "data"} and signed as Standard Webhooks say (see
+// [Webhook]). They go through an outbox directory: written before they
+// are sent, deleted once a receiver took them (2xx), tried again with a
+// growing wait otherwise, and sent by the next server on the same
+// directory after a stop. One event has one ID (webhook-id), the same on
+// every try and when the runtime publishes the event again after a
+// restart; once taken, an event is not sent again. A receiver that took
+// a notification whose answer was lost gets it once more, with the same
+// ID: receivers deduplicate by it, as the standard asks. An event the
+// process published just before it died, before the outbox held it, is
+// not sent.
 //
 // # Security
 //

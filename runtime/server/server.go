@@ -32,6 +32,7 @@ type Server struct {
 	log     *eventLog
 	unsub   func()
 	mux     *http.ServeMux
+	hooks   *outbox // webhooks' notifications; nil without WithWebhooks
 	// heartbeat is how often an idle event stream sends a comment, so
 	// that proxies and clients see the connection alive.
 	heartbeat time.Duration
@@ -62,14 +63,24 @@ func WithBacklog(n int) Option {
 const maxBody = 1 << 20
 
 // New returns the server of rt. It subscribes to rt's events at once: an
-// event stream can replay what happened since.
-func New(rt *runtime.Runtime, opts ...Option) *Server {
+// event stream can replay what happened since. The error is the webhook
+// outbox's, which New opens ([WithWebhooks]).
+func New(rt *runtime.Runtime, opts ...Option) (*Server, error) {
 	s := &Server{rt: rt, logger: slog.New(slog.DiscardHandler), maxBody: maxBody, heartbeat: 15 * time.Second,
 		log: newEventLog(10_000, strconv.FormatInt(time.Now().UnixNano(), 36))}
 	for _, o := range opts {
 		o(s)
 	}
-	s.unsub = rt.Events().Subscribe("*", s.log.add)
+	if s.hooks != nil {
+		if err := s.hooks.start(s.logger); err != nil {
+			return nil, err
+		}
+		unlog := rt.Events().Subscribe("*", s.log.add)
+		unhook := rt.Events().Subscribe("*", s.hooks.event)
+		s.unsub = func() { unlog(); unhook() }
+	} else {
+		s.unsub = rt.Events().Subscribe("*", s.log.add)
+	}
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/health", s.health)
 	m.HandleFunc("GET /v1/agents", s.agents)
@@ -87,13 +98,17 @@ func New(rt *runtime.Runtime, opts ...Option) *Server {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such API call: %s %s (the API's calls are listed in the package documentation)", r.Method, r.URL.Path))
 	})
 	s.mux = m
-	return s
+	return s, nil
 }
 
-// Close ends the event streams and stops listening to the runtime.
+// Close ends the event streams, stops listening to the runtime, and stops
+// sending webhook notifications (what is unsent stays in the outbox).
 func (s *Server) Close() {
 	s.unsub()
 	s.log.close()
+	if s.hooks != nil {
+		s.hooks.close()
+	}
 }
 
 // ServeHTTP answers one API call.

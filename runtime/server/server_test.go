@@ -79,7 +79,10 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.New(rt, append([]server.Option{server.WithToken(token)}, opts...)...)
+	srv, err := server.New(rt, append([]server.Option{server.WithToken(token)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() {
 		ts.Close()
