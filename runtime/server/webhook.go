@@ -46,9 +46,6 @@ type Webhook struct {
 	Events []string
 }
 
-// The notification types of a [Webhook].
-var webhookTypes = []string{"pending.created", "pending.resolved", "task.answered", "turn.failed"}
-
 // WithWebhooks sends notifications to hooks, from an outbox kept in the
 // directory dir (created if missing): a notification is written there
 // before it is sent and deleted once taken, so a restart sends what a stop
