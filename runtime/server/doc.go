@@ -52,7 +52,9 @@
 // POST .../messages with "Accept: text/event-stream" (or ?stream=true)
 // streams the instance's events while the turn runs (model text deltas,
 // tool calls and results, pauses, retries, condensation, delegations),
-// then a "result" event with the turn's result, or an "error" event.
+// then a "result" event with the turn's result, or an "error" event. A
+// client that goes away while its turn runs aborts the turn, as a
+// cancelled context aborts [runtime.Runtime.Send].
 //
 // # Errors
 //

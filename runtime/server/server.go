@@ -193,10 +193,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		res, err := s.rt.Send(r.Context(), agent, key, in)
 		done <- outcome{res, err}
 	}()
-	sse, ok := startSSE(w)
-	if !ok {
-		return
-	}
+	sse := startSSE(w)
 	f := filter{agent: agent, instance: key}
 	seq := from
 	for {
@@ -277,10 +274,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f filter) {
 		}
 		seq, resumed = n, true
 	}
-	sse, ok := startSSE(w)
-	if !ok {
-		return
-	}
+	sse := startSSE(w)
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
 	for {

@@ -13,7 +13,7 @@ type sseWriter struct {
 }
 
 // startSSE sends the headers of an event stream.
-func startSSE(w http.ResponseWriter) (*sseWriter, bool) {
+func startSSE(w http.ResponseWriter) *sseWriter {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -21,7 +21,7 @@ func startSSE(w http.ResponseWriter) (*sseWriter, bool) {
 	w.WriteHeader(http.StatusOK)
 	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
 	s.flush()
-	return s, true
+	return s
 }
 
 // event writes one event: its ID (none when id is ""), its name, and its

@@ -200,7 +200,10 @@ func (o *outbox) put(ev events.Event) error {
 			continue // once per event
 		}
 		o.seq++
-		d := delivery{ID: id, URL: h.URL, Type: kind, Body: body, Next: o.now(), Seq: o.now().UnixNano()<<8 | o.seq&0xff}
+		// Microseconds leave room for the counter that orders the
+		// notifications of one microsecond (nanoseconds shifted would
+		// overflow).
+		d := delivery{ID: id, URL: h.URL, Type: kind, Body: body, Next: o.now(), Seq: o.now().UnixMicro()<<8 | o.seq&0xff}
 		if err := writeFile(filepath.Join(o.dir, name+".json"), d); err != nil {
 			return err
 		}
