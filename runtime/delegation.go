@@ -538,8 +538,11 @@ func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
 		r.publishTask(events.TaskAnswered, t, events.TaskAnsweredData{TaskID: t.ID, Requester: t.Requester, Channel: t.Channel, Response: t.Answer})
 		return
 	}
-	r.answer(ctx, Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
-		Request: t.OriginalRequest, Response: t.Answer, Error: t.AnswerError, CompletedAt: t.AnsweredAt})
+	if err := r.answer(ctx, Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
+		Request: t.OriginalRequest, Response: t.Answer, Error: t.AnswerError, CompletedAt: t.AnsweredAt}); errors.Is(err, ErrDeliverLater) {
+		r.logger.Info("a task's answer waits for its requester", "task", t.ID, "channel", t.Channel, "reply_to", t.ReplyTo)
+		return // kept, answered, for DeliverAnswers or the next start
+	}
 	r.tasks.mu.Lock()
 	err := r.commitTasks(ctx, nil, t.ID)
 	r.tasks.mu.Unlock()
@@ -548,7 +551,8 @@ func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
 	}
 }
 
-func (r *Runtime) answer(ctx context.Context, rep Report) {
+// answer hands rep to its channel, and returns the channel's error.
+func (r *Runtime) answer(ctx context.Context, rep Report) error {
 	ch, ok := r.tasks.channels[rep.Channel]
 	var err error
 	if !ok {
@@ -556,13 +560,32 @@ func (r *Runtime) answer(ctx context.Context, rep Report) {
 	} else {
 		err = ch.Deliver(ctx, rep)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrDeliverLater) {
 		r.logger.Warn("a task's answer could not be delivered; it is in the agent's history and the task.answered event", "task", rep.TaskID, "channel", rep.Channel, "err", err)
 	}
 	if r.bus.Active() {
 		data := events.TaskAnsweredData{TaskID: rep.TaskID, Requester: rep.Requester, Channel: rep.Channel, Response: rep.Response, Delivered: err == nil, Error: rep.Error}
 		r.bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
 	}
+	return err
+}
+
+// DeliverAnswers hands the stored answers of channel's root tasks to the
+// channel again, in the background: those it asked to deliver later
+// ([ErrDeliverLater]), when their requester came back. An answer is
+// delivered one at a time, with the task's own turns; [Runtime.WaitTasks]
+// waits for the deliveries.
+func (r *Runtime) DeliverAnswers(ctx context.Context, channel string) error {
+	ts, err := r.Tasks(ctx, "", "")
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		if t.State == TaskAnswered && t.Channel == channel {
+			r.background(t.ID)
+		}
+	}
+	return nil
 }
 
 func (r *Runtime) publishTask(topic string, t *Task, data any) {

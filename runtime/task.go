@@ -155,9 +155,19 @@ type Report struct {
 // them, [Runtime.Ask] hands them to its caller; an HTTP/SSE server would
 // push them. Deliver should not block for long: the runtime calls it when
 // the task completes, from the goroutine that completed it.
+//
+// An answer Deliver takes (nil) or refuses (an error) is done with: the
+// task is deleted. One whose requester is away for now (a browser tab
+// closed) is refused with an error wrapping [ErrDeliverLater]: the task
+// stays stored, answered, until [Runtime.DeliverAnswers] or the next
+// start hands it to Deliver again.
 type Channel interface {
 	Deliver(ctx context.Context, r Report) error
 }
+
+// ErrDeliverLater is wrapped by a Channel's refusal of an answer whose
+// requester cannot take it now but will: the answer is kept for later.
+var ErrDeliverLater = errors.New("deliver later")
 
 // ChannelFunc makes a function a [Channel].
 type ChannelFunc func(ctx context.Context, r Report) error

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/server"
 )
@@ -61,7 +62,8 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 				return err
 			}
 			ctx := cmd.Context()
-			rt, _, err := openRuntime(ctx, f, dir, stderr)
+			gui := server.NewGUI() // browser clients' answers, kept while they are away
+			rt, _, err := openRuntime(ctx, f, dir, stderr, runtime.WithChannel(server.ChannelGUI, gui))
 			if err != nil {
 				return err
 			}
@@ -81,7 +83,7 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 				return failed(err)
 			}
 			logger, _ := newLogger(stderr, f.logLevel)
-			sopts := []server.Option{server.WithToken(token), server.WithLogger(logger)}
+			sopts := []server.Option{server.WithToken(token), server.WithLogger(logger), server.WithGUI(gui)}
 			if hooks, err := webhooks(cfg); err != nil {
 				return err
 			} else if len(hooks) > 0 {

@@ -32,6 +32,7 @@
 //	POST /v1/pending/{id}/reject                        {"reason": ...}
 //	POST /v1/pending/{id}/edit                          {"arguments": {...}}: approve a call with other arguments
 //	GET  /v1/tasks                                      the open delegation tasks (?agent=, ?instance=)
+//	GET  /v1/gui/{client}/answers                       a browser client's answers, as a stream ([WithGUI])
 //
 // An action on an item answers with the item as it is then and the result
 // of the turn it resumed. A provided value is never in an answer, an event
@@ -66,6 +67,17 @@
 // dependency fails it), too_large (413),
 // agent_unavailable, closed (503), timeout (504), internal (500). The
 // message says what was wrong and what to do.
+//
+// # Browser clients
+//
+// [GUI] is the "gui" channel ([ChannelGUI]): a message sent with the
+// metadata {"channel": "gui", "replyTo": CLIENT} has its task's answer,
+// however long the delegation chain behind it takes, pushed to CLIENT's
+// answer stream as an "answer" event (a runtime.Report). A client that is
+// away gets the answers kept for it when it opens its stream again, also
+// from a server started since. Server-sent events, not a WebSocket: the
+// answers flow one way, the messages go as ordinary POSTs, and a browser's
+// EventSource reconnects by itself.
 //
 // # Webhooks
 //

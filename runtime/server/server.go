@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -25,14 +26,17 @@ import (
 //
 // A Server is safe for concurrent use. Close it before the runtime.
 type Server struct {
-	rt      *runtime.Runtime
-	token   string
-	logger  *slog.Logger
-	maxBody int64
-	log     *eventLog
-	unsub   func()
-	mux     *http.ServeMux
-	hooks   *outbox // webhooks' notifications; nil without WithWebhooks
+	rt        *runtime.Runtime
+	token     string
+	logger    *slog.Logger
+	maxBody   int64
+	log       *eventLog
+	unsub     func()
+	mux       *http.ServeMux
+	hooks     *outbox       // webhooks' notifications; nil without WithWebhooks
+	gui       *GUI          // browser clients' answers; nil without WithGUI
+	closed    chan struct{} // closed by Close: the answer streams end
+	closeOnce sync.Once
 	// heartbeat is how often an idle event stream sends a comment, so
 	// that proxies and clients see the connection alive.
 	heartbeat time.Duration
@@ -66,7 +70,7 @@ const maxBody = 1 << 20
 // event stream can replay what happened since. The error is the webhook
 // outbox's, which New opens ([WithWebhooks]).
 func New(rt *runtime.Runtime, opts ...Option) (*Server, error) {
-	s := &Server{rt: rt, logger: slog.New(slog.DiscardHandler), maxBody: maxBody, heartbeat: 15 * time.Second,
+	s := &Server{rt: rt, logger: slog.New(slog.DiscardHandler), maxBody: maxBody, heartbeat: 15 * time.Second, closed: make(chan struct{}),
 		log: newEventLog(10_000, strconv.FormatInt(time.Now().UnixNano(), 36))}
 	for _, o := range opts {
 		o(s)
@@ -94,6 +98,9 @@ func New(rt *runtime.Runtime, opts ...Option) (*Server, error) {
 	m.HandleFunc("GET /v1/pending/{id}", s.pendingItem)
 	m.HandleFunc("POST /v1/pending/{id}/{action}", s.act)
 	m.HandleFunc("GET /v1/tasks", s.tasks)
+	if s.gui != nil {
+		m.HandleFunc("GET /v1/gui/{client}/answers", s.guiAnswers)
+	}
 	m.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no such API call: %s %s (the API's calls are listed in the package documentation)", r.Method, r.URL.Path))
 	})
@@ -104,6 +111,7 @@ func New(rt *runtime.Runtime, opts ...Option) (*Server, error) {
 // Close ends the event streams, stops listening to the runtime, and stops
 // sending webhook notifications (what is unsent stays in the outbox).
 func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closed) })
 	s.unsub()
 	s.log.close()
 	if s.hooks != nil {
