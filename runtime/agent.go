@@ -83,6 +83,39 @@ func (r *Runtime) Unavailable() map[string]error {
 	return out
 }
 
+// AgentInfo describes one agent, for the people and programs that list
+// them.
+type AgentInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Team is the agent's team; "" for an agent in no team.
+	Team string `json:"team,omitempty"`
+	// Tools are the tools the config gives it and its extensions
+	// register. The system tools the runtime adds as the agent's place
+	// allows (call_agent, list_agents, get_my_tools) are not listed.
+	Tools []string `json:"tools"`
+	// Unavailable says why it failed to load ([WithPartialLoad]); "" when
+	// it runs.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// Describe returns the agents, in config order, and the teams.
+func (r *Runtime) Describe() ([]AgentInfo, []config.Team) {
+	out := make([]AgentInfo, 0, len(r.agents.names))
+	for _, name := range r.agents.names {
+		a := r.agents.byName[name]
+		info := AgentInfo{Name: name, Description: a.description, Team: r.agents.teamOf[name], Tools: []string{}}
+		for _, t := range a.tools {
+			info.Tools = append(info.Tools, t.Name)
+		}
+		if a.loadErr != nil {
+			info.Unavailable = a.loadErr.Error()
+		}
+		out = append(out, info)
+	}
+	return out, slices.Clone(r.agents.teams)
+}
+
 func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {
 	a := &agent{rt: r, name: ac.Name, description: ac.Description, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name),
 		kinds: map[kindKey]extensions.PendingKind{}}

@@ -134,11 +134,11 @@ type Agent struct {
 // Team is a named group of agents.
 type Team struct {
 	// Name identifies the team: [a-zA-Z0-9_.-]{1,64}, unique in the file.
-	Name string `yaml:"name"`
+	Name string `yaml:"name" json:"name"`
 	// Description tells system-level agents what the team is for.
-	Description string `yaml:"description"`
+	Description string `yaml:"description" json:"description,omitempty"`
 	// Agents are the team's members, agents the file defines; at least one.
-	Agents []string `yaml:"agents"`
+	Agents []string `yaml:"agents" json:"agents"`
 }
 
 // Extension is one extension an agent loads.

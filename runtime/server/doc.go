@@ -17,7 +17,7 @@
 // Every path starts with /v1/; bodies and answers are JSON.
 //
 //	GET  /v1/health                                     {"status": "ok"}; needs no token
-//	GET  /v1/agents                                     the agents, and why one is unavailable
+//	GET  /v1/agents                                     the agents (description, team, tools, why one is unavailable) and the teams
 //	GET  /v1/agents/{agent}/instances                   the agent's stored instances
 //	POST /v1/agents/{agent}/instances/{key}/messages    {"text": ...}: a turn; its result
 //	GET  /v1/agents/{agent}/instances/{key}/history     the stored messages (?effective=true: what the model sees)

@@ -17,6 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -139,24 +140,12 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// agentInfo is an agent, as GET /v1/agents lists it.
-type agentInfo struct {
-	Name string `json:"name"`
-	// Unavailable says why the agent failed to load; empty when it runs.
-	Unavailable string `json:"unavailable,omitempty"`
-}
-
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
-	down := s.rt.Unavailable()
-	out := []agentInfo{}
-	for _, name := range s.rt.Agents() {
-		a := agentInfo{Name: name}
-		if err := down[name]; err != nil {
-			a.Unavailable = err.Error()
-		}
-		out = append(out, a)
+	agents, teams := s.rt.Describe()
+	if teams == nil {
+		teams = []config.Team{}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"agents": out})
+	writeJSON(w, http.StatusOK, map[string]any{"agents": agents, "teams": teams})
 }
 
 // messageRequest is the body of POST .../messages.

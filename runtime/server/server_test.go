@@ -193,7 +193,7 @@ func TestAPI(t *testing.T) {
 		"/v1/agents/a/instances/k/history?effective=true": `"messages":[`,
 		"/v1/agents/a/instances/k/usage":                  `"usage":{`,
 		"/v1/agents/a/instances":                          `{"instances":["k"]}`,
-		"/v1/agents":                                      `{"agents":[{"name":"a"},{"name":"b"}]}`,
+		"/v1/agents":                                      `{"agents":[{"name":"a","tools":["execute_command"]},{"name":"b","tools":[]}],"teams":[]}`,
 		"/v1/tasks":                                       `{"tasks":[]}`,
 		"/v1/pending/" + id:                               `"status":"answered"`,
 		"/v1/pending?all=true&agent=a":                    `"id":"` + id + `"`,
