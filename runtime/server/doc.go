@@ -95,6 +95,15 @@
 // process published just before it died, before the outbox held it, is
 // not sent.
 //
+// # The web console
+//
+// Any path outside /v1/ serves the web console: one page, its script and
+// its style, embedded. It asks for the token, keeps it in the tab's
+// session storage, and sends it in the Authorization header of every
+// call, never in a cookie or a URL, so another site cannot make a request
+// in the console's name; a Content-Security-Policy allows only the
+// server's own script, style and API, and no framing.
+//
 // # Security
 //
 // [WithToken] makes every call but /v1/health need "Authorization: Bearer

@@ -120,8 +120,13 @@ func (s *Server) Close() {
 	}
 }
 
-// ServeHTTP answers one API call.
+// ServeHTTP answers one API call, or serves the web console (any path
+// outside /v1/).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.console(w, r)
+		return
+	}
 	if s.token != "" && r.URL.Path != "/v1/health" {
 		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(s.token)) != 1 {
