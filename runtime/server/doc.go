@@ -16,7 +16,8 @@
 //
 // Every path starts with /v1/; bodies and answers are JSON.
 //
-//	GET  /v1/health                                     {"status": "ok"}; needs no token
+//	GET  /v1/health                                     {"status": "ok"}: the process answers; needs no token
+//	GET  /v1/ready                                      {"status": "ready"}, or 503: the runtime serves; needs no token
 //	GET  /v1/agents                                     the agents (description, team, tools, why one is unavailable) and the teams
 //	GET  /v1/agents/{agent}/instances                   the agent's stored instances
 //	POST /v1/agents/{agent}/instances/{key}/messages    {"text": ...}: a turn; its result
@@ -106,6 +107,6 @@
 //
 // # Security
 //
-// [WithToken] makes every call but /v1/health need "Authorization: Bearer
+// [WithToken] makes every call but /v1/health and /v1/ready need "Authorization: Bearer
 // TOKEN". Request bodies are bounded (1 MiB).
 package server

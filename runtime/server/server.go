@@ -88,6 +88,7 @@ func New(rt *runtime.Runtime, opts ...Option) (*Server, error) {
 	}
 	m := http.NewServeMux()
 	m.HandleFunc("GET /v1/health", s.health)
+	m.HandleFunc("GET /v1/ready", s.ready)
 	m.HandleFunc("GET /v1/agents", s.agents)
 	m.HandleFunc("POST /v1/agents/{agent}/instances/{key}/messages", s.message)
 	m.HandleFunc("GET /v1/agents/{agent}/instances", s.instances)
@@ -127,7 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.console(w, r)
 		return
 	}
-	if s.token != "" && r.URL.Path != "/v1/health" {
+	if s.token != "" && r.URL.Path != "/v1/health" && r.URL.Path != "/v1/ready" {
 		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(s.token)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="ganglion"`)
@@ -143,6 +144,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// ready answers whether the runtime serves: open, with its store
+// answering.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.rt.Pending(ctx, ledger.Filter{Open: true}); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", "the runtime does not serve: "+err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) {

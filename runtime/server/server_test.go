@@ -216,6 +216,7 @@ func TestAPIErrors(t *testing.T) {
 	}{
 		{"no token", "GET", "/v1/agents", "", true, 401, "unauthorized", "Authorization: Bearer TOKEN"},
 		{"health needs no token", "GET", "/v1/health", "", true, 200, "", `{"status":"ok"}`},
+		{"readiness needs no token", "GET", "/v1/ready", "", true, 200, "", `{"status":"ready"}`},
 		{"unknown agent", "POST", "/v1/agents/zed/instances/k/messages", `{"text": "hi"}`, false, 404, "unknown_agent", `unknown agent \"zed\" (agents: a, b)`},
 		{"empty text", "POST", "/v1/agents/a/instances/k/messages", `{"text": " "}`, false, 400, "invalid_request", `"text\" is empty`},
 		{"unknown field", "POST", "/v1/agents/a/instances/k/messages", `{"txt": "hi"}`, false, 400, "invalid_request", `unknown field \"txt\"`},
@@ -478,5 +479,21 @@ func TestRejectRequired(t *testing.T) {
 	}
 	if _, body := h.call("GET", "/v1/pending/"+list.Items[0].ID, ""); !strings.Contains(body, `"status":"rejected"`) {
 		t.Errorf("the item after the reject: %s", body)
+	}
+}
+
+// TestReady: ready while the runtime serves, 503 once it closed; health
+// answers either way.
+func TestReady(t *testing.T) {
+	h := newHarness(t)
+	if code, _ := h.call("GET", "/v1/ready", ""); code != 200 {
+		t.Fatalf("ready = %d", code)
+	}
+	h.rt.Close()
+	if code, body := h.call("GET", "/v1/ready", ""); code != 503 || !strings.Contains(body, `"code":"not_ready"`) || !strings.Contains(body, "closed") {
+		t.Errorf("ready after Close = %d %s", code, body)
+	}
+	if code, _ := h.call("GET", "/v1/health", ""); code != 200 {
+		t.Errorf("health after Close = %d", code)
 	}
 }
