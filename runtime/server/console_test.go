@@ -70,6 +70,9 @@ func TestConsole(t *testing.T) {
 		{"connect", chromedp.Click(chromedp.CSS("#login button"))},
 		{"see the app", chromedp.WaitVisible(chromedp.CSS("#app"))},
 		{"see agent a", chromedp.WaitReady(chromedp.CSS(`#agent option[value="a"]`))},
+		// By keyboard alone: the message box has the focus, Enter sends.
+		{"type a message and press Enter", chromedp.SendKeys(chromedp.CSS("#text"), "hello there\r")},
+		{"see the answer in the chat", chromedp.WaitVisible(`//ol[@id="messages"]/li[contains(., "echo hello there")]`)},
 		// A question: answered in the inbox, the turn resumes into the chat.
 		{"type a message", chromedp.SendKeys(chromedp.CSS("#text"), "ask me")},
 		{"send it", chromedp.Click(chromedp.CSS("#send button"))},

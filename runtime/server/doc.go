@@ -54,7 +54,10 @@
 // POST .../messages with "Accept: text/event-stream" (or ?stream=true)
 // streams the instance's events while the turn runs (model text deltas,
 // tool calls and results, pauses, retries, condensation, delegations),
-// then a "result" event with the turn's result, or an "error" event. A
+// then a "result" event with the turn's result, or an "error" event. When
+// the turn delegated, the stream goes on with the delegation events and
+// the instance's merged-report turns, and ends with an "answer" event:
+// the task.answered event of the task, the chain's final answer. A
 // client that goes away while its turn runs aborts the turn, as a
 // cancelled context aborts [runtime.Runtime.Send].
 //

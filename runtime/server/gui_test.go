@@ -137,3 +137,32 @@ func TestGUIChannel(t *testing.T) {
 	}
 	t.Error("the delivered answer's task is still stored")
 }
+
+// TestStreamedDelegation: a streamed message whose turn delegates goes on
+// after its result with the delegations and the merged report, and ends
+// with the chain's answer.
+func TestStreamedDelegation(t *testing.T) {
+	_, ts, _ := guiServer(t, keptStore{store.NewMemory()})
+	req, _ := http.NewRequest("POST", ts.URL+"/v1/agents/lead/instances/k/messages?stream=true", strings.NewReader(`{"text": "build it"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	evs := readSSE(t, res.Body, func(e sseEvent) bool { return e.name == "answer" })
+	var names []string
+	for _, e := range evs {
+		names = append(names, e.name)
+	}
+	got := strings.Join(names, " ")
+	if !strings.Contains(got, " result ") || !strings.Contains(got, "task.delegated") || !strings.Contains(got, "task.completed") || !strings.HasSuffix(got, "answer") {
+		t.Errorf("events: %s", got)
+	}
+	if last := evs[len(evs)-1]; !strings.Contains(last.data, "All done:") || !strings.Contains(last.data, `"task.answered"`) {
+		t.Errorf("answer = %+v", last)
+	}
+	if i := strings.Index(got, " result "); strings.Contains(got[:i], "task.completed") {
+		t.Errorf("the chain reported before the turn's result: %s", got)
+	}
+}

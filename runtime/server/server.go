@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -219,18 +220,80 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		}
 		select {
 		case o := <-done:
-			s.drain(sse, f, seq) // what the turn published last
 			if o.err != nil {
+				s.drain(sse, f, seq) // what the turn published last
 				code, status := classify(o.err)
 				sse.event("", "error", mustJSON(apiError{Code: code, Status: status, Message: o.err.Error(), Result: o.res}))
-			} else {
-				sse.event("", "result", mustJSON(map[string]any{"result": o.res}))
+				sse.flush()
+				return
 			}
+			if o.res.FinishReason != pipeline.FinishDelegated || o.res.TaskID == "" {
+				s.drain(sse, f, seq)
+				sse.event("", "result", mustJSON(map[string]any{"result": o.res}))
+				sse.flush()
+				return
+			}
+			// The turn's last events, its result, then the chain to its
+			// answer, which may have come already.
+			last := s.log.last()
+			seq = s.followTask(r.Context(), sse, f, seq, last, o.res.TaskID)
+			sse.event("", "result", mustJSON(map[string]any{"result": o.res}))
 			sse.flush()
+			s.followTask(r.Context(), sse, f, seq, 0, o.res.TaskID)
 			return
 		case <-wake:
 		case <-r.Context().Done():
 			return
+		}
+	}
+}
+
+// followTask goes on with a streamed message whose turn delegated: the
+// delegation events, and the instance's turns (the merged reports), from
+// after seq until task id's answer, sent as an "answer" event (its data
+// is the task.answered event), or, when until is not 0, until the event
+// until, and then it leaves the answer, if it came, for its next call. It
+// returns the last sequence number it wrote.
+func (s *Server) followTask(ctx context.Context, sse *sseWriter, f filter, seq, until uint64, id string) uint64 {
+	beat := time.NewTicker(s.heartbeat)
+	defer beat.Stop()
+	for {
+		batch, wake, _, done := s.log.after(seq, 256)
+		for _, e := range batch {
+			if until != 0 && e.seq > until {
+				sse.flush()
+				return seq
+			}
+			if d, ok := e.ev.Data.(events.TaskAnsweredData); ok && d.TaskID == id {
+				if until != 0 {
+					sse.flush()
+					return seq // the answer comes after the result
+				}
+				sse.event(s.log.id(e.seq), "answer", e.data())
+				sse.flush()
+				return e.seq
+			}
+			seq = e.seq
+			if f.match(&e.ev) || strings.HasPrefix(e.ev.Topic, "task.") {
+				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+			}
+		}
+		sse.flush()
+		if until != 0 && seq >= until {
+			return seq
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		if done {
+			return seq
+		}
+		select {
+		case <-wake:
+		case <-beat.C:
+			sse.comment("keep-alive: the delegations work")
+		case <-ctx.Done():
+			return seq
 		}
 	}
 }
