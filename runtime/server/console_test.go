@@ -1,15 +1,21 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/ganglion-dev/ganglion/runtime"
 )
 
 // browser returns a headless Chromium context, or skips the test when no
@@ -44,7 +50,8 @@ func browser(t *testing.T) context.Context {
 // in the page reaches the tool and is in no page, API answer, event or
 // stored message.
 func TestConsole(t *testing.T) {
-	h := newHarness(t)
+	data := t.TempDir() // badger on disk: the store is searched for the secret too
+	h := newHarnessOn(t, []runtime.Option{runtime.WithDataDir(data)})
 	ctx := browser(t) // after the harness: the browser closes first, and its streams with it
 	// Every event, to look for the secret in.
 	ectx, cancel := context.WithCancel(context.Background())
@@ -128,6 +135,17 @@ func TestConsole(t *testing.T) {
 	if !strings.Contains(events.String(), "pending.provided") {
 		t.Errorf("no pending.provided event seen")
 	}
+	// Nor is it in the store's files in clear (it is kept encrypted).
+	h.rt.Close()
+	filepath.WalkDir(data, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(secret)) {
+			t.Errorf("the secret is in clear in the store's file %s", path)
+		}
+		return nil
+	})
 }
 
 // TestConsoleFiles: the console's files, with headers that keep other

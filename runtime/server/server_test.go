@@ -63,6 +63,12 @@ const token = "test-token"
 
 func newHarness(t *testing.T, opts ...server.Option) *harness {
 	t.Helper()
+	return newHarnessOn(t, []runtime.Option{runtime.WithMemoryStore()}, opts...)
+}
+
+// newHarnessOn is newHarness with the runtime's store options.
+func newHarnessOn(t *testing.T, storeOpts []runtime.Option, opts ...server.Option) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(testScript), 0o644); err != nil {
 		t.Fatal(err)
@@ -74,8 +80,8 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(context.Background(), runtime.WithConfig(c), runtime.WithMemoryStore(), runtime.WithoutExpiryTimer(),
-		runtime.WithSecretKey(bytes.Repeat([]byte{7}, 32)))
+	rt, err := runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(c), runtime.WithoutExpiryTimer(),
+		runtime.WithSecretKey(bytes.Repeat([]byte{7}, 32))}, storeOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
