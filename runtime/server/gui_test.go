@@ -143,7 +143,9 @@ func TestGUIChannel(t *testing.T) {
 // with the chain's answer.
 func TestStreamedDelegation(t *testing.T) {
 	_, ts, _ := guiServer(t, keptStore{store.NewMemory()})
-	req, _ := http.NewRequest("POST", ts.URL+"/v1/agents/lead/instances/k/messages?stream=true", strings.NewReader(`{"text": "build it"}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a missing answer fails, not hangs
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/v1/agents/lead/instances/k/messages?stream=true", strings.NewReader(`{"text": "build it"}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -212,34 +212,40 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	sse := startSSE(w)
 	f := filter{agent: agent, instance: key}
 	seq := from
+	// What comes after the turn's end is held back until its result is
+	// written: a fast delegation chain can run its merged report, and
+	// answer, before this handler sees the turn return.
+	var h hold
 	for {
-		seq = s.drain(sse, f, seq)
+		seq = s.drain(sse, f, seq, &h)
 		more, wake, _, _ := s.log.after(seq, 1)
 		if len(more) > 0 {
 			continue
 		}
 		select {
 		case o := <-done:
+			seq = s.drain(sse, f, seq, &h) // what the turn published last
 			if o.err != nil {
-				s.drain(sse, f, seq) // what the turn published last
 				code, status := classify(o.err)
 				sse.event("", "error", mustJSON(apiError{Code: code, Status: status, Message: o.err.Error(), Result: o.res}))
 				sse.flush()
 				return
 			}
-			if o.res.FinishReason != pipeline.FinishDelegated || o.res.TaskID == "" {
-				s.drain(sse, f, seq)
-				sse.event("", "result", mustJSON(map[string]any{"result": o.res}))
-				sse.flush()
-				return
-			}
-			// The turn's last events, its result, then the chain to its
-			// answer, which may have come already.
-			last := s.log.last()
-			seq = s.followTask(r.Context(), sse, f, seq, last, o.res.TaskID)
 			sse.event("", "result", mustJSON(map[string]any{"result": o.res}))
 			sse.flush()
-			s.followTask(r.Context(), sse, f, seq, 0, o.res.TaskID)
+			if o.res.FinishReason != pipeline.FinishDelegated || o.res.TaskID == "" {
+				return
+			}
+			for _, e := range h.after {
+				if d, ok := e.ev.Data.(events.TaskAnsweredData); ok && d.TaskID == o.res.TaskID {
+					sse.event(s.log.id(e.seq), "answer", e.data())
+					sse.flush()
+					return
+				}
+				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+			}
+			sse.flush()
+			s.followTask(r.Context(), sse, f, seq, o.res.TaskID)
 			return
 		case <-wake:
 		case <-r.Context().Done():
@@ -249,58 +255,53 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 }
 
 // followTask goes on with a streamed message whose turn delegated: the
-// delegation events, and the instance's turns (the merged reports), from
-// after seq until task id's answer, sent as an "answer" event (its data
-// is the task.answered event), or, when until is not 0, until the event
-// until, and then it leaves the answer, if it came, for its next call. It
-// returns the last sequence number it wrote.
-func (s *Server) followTask(ctx context.Context, sse *sseWriter, f filter, seq, until uint64, id string) uint64 {
+// delegation events, and the instance's turns (the merged reports), after
+// seq, until task id's answer, sent as an "answer" event (its data is the
+// task.answered event).
+func (s *Server) followTask(ctx context.Context, sse *sseWriter, f filter, seq uint64, id string) {
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
 	for {
 		batch, wake, _, done := s.log.after(seq, 256)
 		for _, e := range batch {
-			if until != 0 && e.seq > until {
-				sse.flush()
-				return seq
-			}
+			seq = e.seq
 			if d, ok := e.ev.Data.(events.TaskAnsweredData); ok && d.TaskID == id {
-				if until != 0 {
-					sse.flush()
-					return seq // the answer comes after the result
-				}
 				sse.event(s.log.id(e.seq), "answer", e.data())
 				sse.flush()
-				return e.seq
+				return
 			}
-			seq = e.seq
 			if f.match(&e.ev) || strings.HasPrefix(e.ev.Topic, "task.") {
 				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
 			}
 		}
 		sse.flush()
-		if until != 0 && seq >= until {
-			return seq
-		}
 		if len(batch) > 0 {
 			continue
 		}
 		if done {
-			return seq
+			return
 		}
 		select {
 		case <-wake:
 		case <-beat.C:
 			sse.comment("keep-alive: the delegations work")
 		case <-ctx.Done():
-			return seq
+			return
 		}
 	}
 }
 
-// drain writes the logged events after seq that f selects, and returns
-// the last sequence number read.
-func (s *Server) drain(sse *sseWriter, f filter, seq uint64) uint64 {
+// hold is what a streamed message holds back: the events after its
+// turn's end, until its result is written.
+type hold struct {
+	ended bool      // the turn's turn.finished went out
+	after []*logged // what came after it
+}
+
+// drain writes the logged events after seq that f selects (those after
+// the turn's end into h instead), and returns the last sequence number
+// read.
+func (s *Server) drain(sse *sseWriter, f filter, seq uint64, h *hold) uint64 {
 	for {
 		batch, _, _, _ := s.log.after(seq, 256)
 		if len(batch) == 0 {
@@ -308,8 +309,14 @@ func (s *Server) drain(sse *sseWriter, f filter, seq uint64) uint64 {
 		}
 		for _, e := range batch {
 			seq = e.seq
-			if f.match(&e.ev) {
+			switch {
+			case h.ended:
+				if f.match(&e.ev) || strings.HasPrefix(e.ev.Topic, "task.") {
+					h.after = append(h.after, e)
+				}
+			case f.match(&e.ev):
 				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+				h.ended = e.ev.Topic == events.TurnFinished
 			}
 		}
 		sse.flush()

@@ -299,7 +299,9 @@ func readSSE(t *testing.T, r io.Reader, stop func(sseEvent) bool) []sseEvent {
 // stream, then its result.
 func TestStreamedMessage(t *testing.T) {
 	h := newHarness(t)
-	req, _ := http.NewRequest("POST", h.ts.URL+"/v1/agents/a/instances/k/messages", strings.NewReader(`{"text": "stream this"}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a missing result fails, not hangs
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.ts.URL+"/v1/agents/a/instances/k/messages", strings.NewReader(`{"text": "stream this"}`))
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "text/event-stream")
 	res, err := http.DefaultClient.Do(req)
