@@ -259,19 +259,36 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 // seq, until task id's answer, sent as an "answer" event (its data is the
 // task.answered event).
 func (s *Server) followTask(ctx context.Context, sse *sseWriter, f filter, seq uint64, id string) {
+	s.tail(ctx, sse, seq, nil, func(e *logged) bool {
+		if d, ok := e.ev.Data.(events.TaskAnsweredData); ok && d.TaskID == id {
+			sse.event(s.log.id(e.seq), "answer", e.data())
+			return false
+		}
+		if f.match(&e.ev) || strings.HasPrefix(e.ev.Topic, "task.") {
+			sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+		}
+		return true
+	})
+}
+
+// tail hands the logged events after seq, in order, to each, which writes
+// what it wants to sse, until each returns false, ctx ends or the log
+// closes. gap, if not nil, is called when the ring has moved past events
+// the stream was still to read. While nothing happens it sends a
+// keep-alive comment every heartbeat.
+func (s *Server) tail(ctx context.Context, sse *sseWriter, seq uint64, gap func(), each func(e *logged) bool) {
 	beat := time.NewTicker(s.heartbeat)
 	defer beat.Stop()
 	for {
-		batch, wake, _, done := s.log.after(seq, 256)
+		batch, wake, lost, done := s.log.after(seq, 256)
+		if lost && gap != nil {
+			gap()
+		}
 		for _, e := range batch {
 			seq = e.seq
-			if d, ok := e.ev.Data.(events.TaskAnsweredData); ok && d.TaskID == id {
-				sse.event(s.log.id(e.seq), "answer", e.data())
+			if !each(e) {
 				sse.flush()
 				return
-			}
-			if f.match(&e.ev) || strings.HasPrefix(e.ev.Topic, "task.") {
-				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
 			}
 		}
 		sse.flush()
@@ -284,7 +301,7 @@ func (s *Server) followTask(ctx context.Context, sse *sseWriter, f filter, seq u
 		select {
 		case <-wake:
 		case <-beat.C:
-			sse.comment("keep-alive: the delegations work")
+			sse.comment("keep-alive")
 		case <-ctx.Done():
 			return
 		}
@@ -349,7 +366,6 @@ func topics(r *http.Request) []string {
 // goes or the server closes.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, f filter) {
 	seq := s.log.last()
-	resumed := false
 	if id := lastEventID(r); id != "" {
 		n, ok := s.log.parseID(id)
 		if !ok {
@@ -357,40 +373,20 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f filter) {
 				fmt.Sprintf("Last-Event-ID %q was not given by this server process (it restarted since?): reconnect without it, and read what you missed from the history and the pending items", id))
 			return
 		}
-		seq, resumed = n, true
+		seq = n
 	}
 	sse := startSSE(w)
-	beat := time.NewTicker(s.heartbeat)
-	defer beat.Stop()
-	for {
-		batch, wake, lost, done := s.log.after(seq, 256)
-		if lost && resumed {
-			// The ring moved past the client: say so once, rather than
-			// pretend nothing was missed.
-			sse.event("", "gap", mustJSON(map[string]string{"message": "events were lost: the client fell behind the server's backlog; read the history and the pending items again"}))
-		}
-		resumed = true
-		for _, e := range batch {
-			seq = e.seq
-			if f.match(&e.ev) {
-				sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
-			}
-		}
-		sse.flush()
-		if len(batch) > 0 {
-			continue
-		}
-		if done {
-			return
-		}
-		select {
-		case <-wake:
-		case <-beat.C:
-			sse.comment("keep-alive")
-		case <-r.Context().Done():
-			return
-		}
+	// A client the ring moved past is told so, rather than left to think
+	// it missed nothing. (One that starts now cannot be.)
+	gap := func() {
+		sse.event("", "gap", mustJSON(map[string]string{"message": "events were lost: the client fell behind the server's backlog; read the history and the pending items again"}))
 	}
+	s.tail(r.Context(), sse, seq, gap, func(e *logged) bool {
+		if f.match(&e.ev) {
+			sse.event(s.log.id(e.seq), e.ev.Topic, e.data())
+		}
+		return true
+	})
 }
 
 func lastEventID(r *http.Request) string {
