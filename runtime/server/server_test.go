@@ -118,6 +118,25 @@ func (h *harness) call(method, path, body string, header ...string) (int, string
 	return res.StatusCode, string(b)
 }
 
+// stream opens an event stream of path with the token, from after the
+// event lastID if it is not "". A stream that never shows what a test
+// waits for fails it within 20 s rather than hang: cancel ends it sooner.
+func (h *harness) stream(path, lastID string) (*http.Response, context.CancelFunc) {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		h.t.Fatal(err)
+	}
+	return res, cancel
+}
+
 // decode decodes body into v, failing the test on error.
 func decode(t *testing.T, body string, v any) {
 	t.Helper()
@@ -336,13 +355,8 @@ func TestStreamedMessage(t *testing.T) {
 // saw gets every event it missed, and only those.
 func TestEventStreamResumes(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events?topic=turn.finished", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, cancel := h.stream("/v1/events?topic=turn.finished", "")
+	defer cancel()
 	got := make(chan []sseEvent, 1)
 	go func() { got <- readSSE(t, res.Body, func(sseEvent) bool { return true }) }()
 	time.Sleep(50 * time.Millisecond) // the stream is open before the turn
@@ -357,13 +371,8 @@ func TestEventStreamResumes(t *testing.T) {
 	h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "two"}`)
 	h.call("POST", "/v1/agents/b/instances/k/messages", `{"text": "three"}`)
 
-	req, _ = http.NewRequest("GET", h.ts.URL+"/v1/events?topic=turn.finished", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Last-Event-ID", first[0].id)
-	res, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, cancel = h.stream("/v1/events?topic=turn.finished", first[0].id)
+	defer cancel()
 	defer res.Body.Close()
 	missed := readSSE(t, res.Body, func(e sseEvent) bool { return strings.Contains(e.data, "b here") })
 	if len(missed) != 2 || !strings.Contains(missed[0].data, "echo two") || !strings.Contains(missed[1].data, "b here") {
@@ -371,13 +380,8 @@ func TestEventStreamResumes(t *testing.T) {
 	}
 
 	// The instance's stream shows only its own events.
-	req, _ = http.NewRequest("GET", h.ts.URL+"/v1/agents/b/instances/k/events", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Last-Event-ID", first[0].id)
-	res2, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res2, cancel2 := h.stream("/v1/agents/b/instances/k/events", first[0].id)
+	defer cancel2()
 	defer res2.Body.Close()
 	own := readSSE(t, res2.Body, func(e sseEvent) bool { return e.name == "turn.finished" })
 	for _, e := range own {
@@ -390,14 +394,8 @@ func TestEventStreamResumes(t *testing.T) {
 // TestEventStreamGap: a client that fell behind the backlog is told so.
 func TestEventStreamGap(t *testing.T) {
 	h := newHarness(t, server.WithBacklog(4))
-	ctx, cancel := context.WithCancel(context.Background())
+	res, cancel := h.stream("/v1/events", "")
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := make(chan []sseEvent, 1)
 	go func() { got <- readSSE(t, res.Body, func(e sseEvent) bool { return e.id != "" }) }()
 	time.Sleep(50 * time.Millisecond)
@@ -408,13 +406,8 @@ func TestEventStreamGap(t *testing.T) {
 	for range 3 { // a turn publishes more than 4 events
 		h.call("POST", "/v1/agents/b/instances/k/messages", `{"text": "more"}`)
 	}
-	req, _ = http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Last-Event-ID", last.id)
-	res, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, cancel = h.stream("/v1/events", last.id)
+	defer cancel()
 	defer res.Body.Close()
 	evs := readSSE(t, res.Body, func(e sseEvent) bool { return true })
 	if len(evs) != 1 || evs[0].name != "gap" || !strings.Contains(evs[0].data, "fell behind") {
@@ -426,14 +419,8 @@ func TestEventStreamGap(t *testing.T) {
 // event or stored message holds it.
 func TestProvideSecret(t *testing.T) {
 	h := newHarness(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	res, cancel := h.stream("/v1/events", "")
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", h.ts.URL+"/v1/events", nil)
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	events := make(chan []sseEvent, 1)
 	go func() {
 		events <- readSSE(t, res.Body, func(e sseEvent) bool {
