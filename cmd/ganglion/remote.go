@@ -146,25 +146,50 @@ func (e *remoteError) Is(target error) bool {
 	return false
 }
 
-// do makes a call; out, if not nil, receives the answer's JSON.
-func (c *remote) do(ctx context.Context, method, path string, in, out any) error {
+// send makes a request with the token and returns the server's answer
+// when it succeeded; an answer of 300 or more becomes the server's error
+// (a *remoteError where the body carries one) and its body is closed.
+func (c *remote) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
 	res, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode < 300 {
+		return res, nil
+	}
+	defer res.Body.Close()
+	var e struct {
+		Error remoteError `json:"error"`
+	}
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
+		return nil, fmt.Errorf("the server answered %s", res.Status)
+	}
+	return nil, &e.Error
+}
+
+// do makes a call; out, if not nil, receives the answer's JSON.
+func (c *remote) do(ctx context.Context, method, path string, in, out any) error {
+	res, err := c.send(ctx, method, path, in, "")
 	if err != nil {
 		return err
 	}
@@ -172,15 +197,6 @@ func (c *remote) do(ctx context.Context, method, path string, in, out any) error
 	b, err := io.ReadAll(io.LimitReader(res.Body, 64<<20))
 	if err != nil {
 		return err
-	}
-	if res.StatusCode >= 300 {
-		var e struct {
-			Error remoteError `json:"error"`
-		}
-		if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
-			return fmt.Errorf("the server answered %s", res.Status)
-		}
-		return &e.Error
 	}
 	if out != nil {
 		return json.Unmarshal(b, out)
@@ -273,13 +289,7 @@ func (c *remote) EffectiveHistory(ctx context.Context, agent, key string) ([]pip
 // follow calls fn with the events of agent's instance key from now on,
 // until ctx ends; ready is closed once the stream is open.
 func (c *remote) follow(ctx context.Context, agent, key string, ready chan<- struct{}, fn func(events.Event)) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/agents/"+url.PathEscape(agent)+"/instances/"+url.PathEscape(key)+"/events", nil)
-	if err != nil {
-		close(ready)
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	res, err := c.hc.Do(req)
+	res, err := c.send(ctx, "GET", "/v1/agents/"+url.PathEscape(agent)+"/instances/"+url.PathEscape(key)+"/events", nil, "text/event-stream")
 	close(ready)
 	if err != nil {
 		return err

@@ -67,28 +67,12 @@ func runRemote(ctx context.Context, c *remote, f runFlags, msg string, interacti
 // events to fn as they stream, and returns the turn's result and the ID
 // of the last event it saw.
 func (c *remote) sendStreamed(ctx context.Context, agent, key, text string, fn func(events.Event)) (*pipeline.TurnResult, string, error) {
-	body, _ := json.Marshal(map[string]any{"text": text, "metadata": map[string]any{"requester": "user@cli"}})
-	req, err := http.NewRequestWithContext(ctx, "POST", c.base+"/v1/agents/"+url.PathEscape(agent)+"/instances/"+url.PathEscape(key)+"/messages", bytes.NewReader(body))
-	if err != nil {
-		return nil, "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Accept", "text/event-stream")
-	res, err := c.hc.Do(req)
+	in := map[string]any{"text": text, "metadata": map[string]any{"requester": "user@cli"}}
+	res, err := c.send(ctx, "POST", "/v1/agents/"+url.PathEscape(agent)+"/instances/"+url.PathEscape(key)+"/messages", in, "text/event-stream")
 	if err != nil {
 		return nil, "", err
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		var e struct {
-			Error remoteError `json:"error"`
-		}
-		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-		if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
-			return nil, "", fmt.Errorf("the server answered %s", res.Status)
-		}
-		return nil, "", &e.Error
-	}
 	var (
 		last    string
 		result  *pipeline.TurnResult
