@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/events"
-	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // loopScript is a lead whose every turn, its merged reports included,
@@ -108,21 +106,7 @@ func TestTaskBudget(t *testing.T) {
 // restart hands over does not run when the stored spending already
 // reaches the budget the config now sets.
 func TestTaskBudgetAfterRestart(t *testing.T) {
-	ctx := context.Background()
-	sc, err := scripted.Parse("script.yaml", []byte(restartDelegScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gm := newGateModel(&recorder{p: sc})
-	g := gm.hold("lead", "Merged report")
-	p := newPersistent(t, restartDelegConfig, restartDelegScript, runtime.WithModel(gm))
-	rt := p.mustOpen()
-	res, err := rt.Send(ctx, "lead", "k", runtime.UserMessage("do three things"))
-	if err != nil || res.FinishReason != pipeline.FinishDelegated {
-		t.Fatalf("Send = %+v, %v", res, err)
-	}
-	g.waitStarted(t, "the report turn")
-	mustClose(t, rt)
+	p, sc, res := closedMidReport(t)
 	// The lead's turn and its three children's: four turns, three
 	// delegations, all in the root's record now.
 	if root := storedTasks(t, p)["lead"]; root.Spent != (runtime.Spend{Delegations: 3, Turns: 4}) {
@@ -133,7 +117,7 @@ func TestTaskBudgetAfterRestart(t *testing.T) {
 	rec2 := &recorder{p: sc}
 	writeFile(t, filepath.Join(p.dir, "ganglion.yaml"), strings.Replace(restartDelegConfig, "agents:\n", "task_budget: {turns: 4}\nagents:\n", 1))
 	p.opts = []runtime.Option{runtime.WithModel(rec2), runtime.WithEvents(bus)}
-	rt = p.mustOpen()
+	rt := p.mustOpen()
 	ev := awaitEvent(t, answered, "the root's answer after the restart")
 	waitNoTasks(t, rt)
 	want := fmt.Sprintf("budget spent: the tasks delegated from task %s (started by lead) ran 4 turns, its task_budget.turns is 4", res.TaskID)

@@ -184,10 +184,12 @@ func TestDelegationRestartMidFanOut(t *testing.T) {
 	mustClose(t, rt)
 }
 
-// TestDelegationRestartMidReport: the runtime closes during the merged
-// report turn; after a restart the report is handed over again, and no
-// child runs again.
-func TestDelegationRestartMidReport(t *testing.T) {
+// closedMidReport sends restartDelegScript's lead its task and closes the
+// runtime while the merged report turn runs: the lead's three children
+// have reported, and the report is not yet stored. It returns the store's
+// place, the script and the lead's result.
+func closedMidReport(t *testing.T) (*persistent, *scripted.Model, *pipeline.TurnResult) {
+	t.Helper()
 	ctx := context.Background()
 	sc, err := scripted.Parse("script.yaml", []byte(restartDelegScript))
 	if err != nil {
@@ -203,6 +205,14 @@ func TestDelegationRestartMidReport(t *testing.T) {
 	}
 	g.waitStarted(t, "the report turn")
 	mustClose(t, rt)
+	return p, sc, res
+}
+
+// TestDelegationRestartMidReport: the runtime closes during the merged
+// report turn; after a restart the report is handed over again, and no
+// child runs again.
+func TestDelegationRestartMidReport(t *testing.T) {
+	p, sc, res := closedMidReport(t)
 
 	stored := storedTasks(t, p)
 	if root := stored["lead"]; len(stored) != 1 || root.State != runtime.TaskReporting || root.Pending != 0 ||
@@ -213,7 +223,7 @@ func TestDelegationRestartMidReport(t *testing.T) {
 	bus, answered := answeredEvents()
 	rec2 := &recorder{p: sc}
 	p.opts = []runtime.Option{runtime.WithModel(rec2), runtime.WithEvents(bus)}
-	rt = p.mustOpen()
+	rt := p.mustOpen()
 	ev := awaitEvent(t, answered, "answer after the restart")
 	waitNoTasks(t, rt)
 	lead := mustHistory(t, rt, "lead", "k")
