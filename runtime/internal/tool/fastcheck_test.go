@@ -69,11 +69,39 @@ func TestFlatSchemaShape(t *testing.T) {
 	}
 }
 
+// flatCase is arguments and whether the fast check decides them alone.
+type flatCase struct {
+	args   string
+	accept bool
+}
+
+// checkFlatAccepts asserts what schema's fast check decides alone, and that
+// whatever it accepts the library accepts too; it returns the compiled
+// schema.
+func checkFlatAccepts(t *testing.T, schema string, tests []flatCase) *compiledSchema {
+	t.Helper()
+	cs := compileSchema([]byte(schema))
+	if cs.flat == nil {
+		t.Fatalf("the schema is not flat: %s", schema)
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			got := cs.flat.accepts([]byte(tt.args))
+			if got != tt.accept {
+				t.Errorf("accepts = %v, want %v", got, tt.accept)
+			}
+			if got {
+				if err := fullCheck(t, schema, []byte(tt.args)); err != nil {
+					t.Errorf("the fast check accepted what the library refuses: %v", err)
+				}
+			}
+		})
+	}
+	return cs
+}
+
 func TestFlatSchemaAcceptsOnlyWhatTheLibraryAccepts(t *testing.T) {
-	tests := []struct {
-		args   string
-		accept bool // whether the fast check decides alone
-	}{
+	tests := []flatCase{
 		{`{"path":"a"}`, true},
 		{` { "path" : "a" , "offset" : 3 , "flag" : null } `, true},
 		{`{"path":"a","ratio":1.5,"flag":true,"opts":{"x":[1,{"y":"}"}]},"list":[1,"]",{}],"any":3}`, true},
@@ -91,20 +119,7 @@ func TestFlatSchemaAcceptsOnlyWhatTheLibraryAccepts(t *testing.T) {
 		{`["path"]`, false},                       // not an object
 		{`{"path":"a","flag":"yes"}`, false},      // not in the type list
 	}
-	cs := compileSchema([]byte(flatTestSchema))
-	for _, tt := range tests {
-		t.Run(tt.args, func(t *testing.T) {
-			got := cs.flat.accepts([]byte(tt.args))
-			if got != tt.accept {
-				t.Errorf("accepts = %v, want %v", got, tt.accept)
-			}
-			if got {
-				if err := fullCheck(t, flatTestSchema, []byte(tt.args)); err != nil {
-					t.Errorf("the fast check accepted what the library refuses: %v", err)
-				}
-			}
-		})
-	}
+	checkFlatAccepts(t, flatTestSchema, tests)
 }
 
 // boundedTestSchema has the workspace tools' keywords: length and integer bounds.
@@ -115,10 +130,7 @@ const boundedTestSchema = `{"type":"object","properties":{
 	"required":["path"],"additionalProperties":false}`
 
 func TestFlatSchemaBounds(t *testing.T) {
-	tests := []struct {
-		args   string
-		accept bool
-	}{
+	tests := []flatCase{
 		{`{"path":"a"}`, true},
 		{`{"path":"abcdefgh","offset":1000}`, true},
 		{`{"path":"héllo","offset":1}`, true}, // 5 characters, 6 bytes
@@ -137,23 +149,7 @@ func TestFlatSchemaBounds(t *testing.T) {
 		{`{"path":"a","ratio":-5.5}`, false},      // fraction: the library
 		{`{"path":"a","ratio":"any text"}`, true}, // minimum does not apply to strings
 	}
-	cs := compileSchema([]byte(boundedTestSchema))
-	if cs.flat == nil {
-		t.Fatal("the bounded schema is not flat")
-	}
-	for _, tt := range tests {
-		t.Run(tt.args, func(t *testing.T) {
-			got := cs.flat.accepts([]byte(tt.args))
-			if got != tt.accept {
-				t.Errorf("accepts = %v, want %v", got, tt.accept)
-			}
-			if got {
-				if err := fullCheck(t, boundedTestSchema, []byte(tt.args)); err != nil {
-					t.Errorf("the fast check accepted what the library refuses: %v", err)
-				}
-			}
-		})
-	}
+	cs := checkFlatAccepts(t, boundedTestSchema, tests)
 	if racecheck.Enabled {
 		return // allocation counts are asserted in CI's pass without -race
 	}
