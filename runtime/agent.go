@@ -36,6 +36,7 @@ type agent struct {
 	models   map[string]openedModel
 	maxSteps int
 	tools    []pipeline.Tool
+	extTools map[string]bool // the tools extensions registered
 	pipe     *pipeline.Pipeline
 	logger   *slog.Logger
 	apis     []*extensions.API
@@ -196,23 +197,34 @@ func (a *agent) openProvider(o *options, ac config.Agent) error {
 		a.maxOutput = ac.Model.MaxOutputTokens
 		a.contextWindow = ac.Model.ContextWindow
 	}
-	if o.model != nil {
-		a.model = o.model
-		return nil
+	var err error
+	a.model, err = a.rt.taped("", func() (model.Provider, error) {
+		if o.model != nil {
+			return o.model, nil
+		}
+		if ac.Model == nil {
+			return nil, errors.New("no model configured")
+		}
+		f, ok := o.providers[ac.Model.Provider]
+		if !ok {
+			return nil, fmt.Errorf("unknown provider %q", ac.Model.Provider)
+		}
+		p, err := f(*ac.Model)
+		if err != nil {
+			return nil, err
+		}
+		return a.retrying(p, ac.Model), nil
+	})
+	return err
+}
+
+// taped opens a model provider, through the tape if there is one: what
+// it records is what the runtime got after retries.
+func (r *Runtime) taped(label string, open func() (model.Provider, error)) (model.Provider, error) {
+	if r.tape == nil {
+		return open()
 	}
-	if ac.Model == nil {
-		return errors.New("no model configured")
-	}
-	f, ok := o.providers[ac.Model.Provider]
-	if !ok {
-		return fmt.Errorf("unknown provider %q", ac.Model.Provider)
-	}
-	p, err := f(*ac.Model)
-	if err != nil {
-		return err
-	}
-	a.model = a.retrying(p, ac.Model)
-	return nil
+	return r.tape.Provider(label, open)
 }
 
 // openedModel is a model an extension opened (extensions.Models.Open).
@@ -243,15 +255,21 @@ func (a *agent) openExtensionModel(o *options, ec config.Extension, key string) 
 	if m.Script != "" && !filepath.IsAbs(m.Script) && ec.Dir() != "" {
 		m.Script = filepath.Join(ec.Dir(), m.Script)
 	}
-	p, err := f(m)
+	name := ec.Name + "." + key
+	p, err := a.rt.taped(name, func() (model.Provider, error) {
+		p, err := f(m)
+		if err != nil {
+			return nil, err
+		}
+		return a.retrying(p, &m), nil
+	})
 	if err != nil {
 		return "", err
 	}
-	name := ec.Name + "." + key
 	if a.models == nil {
 		a.models = map[string]openedModel{}
 	}
-	a.models[name] = openedModel{provider: a.retrying(p, &m), name: m.Name, maxOutput: m.MaxOutputTokens}
+	a.models[name] = openedModel{provider: p, name: m.Name, maxOutput: m.MaxOutputTokens}
 	return name, nil
 }
 
@@ -324,6 +342,10 @@ func (a *agent) addTool(t pipeline.Tool) error {
 		return fmt.Errorf("agent %q already has a tool %q", a.name, t.Name)
 	}
 	a.tools = append(a.tools, t)
+	if a.extTools == nil {
+		a.extTools = map[string]bool{}
+	}
+	a.extTools[t.Name] = true
 	return nil
 }
 

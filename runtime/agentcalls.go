@@ -58,7 +58,7 @@ type agentCalls struct {
 type inProcess struct{ r *Runtime }
 
 func (t inProcess) Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	return t.r.Send(ctx, agent, key, in)
+	return t.r.send(ctx, agent, key, in)
 }
 
 // callerAgents is the pipeline.Agents of a running turn: the orchestrator's

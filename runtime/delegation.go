@@ -170,7 +170,7 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 	if err := r.checkDelegation(ts); err != nil {
 		return nil, err
 	}
-	d := delegation{call: c.CallID(), child: newID("task_"), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
+	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+c.CallID()), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
 	ts.task.mu.Lock()
 	ts.task.delegs = append(ts.task.delegs, d)
@@ -399,7 +399,7 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 		requester = str("callerAgent", "agent") + "/" + str("callerInstanceKey", ts.inst.key)
 	}
 	requester = str("requester", requester)
-	t := &Task{ID: newID("task_"), Agent: a.name, Instance: ts.inst.key, Requester: requester, Channel: str("channel", ChannelAPI),
+	t := &Task{ID: a.rt.newID("task_", "task/"+a.name+"/"+ts.inst.key+"/"+ts.turnID), Agent: a.name, Instance: ts.inst.key, Requester: requester, Channel: str("channel", ChannelAPI),
 		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.task.chain), CreatedAt: a.rt.now()}
 	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
 	return t

@@ -8,7 +8,9 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/cassette"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -48,6 +50,7 @@ type options struct {
 	secretKeyFile string
 	noExpiryTimer bool
 	partialLoad   bool
+	tape          tape.Tape
 }
 
 // WithTransport carries agent calls with t instead of in process.
@@ -174,3 +177,12 @@ func WithProvider(name string, f ProviderFactory) Option {
 
 // WithClock sets the clock used for timestamps. Default: time.Now.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
+
+// WithTape records the runtime's session to a cassette ([cassette.Recorder])
+// or replays one ([cassette.Player]): the inputs given through the API,
+// every model call and its streamed response, the results of the tools,
+// the clock, the IDs the runtime makes, and the events. Replaying, the
+// runtime makes no model calls (the config's providers are not even
+// opened), and only the tools that are code under test run: an
+// extension's tools and the delegation tools. See package cassette.
+func WithTape(t cassette.Tape) Option { return optionFunc(func(o *options) { o.tape = tape.Open(t) }) }

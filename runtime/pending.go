@@ -16,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -55,6 +56,9 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
 	}
 	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step = ext, a.name, ts.inst.key, ts.turnID, s.Index()
+	if it.ID == "" && a.rt.tape != nil {
+		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+strconv.Itoa(s.Index()))
+	}
 	if n := ts.inst.hist.len(); n > 0 {
 		it.Checkpoint = ts.inst.hist.at(n - 1).msg.ID
 	}
@@ -85,6 +89,9 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
 	}
 	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step, it.CallID = ext, a.name, ts.inst.key, ts.turnID, c.Step(), c.CallID()
+	if it.ID == "" && a.rt.tape != nil {
+		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+c.CallID())
+	}
 	if timeout > 0 {
 		it.ExpiresAt = a.rt.now().Add(timeout)
 	}
@@ -385,6 +392,13 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 	out, err := k.Resolve(ctx, it, act)
 	if err != nil {
 		return nil, fmt.Errorf("pending item %q: %w", id, err)
+	}
+	if r.tape != nil {
+		text := act.Value
+		if act.Kind == extensions.ActionReject {
+			text = act.Reason
+		}
+		r.tape.Input(tape.Input{Op: string(act.Kind), ID: id, Text: text, Secret: out.Secret != nil})
 	}
 	return a.settle(ctx, inst, it, out)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
@@ -57,6 +58,8 @@ type Runtime struct {
 	agents    roster          // the agents and teams; fixed once New returns
 	ledger    *ledger.Ledger  // the pending items of paused turns
 	keyring   *secret.Keyring // seals provided secrets
+	tape      tape.Tape       // records or replays the session, if set
+	untape    func()          // ends the tape's subscription to the bus
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -81,8 +84,11 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
+	if o.tape != nil {
+		o.now = o.tape.Clock(o.now)
+	}
 	if o.bus == nil {
-		o.bus = events.NewBus(events.WithLogger(o.logger))
+		o.bus = events.NewBus(events.WithLogger(o.logger), events.WithClock(o.now))
 	}
 	cfg := o.cfg
 	if cfg == nil {
@@ -115,7 +121,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, agents: newRoster(cfg),
+	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, tape: o.tape, agents: newRoster(cfg),
 		cache: instanceCache{instances: map[instanceID]*instance{}, max: o.maxInstances},
 		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
 	if c := cfg.AgentCalls; c != nil {
@@ -125,6 +131,9 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		if d, err := time.ParseDuration(c.Timeout); err == nil {
 			r.calls.timeout = d // Validate checked it
 		}
+	}
+	if r.tape != nil {
+		r.untape = r.bus.Subscribe("*", r.tape.Event)
 	}
 	r.calls.transport = o.transport
 	if r.calls.transport == nil {
@@ -452,6 +461,15 @@ func (r *Runtime) evictLocked() {
 // finish reason is aborted and the error wraps ctx's error. A failed turn
 // returns a result with finish reason error, and the error.
 func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if r.tape != nil {
+		r.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &in})
+	}
+	return r.send(ctx, agentName, instanceKey, in)
+}
+
+// send is Send for the runtime's own callers (an ask, an agent call):
+// not an input of the session's.
+func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	if !r.gate.enter() {
 		return nil, ErrClosed
 	}
@@ -618,6 +636,9 @@ func (g *gate) close() bool {
 }
 
 func (r *Runtime) release() error {
+	if r.untape != nil {
+		r.untape()
+	}
 	r.cache.mu.Lock()
 	r.cache.instances = nil // no turn runs any more; let the histories go
 	r.cache.lru.Init()

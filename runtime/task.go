@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -217,13 +218,16 @@ func (c *apiChannel) Deliver(_ context.Context, r Report) error {
 // task is delivered as an event (see the task topics of package events).
 // Cancelling ctx stops the wait; the task goes on.
 func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) (*Report, error) {
-	replyTo := newID("ask_")
+	if r.tape != nil {
+		r.tape.Input(tape.Input{Op: "ask", Agent: agentName, Instance: instanceKey, Text: text})
+	}
+	replyTo := r.newID("ask_", "ask/"+agentName+"/"+instanceKey)
 	wait := make(chan Report, 1)
 	r.tasks.api.waiters.Store(replyTo, wait)
 	defer r.tasks.api.waiters.Delete(replyTo)
 	in := UserMessage(text)
 	in.Metadata = map[string]any{"channel": ChannelAPI, "replyTo": replyTo}
-	res, err := r.Send(ctx, agentName, instanceKey, in)
+	res, err := r.send(ctx, agentName, instanceKey, in)
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +329,15 @@ func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) e
 		delete(r.tasks.cache, id)
 	}
 	return err
+}
+
+// newID returns a new ID for what key names (see tape.Tape.ID): prefix
+// and 12 random hex digits, or, replaying, the recorded ID.
+func (r *Runtime) newID(prefix, key string) string {
+	if r.tape == nil {
+		return newID(prefix)
+	}
+	return r.tape.ID(key, func() string { return newID(prefix) })
 }
 
 // newID returns prefix and 12 random hex digits.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -610,7 +611,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 			r, err = &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: internal error", c.Name())}, nil
 		}
 	}()
-	r, err = t.Func(ctx, c)
+	r, err = a.runFunc(ctx, ts, t, c, redact)
 	if err != nil {
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: %v", c.Name(), err)}, nil
 	}
@@ -618,6 +619,21 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q returned no result", c.Name())}, nil
 	}
 	return r, nil
+}
+
+// runFunc runs tool t for call c, through the tape if there is one.
+// Replaying, only the tools that are code under test run: an extension's
+// and the runtime's own (delegation); the others act on the world, and
+// the tape answers for them.
+func (a *agent) runFunc(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext, mask func(string) string) (*pipeline.ToolResult, error) {
+	tp := a.rt.tape
+	if tp == nil || ts == nil {
+		return t.Func(ctx, c)
+	}
+	return tp.Tool(ctx, tape.Call{Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Step: c.Step(),
+		Call: pipeline.ToolCall{ID: c.CallID(), Name: c.Name(), Arguments: c.Arguments()},
+		Live: a.extTools[t.Name] || slices.Contains(systemToolNames, t.Name),
+		Run:  func(ctx context.Context) (*pipeline.ToolResult, error) { return t.Func(ctx, c) }, Mask: mask})
 }
 
 func toolNames(c *pipeline.ToolCallContext) string {

@@ -1,0 +1,46 @@
+package cassettetest
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ganglion-dev/ganglion/internal/golden"
+	"github.com/ganglion-dev/ganglion/runtime/cassette"
+)
+
+// Check replays the cassette at path with opts and checks its transcript
+// against the golden file beside it (path with ".golden" in place of its
+// extension), failing t with each divergence and with a unified diff of
+// the transcript. It returns the replay's result.
+func Check(t testing.TB, path string, opts Options) *Result {
+	t.Helper()
+	c, err := cassette.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Replay(t.Context(), c, opts)
+	if err != nil {
+		t.Fatalf("replay of %s: %v", path, err)
+	}
+	for _, d := range res.Divergences {
+		t.Errorf("%s: %v", path, d)
+	}
+	Golden(t, strings.TrimSuffix(path, filepath.Ext(path))+".golden", res.Transcript)
+	return res
+}
+
+// Golden compares got with the golden file at path and fails t with a
+// unified diff (golden first) when they differ. A missing golden file is
+// written, and so is one that differs when the test binary was given
+// -update (if its package defines that flag) or GANGLION_UPDATE=1.
+func Golden(t testing.TB, path, got string) {
+	t.Helper()
+	msg, _, err := golden.Compare(path, got, golden.Updating())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg != "" {
+		t.Error(msg)
+	}
+}

@@ -1,0 +1,74 @@
+// Package cassette records a session of the runtime into a file and plays
+// it back offline, bit for bit: the model's answers, the tools' results,
+// the clock and the IDs the session used.
+//
+// A [Recorder] writes a cassette as the session runs; a [Player] replays
+// one. Both are a [Tape], which the runtime takes with runtime.WithTape:
+//
+//	rec, err := cassette.Create("session.cassette")
+//	rt, err := runtime.New(ctx, runtime.WithConfigFile("ganglion.yaml"), runtime.WithTape(rec))
+//	... // run the session
+//	rt.Close()
+//	rec.Close()
+//
+// Replaying puts a [Player] in the recorder's place. The player answers
+// each model call with the recorded response, after comparing the request
+// the runtime sends now with the recorded one: at the first difference it
+// stops the turn with a [*Divergence] that says which call, which message
+// and which field differ (or, with [Lenient], it goes on with the
+// recorded answer and keeps every divergence: [Player.Divergences]).
+// Tools that act on the world (the built-in file and command tools, and
+// Go tools given with runtime.WithTool) are doubles: they return the
+// recorded result without running. Tools that are code under test (an
+// extension's tools, and the runtime's delegation tools) run, and their
+// results are compared with the recording.
+//
+// Package cassettetest drives a replay from a test: it issues the
+// recorded inputs, collects the transcript and compares it with a golden
+// file.
+//
+// # Format
+//
+// A cassette is UTF-8 text, one JSON object a line (JSON Lines), so that a
+// change to a session shows as a change of a few lines in a diff. Every
+// line has a "k" (kind) key; the first line is the header:
+//
+//	{"k":"cassette","version":1,"start":"2026-11-27T10:00:00Z"}
+//
+// and the lines after it, in the order the session made them:
+//
+//   - input: what the session was given, through the runtime's API: op
+//     "send" (agent, instance, input), "ask" (agent, instance, text), or a
+//     pending item's resolution, "answer", "edit", "skip", "provide" or
+//     "reject" (id, text). A provided value is never written: text is
+//     "[secret]", and the recorder masks the value wherever else it
+//     would appear.
+//   - model: one model call and its response: call (its number), the
+//     model (the label of an extension's model, or none for the agent's
+//     own), agent, instance, turn_id, step, the request's parameters
+//     (model_name, system, max_output_tokens), the messages the model
+//     was sent, and the tools it was offered. To keep cassettes small and
+//     their diffs local, messages lists only what follows the first same
+//     messages of the previous call for the same agent, instance and
+//     model, and tools is left out when the catalog did not change since
+//     that call.
+//   - chunk: one streamed piece of a model call's response: call, ms (the
+//     time since the request, in milliseconds), and the chunk's kind with
+//     its text, tool_call_id, tool_name, arguments, usage or error. The
+//     chunks of a call follow its model line.
+//   - tool: one tool run: agent, instance, turn_id, step, call_id, name,
+//     arguments, and its result's content and is_error, and ms.
+//   - id: an ID the runtime made (a task's, a pending item's): key, what
+//     it was made for, and id.
+//   - clock: the clock readings since the last line, in ns, each the
+//     nanoseconds since the reading before it (the first since start).
+//   - event: an event the session published, without its time (the clock
+//     lines have it): topic, agent, instance, turn_id, source, data.
+//     Streamed model deltas are left out: the chunks hold them.
+//
+// A reader refuses a cassette of a later version, and a line it cannot
+// read, with its line number. Secrets are never written: the runtime
+// hands the tape only values it has masked already (tool results, inputs,
+// the history the model sees), and the recorder masks every provided
+// value again in every line.
+package cassette

@@ -1,0 +1,66 @@
+// Package tape is the runtime's side of a cassette: the calls the runtime
+// makes to whatever records its session or replays one. Package cassette
+// implements it, and registers itself in [Open] so that the runtime can
+// use the tapes users hand it (runtime.WithTape) without either package's
+// API showing these calls.
+package tape
+
+import (
+	"context"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/model"
+)
+
+// Tape records a session or replays one. It is called from every turn,
+// so it must be safe for concurrent use.
+type Tape interface {
+	// Provider returns the provider to call for the model label names
+	// ("" for an agent's own model, "extension.key" for a model an
+	// extension opened); open opens the real one. A player does not call
+	// open: a replay makes no model calls, and needs no API key.
+	Provider(label string, open func() (model.Provider, error)) (model.Provider, error)
+	// Clock returns the clock to read in place of now.
+	Clock(now func() time.Time) func() time.Time
+	// ID returns the ID to use for what key names (a task of a turn's
+	// tool call, a pending item of a turn), in place of fresh().
+	ID(key string, fresh func() string) string
+	// Tool runs one tool call: it calls c.Run, or, replaying a tool that
+	// acts on the world, answers from the cassette.
+	Tool(ctx context.Context, c Call) (*pipeline.ToolResult, error)
+	// Input records what the session is given.
+	Input(in Input)
+	// Event records an event the session published.
+	Event(ev events.Event)
+}
+
+// Call is a tool call a [Tape] runs.
+type Call struct {
+	Agent, Instance, TurnID string
+	Step                    int
+	Call                    pipeline.ToolCall
+	// Live marks a tool that is code under test: it runs on replay, too.
+	Live bool
+	// Run runs the tool.
+	Run func(context.Context) (*pipeline.ToolResult, error)
+	// Mask masks the instance's secrets in a result's text.
+	Mask func(string) string
+}
+
+// Input is cassette.Input, field for field (see there).
+type Input struct {
+	Op       string               `json:"op"`
+	Agent    string               `json:"agent,omitempty"`
+	Instance string               `json:"instance,omitempty"`
+	Input    *pipeline.InputEvent `json:"input,omitempty"`
+	ID       string               `json:"id,omitempty"`
+	Text     string               `json:"text,omitempty"`
+	Secret   bool                 `json:"secret,omitempty"`
+}
+
+// Open returns the Tape a cassette.Tape is, or nil. Package cassette sets
+// it when it is initialised, which is before any runtime can be given a
+// cassette.Tape.
+var Open func(t any) Tape
