@@ -146,10 +146,11 @@ func (b *jsonBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Clock returns now, recording each reading.
+// Clock returns now, recording each reading. The readings are in UTC and
+// without their monotonic part, as a replay gives them back.
 func (r *recorder) Clock(now func() time.Time) func() time.Time {
 	return func() time.Time {
-		t := now()
+		t := now().Round(0).UTC()
 		r.mu.Lock()
 		r.clockNS = append(r.clockNS, int64(t.Sub(r.lastClock)))
 		r.lastClock = t
