@@ -19,9 +19,9 @@ import (
 func newExtCmd(stdout, stderr io.Writer) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ext",
-		Short: "Start, build and inspect WebAssembly extensions",
+		Short: "Start, build, inspect and test extensions",
 	}
-	cmd.AddCommand(newExtInitCmd(stdout), newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout, stderr))
+	cmd.AddCommand(newExtInitCmd(stdout), newExtBuildCmd(stdout, stderr), newExtInspectCmd(stdout, stderr), newExtTestCmd(stdout, stderr))
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/cassette"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 )
 
@@ -27,6 +28,8 @@ type runFlags struct {
 	data     string
 	json     bool
 	logLevel string
+	// record is the cassette file run --record writes.
+	record string
 }
 
 func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -54,6 +57,41 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, msg, interactive, err := splitRunArgs(args)
+			if err != nil {
+				return err
+			}
+			return runAgent(cmd.Context(), f, dir, msg, interactive, stdin, stdout, stderr)
+		},
+	}
+	addRuntimeFlags(cmd, &f)
+	cmd.Flags().StringVar(&f.record, "record", "", "record the session into this cassette file, on a fresh conversation in memory (see ganglion record)")
+	return cmd
+}
+
+func newRecordCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "record FILE [DIR] [MESSAGE]",
+		Short: "Run a session as run does, and record it into a cassette to replay offline",
+		Long: `Record is run --record FILE: it runs a session with DIR's agents, as run does
+(one MESSAGE, or one message a line from standard input, with the questions
+of a paused agent asked and answered), and writes it into the cassette FILE:
+every model call with its streamed answer, every tool result, the answers to
+pauses, the clock and the IDs. The conversation is a fresh one, kept in
+memory: the data directory is neither read nor written, so the cassette
+holds all the session needs to replay.
+
+Provided secrets are not recorded. Replay the cassette with ganglion ext
+test (put it under DIR/cassettes/) or from Go with package cassettetest.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 || len(args) > 3 {
+				return usageError("record takes FILE, then DIR and MESSAGE as run does: ganglion record session.cassette DIR \"what is in notes.txt?\"")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.record = args[0]
+			dir, msg, interactive, err := splitRunArgs(args[1:])
 			if err != nil {
 				return err
 			}
@@ -188,11 +226,32 @@ func cliAnswers(out *printer) (own string, answers <-chan runtime.Report, opt ru
 	return own, ch, runtime.WithChannel(cliChannel, deliver)
 }
 
-func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) error {
+func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	out := &printer{w: stdout, json: f.json, instance: f.instance, where: place(dir, f.data)}
 	own, answers, channel := cliAnswers(out)
-	rt, agent, err := openRuntime(ctx, f, dir, stderr, channel)
+	opts := []runtime.Option{channel}
+	if f.record != "" {
+		if f.data != "" {
+			return usageError("--record runs a fresh conversation in memory: it takes no --data")
+		}
+		rec, cerr := cassette.Create(f.record)
+		if cerr != nil {
+			return failed(fmt.Errorf("recording: %w", cerr))
+		}
+		defer func() {
+			if cerr := rec.Close(); cerr != nil {
+				err = errors.Join(err, failed(fmt.Errorf("recording into %s: %w", f.record, cerr)))
+			} else if !f.json {
+				fmt.Fprintf(stderr, "ganglion: recorded the session into %s\n", f.record)
+			}
+		}()
+		opts = append(opts, runtime.WithTape(rec), runtime.WithMemoryStore())
+	}
+	rt, agent, err := openRuntime(ctx, f, dir, stderr, opts...)
 	if err != nil {
+		if f.record != "" {
+			return err
+		}
 		c, err := serverFor(f, dir, err)
 		if err != nil {
 			return err

@@ -83,13 +83,21 @@ func run(ctx context.Context, inputs []cassette.Input, tape cassette.Tape, opts 
 	if opts.Config == nil {
 		return nil, errors.New("cassettetest: no config")
 	}
+	w := &writer{}
 	ro := append(slices.Clone(opts.Runtime), runtime.WithConfig(opts.Config), runtime.WithMemoryStore(),
 		runtime.WithoutExpiryTimer(), runtime.WithTape(tape))
+	// The channels the inputs name (a CLI's, an app's) are the runtime's
+	// no more: their answers go into the transcript.
+	for _, name := range channels(inputs) {
+		ro = append(ro, runtime.WithChannel(name, runtime.ChannelFunc(func(_ context.Context, r runtime.Report) error {
+			w.delivered(name, r)
+			return nil
+		})))
+	}
 	rt, err := runtime.New(ctx, ro...)
 	if err != nil {
 		return nil, err
 	}
-	w := &writer{}
 	unsubscribe := rt.Events().Subscribe("*", w.event)
 	for i, in := range inputs {
 		in, err := target(ctx, rt, in)
@@ -114,6 +122,21 @@ type outcome struct {
 	res    *pipeline.TurnResult
 	report *runtime.Report
 	err    error
+}
+
+// channels returns the channels the inputs' metadata names, but the
+// runtime's own.
+func channels(inputs []cassette.Input) []string {
+	var names []string
+	for _, in := range inputs {
+		if in.Input == nil {
+			continue
+		}
+		if ch, ok := in.Input.Metadata["channel"].(string); ok && ch != runtime.ChannelAPI && ch != runtime.ChannelAgent && !slices.Contains(names, ch) {
+			names = append(names, ch)
+		}
+	}
+	return names
 }
 
 // target names the pending item a live run's resolution is for: the
@@ -259,6 +282,16 @@ func eventText(ev events.Event) string {
 		s += " " + timeless(ev.Data)
 	}
 	return s
+}
+
+// delivered notes an answer delivered on a channel, with the input's
+// events: a delivery is part of what an input caused.
+func (w *writer) delivered(channel string, r runtime.Report) {
+	data := map[string]string{"task_id": r.TaskID, "response": r.Response}
+	if r.Error != "" {
+		data["error"] = r.Error
+	}
+	w.event(events.Event{Topic: "channel.delivered", Agent: r.Agent, Instance: r.Instance, Source: channel, Data: data})
 }
 
 func (w *writer) outcome(o outcome) {
