@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -53,6 +55,7 @@ type agentCalls struct {
 	transport Transport                 // carries agent calls; default in process
 	mu        sync.Mutex                // guards waits
 	waits     map[string]map[string]int // instance → the instances its turns wait for
+	sends     atomic.Int64              // agent sends so far, to name each in flight
 }
 
 type inProcess struct{ r *Runtime }
@@ -222,9 +225,15 @@ func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline
 	if !r.gate.enter() {
 		return ErrClosed
 	}
+	// WaitTasks waits for the send's turn as for a task's.
+	flight := "send-" + strconv.FormatInt(r.calls.sends.Add(1), 10)
+	r.tasks.flightMu.Lock()
+	r.tasks.inFlight[flight] = true
+	r.tasks.flightMu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer r.gate.leave()
+		defer r.land(flight)
 		if _, err := r.calls.transport.Deliver(bg, target, key, in); err != nil {
 			r.logger.Warn("agent send failed", "agent", c.a.name, "target", target, "instance", key, "err", err)
 		}
