@@ -71,7 +71,7 @@ func sessionInputs() []cassette.Input {
 
 // writeSession writes the session's config, script and workspace into a
 // new directory and loads the config.
-func writeSession(t *testing.T, cfg, script string) (string, *config.File) {
+func writeSession(t testing.TB, cfg, script string) (string, *config.File) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, data := range map[string]string{"ganglion.yaml": cfg, "script.yaml": script, "ws/notes.txt": "one two three four\n"} {
