@@ -104,3 +104,24 @@ func TestExtTestRefusals(t *testing.T) {
 		t.Errorf("broken cassette: %+v\nwant stdout to start with %s", r, want)
 	}
 }
+
+// TestCassetteScript: a recorded session, as a script, runs again to the
+// same answer.
+func TestCassetteScript(t *testing.T) {
+	dir := project(t, testConfig)
+	tape := filepath.Join(dir, "s.cassette")
+	if r := runCLI(t, "", "record", tape, dir, "read the file"); r.code != 0 {
+		t.Fatalf("record: %+v", r)
+	}
+	r := runCLI(t, "", "cassette", "script", tape)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "# The scripted model's answers, from a recorded session.\nagents:\n  helper:\n    turns:\n") {
+		t.Fatalf("cassette script: %+v", r)
+	}
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(r.stdout), 0o644))
+	if r := runCLI(t, "", "run", dir, "something else entirely"); r.code != 0 || !strings.Contains(r.stdout, "It says: hello world") {
+		t.Errorf("run on the converted script: %+v", r)
+	}
+	if r := runCLI(t, "", "cassette", "script", filepath.Join(dir, "none.cassette")); r.code != 1 || !strings.Contains(r.stderr, "no such file") {
+		t.Errorf("a missing cassette: %+v", r)
+	}
+}

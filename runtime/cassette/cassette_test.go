@@ -240,3 +240,41 @@ func TestFieldDiffShowsWhereLongValuesDiffer(t *testing.T) {
 		})
 	}
 }
+
+func TestScriptKeepsTurnNumbersAndNamesWhatItLeavesOut(t *testing.T) {
+	const text = `{"k":"cassette","version":1,"start":"2026-11-27T10:00:00Z"}
+{"k":"model","call":1,"agent":"a","instance":"k","turn_id":"turn-1","step":1,"messages":[]}
+{"k":"chunk","call":1,"ms":0,"kind":"text","text":"one {{ .Input }}"}
+{"k":"model","call":2,"agent":"a","instance":"k","turn_id":"turn-3","step":1,"messages":[]}
+{"k":"chunk","call":2,"ms":0,"kind":"reasoning","text":"hm"}
+{"k":"chunk","call":2,"ms":0,"kind":"error","error":{"kind":"rate limited","message":"slow down"}}
+{"k":"model","call":3,"agent":"a","instance":"other","turn_id":"turn-1","step":1,"messages":[]}
+{"k":"model","call":4,"model":"condense.model","agent":"a","instance":"k","turn_id":"turn-3","step":1,"messages":[]}
+{"k":"model","call":5,"agent":"a","instance":"k","turn_id":"turn-4","step":1,"messages":[]}
+`
+	c, err := Read(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `# The scripted model's answers, from a recorded session.
+# Left out: agent "a" instance "other" turn-1 step 1 (the script holds instance "k").
+# Left out: the call of model "condense.model" of agent "a" turn-3 step 1.
+agents:
+  a:
+    turns:
+    - steps:
+      - text: one {{"{{"}} .Input }}
+    - steps:
+      - text: (turn 2 did not reach the model)
+    - steps:
+      - reasoning: hm
+        error: slow down
+    - steps:
+      - usage:
+          input_tokens: 0
+          output_tokens: 0
+`
+	if got := string(c.Script()); got != want {
+		t.Errorf("script:\n%s\nwant:\n%s", got, want)
+	}
+}

@@ -2,8 +2,10 @@ package cassettetest_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -180,5 +182,32 @@ func TestReplayShowsWhereAChangedConfigDiverges(t *testing.T) {
 	}
 	if !strings.Contains(res.Transcript, "-> text_response turn-3") {
 		t.Errorf("the lenient replay did not finish:\n%s", res.Transcript)
+	}
+}
+
+// TestCassetteToScript: a cassette converted to the scripted model's
+// script runs the session again, live, to the same transcript.
+func TestCassetteToScript(t *testing.T) {
+	_, cfg := writeSession(t, sessionConfig, sessionScript)
+	live, tape := record(t, cfg, sessionInputs())
+	c, err := cassette.Read(bytes.NewReader(tape))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := c.Script()
+	for _, want := range []string{
+		"agents:\n  assistant:\n    turns:\n    - steps:\n      - text: Let me read the notes.\n        tool_calls:\n        - name: read_file\n          id: c1\n          arguments: \"{\\\"path\\\":\\\"notes.txt\\\"}\"",
+	} {
+		if !strings.Contains(string(script), want) {
+			t.Errorf("the script lacks %q:\n%s", want, script)
+		}
+	}
+	_, again := writeSession(t, sessionConfig, string(script))
+	res, err := cassettetest.Record(t.Context(), cassette.NewRecorder(io.Discard), sessionInputs(), cassettetest.Options{Config: again})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strip := func(s string) string { return regexp.MustCompile(`p-[0-9a-f]{12}`).ReplaceAllString(s, "p-ID") }; strip(res.Transcript) != strip(live) {
+		t.Errorf("the session on the converted script differs:\n%s\nscript:\n%s", golden.Diff("recording", "script", strip(live), strip(res.Transcript)), script)
 	}
 }
