@@ -126,7 +126,7 @@ func testCassette(cmd *cobra.Command, stdout io.Writer, path string, opts casset
 	case err != nil:
 		problems = append(problems, err.Error())
 	case msg != "":
-		problems = append(problems, msg)
+		problems = append(problems, msg+"(accept the change with --update)")
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(stdout, "FAIL %s\n", name)

@@ -16,7 +16,7 @@ func newRulesCmd(stdout io.Writer) *cobra.Command {
 		Use:   "rules",
 		Short: "Check approval rules files and try them on tool calls",
 	}
-	cmd.AddCommand(newRulesCheckCmd(stdout), newRulesEvalCmd(stdout))
+	cmd.AddCommand(newRulesCheckCmd(stdout), newRulesEvalCmd(stdout), newRulesTestCmd(stdout))
 	return cmd
 }
 

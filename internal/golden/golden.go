@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
 )
@@ -31,7 +32,7 @@ func Updating() bool {
 
 // Compare compares got with the golden file at path. It writes the file
 // when it is missing or, with update, when it differs; otherwise it
-// returns how they differ ("" when they match), as a message with a
+// returns how they differ ("" when they match): "PATH differs:" and a
 // unified diff. Its error is a failure to read or write the file.
 func Compare(path, got string, update bool) (msg string, wrote bool, err error) {
 	want, err := os.ReadFile(path)
@@ -45,16 +46,25 @@ func Compare(path, got string, update bool) (msg string, wrote bool, err error) 
 	case update:
 		return "", true, os.WriteFile(path, []byte(got), 0o644)
 	}
-	return fmt.Sprintf("%s differs (accept the change with -update or %s=1):\n%s", path, UpdateEnv, Diff(path, "now", string(want), got)), false, nil
+	return fmt.Sprintf("%s differs:\n%s", path, Diff(path, "now", string(want), got)), false, nil
 }
 
 // Diff returns the unified diff from want (named from) to got (named to),
 // with two lines of context.
 func Diff(from, to, want, got string) string {
-	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: difflib.SplitLines(want), B: difflib.SplitLines(got),
+	d, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: lines(want), B: lines(got),
 		FromFile: from, ToFile: to, Context: 2})
 	if err != nil {
 		return err.Error()
 	}
 	return d
+}
+
+// lines splits s after each newline; a last line without one is a line too.
+func lines(s string) []string {
+	l := strings.SplitAfter(s, "\n")
+	if l[len(l)-1] == "" {
+		l = l[:len(l)-1]
+	}
+	return l
 }

@@ -229,8 +229,8 @@ func TestFieldDiffShowsWhereLongValuesDiffer(t *testing.T) {
 	}{
 		{"short", "a", "b", `f: recorded "a", now "b"`},
 		{"empty", "", "b", `f: recorded "", now "b"`},
-		{"long", long + "end", long + "END", `f (from byte 200): recorded …"word word word word word word word word end", now …"word word word word word word word word END"`},
-		{"utf-8", strings.Repeat("é", 60) + "x", strings.Repeat("é", 60) + "y", `f (from byte 120): recorded …"ééééééééééééééééééééx", now …"ééééééééééééééééééééy"`},
+		{"long", long + "end", long + "END", `f (differs at byte 200): recorded …"word word word word word word word word end", now …"word word word word word word word word END"`},
+		{"utf-8", strings.Repeat("é", 60) + "x", strings.Repeat("é", 60) + "y", `f (differs at byte 120): recorded …"ééééééééééééééééééééx", now …"ééééééééééééééééééééy"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -151,7 +151,7 @@ func fieldDiff(field, was, now string) []string {
 	}
 	at := ""
 	if len(was) > 2*diffContext || len(now) > 2*diffContext {
-		at = " (from byte " + strconv.Itoa(i) + ")"
+		at = " (differs at byte " + strconv.Itoa(i) + ")"
 	}
 	return []string{field + at + ": recorded " + clip(was, i, diffContext) + ", now " + clip(now, i, diffContext)}
 }

@@ -455,3 +455,46 @@ func chunkKind(name string) (model.ChunkKind, bool) {
 	k, ok := chunkKinds[name]
 	return k, ok
 }
+
+// Call is a tool call the model asked for in a recorded session.
+type Call struct {
+	Agent, Instance, TurnID string
+	Step                    int
+	pipeline.ToolCall
+	// Category is the tool's category in the catalog the model was
+	// offered; "" for a tool it was not offered.
+	Category pipeline.ToolCategory
+}
+
+// Calls returns the tool calls the model asked for, in the order of the
+// recording: what approval rules decided in the session, to try other
+// rules on (ganglion rules test).
+func (c *Cassette) Calls() []Call {
+	var out []Call
+	for _, cl := range c.calls {
+		if cl.line.Model != "" {
+			continue // an extension's model: its calls are the extension's business
+		}
+		start := len(out)
+		for _, ch := range cl.chunks {
+			switch ch.Kind {
+			case "tool_call_start":
+				cat := pipeline.ToolCategory("")
+				for _, t := range cl.tools {
+					if t.Name == ch.ToolName {
+						cat = t.Category
+					}
+				}
+				out = append(out, Call{Agent: cl.line.Agent, Instance: cl.line.Instance, TurnID: cl.line.TurnID, Step: cl.line.Step,
+					ToolCall: pipeline.ToolCall{ID: ch.ToolCallID, Name: ch.ToolName}, Category: cat})
+			case "tool_call_delta":
+				for i := start; i < len(out); i++ {
+					if out[i].ID == ch.ToolCallID {
+						out[i].Arguments = append(out[i].Arguments, ch.Arguments...)
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package cassettetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -352,7 +353,10 @@ func (w *writer) state(ctx context.Context, rt *runtime.Runtime, cfg *config.Fil
 	if len(items) > 0 {
 		w.line("== pending")
 	}
-	slices.SortFunc(items, func(a, b ledger.Item) int { return strings.Compare(a.ID, b.ID) })
+	// In the order they were made: the IDs of a live run are random.
+	slices.SortFunc(items, func(a, b ledger.Item) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	for _, it := range items {
 		w.line(timeless(it))
 	}

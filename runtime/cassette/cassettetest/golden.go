@@ -41,6 +41,6 @@ func Golden(t testing.TB, path, got string) {
 		t.Fatal(err)
 	}
 	if msg != "" {
-		t.Error(msg)
+		t.Error(msg + "(accept the change with -update or GANGLION_UPDATE=1)")
 	}
 }
