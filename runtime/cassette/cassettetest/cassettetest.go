@@ -232,8 +232,9 @@ func (w *writer) input(n int, in cassette.Input) {
 
 // flush writes the events of the input before, grouped by instance (in
 // name order) so that instances working at once in the recording and in
-// the replay give the same text; an instance's own events are in order,
-// but for the calls of one step, which run at once: those are by call.
+// the replay give the same text. An instance's events are in order, but
+// for those of a step whose tool calls ran at once: they are by call, the
+// events no call names after them, by their text.
 func (w *writer) flush() {
 	w.mu.Lock()
 	evs := w.events
@@ -242,25 +243,39 @@ func (w *writer) flush() {
 	slices.SortStableFunc(evs, func(a, b events.Event) int {
 		return strings.Compare(a.Agent+"/"+a.Instance, b.Agent+"/"+b.Instance)
 	})
-	for i := 0; i < len(evs); {
-		j := i
-		for j < len(evs) && isToolEvent(evs[j]) && evs[j].Agent == evs[i].Agent && evs[j].Instance == evs[i].Instance {
-			j++
+	for i := 0; i < len(evs); i++ {
+		if evs[i].Topic != events.ToolStarted {
+			continue
 		}
-		if j > i+1 {
-			slices.SortStableFunc(evs[i:j], func(a, b events.Event) int { return strings.Compare(callOf(a), callOf(b)) })
+		j, calls := i, 0
+		for ; j < len(evs) && evs[j].Agent == evs[i].Agent && evs[j].Instance == evs[i].Instance &&
+			evs[j].Topic != events.StepFinished && evs[j].Topic != events.TurnFinished; j++ {
+			if evs[j].Topic == events.ToolStarted {
+				calls++
+			}
 		}
-		for k := i; k < max(j, i+1); k++ {
-			w.line(eventText(evs[k]))
+		if calls > 1 {
+			slices.SortStableFunc(evs[i:j], func(a, b events.Event) int {
+				ca, cb := callOf(a), callOf(b)
+				switch {
+				case ca != "" && cb != "":
+					return cmp.Or(strings.Compare(ca, cb), cmp.Compare(topicOrder(a), topicOrder(b)))
+				case ca != "":
+					return -1
+				case cb != "":
+					return 1
+				}
+				return strings.Compare(eventText(a), eventText(b))
+			})
 		}
-		i = max(j, i+1)
+		i = j - 1
+	}
+	for _, ev := range evs {
+		w.line(eventText(ev))
 	}
 }
 
-func isToolEvent(ev events.Event) bool {
-	return ev.Topic == events.ToolStarted || ev.Topic == events.ToolFinished
-}
-
+// callOf returns the call a tool event is about, or "".
 func callOf(ev events.Event) string {
 	switch d := ev.Data.(type) {
 	case events.ToolStartedData:
@@ -269,6 +284,13 @@ func callOf(ev events.Event) string {
 		return d.CallID
 	}
 	return ""
+}
+
+func topicOrder(ev events.Event) int {
+	if ev.Topic == events.ToolStarted {
+		return 0
+	}
+	return 1
 }
 
 func eventText(ev events.Event) string {
