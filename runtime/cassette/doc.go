@@ -6,10 +6,15 @@
 // one. Both are a [Tape], which the runtime takes with runtime.WithTape:
 //
 //	rec, err := cassette.Create("session.cassette")
+//	...
 //	rt, err := runtime.New(ctx, runtime.WithConfigFile("ganglion.yaml"), runtime.WithTape(rec))
 //	... // run the session
 //	rt.Close()
-//	rec.Close()
+//	err = rec.Close() // the first write error, if any
+//
+// A session to record starts from an empty store (runtime.WithMemoryStore),
+// as its replay does: a conversation that began before the recording
+// would be sent to the model in full, and diverge.
 //
 // Replaying puts a [Player] in the recorder's place. The player answers
 // each model call with the recorded response, after comparing the request
@@ -23,9 +28,17 @@
 // extension's tools, and the runtime's delegation tools) run, and their
 // results are compared with the recording.
 //
+// IDs and the clock replay as recorded: an ID is keyed by what it is for
+// (the task of a turn's call, the pending item of a step), so parallel
+// turns get theirs whatever order they run in; clock readings replay in
+// order, which is exact for one instance's turns and may hand two
+// parallel turns each other's readings.
+//
 // Package cassettetest drives a replay from a test: it issues the
 // recorded inputs, collects the transcript and compares it with a golden
-// file.
+// file. [Cassette.Script] turns a recording into a script of the scripted
+// model, and [Cassette.Calls] lists the tool calls the model asked for,
+// for approval rules to decide again.
 //
 // # Format
 //
@@ -67,8 +80,16 @@
 //     Streamed model deltas are left out: the chunks hold them.
 //
 // A reader refuses a cassette of a later version, and a line it cannot
-// read, with its line number. Secrets are never written: the runtime
-// hands the tape only values it has masked already (tool results, inputs,
-// the history the model sees), and the recorder masks every provided
-// value again in every line.
+// read, with its line number.
+//
+// # Secrets
+//
+// Provided secrets are never written: the runtime hands the tape only
+// values it has masked already (tool results, inputs, the history the
+// model sees), and the recorder masks every provided secret again in
+// every line. API keys are not part of a request. What a tool returns is
+// recorded as the tool returned it, less the provided secrets: a
+// toolCall middleware under test (a redactor) must see what it masks, so
+// a tool that prints a secret the runtime was never given puts it in the
+// cassette. Read a cassette before you publish it.
 package cassette
