@@ -441,6 +441,18 @@ const guestReadme = "# NAME\n\n" +
 	"  log lines;\n" +
 	"- `ext inspect` shows the extension's manifest, hooks, tools, imports and exports.\n\n" +
 	"Another config loads the extension with an entry of its own: `- wasm: path/to/WASM`.\n\n" +
+	"## Test\n\n" +
+	"Record a session once, then replay it after every change:\n\n" +
+	"```sh\n" +
+	"ganglion record cassettes/hello.cassette . \"hello\"\n" +
+	"ganglion ext test .\n" +
+	"```\n\n" +
+	"- `record` runs the session (on any model) and writes every model answer and tool\n" +
+	"  result into the cassette;\n" +
+	"- `ext test` replays every cassette of `cassettes/` offline against the extension as\n" +
+	"  it is now, and checks what happens against `cassettes/NAME.golden` (written the first\n" +
+	"  time): a changed request to the model or a changed transcript is shown as a diff;\n" +
+	"  `--update` accepts the change.\n\n" +
 	"## The SDK\n\n" +
 	"`main.go` imports the Go guest SDK, `github.com/ganglion-dev/ganglion/sdk`, which\n" +
 	"`go get` cannot fetch. `SDKDIR/` is a copy of it, written by `ganglion ext init`\n" +

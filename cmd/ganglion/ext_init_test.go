@@ -59,6 +59,14 @@ func TestExtInit(t *testing.T) {
 		}
 	}
 
+	// The README's test loop: record a session, replay it.
+	r = exe(t, dir, "", "record", filepath.Join("cassettes", "hello.cassette"), ".", "hello")
+	check(t, "record", r, exitOK, nil, nil, "")
+	r = exe(t, dir, "", "ext", "test", ".")
+	check(t, "ext test", r, exitOK, ptr("ok   hello.cassette (wrote hello.golden)\nok: 1 cassettes\n"), nil, "")
+	r = exe(t, dir, "", "ext", "test", ".")
+	check(t, "ext test again", r, exitOK, ptr("ok   hello.cassette\nok: 1 cassettes\n"), nil, "")
+
 	r = exe(t, parent, "", "ext", "inspect", "--json", filepath.Join("hello", "hello.wasm"))
 	var info struct {
 		Manifest struct{ Name, Version string }

@@ -234,6 +234,9 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 		if f.data != "" {
 			return usageError("--record runs a fresh conversation in memory: it takes no --data")
 		}
+		if cerr := os.MkdirAll(filepath.Dir(f.record), 0o755); cerr != nil {
+			return failed(fmt.Errorf("recording: %w", cerr))
+		}
 		rec, cerr := cassette.Create(f.record)
 		if cerr != nil {
 			return failed(fmt.Errorf("recording: %w", cerr))
