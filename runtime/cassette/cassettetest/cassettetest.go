@@ -74,8 +74,8 @@ func Replay(ctx context.Context, c *cassette.Cassette, opts Options) (*Result, e
 // Record runs inputs live, as [Replay] runs a cassette's, recording the
 // session with rec (which the caller closes), and returns the
 // transcript: the one a replay of the cassette gives again. An input that
-// resolves a pending item without naming it (ID "") resolves the oldest
-// open one.
+// resolves a pending item without naming it (ID "") resolves the first
+// open one: of the first instance, turn, step and call, by name.
 func Record(ctx context.Context, rec *cassette.Recorder, inputs []cassette.Input, opts Options) (*Result, error) {
 	return run(ctx, inputs, rec, opts)
 }
@@ -141,7 +141,7 @@ func channels(inputs []cassette.Input) []string {
 }
 
 // target names the pending item a live run's resolution is for: the
-// oldest open one, when the input names none.
+// first open one (byPlace), when the input names none.
 func target(ctx context.Context, rt *runtime.Runtime, in cassette.Input) (cassette.Input, error) {
 	if in.ID != "" || in.Op == "send" || in.Op == "ask" {
 		return in, nil
@@ -153,7 +153,7 @@ func target(ctx context.Context, rt *runtime.Runtime, in cassette.Input) (casset
 	if len(items) == 0 {
 		return in, fmt.Errorf("%s: no open pending item", in.Op)
 	}
-	slices.SortStableFunc(items, func(a, b ledger.Item) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(items, byPlace)
 	in.ID = items[0].ID
 	return in, nil
 }
@@ -190,6 +190,15 @@ func issue(ctx context.Context, rt *runtime.Runtime, in cassette.Input, secrets 
 		return outcome{res: res, err: err}
 	}
 	return outcome{err: fmt.Errorf("unknown input %q", in.Op)} // Read refuses those
+}
+
+// byPlace orders pending items by where they were made: agent, instance,
+// turn, step, call, then time. Not by ID, which is random in a live run,
+// nor by time first, as items made by calls running at once may swap
+// their times in a replay.
+func byPlace(a, b ledger.Item) int {
+	return cmp.Or(strings.Compare(a.Agent, b.Agent), strings.Compare(a.Instance, b.Instance), strings.Compare(a.TurnID, b.TurnID),
+		cmp.Compare(a.Step, b.Step), strings.Compare(a.CallID, b.CallID), a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
 }
 
 // writer writes a transcript.
@@ -233,8 +242,9 @@ func (w *writer) input(n int, in cassette.Input) {
 // flush writes the events of the input before, grouped by instance (in
 // name order) so that instances working at once in the recording and in
 // the replay give the same text. An instance's events are in order, but
-// for those of a step whose tool calls ran at once: they are by call, the
-// events no call names after them, by their text.
+// for those of a step whose tool calls ran at once: they are by call (an
+// event names its call in its data's call_id), the events no call names
+// after them, by their text.
 func (w *writer) flush() {
 	w.mu.Lock()
 	evs := w.events
@@ -255,11 +265,12 @@ func (w *writer) flush() {
 			}
 		}
 		if calls > 1 {
+			// One call's events come from one goroutine, in order already.
 			slices.SortStableFunc(evs[i:j], func(a, b events.Event) int {
 				ca, cb := callOf(a), callOf(b)
 				switch {
 				case ca != "" && cb != "":
-					return cmp.Or(strings.Compare(ca, cb), cmp.Compare(topicOrder(a), topicOrder(b)))
+					return strings.Compare(ca, cb)
 				case ca != "":
 					return -1
 				case cb != "":
@@ -275,22 +286,26 @@ func (w *writer) flush() {
 	}
 }
 
-// callOf returns the call a tool event is about, or "".
+// callOf returns the tool call an event is about (its data's call_id),
+// or "".
 func callOf(ev events.Event) string {
 	switch d := ev.Data.(type) {
 	case events.ToolStartedData:
 		return d.CallID
 	case events.ToolFinishedData:
 		return d.CallID
+	case nil:
+		return ""
 	}
-	return ""
-}
-
-func topicOrder(ev events.Event) int {
-	if ev.Topic == events.ToolStarted {
-		return 0
+	raw, err := json.Marshal(ev.Data)
+	if err != nil {
+		return ""
 	}
-	return 1
+	var c struct {
+		CallID string `json:"call_id"`
+	}
+	_ = json.Unmarshal(raw, &c)
+	return c.CallID
 }
 
 func eventText(ev events.Event) string {
@@ -375,10 +390,7 @@ func (w *writer) state(ctx context.Context, rt *runtime.Runtime, cfg *config.Fil
 	if len(items) > 0 {
 		w.line("== pending")
 	}
-	// In the order they were made: the IDs of a live run are random.
-	slices.SortFunc(items, func(a, b ledger.Item) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
-	})
+	slices.SortFunc(items, byPlace)
 	for _, it := range items {
 		w.line(timeless(it))
 	}

@@ -3,6 +3,8 @@ package cassettetest_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/cassette"
 	"github.com/ganglion-dev/ganglion/runtime/cassette/cassettetest"
+	"github.com/ganglion-dev/ganglion/runtime/config"
 )
 
 // A lead that delegates to three agents at once, whose turns run in
@@ -132,5 +135,60 @@ agents:
 	if !strings.Contains(diff, "\n--> text_response turn-1 answered by shout: \"HELLO THERE\"\n") ||
 		!strings.Contains(diff, "\n+-> text_response turn-1: \"hello there\"\n") || !strings.Contains(diff, "\n-msg-1 assistant [extension shout]: \"HELLO THERE\"\n") {
 		t.Errorf("the diff does not show the changed answer:\n%s", diff)
+	}
+}
+
+// TestApprovalSessionReplays: calls the rules ask about pause the turn
+// (they run at once, so their pending items are made at once); a human
+// approves one and denies the other; the replay makes the same
+// decisions, pauses and answers.
+func TestApprovalSessionReplays(t *testing.T) {
+	const cfgText = `
+workspace: ws
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: a
+    tools: [read_file, execute_command]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`
+	const script = `
+agents:
+  a:
+    turns:
+      - steps:
+          - tool_calls:
+              - {name: read_file, id: r1, args: {path: notes.txt}}
+              - {name: execute_command, id: x1, args: {command: "echo one"}}
+              - {name: execute_command, id: x2, args: {command: "echo two"}}
+      - steps:
+          - text: "Results: {{ .LastMessage }}"
+`
+	dir, _ := writeSession(t, cfgText, script)
+	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules:\n  - name: reads\n    when: tool.category == \"read\"\n    decision: approve\n"), 0o644))
+	cfg, err := config.Load(filepath.Join(dir, "ganglion.yaml"))
+	must(t, err)
+	inputs := []cassette.Input{
+		{Op: "send", Agent: "a", Instance: "k", Input: &pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: "go"}},
+		{Op: "answer", Text: "approve"},
+		{Op: "answer", Text: "deny"},
+	}
+	live, tape := record(t, cfg, inputs)
+	for _, want := range []string{`approval.decided a/k turn-1 (approval) {"call_id":"r1","decision":"approve"`, "-> paused turn-1",
+		`"call_id":"x1","content":"one\n"`, "denied it", `-> text_response turn-2: "Results: `} {
+		if !strings.Contains(live, want) {
+			t.Errorf("the live transcript lacks %q:\n%s", want, live)
+		}
+	}
+	c, err := cassette.Read(bytes.NewReader(tape))
+	must(t, err)
+	for range 3 {
+		res, err := cassettetest.Replay(t.Context(), c, cassettetest.Options{Config: cfg})
+		must(t, err)
+		if len(res.Divergences) > 0 {
+			t.Fatalf("divergences: %v", res.Divergences)
+		}
+		if res.Transcript != live {
+			t.Fatalf("the replay differs:\n%s", golden.Diff("recording", "replay", live, res.Transcript))
+		}
 	}
 }
