@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/internal/racecheck"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -261,5 +262,30 @@ func BenchmarkDelegationFanOut(b *testing.B) {
 	}
 	if reports != 1 {
 		b.Errorf("the root got %d reports, want 1", reports)
+	}
+}
+
+// TestTurnAllocs holds BenchmarkTurn/memory's turn (two steps, a tool
+// call, three middleware layers) to its allocations: a feature that
+// costs every turn an allocation when it is off (a tape, tracing) fails
+// here, not in a benchmark nobody reads. Run without -race (CI's Alloc
+// pass), whose instrumentation allocates.
+func TestTurnAllocs(t *testing.T) {
+	if racecheck.Enabled {
+		t.Skip("the race detector allocates")
+	}
+	ctx := context.Background()
+	rt := newBenchRuntime(t, runtime.WithMemoryStore())
+	defer rt.Close()
+	in := runtime.UserMessage("What is the answer?")
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := rt.Send(ctx, "bench", "i0", in); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// 21 when measured (the histories' chunks are amortised over the run).
+	const limit = 21
+	if allocs > limit {
+		t.Errorf("a turn allocates %.1f times, more than %d", allocs, limit)
 	}
 }

@@ -462,7 +462,8 @@ func (r *Runtime) evictLocked() {
 // returns a result with finish reason error, and the error.
 func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	if r.tape != nil {
-		r.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &in})
+		cp := in // a copy of its own: &in would move in to the heap on every Send
+		r.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &cp})
 	}
 	return r.send(ctx, agentName, instanceKey, in)
 }

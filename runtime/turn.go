@@ -611,7 +611,7 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 			r, err = &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: internal error", c.Name())}, nil
 		}
 	}()
-	r, err = a.runFunc(ctx, ts, t, c, redact)
+	r, err = a.runFunc(ctx, ts, t, c)
 	if err != nil {
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), IsError: true, Content: fmt.Sprintf("tool %q failed: %v", c.Name(), err)}, nil
 	}
@@ -625,15 +625,21 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 // Replaying, only the tools that are code under test run: an extension's
 // and the runtime's own (delegation); the others act on the world, and
 // the tape answers for them.
-func (a *agent) runFunc(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext, mask func(string) string) (*pipeline.ToolResult, error) {
-	tp := a.rt.tape
-	if tp == nil || ts == nil {
+func (a *agent) runFunc(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+	if a.rt.tape == nil || ts == nil {
 		return t.Func(ctx, c)
 	}
-	return tp.Tool(ctx, tape.Call{Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Step: c.Step(),
+	return a.runTaped(ctx, ts, t, c)
+}
+
+// runTaped is runFunc with a tape. It is a function of its own so that
+// what its closures capture is not moved to the heap on every call
+// without one.
+func (a *agent) runTaped(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+	return a.rt.tape.Tool(ctx, tape.Call{Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Step: c.Step(),
 		Call: pipeline.ToolCall{ID: c.CallID(), Name: c.Name(), Arguments: c.Arguments()},
 		Live: a.extTools[t.Name] || slices.Contains(systemToolNames, t.Name),
-		Run:  func(ctx context.Context) (*pipeline.ToolResult, error) { return t.Func(ctx, c) }, Mask: mask})
+		Run:  func(ctx context.Context) (*pipeline.ToolResult, error) { return t.Func(ctx, c) }, Mask: ts.inst.secrets.redactor.Redact})
 }
 
 func toolNames(c *pipeline.ToolCallContext) string {
