@@ -468,7 +468,9 @@ type Call struct {
 
 // Calls returns the tool calls the model asked for, in the order of the
 // recording: what approval rules decided in the session, to try other
-// rules on (ganglion rules test).
+// rules on (ganglion rules test). The calls of an agent on the XML tool
+// protocol are in its model's text, which the cassette holds as written:
+// they are not listed.
 func (c *Cassette) Calls() []Call {
 	var out []Call
 	for _, cl := range c.calls {
