@@ -64,13 +64,15 @@
 //     their diffs local, messages lists only what follows the first same
 //     messages of the previous call for the same agent, instance and
 //     model, and tools is left out when the catalog did not change since
-//     that call.
+//     that call. A provider that refused the call has open_error (kind,
+//     provider, status, message) and no chunks.
 //   - chunk: one streamed piece of a model call's response: call, ms (the
 //     time since the request, in milliseconds), and the chunk's kind with
 //     its text, tool_call_id, tool_name, arguments, usage or error. The
 //     chunks of a call follow its model line.
 //   - tool: one tool run: agent, instance, turn_id, step, call_id, name,
-//     arguments, and its result's content and is_error, and ms.
+//     arguments, and its result's content and is_error (or error, the
+//     error the tool returned instead, or no_result), and ms.
 //   - id: an ID the runtime made (a task's, a pending item's): key, what
 //     it was made for, and id.
 //   - clock: the clock readings since the last line, in ns, each the
