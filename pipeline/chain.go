@@ -141,6 +141,9 @@ type chain[C any, R comparable] struct {
 	layers []layer[C, R]
 	final  func(context.Context, C) (R, error)
 	onSkip func(Skip)
+	// observe is Handlers.Observe; nil leaves the layers unobserved, at
+	// no cost.
+	observe func(context.Context, Hook, Owner) (context.Context, func(error, bool))
 	// text and mark are set on the turn chain only, whose result records
 	// the layer that made it: text reads a result's answer, mark names its
 	// maker ([TurnResult.AnsweredBy]). Functions, not an interface: a
@@ -160,6 +163,9 @@ type cursor[R comparable] struct {
 	// nextText is nextRes's answer text as next returned it, for a result
 	// that has one (answerer): a layer that changes it made the answer.
 	nextText string
+	// skips holds, by layer, the failure of a layer skipped in this run,
+	// when the chain is observed (observe): its layer reports it.
+	skips []error
 }
 
 func (c *cursor[R]) markCalled(i int) (already bool) {
@@ -248,6 +254,56 @@ func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R,
 	if i == len(ch.layers) {
 		return ch.callFinal(ctx, c)
 	}
+	if ch.observe != nil {
+		return ch.callObserved(ctx, c, cur, i)
+	}
+	return ch.callLayer(ctx, c, cur, i)
+}
+
+// callObserved runs layer i between the observer's start and end.
+func (ch *chain[C, R]) callObserved(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
+	owner := ch.layers[i].owner
+	ctx, end := ch.observe(ctx, ch.hook, owner)
+	if len(cur.skips) < len(ch.layers) {
+		cur.skips = make([]error, len(ch.layers))
+	}
+	cur.skips[i] = nil
+	ended := false
+	defer func() {
+		if ended {
+			return
+		}
+		if v := recover(); v != nil {
+			if cur.depth == i { // its own panic, not a deeper layer's
+				end(&PanicError{Value: v}, false)
+			} else {
+				end(nil, false)
+			}
+			panic(v) // the chain's own recovery handles it
+		}
+	}()
+	r, err = ch.callLayer(ctx, c, cur, i)
+	ended = true
+	switch {
+	case cur.skips[i] != nil:
+		end(cur.skips[i], true)
+	case err != nil && ch.owns(err, owner):
+		end(err, false)
+	default:
+		end(nil, false)
+	}
+	return r, err
+}
+
+// owns reports whether err is the failure of a layer of owner on this
+// chain, not one that came from further in.
+func (ch *chain[C, R]) owns(err error, owner Owner) bool {
+	var me *MiddlewareError
+	return errors.As(err, &me) && me.Extension == owner.Extension && me.Hook == ch.hook
+}
+
+// callLayer runs layer i.
+func (ch *chain[C, R]) callLayer(ctx context.Context, c C, cur *cursor[R], i int) (R, error) {
 	l := &ch.layers[i]
 	if l.owner.OnError == FailOpen {
 		return ch.callOpen(ctx, c, cur, i)
@@ -314,6 +370,9 @@ func (ch *chain[C, R]) callOpen(ctx context.Context, c C, cur *cursor[R], i int)
 
 // skip reports the failure err of fail_open layer i and goes on without it.
 func (ch *chain[C, R]) skip(ctx context.Context, c C, cur *cursor[R], i int, err error) (R, error) {
+	if ch.observe != nil {
+		cur.skips[i] = ch.blame(i, err)
+	}
 	if ch.onSkip != nil {
 		sk := Skip{Hook: ch.hook, Owner: ch.layers[i].owner, Err: ch.blame(i, err)}
 		if id, ok := any(c).(identity); ok {

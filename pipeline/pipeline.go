@@ -67,6 +67,14 @@ type Handlers struct {
 	// OnSkip, if set, is told about each failure of a fail_open layer that
 	// was skipped. It must not block.
 	OnSkip func(Skip)
+	// Observe, if set, is called as each layer starts, with the layer's
+	// hook and owner; the layer runs with the context it returns (so that
+	// what the layer's Next runs is within it), and end is called once
+	// the layer has returned: with the layer's own failure (nil when it
+	// did not fail, or when the error came from further in), and whether
+	// the layer was skipped (a failed fail_open layer). A layer that
+	// panics ends with a [*PanicError]. Tracing is built on it.
+	Observe func(ctx context.Context, hook Hook, owner Owner) (_ context.Context, end func(err error, skipped bool))
 }
 
 // Build returns the pipeline of the layers registered so far around h.
@@ -79,10 +87,10 @@ func (b *Builder) Build(h Handlers) (*Pipeline, error) {
 		tool = runTool
 	}
 	p := &Pipeline{
-		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip,
+		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip, observe: h.Observe,
 			text: func(r *TurnResult) string { return r.Response.Content }, mark: func(r *TurnResult, ext string) { r.AnsweredBy = ext }},
-		step: chain[*StepContext, *StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip},
-		tool: chain[*ToolCallContext, *ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip},
+		step: chain[*StepContext, *StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip, observe: h.Observe},
+		tool: chain[*ToolCallContext, *ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip, observe: h.Observe},
 	}
 	return p, nil
 }
