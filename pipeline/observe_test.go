@@ -58,7 +58,9 @@ func TestObserve(t *testing.T) {
 				Turn: func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
 					return &pipeline.TurnResult{TurnID: tc.TurnID(), FinishReason: pipeline.FinishText}, nil
 				},
-				Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return &pipeline.StepResult{}, nil },
+				Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+					return &pipeline.StepResult{}, nil
+				},
 				Observe: func(ctx context.Context, hook pipeline.Hook, o pipeline.Owner) (context.Context, func(error, bool)) {
 					d, _ := ctx.Value(depthKey{}).(int)
 					log = append(log, fmt.Sprintf("start %s(%d)", o.Extension, d))
