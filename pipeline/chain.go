@@ -141,9 +141,10 @@ type chain[C any, R comparable] struct {
 	layers []layer[C, R]
 	final  func(context.Context, C) (R, error)
 	onSkip func(Skip)
-	// observe is Handlers.Observe; nil leaves the layers unobserved, at
-	// no cost.
-	observe func(context.Context, Hook, Owner) (context.Context, func(error, bool))
+	// start and end are Handlers.ObserveStart and ObserveEnd; nil leaves
+	// the layers unobserved, at no cost.
+	start func(context.Context, Hook, Owner) context.Context
+	end   func(context.Context, Hook, Owner, error, bool)
 	// text and mark are set on the turn chain only, whose result records
 	// the layer that made it: text reads a result's answer, mark names its
 	// maker ([TurnResult.AnsweredBy]). Functions, not an interface: a
@@ -254,7 +255,7 @@ func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R,
 	if i == len(ch.layers) {
 		return ch.callFinal(ctx, c)
 	}
-	if ch.observe != nil {
+	if ch.start != nil {
 		return ch.callObserved(ctx, c, cur, i)
 	}
 	return ch.callLayer(ctx, c, cur, i)
@@ -263,7 +264,7 @@ func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R,
 // callObserved runs layer i between the observer's start and end.
 func (ch *chain[C, R]) callObserved(ctx context.Context, c C, cur *cursor[R], i int) (r R, err error) {
 	owner := ch.layers[i].owner
-	ctx, end := ch.observe(ctx, ch.hook, owner)
+	ctx = ch.start(ctx, ch.hook, owner)
 	if len(cur.skips) < len(ch.layers) {
 		cur.skips = make([]error, len(ch.layers))
 	}
@@ -275,9 +276,9 @@ func (ch *chain[C, R]) callObserved(ctx context.Context, c C, cur *cursor[R], i 
 		}
 		if v := recover(); v != nil {
 			if cur.depth == i { // its own panic, not a deeper layer's
-				end(&PanicError{Value: v}, false)
+				ch.end(ctx, ch.hook, owner, &PanicError{Value: v}, false)
 			} else {
-				end(nil, false)
+				ch.end(ctx, ch.hook, owner, nil, false)
 			}
 			panic(v) // the chain's own recovery handles it
 		}
@@ -286,11 +287,11 @@ func (ch *chain[C, R]) callObserved(ctx context.Context, c C, cur *cursor[R], i 
 	ended = true
 	switch {
 	case cur.skips[i] != nil:
-		end(cur.skips[i], true)
+		ch.end(ctx, ch.hook, owner, cur.skips[i], true)
 	case err != nil && ch.owns(err, owner):
-		end(err, false)
+		ch.end(ctx, ch.hook, owner, err, false)
 	default:
-		end(nil, false)
+		ch.end(ctx, ch.hook, owner, nil, false)
 	}
 	return r, err
 }
@@ -370,7 +371,7 @@ func (ch *chain[C, R]) callOpen(ctx context.Context, c C, cur *cursor[R], i int)
 
 // skip reports the failure err of fail_open layer i and goes on without it.
 func (ch *chain[C, R]) skip(ctx context.Context, c C, cur *cursor[R], i int, err error) (R, error) {
-	if ch.observe != nil {
+	if ch.start != nil {
 		cur.skips[i] = ch.blame(i, err)
 	}
 	if ch.onSkip != nil {

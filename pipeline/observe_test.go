@@ -61,27 +61,31 @@ func TestObserve(t *testing.T) {
 				Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
 					return &pipeline.StepResult{}, nil
 				},
-				Observe: func(ctx context.Context, hook pipeline.Hook, o pipeline.Owner) (context.Context, func(error, bool)) {
+				ObserveStart: func(ctx context.Context, hook pipeline.Hook, o pipeline.Owner) context.Context {
 					d, _ := ctx.Value(depthKey{}).(int)
 					log = append(log, fmt.Sprintf("start %s(%d)", o.Extension, d))
 					if hook != pipeline.HookTurn {
 						t.Errorf("hook %s", hook)
 					}
-					return context.WithValue(ctx, depthKey{}, d+1), func(err error, skipped bool) {
-						s := "end " + o.Extension
-						switch {
-						case skipped:
-							s += " skipped: " + err.Error()
-						case err != nil:
-							var pe *pipeline.PanicError
-							if errors.As(err, &pe) {
-								s += fmt.Sprintf(" failed: panic: %v", pe.Value)
-							} else {
-								s += " failed: " + err.Error()
-							}
-						}
-						log = append(log, s)
+					return context.WithValue(ctx, depthKey{}, d+1)
+				},
+				ObserveEnd: func(ctx context.Context, hook pipeline.Hook, o pipeline.Owner, err error, skipped bool) {
+					if d, _ := ctx.Value(depthKey{}).(int); d < 1 {
+						t.Errorf("end of %s without the context its start returned", o.Extension)
 					}
+					s := "end " + o.Extension
+					switch {
+					case skipped:
+						s += " skipped: " + err.Error()
+					case err != nil:
+						var pe *pipeline.PanicError
+						if errors.As(err, &pe) {
+							s += fmt.Sprintf(" failed: panic: %v", pe.Value)
+						} else {
+							s += " failed: " + err.Error()
+						}
+					}
+					log = append(log, s)
 				},
 			})
 			if err != nil {

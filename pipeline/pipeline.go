@@ -67,14 +67,18 @@ type Handlers struct {
 	// OnSkip, if set, is told about each failure of a fail_open layer that
 	// was skipped. It must not block.
 	OnSkip func(Skip)
-	// Observe, if set, is called as each layer starts, with the layer's
-	// hook and owner; the layer runs with the context it returns (so that
-	// what the layer's Next runs is within it), and end is called once
-	// the layer has returned: with the layer's own failure (nil when it
-	// did not fail, or when the error came from further in), and whether
-	// the layer was skipped (a failed fail_open layer). A layer that
-	// panics ends with a [*PanicError]. Tracing is built on it.
-	Observe func(ctx context.Context, hook Hook, owner Owner) (_ context.Context, end func(err error, skipped bool))
+	// ObserveStart and ObserveEnd, if set (both or neither), are told of
+	// each layer's run: ObserveStart as the layer starts, with its hook and
+	// owner, and the layer runs with the context ObserveStart returns (so
+	// that what its Next runs is within it); ObserveEnd once it returned,
+	// with that context, the layer's own failure (nil when it did not fail,
+	// or when the error came from further in) and whether the layer was
+	// skipped (a failed fail_open layer). A layer that panics ends with a
+	// [*PanicError]. Tracing is built on them. Two functions rather than
+	// one that returns its end: a closure per layer run would cost an
+	// allocation.
+	ObserveStart func(ctx context.Context, hook Hook, owner Owner) context.Context
+	ObserveEnd   func(ctx context.Context, hook Hook, owner Owner, err error, skipped bool)
 }
 
 // Build returns the pipeline of the layers registered so far around h.
@@ -82,15 +86,18 @@ func (b *Builder) Build(h Handlers) (*Pipeline, error) {
 	if h.Turn == nil || h.Step == nil {
 		return nil, errors.New("pipeline: Handlers.Turn and Handlers.Step are required")
 	}
+	if (h.ObserveStart == nil) != (h.ObserveEnd == nil) {
+		return nil, errors.New("pipeline: Handlers.ObserveStart and ObserveEnd go together")
+	}
 	tool := h.ToolCall
 	if tool == nil {
 		tool = runTool
 	}
 	p := &Pipeline{
-		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip, observe: h.Observe,
+		turn: chain[*TurnContext, *TurnResult]{hook: HookTurn, layers: sorted(b.turn), final: h.Turn, onSkip: h.OnSkip, start: h.ObserveStart, end: h.ObserveEnd,
 			text: func(r *TurnResult) string { return r.Response.Content }, mark: func(r *TurnResult, ext string) { r.AnsweredBy = ext }},
-		step: chain[*StepContext, *StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip, observe: h.Observe},
-		tool: chain[*ToolCallContext, *ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip, observe: h.Observe},
+		step: chain[*StepContext, *StepResult]{hook: HookStep, layers: sorted(b.step), final: h.Step, onSkip: h.OnSkip, start: h.ObserveStart, end: h.ObserveEnd},
+		tool: chain[*ToolCallContext, *ToolResult]{hook: HookToolCall, layers: sorted(b.tool), final: tool, onSkip: h.OnSkip, start: h.ObserveStart, end: h.ObserveEnd},
 	}
 	return p, nil
 }

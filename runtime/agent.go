@@ -27,6 +27,7 @@ type agent struct {
 	system      string
 	model       model.Provider
 	modelName   string
+	provider    string // the model's provider, as the config names it
 	maxOutput   int
 	// contextWindow is the model's context size in tokens, 0 if unknown.
 	contextWindow int
@@ -143,12 +144,16 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		}
 	}
 	a.tools = slices.Clip(a.tools)
-	a.pipe, err = b.Build(pipeline.Handlers{
+	h := pipeline.Handlers{
 		Turn:     a.turnHandler,
 		Step:     a.stepHandler,
 		ToolCall: a.toolHandler,
 		OnSkip:   a.layerSkipped,
-	})
+	}
+	if r.tel != nil {
+		h.ObserveStart, h.ObserveEnd = r.tel.Layers(a.name)
+	}
+	a.pipe, err = b.Build(h)
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +198,7 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 // retrying as its model settings say.
 func (a *agent) openProvider(o *options, ac config.Agent) error {
 	if ac.Model != nil {
+		a.provider = ac.Model.Provider
 		a.modelName = ac.Model.Name
 		a.maxOutput = ac.Model.MaxOutputTokens
 		a.contextWindow = ac.Model.ContextWindow

@@ -8,6 +8,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/racecheck"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -56,7 +60,7 @@ var lookupTool = pipeline.Tool{
 	},
 }
 
-func newBenchRuntime(b testing.TB, storeOpt runtime.Option) *runtime.Runtime {
+func newBenchRuntime(b testing.TB, storeOpt runtime.Option, more ...runtime.Option) *runtime.Runtime {
 	b.Helper()
 	script, err := scripted.Parse("bench.yaml", []byte(benchScript))
 	if err != nil {
@@ -66,9 +70,9 @@ func newBenchRuntime(b testing.TB, storeOpt runtime.Option) *runtime.Runtime {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), storeOpt, runtime.WithModel(script),
+	rt, err := runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(cfg), storeOpt, runtime.WithModel(script),
 		runtime.WithTool(lookupTool),
-		runtime.WithExtension("mw1", passThrough), runtime.WithExtension("mw2", passThrough), runtime.WithExtension("mw3", passThrough))
+		runtime.WithExtension("mw1", passThrough), runtime.WithExtension("mw2", passThrough), runtime.WithExtension("mw3", passThrough)}, more...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -287,5 +291,46 @@ func TestTurnAllocs(t *testing.T) {
 	const limit = 21
 	if allocs > limit {
 		t.Errorf("a turn allocates %.1f times, more than %d", allocs, limit)
+	}
+}
+
+// BenchmarkTurnTraced is BenchmarkTurn/memory with tracing and metrics on:
+// every span kept by an in-memory exporter (emptied outside the timer),
+// metrics into a manual reader. The difference with BenchmarkTurn/memory
+// is what tracing costs a turn: its 1 turn, 2 steps, 2 model calls, 1 tool
+// call and 9 layer spans.
+func BenchmarkTurnTraced(b *testing.B) {
+	ctx := context.Background()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	defer tp.Shutdown(ctx)
+	in := runtime.UserMessage("What is the answer?")
+	var rt *runtime.Runtime
+	key := ""
+	b.ReportAllocs()
+	for i := range b.N {
+		if i%turnsPerRuntime == 0 || i%1024 == 0 {
+			b.StopTimer()
+			exp.Reset()
+			if i%turnsPerRuntime == 0 {
+				if rt != nil {
+					rt.Close()
+				}
+				rt = newBenchRuntime(b, runtime.WithMemoryStore(), runtime.WithTracerProvider(tp), runtime.WithMeterProvider(mp))
+			}
+			b.StartTimer()
+		}
+		if i%turnsPerInstance == 0 {
+			key = "i" + strconv.Itoa(i)
+		}
+		if _, err := rt.Send(ctx, "bench", key, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	tp.ForceFlush(ctx)
+	if n := len(exp.GetSpans()); b.N%1024 != 0 && n == 0 {
+		b.Fatal("no spans recorded")
 	}
 }

@@ -5,6 +5,9 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -51,6 +54,8 @@ type options struct {
 	noExpiryTimer bool
 	partialLoad   bool
 	tape          tape.Tape
+	tracer        trace.TracerProvider
+	meter         metric.MeterProvider
 }
 
 // WithTransport carries agent calls with t instead of in process.
@@ -177,6 +182,20 @@ func WithProvider(name string, f ProviderFactory) Option {
 
 // WithClock sets the clock used for timestamps. Default: time.Now.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
+
+// WithTracerProvider traces the runtime's turns on tp: a span for each
+// turn, step, model call, tool call and extension layer, after the
+// OpenTelemetry GenAI semantic conventions (see package doc, "Tracing").
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(o *options) { o.tracer = tp })
+}
+
+// WithMeterProvider records the runtime's metrics on mp: turn and model
+// call durations, token usage, tool calls, extension layer failures and
+// the pending items open.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return optionFunc(func(o *options) { o.meter = mp })
+}
 
 // WithTape records the runtime's session to a cassette ([cassette.Recorder])
 // or replays one ([cassette.Player]): the inputs given through the API,

@@ -22,6 +22,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
+	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
@@ -60,6 +61,7 @@ type Runtime struct {
 	keyring   *secret.Keyring // seals provided secrets
 	tape      tape.Tape       // records or replays the session, if set
 	untape    func()          // ends the tape's subscription to the bus
+	tel       *telemetry.T    // spans and metrics; nil when both are off
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -134,6 +136,12 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	if r.tape != nil {
 		r.untape = r.bus.Subscribe("*", r.tape.Event)
+	}
+	if o.tracer != nil || o.meter != nil {
+		var err error
+		if r.tel, err = telemetry.New(o.tracer, o.meter, false); err != nil {
+			return nil, fmt.Errorf("runtime: telemetry: %w", err)
+		}
 	}
 	r.calls.transport = o.transport
 	if r.calls.transport == nil {

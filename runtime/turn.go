@@ -12,9 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
+	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -133,6 +136,10 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
 	}
 	before := inst.hist.len()
+	var span telemetry.Turn
+	if r.tel != nil {
+		ctx, span = r.tel.StartTurn(ctx, a.name, inst.key, ts.turnID, in)
+	}
 	res, err := a.pipe.RunTurn(ctx, tc)
 	if err == nil && (res.AnsweredBy != "" || ts.inputID == "" || res.FinishReason == pipeline.FinishText) {
 		err = a.keepAnswer(ts, res, before)
@@ -162,6 +169,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	}
 	for _, h := range turnHooks {
 		res, err = h.endTurn(ts, in, res, err)
+	}
+	if r.tel != nil {
+		span.End(res, err)
 	}
 	if r.bus.Active() {
 		data := events.TurnFinishedData{FinishReason: res.FinishReason, Steps: res.Steps, Usage: res.Usage, Response: res.Response.Content}
@@ -215,7 +225,7 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 	ts.step.Init(t, first, a.tools)
 	for step := first; step <= a.maxSteps; step++ {
 		ts.step.Reset(step, a.tools)
-		sr, err := a.pipe.RunStep(ctx, &ts.step)
+		sr, err := a.runStep(ctx, ts, step)
 		if err != nil {
 			return nil, err
 		}
@@ -243,6 +253,18 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 	}
 	res.FinishReason = pipeline.FinishMaxSteps
 	return res, nil
+}
+
+// runStep runs step n's chain, within its span when tracing.
+func (a *agent) runStep(ctx context.Context, ts *turnState, n int) (*pipeline.StepResult, error) {
+	tel := a.rt.tel
+	if tel == nil {
+		return a.pipe.RunStep(ctx, &ts.step)
+	}
+	ctx, span := tel.StartStep(ctx, n)
+	sr, err := a.pipe.RunStep(ctx, &ts.step)
+	telemetry.EndSpan(span, err)
+	return sr, err
 }
 
 // inputMessage is the stored form of the turn's input in.
@@ -413,6 +435,20 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 		ts.sentTokens = h.effective().tokens
 	}
 	req.Tools = s.Tools().Tools()
+	if tel := a.rt.tel; tel != nil {
+		var span *telemetry.Model
+		ctx, span = tel.StartModel(ctx, a.name, a.provider, a.modelName, a.maxOutput, a.system, req.Messages)
+		msg, usage, err := a.streamModel(ctx, ts, s, span)
+		span.End(&msg, usage, err)
+		return msg, usage, err
+	}
+	return a.streamModel(ctx, ts, s, nil)
+}
+
+// streamModel streams the response to ts.req and assembles it; span, if
+// not nil, is told of the first chunk.
+func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, span *telemetry.Model) (pipeline.Message, pipeline.Usage, error) {
+	req := &ts.req
 	stream, err := a.model.Stream(ctx, req)
 	if err != nil {
 		return pipeline.Message{}, pipeline.Usage{}, fmt.Errorf("model: %w", err)
@@ -430,6 +466,9 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 	bus := a.rt.bus
 	for {
 		c, err := stream.Recv()
+		if span != nil {
+			span.Chunk()
+		}
 		if err == io.EOF {
 			break
 		}
@@ -538,6 +577,10 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 		a.publishTool(ts, events.ToolStarted, c, nil, 0)
 		start = time.Now()
 	}
+	var span trace.Span
+	if tel := a.rt.tel; tel != nil {
+		ctx, span = tel.StartTool(ctx, c)
+	}
 	r, err := a.pipe.RunToolCall(ctx, cc)
 	if err != nil {
 		// A fail_closed toolCall middleware failed: the turn fails, but
@@ -553,6 +596,9 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 	// said before any middleware saw it; this masks what a middleware
 	// granted a secret may have written into the result.
 	out.Content = ts.inst.secrets.redactor.Redact(out.Content)
+	if span != nil {
+		a.rt.tel.EndTool(span, a.name, out)
+	}
 	if bus.Active() {
 		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
 	}

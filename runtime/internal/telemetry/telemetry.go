@@ -1,0 +1,448 @@
+// Package telemetry is the runtime's OpenTelemetry instrumentation: the
+// spans of turns, steps, model calls, tool calls and extension layers,
+// after the OpenTelemetry GenAI semantic conventions, and the runtime's
+// metrics. The runtime holds a *T only when tracing or metrics are on;
+// a nil *T is never called.
+//
+// Message and argument content goes into spans only when the config asks
+// for it; what the runtime hands over is masked of provided secrets
+// already (the history the model sees, tool results), and no secret value
+// is ever an attribute.
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// scope is the instrumentation scope of the runtime's spans and metrics.
+const scope = "github.com/ganglion-dev/ganglion/runtime"
+
+// Keys of Ganglion's own attributes, beside the GenAI ones.
+const (
+	keyInstance     = attribute.Key("ganglion.instance")
+	keyTurnID       = attribute.Key("ganglion.turn.id")
+	keyInputKind    = attribute.Key("ganglion.input.kind")
+	keyFinishReason = attribute.Key("ganglion.finish_reason")
+	keyAnsweredBy   = attribute.Key("ganglion.answered_by")
+	keyStep         = attribute.Key("ganglion.step")
+	keyExtension    = attribute.Key("ganglion.extension")
+	keyHook         = attribute.Key("ganglion.hook")
+	keyOnError      = attribute.Key("ganglion.on_error")
+	keySkipped      = attribute.Key("ganglion.layer.skipped")
+	keyTTFT         = attribute.Key("ganglion.time_to_first_chunk_ms")
+	keyTaskID       = attribute.Key("ganglion.task.id")
+)
+
+// T instruments one runtime.
+type T struct {
+	tracer  trace.Tracer
+	tracing bool // a tracer provider was given: spans are made
+	content bool
+	metrics bool // a meter provider was given: metrics are recorded
+	// sets caches the attribute sets of measurements, by their values:
+	// building one sorts and allocates, a turn records several.
+	sets sync.Map // string → metric.MeasurementOption
+	// names caches span names by what they are made of ("chat " + model).
+	names  sync.Map // string → string
+	layers sync.Map // layerKey → *layerInfo
+
+	turnDur    metric.Float64Histogram
+	opDur      metric.Float64Histogram
+	tokens     metric.Int64Histogram
+	toolCalls  metric.Int64Counter
+	layerFails metric.Int64Counter
+	pending    metric.Int64UpDownCounter
+}
+
+// New returns the instrumentation of a runtime on tp and mp, either of
+// which may be nil (no spans, or no metrics); content says whether
+// message and argument text goes into spans.
+func New(tp trace.TracerProvider, mp metric.MeterProvider, content bool) (*T, error) {
+	t := &T{tracing: tp != nil, metrics: mp != nil, content: content}
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	t.tracer = tp.Tracer(scope)
+	m := mp.Meter(scope)
+	var err error
+	seconds := metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+	if t.turnDur, err = m.Float64Histogram("ganglion.turn.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long turns take, by agent and finish reason."), seconds); err != nil {
+		return nil, err
+	}
+	if t.opDur, err = m.Float64Histogram("gen_ai.client.operation.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long model calls take, by agent and model."), seconds); err != nil {
+		return nil, err
+	}
+	if t.tokens, err = m.Int64Histogram("gen_ai.client.token.usage", metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens a model call used, by agent, model and kind (input, output)."),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)); err != nil {
+		return nil, err
+	}
+	if t.toolCalls, err = m.Int64Counter("ganglion.tool.calls", metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls, by agent, tool and whether the result is an error.")); err != nil {
+		return nil, err
+	}
+	if t.layerFails, err = m.Int64Counter("ganglion.extension.layer.failures", metric.WithUnit("{failure}"),
+		metric.WithDescription("Failures of extension middleware layers, by extension, hook and whether the layer was skipped.")); err != nil {
+		return nil, err
+	}
+	if t.pending, err = m.Int64UpDownCounter("ganglion.pending.open", metric.WithUnit("{item}"),
+		metric.WithDescription("Pending items open: what paused turns wait for.")); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// set returns the measurement option of the attributes kvs, whose values
+// joined make key, from the cache.
+func (t *T) set(key string, kvs func() []attribute.KeyValue) metric.MeasurementOption {
+	if o, ok := t.sets.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(kvs()...))
+	t.sets.Store(key, o)
+	return o
+}
+
+// name returns prefix+what, from the cache: a span name built per call
+// would cost an allocation.
+func (t *T) name(prefix, what string) string {
+	key := prefix + "\x00" + what // not allocated: only looked up
+	if n, ok := t.names.Load(key); ok {
+		return n.(string)
+	}
+	n := prefix + what
+	t.names.Store(prefix+"\x00"+what, n)
+	return n
+}
+
+// Options and attributes made once: one built per span is an allocation.
+var (
+	finishStop      = semconv.GenAIResponseFinishReasons("stop")
+	finishToolCalls = semconv.GenAIResponseFinishReasons("tool_calls")
+	kindClient      = trace.WithSpanKind(trace.SpanKindClient)
+	kindInternal    = trace.WithSpanKind(trace.SpanKindInternal)
+	stepNames       [32]string
+)
+
+func init() {
+	for i := range stepNames {
+		stepNames[i] = "step " + strconv.Itoa(i)
+	}
+}
+
+// Turn is a turn's span; End ends it.
+type Turn struct {
+	t     *T
+	span  trace.Span
+	start time.Time
+	agent attribute.KeyValue
+}
+
+// StartTurn starts the span of a turn of agent's instance; links are
+// the spans it continues (the turn that delegated its task, the turn
+// that paused before it resumed).
+func (t *T) StartTurn(ctx context.Context, agent, instance, turnID string, in pipeline.InputEvent, links ...trace.Link) (context.Context, Turn) {
+	a := semconv.GenAIAgentName(agent)
+	var span trace.Span
+	if len(links) > 0 {
+		ctx, span = t.tracer.Start(ctx, t.name("invoke_agent ", agent), kindInternal, trace.WithLinks(links...))
+	} else {
+		ctx, span = t.tracer.Start(ctx, t.name("invoke_agent ", agent), kindInternal)
+	}
+	if span.IsRecording() {
+		span.SetAttributes(semconv.GenAIOperationNameInvokeAgent, a, semconv.GenAIConversationID(agent+"/"+instance),
+			keyInstance.String(instance), keyTurnID.String(turnID), keyInputKind.String(string(in.Kind)))
+		if task, _ := in.Metadata["taskId"].(string); task != "" {
+			span.SetAttributes(keyTaskID.String(task))
+		}
+		if t.content {
+			span.SetAttributes(semconv.GenAIInputMessagesKey.String(messagesJSON(pipeline.Message{Role: pipeline.RoleUser, Content: in.Text})))
+		}
+	}
+	return ctx, Turn{t: t, span: span, start: time.Now(), agent: a}
+}
+
+// End ends the turn's span with its result or error.
+func (s Turn) End(res *pipeline.TurnResult, err error) {
+	reason := ""
+	if res != nil {
+		reason = string(res.FinishReason)
+	}
+	if res != nil && s.span.IsRecording() {
+		s.span.SetAttributes(keyFinishReason.String(reason), semconv.GenAIUsageInputTokens(int(res.Usage.InputTokens)),
+			semconv.GenAIUsageOutputTokens(int(res.Usage.OutputTokens)))
+		if res.AnsweredBy != "" {
+			s.span.SetAttributes(keyAnsweredBy.String(res.AnsweredBy))
+		}
+		if s.t.content && err == nil {
+			s.span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON(res.Response)))
+		}
+	}
+	if err != nil {
+		s.span.SetStatus(codes.Error, err.Error())
+	}
+	s.span.End()
+	if t := s.t; t.metrics {
+		t.turnDur.Record(context.Background(), time.Since(s.start).Seconds(), t.set("turn\x00"+s.agent.Value.AsString()+"\x00"+reason,
+			func() []attribute.KeyValue { return []attribute.KeyValue{s.agent, keyFinishReason.String(reason)} }))
+	}
+}
+
+// StartStep starts the span of step n of a turn.
+func (t *T) StartStep(ctx context.Context, n int) (context.Context, trace.Span) {
+	name := "step " + strconv.Itoa(n)
+	if n < len(stepNames) {
+		name = stepNames[n]
+	}
+	ctx, span := t.tracer.Start(ctx, name)
+	if span.IsRecording() {
+		span.SetAttributes(keyStep.Int(n))
+	}
+	return ctx, span
+}
+
+// EndSpan ends span with err as its status, if not nil.
+func EndSpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// Model is a model call's span; Chunk marks its first chunk, End ends it.
+type Model struct {
+	t     *T
+	span  trace.Span
+	start time.Time
+	first bool
+	attrs [3]attribute.KeyValue // agent, model, provider: the metrics' attributes
+}
+
+// StartModel starts the span of a model call of agent to model at
+// provider; system and msgs are recorded when content is on.
+func (t *T) StartModel(ctx context.Context, agent, provider, model string, maxTokens int, system string, msgs pipeline.MessageList) (context.Context, *Model) {
+	m := &Model{t: t, start: time.Now(), attrs: [3]attribute.KeyValue{semconv.GenAIAgentName(agent), semconv.GenAIRequestModel(model),
+		semconv.GenAIProviderNameKey.String(provider)}}
+	name := t.name("chat ", model) // the convention's name; the provider's when the config names no model
+	if model == "" {
+		name = t.name("chat ", provider)
+	}
+	ctx, m.span = t.tracer.Start(ctx, name, kindClient)
+	if m.span.IsRecording() {
+		m.span.SetAttributes(semconv.GenAIOperationNameChat, m.attrs[0], m.attrs[1], m.attrs[2])
+		if maxTokens > 0 {
+			m.span.SetAttributes(semconv.GenAIRequestMaxTokens(maxTokens))
+		}
+		if t.content {
+			m.span.SetAttributes(semconv.GenAISystemInstructionsKey.String(system), semconv.GenAIInputMessagesKey.String(listJSON(msgs)))
+		}
+	}
+	return ctx, m
+}
+
+// Chunk notes that a chunk arrived; the first sets the time to it.
+func (m *Model) Chunk() {
+	if m.first {
+		return
+	}
+	m.first = true
+	if m.span.IsRecording() {
+		m.span.SetAttributes(keyTTFT.Float64(float64(time.Since(m.start).Microseconds()) / 1000))
+	}
+}
+
+// End ends the model call's span with the assembled reply and its usage.
+func (m *Model) End(reply *pipeline.Message, usage pipeline.Usage, err error) {
+	ctx := context.Background()
+	if err != nil {
+		m.span.SetStatus(codes.Error, err.Error())
+	} else {
+		if m.span.IsRecording() {
+			finish := finishStop
+			if len(reply.ToolCalls) > 0 {
+				finish = finishToolCalls
+			}
+			m.span.SetAttributes(finish, semconv.GenAIUsageInputTokens(int(usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(usage.OutputTokens)))
+			if m.t.content {
+				m.span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON(*reply)))
+			}
+		}
+		if t := m.t; t.metrics {
+			key := m.attrs[0].Value.AsString() + "\x00" + m.attrs[1].Value.AsString()
+			if usage.InputTokens > 0 {
+				t.tokens.Record(ctx, usage.InputTokens, t.set("in\x00"+key,
+					func() []attribute.KeyValue {
+						return []attribute.KeyValue{m.attrs[0], m.attrs[1], semconv.GenAITokenTypeInput}
+					}))
+			}
+			if usage.OutputTokens > 0 {
+				t.tokens.Record(ctx, usage.OutputTokens, t.set("out\x00"+key,
+					func() []attribute.KeyValue {
+						return []attribute.KeyValue{m.attrs[0], m.attrs[1], semconv.GenAITokenTypeOutput}
+					}))
+			}
+		}
+	}
+	m.span.End()
+	if t := m.t; t.metrics {
+		t.opDur.Record(ctx, time.Since(m.start).Seconds(), t.set("op\x00"+m.attrs[0].Value.AsString()+"\x00"+m.attrs[1].Value.AsString()+"\x00"+m.attrs[2].Value.AsString(),
+			func() []attribute.KeyValue { return m.attrs[:] }))
+	}
+}
+
+// StartTool starts the span of tool call c of agent.
+func (t *T) StartTool(ctx context.Context, c pipeline.ToolCall) (context.Context, trace.Span) {
+	ctx, span := t.tracer.Start(ctx, t.name("execute_tool ", c.Name))
+	if span.IsRecording() {
+		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Name), semconv.GenAIToolCallID(c.ID),
+			semconv.GenAIToolTypeKey.String("function"))
+		if t.content {
+			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(string(c.Arguments)))
+		}
+	}
+	return ctx, span
+}
+
+// EndTool ends a tool call's span with its result, masked already.
+func (t *T) EndTool(span trace.Span, agent string, r *pipeline.ToolResult) {
+	if r.IsError {
+		span.SetStatus(codes.Error, "the tool's result is an error")
+	}
+	if t.content && span.IsRecording() {
+		span.SetAttributes(semconv.GenAIToolCallResultKey.String(r.Content))
+	}
+	span.End()
+	if t.metrics {
+		t.toolCalls.Add(context.Background(), 1, t.set("tool\x00"+agent+"\x00"+r.Name+"\x00"+strconv.FormatBool(r.IsError), func() []attribute.KeyValue {
+			return []attribute.KeyValue{semconv.GenAIAgentName(agent), semconv.GenAIToolName(r.Name), attribute.Bool("error", r.IsError)}
+		}))
+	}
+}
+
+// layerKey names an extension layer; layerInfo is what its spans and
+// metrics say of it, made once.
+type (
+	layerKey struct {
+		agent string
+		hook  pipeline.Hook
+		owner pipeline.Owner
+	}
+	layerInfo struct {
+		name  string
+		attrs []attribute.KeyValue
+	}
+)
+
+func (t *T) layer(agent string, hook pipeline.Hook, o pipeline.Owner) *layerInfo {
+	k := layerKey{agent, hook, o}
+	if l, ok := t.layers.Load(k); ok {
+		return l.(*layerInfo)
+	}
+	l := &layerInfo{name: hook.String() + " " + o.Extension, attrs: []attribute.KeyValue{keyExtension.String(o.Extension),
+		keyHook.String(hook.String()), keyOnError.String(o.OnError.String())}}
+	t.layers.Store(k, l)
+	return l
+}
+
+// Layers returns pipeline.Handlers.ObserveStart and ObserveEnd for
+// agent's pipeline: a span for each extension layer's run.
+func (t *T) Layers(agent string) (func(context.Context, pipeline.Hook, pipeline.Owner) context.Context,
+	func(context.Context, pipeline.Hook, pipeline.Owner, error, bool)) {
+	a := semconv.GenAIAgentName(agent)
+	start := func(ctx context.Context, hook pipeline.Hook, o pipeline.Owner) context.Context {
+		l := t.layer(agent, hook, o)
+		ctx, span := t.tracer.Start(ctx, l.name)
+		if span.IsRecording() {
+			span.SetAttributes(l.attrs...)
+		}
+		return ctx
+	}
+	end := func(ctx context.Context, hook pipeline.Hook, o pipeline.Owner, err error, skipped bool) {
+		span := trace.SpanFromContext(ctx)
+		if skipped {
+			span.SetAttributes(keySkipped.Bool(true))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+			if t.metrics {
+				t.layerFails.Add(context.Background(), 1, metric.WithAttributes(a, keyExtension.String(o.Extension),
+					keyHook.String(hook.String()), keySkipped.Bool(skipped)))
+			}
+		}
+		span.End()
+	}
+	return start, end
+}
+
+// PendingOpened and PendingClosed count the open pending items.
+func (t *T) PendingOpened(agent string) {
+	if !t.metrics {
+		return
+	}
+	t.pending.Add(context.Background(), 1, metric.WithAttributes(semconv.GenAIAgentName(agent)))
+}
+
+// PendingClosed counts a pending item closed.
+func (t *T) PendingClosed(agent string) {
+	if !t.metrics {
+		return
+	}
+	t.pending.Add(context.Background(), -1, metric.WithAttributes(semconv.GenAIAgentName(agent)))
+}
+
+// wireMessage is a message as the GenAI conventions record it.
+type wireMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	Tools   []struct {
+		ID, Name, Arguments string
+	} `json:"tool_calls,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+func toWire(m pipeline.Message) wireMessage {
+	w := wireMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+	for _, c := range m.ToolCalls {
+		w.Tools = append(w.Tools, struct{ ID, Name, Arguments string }{c.ID, c.Name, string(c.Arguments)})
+	}
+	return w
+}
+
+func messagesJSON(ms ...pipeline.Message) string {
+	w := make([]wireMessage, len(ms))
+	for i, m := range ms {
+		w[i] = toWire(m)
+	}
+	b, _ := json.Marshal(w)
+	return string(b)
+}
+
+func listJSON(l pipeline.MessageList) string {
+	if l == nil {
+		return "[]"
+	}
+	ms := make([]pipeline.Message, l.Len())
+	for i := range ms {
+		ms[i] = l.At(i)
+	}
+	return messagesJSON(ms...)
+}
