@@ -81,7 +81,10 @@ type Item struct {
 	Fails bool `json:"fails,omitempty"`
 	// ResumedBy is the ID of the turn that resumed the paused turn once all
 	// its items were resolved.
-	ResumedBy string    `json:"resumed_by,omitempty"`
+	ResumedBy string `json:"resumed_by,omitempty"`
+	// Trace is the W3C traceparent of the turn that paused, when it was
+	// traced: the resume turn links to it, however much later it runs.
+	Trace     string    `json:"trace,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// ExpiresAt, if set, is when a pending item times out (see Expire).

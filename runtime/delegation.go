@@ -18,6 +18,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 )
 
 // The delegation chain: call_agent and call_team_agent record
@@ -71,7 +72,8 @@ type delegation struct {
 	team  string
 	msg   string
 	at    time.Time
-	order int // step × 2^16 + the call's index in the step: parallel calls finish in any order
+	order int    // step × 2^16 + the call's index in the step: parallel calls finish in any order
+	trace string // the call's traceparent, when traced
 }
 
 var callAgentArgs = []byte(`{"type":"object","properties":{` +
@@ -99,7 +101,7 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 				}{&args.AgentID, &args.Message}); err != nil {
 					return nil, err
 				}
-				return r.delegate(c, "", args.AgentID, args.Message)
+				return r.delegate(ctx, c, "", args.AgentID, args.Message)
 			}},
 		{ToolSpec: pipeline.ToolSpec{Name: toolCallTeamAgent, Category: pipeline.CategoryOther, Parameters: callTeamAgentArgs,
 			Description: "Delegate a task to an agent of a team; the whole team starts, and the agent may delegate within it. " +
@@ -116,14 +118,14 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 				if args.Team == "" {
 					return nil, errors.New("team is empty: name a team that list_agents shows")
 				}
-				return r.delegate(c, args.Team, args.AgentID, args.Message)
+				return r.delegate(ctx, c, args.Team, args.AgentID, args.Message)
 			}},
 	}
 }
 
 // delegate records a call_agent (team "") or call_team_agent of the turn
 // c runs in, after checking whom the agent may delegate to.
-func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
+func (r *Runtime) delegate(ctx context.Context, c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
 	ts, ok := c.Host().(*turnState)
 	if !ok {
 		return nil, errors.New("delegation runs only in a turn")
@@ -172,6 +174,9 @@ func (r *Runtime) delegate(c *pipeline.ToolCallContext, team, target, msg string
 	}
 	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+c.CallID()), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
 		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
+	if r.tel != nil {
+		d.trace = telemetry.Traceparent(ctx)
+	}
 	ts.task.mu.Lock()
 	ts.task.delegs = append(ts.task.delegs, d)
 	ts.task.mu.Unlock()
@@ -273,7 +278,7 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	for _, d := range delegs {
 		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, CallID: d.call, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
 		ts.task.children = append(ts.task.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
-			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.turnID, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
+			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.turnID, Trace: d.trace, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
 			CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: self}})
 	}
 	r.spend(ts.storeCtx, t, Spend{Delegations: len(delegs)})
@@ -400,7 +405,7 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 	}
 	requester = str("requester", requester)
 	t := &Task{ID: a.rt.newID("task_", "task/"+a.name+"/"+ts.inst.key+"/"+ts.turnID), Agent: a.name, Instance: ts.inst.key, Requester: requester, Channel: str("channel", ChannelAPI),
-		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.task.chain), CreatedAt: a.rt.now()}
+		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.task.chain), CreatedAt: a.rt.now(), Trace: ts.trace}
 	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
 	return t
 }
@@ -714,7 +719,11 @@ func (r *Runtime) runTask(id string) {
 		if t.State == TaskQueued && t.Team != "" {
 			r.activateTeam(t.Team, t.Instance)
 		}
-		_, err = r.calls.transport.Deliver(r.tasks.bg, t.Agent, t.Instance, in)
+		ctx := r.tasks.bg
+		if r.tel != nil {
+			ctx = telemetry.WithParent(ctx, t.Trace) // the turn joins the trace of what started the task
+		}
+		_, err = r.calls.transport.Deliver(ctx, t.Agent, t.Instance, in)
 		switch {
 		case errors.Is(err, ErrPaused):
 			r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)

@@ -59,6 +59,7 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 	if it.ID == "" && a.rt.tape != nil {
 		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+strconv.Itoa(s.Index()))
 	}
+	it.Trace = ts.trace
 	if n := ts.inst.hist.len(); n > 0 {
 		it.Checkpoint = ts.inst.hist.at(n - 1).msg.ID
 	}
@@ -92,6 +93,7 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 	if it.ID == "" && a.rt.tape != nil {
 		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+c.CallID())
 	}
+	it.Trace = ts.trace
 	if timeout > 0 {
 		it.ExpiresAt = a.rt.now().Add(timeout)
 	}
@@ -500,7 +502,7 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 	if err != nil {
 		return nil, err
 	}
-	var ids, msgs, fails []string
+	var ids, msgs, fails, traces []string
 	for _, it := range items {
 		if it.Open {
 			return nil, nil
@@ -509,6 +511,9 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 			continue
 		}
 		ids = append(ids, it.ID)
+		if it.Trace != "" && !slices.Contains(traces, it.Trace) {
+			traces = append(traces, it.Trace)
+		}
 		if it.Message != "" {
 			msgs = append(msgs, it.Message)
 		}
@@ -532,6 +537,7 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 			return nil, r.ledger.MarkResumed(storeCtx, ids, by)
 		}
 	}
+	inst.ts.links = traces // the resume turn links to the turn it resumes
 	res, err := a.runTurn(ctx, inst, in)
 	if res.TurnID == "" {
 		return res, err // the turn never began (its agent is unavailable): nothing resumed

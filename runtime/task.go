@@ -43,6 +43,10 @@ type Task struct {
 	Root string `json:"root_task_id,omitempty"`
 	// CallerTurn is the parent's turn that delegated the task.
 	CallerTurn string `json:"caller_turn,omitempty"`
+	// Trace is the W3C traceparent of what started the task when it was
+	// traced (the call_agent call of a child, the turn of a root task):
+	// the task's turns join that trace, also after a restart.
+	Trace string `json:"trace,omitempty"`
 	// Team is set on a task delegated into a team with call_team_agent.
 	Team    string            `json:"team,omitempty"`
 	Context DelegationContext `json:"delegation_context"`

@@ -12,8 +12,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
 // traced returns a tracer provider recording into the returned recorder.
@@ -129,5 +131,127 @@ agents:
 `
 	if got != want {
 		t.Errorf("span tree:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// turnSpans returns the ended turn spans of agent, in the order they
+// started.
+func turnSpans(spans []sdktrace.ReadOnlySpan, agent string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if s.Name() == "invoke_agent "+agent {
+			out = append(out, s)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+	return out
+}
+
+func spanByID(spans []sdktrace.ReadOnlySpan, id string) sdktrace.ReadOnlySpan {
+	for _, s := range spans {
+		if s.SpanContext().SpanID().String() == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// TestTraceOfAFanOut: the children of a fan-out and the merged report
+// belong to the delegating turn's trace, each child's turn under the
+// call_agent call that delegated it.
+func TestTraceOfAFanOut(t *testing.T) {
+	tp, sr := traced(t)
+	h := newHarness(t, fanOutConfig, fanOutScript, runtime.WithTracerProvider(tp))
+	if _, err := h.rt.Ask(context.Background(), "lead", "k", "build a parser"); err != nil {
+		t.Fatal(err)
+	}
+	waitNoTasks(t, h.rt)
+	spans := sr.Ended()
+	lead := turnSpans(spans, "lead")
+	if len(lead) != 2 {
+		t.Fatalf("%d turns of lead, want the delegating one and the report:\n%s", len(lead), spanTree(spans))
+	}
+	trace := lead[0].SpanContext().TraceID()
+	if lead[1].SpanContext().TraceID() != trace {
+		t.Errorf("the merged report's turn is in another trace")
+	}
+	for _, agent := range []string{"coder", "tester"} {
+		turns := turnSpans(spans, agent)
+		if len(turns) != 1 {
+			t.Fatalf("%d turns of %s:\n%s", len(turns), agent, spanTree(spans))
+		}
+		c := turns[0]
+		if c.SpanContext().TraceID() != trace {
+			t.Errorf("%s's turn is in trace %s, not the delegating turn's %s", agent, c.SpanContext().TraceID(), trace)
+		}
+		parent := spanByID(spans, c.Parent().SpanID().String())
+		if parent == nil || parent.Name() != "execute_tool call_agent" {
+			t.Errorf("%s's turn is under %v, want the call_agent call", agent, parent)
+		}
+	}
+}
+
+// TestTraceSurvivesARestart: a runtime stops during a delegation; the
+// next one, with another tracer, finishes it in the delegating turn's
+// trace, from the trace context stored with the task.
+func TestTraceSurvivesARestart(t *testing.T) {
+	ctx := context.Background()
+	tp1, sr1 := traced(t)
+	sc, err := scripted.Parse("script.yaml", []byte(restartDelegScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm := newGateModel(&recorder{p: sc})
+	g := gm.hold("lead", "Merged report")
+	p := newPersistent(t, restartDelegConfig, restartDelegScript, runtime.WithModel(gm), runtime.WithTracerProvider(tp1))
+	rt := p.mustOpen()
+	if _, err := rt.Send(ctx, "lead", "k", runtime.UserMessage("do three things")); err != nil {
+		t.Fatal(err)
+	}
+	g.waitStarted(t, "the report turn")
+	mustClose(t, rt)
+	delegating := turnSpans(sr1.Ended(), "lead")[0]
+
+	tp2, sr2 := traced(t)
+	p.opts = []runtime.Option{runtime.WithModel(&recorder{p: sc}), runtime.WithTracerProvider(tp2)}
+	rt = p.mustOpen()
+	waitNoTasks(t, rt)
+	report := turnSpans(sr2.Ended(), "lead")
+	if len(report) != 1 {
+		t.Fatalf("%d turns of lead after the restart, want the report:\n%s", len(report), spanTree(sr2.Ended()))
+	}
+	if report[0].SpanContext().TraceID() != delegating.SpanContext().TraceID() || report[0].Parent().SpanID() != delegating.SpanContext().SpanID() {
+		t.Errorf("the report after the restart is in trace %s under %s, want trace %s under the delegating turn %s",
+			report[0].SpanContext().TraceID(), report[0].Parent().SpanID(), delegating.SpanContext().TraceID(), delegating.SpanContext().SpanID())
+	}
+}
+
+// TestResumeLinksToThePause: a paused turn's resume, however much later,
+// links to the turn that paused.
+func TestResumeLinksToThePause(t *testing.T) {
+	tp, sr := traced(t)
+	h := newHarness(t, pauseConfig, pauseScript, runtime.WithTracerProvider(tp))
+	ctx := context.Background()
+	res := h.mustSend("a", "k", "start")
+	if res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("turn = %+v", res)
+	}
+	items, err := h.rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("pending = %v, %v", items, err)
+	}
+	if _, err := h.rt.Skip(ctx, items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rt.Provide(ctx, items[1].ID, "sk-canary-value-0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	turns := turnSpans(sr.Ended(), "a")
+	if len(turns) != 2 {
+		t.Fatalf("%d turns:\n%s", len(turns), spanTree(sr.Ended()))
+	}
+	paused, resumed := turns[0], turns[1]
+	if l := resumed.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != paused.SpanContext().SpanID() {
+		t.Errorf("the resume turn's links: %+v, want one to the paused turn %s", l, paused.SpanContext().SpanID())
 	}
 }

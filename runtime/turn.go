@@ -83,6 +83,12 @@ type turnState struct {
 	// cont is the interrupted turn this one continues, if any
 	// (interrupt.go): its input is stored already, its steps counted.
 	cont continuation
+	// trace is the turn's W3C traceparent when it is traced, for the tasks
+	// and pending items it leaves; links are the traceparents the next
+	// turn links to (the paused turns a resume resumes), which its
+	// caller sets.
+	trace string
+	links []string
 }
 
 type partialCall struct {
@@ -138,8 +144,10 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	before := inst.hist.len()
 	var span telemetry.Turn
 	if r.tel != nil {
-		ctx, span = r.tel.StartTurn(ctx, a.name, inst.key, ts.turnID, in)
+		ctx, span = r.tel.StartTurn(ctx, a.name, inst.key, ts.turnID, in, links(ts.links)...)
+		ts.trace = telemetry.Traceparent(ctx)
 	}
+	ts.links = nil
 	res, err := a.pipe.RunTurn(ctx, tc)
 	if err == nil && (res.AnsweredBy != "" || ts.inputID == "" || res.FinishReason == pipeline.FinishText) {
 		err = a.keepAnswer(ts, res, before)
@@ -253,6 +261,17 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 	}
 	res.FinishReason = pipeline.FinishMaxSteps
 	return res, nil
+}
+
+// links returns the links to the spans traceparents name.
+func links(traceparents []string) []trace.Link {
+	var out []trace.Link
+	for _, tp := range traceparents {
+		if l, ok := telemetry.Link(tp); ok {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // runStep runs step n's chain, within its span when tracing.

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
@@ -445,4 +446,38 @@ func listJSON(l pipeline.MessageList) string {
 		ms[i] = l.At(i)
 	}
 	return messagesJSON(ms...)
+}
+
+// propagator writes and reads W3C trace context (traceparent).
+var propagator = propagation.TraceContext{}
+
+// Traceparent returns the W3C traceparent of the span in ctx, "" if it
+// has none: what a task or a pending item stores, so that a turn that
+// runs later (after a restart, days later) joins or links to the trace.
+func Traceparent(ctx context.Context) string {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagator.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// WithParent returns ctx with the span traceparent names as its remote
+// parent; ctx itself if traceparent is empty or not valid.
+func WithParent(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
+	}
+	return propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
+
+// Link returns a link to the span traceparent names, and false if it
+// names none.
+func Link(traceparent string) (trace.Link, bool) {
+	sc := trace.SpanContextFromContext(WithParent(context.Background(), traceparent))
+	if !sc.IsValid() {
+		return trace.Link{}, false
+	}
+	return trace.Link{SpanContext: sc}, true
 }
