@@ -17,6 +17,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions/standard"
+	"github.com/ganglion-dev/ganglion/internal/otlp"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -62,6 +63,7 @@ type Runtime struct {
 	tape      tape.Tape       // records or replays the session, if set
 	untape    func()          // ends the tape's subscription to the bus
 	tel       *telemetry.T    // spans and metrics; nil when both are off
+	exporter  *otlp.Providers // the OTLP export New opened, which Close flushes
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -137,11 +139,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if r.tape != nil {
 		r.untape = r.bus.Subscribe("*", r.tape.Event)
 	}
-	if o.tracer != nil || o.meter != nil {
-		var err error
-		if r.tel, err = telemetry.New(o.tracer, o.meter, false); err != nil {
-			return nil, fmt.Errorf("runtime: telemetry: %w", err)
-		}
+	if err := r.openTelemetry(ctx, o, cfg); err != nil {
+		return nil, err
 	}
 	r.calls.transport = o.transport
 	if r.calls.transport == nil {
@@ -648,6 +647,7 @@ func (r *Runtime) release() error {
 	if r.untape != nil {
 		r.untape()
 	}
+	defer r.closeExporter()
 	r.cache.mu.Lock()
 	r.cache.instances = nil // no turn runs any more; let the histories go
 	r.cache.lru.Init()
@@ -669,3 +669,51 @@ func (r *Runtime) release() error {
 	}
 	return errors.Join(errs...)
 }
+
+// openTelemetry sets r.tel: on the providers of the options, else on
+// those the config's telemetry block or the OTEL_* environment open.
+func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.File) error {
+	tp, mp := o.tracer, o.meter
+	content := cfg.Telemetry != nil && cfg.Telemetry.Content
+	if tp == nil && mp == nil {
+		s := otlp.Settings{Configured: cfg.Telemetry != nil, Getenv: os.Getenv}
+		if t := cfg.Telemetry; t != nil {
+			s.Traces, s.Metrics, s.ServiceName = t.Traces, t.Metrics, t.ServiceName
+		}
+		p, err := otlp.Open(ctx, s)
+		if err != nil || p == nil {
+			return err
+		}
+		r.exporter = p
+		if p.Traces != nil {
+			tp = p.Traces
+		}
+		if p.Metrics != nil {
+			mp = p.Metrics
+		}
+	}
+	if tp == nil && mp == nil {
+		return nil
+	}
+	var err error
+	if r.tel, err = telemetry.New(tp, mp, content); err != nil {
+		return fmt.Errorf("runtime: telemetry: %w", err)
+	}
+	return nil
+}
+
+// closeExporter exports what is buffered, within a few seconds: a short
+// ganglion run's spans reach the collector before the process exits.
+func (r *Runtime) closeExporter() {
+	if r.exporter == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
+	defer cancel()
+	if err := r.exporter.Shutdown(ctx); err != nil {
+		r.logger.Warn("exporting the last telemetry failed", "err", err)
+	}
+}
+
+// exportTimeout bounds the export of what is buffered when a runtime closes.
+const exportTimeout = 5 * time.Second

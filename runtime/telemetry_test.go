@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -253,5 +254,49 @@ func TestResumeLinksToThePause(t *testing.T) {
 	paused, resumed := turns[0], turns[1]
 	if l := resumed.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != paused.SpanContext().SpanID() {
 		t.Errorf("the resume turn's links: %+v, want one to the paused turn %s", l, paused.SpanContext().SpanID())
+	}
+}
+
+// TestTraceContentAndSecrets: with content on, spans hold the messages,
+// arguments and results, masked; a provided secret is in no span or
+// attribute, content on or off.
+func TestTraceContentAndSecrets(t *testing.T) {
+	const secret = "sk-canary-7d1e0c93b5a24f68"
+	for _, content := range []bool{false, true} {
+		t.Run(fmt.Sprint("content ", content), func(t *testing.T) {
+			tp, sr := traced(t)
+			h := newHarness(t, fmt.Sprintf("telemetry: {content: %v}\n", content)+pauseConfig, pauseScript, runtime.WithTracerProvider(tp))
+			ctx := context.Background()
+			h.mustSend("a", "k", "start")
+			items, err := h.rt.Pending(ctx, ledger.Filter{Open: true})
+			if err != nil || len(items) != 2 {
+				t.Fatalf("pending = %v, %v", items, err)
+			}
+			if _, err := h.rt.Skip(ctx, items[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.rt.Provide(ctx, items[1].ID, secret); err != nil {
+				t.Fatal(err)
+			}
+			var all strings.Builder
+			for _, s := range sr.Ended() {
+				all.WriteString(s.Name() + " " + s.Status().Description)
+				for _, kv := range s.Attributes() {
+					all.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+				}
+				for _, e := range s.Events() {
+					all.WriteString(" " + e.Name)
+				}
+				all.WriteString("\n")
+			}
+			text := all.String()
+			if strings.Contains(text, secret) {
+				t.Fatalf("a span holds the secret:\n%s", text)
+			}
+			hasContent := strings.Contains(text, "gen_ai.tool.call.result=key=[secret OPENAI_API_KEY]") && strings.Contains(text, "What pricing model?")
+			if hasContent != content {
+				t.Errorf("content %v, but the spans' text holds the masked result and the messages: %v\n%s", content, hasContent, text)
+			}
+		})
 	}
 }

@@ -43,6 +43,9 @@ type File struct {
 	// Webhooks receive notifications while `ganglion serve` runs: pending
 	// items created and resolved, root tasks answered, turns failed.
 	Webhooks []Webhook `yaml:"webhooks"`
+	// Telemetry exports traces and metrics over OTLP. Nil: off, unless an
+	// OTEL_EXPORTER_OTLP_*ENDPOINT environment variable is set.
+	Telemetry *Telemetry `yaml:"telemetry"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
 }
@@ -222,3 +225,21 @@ const (
 	// onErrorFailOpen makes an extension's failure skip the extension.
 	onErrorFailOpen = "fail_open"
 )
+
+// Telemetry configures the OpenTelemetry traces and metrics a runtime
+// exports over OTLP, to the endpoint, protocol and headers of the
+// standard OTEL_EXPORTER_OTLP_* environment variables (default
+// http/protobuf to localhost:4318).
+type Telemetry struct {
+	// Traces exports spans; default true.
+	Traces *bool `yaml:"traces"`
+	// Metrics exports metrics; default true.
+	Metrics *bool `yaml:"metrics"`
+	// Content puts message text, tool arguments and tool results into
+	// spans. Default false: they can hold what users typed. Provided
+	// secrets are never in them.
+	Content bool `yaml:"content"`
+	// ServiceName is the service.name of the exported data; default
+	// $OTEL_SERVICE_NAME, else "ganglion".
+	ServiceName string `yaml:"service_name"`
+}
