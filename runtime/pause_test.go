@@ -186,6 +186,8 @@ func TestPendingRefusals(t *testing.T) {
 			extensions.ErrInvalidAction, `pending item "` + q.ID + `": invalid action: a question is answered or skipped, not provided`},
 		{"answer a dependency", func() (*pipeline.TurnResult, error) { return h.rt.Answer(ctx, dep.ID, "x") },
 			extensions.ErrInvalidAction, `pending item "` + dep.ID + `": invalid action: a dependency is provided or rejected, not answered`},
+		{"skip a dependency", func() (*pipeline.TurnResult, error) { return h.rt.Skip(ctx, dep.ID) },
+			extensions.ErrInvalidAction, `pending item "` + dep.ID + `": invalid action: a dependency is provided or rejected, not skipped`},
 		{"short key", func() (*pipeline.TurnResult, error) { return h.rt.Provide(ctx, dep.ID, "sk-q9z") },
 			extensions.ErrInvalidAction, ""},
 		{"unknown id", func() (*pipeline.TurnResult, error) { return h.rt.Answer(ctx, "p-000000000000", "x") },

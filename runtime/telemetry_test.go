@@ -241,12 +241,7 @@ func TestResumeLinksToThePause(t *testing.T) {
 	if err != nil || len(items) != 2 {
 		t.Fatalf("pending = %v, %v", items, err)
 	}
-	if _, err := h.rt.Skip(ctx, items[0].ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.rt.Provide(ctx, items[1].ID, "sk-canary-value-0123456789"); err != nil {
-		t.Fatal(err)
-	}
+	answerPause(t, h.rt, items, "sk-canary-value-0123456789")
 	turns := turnSpans(sr.Ended(), "a")
 	if len(turns) != 2 {
 		t.Fatalf("%d turns:\n%s", len(turns), spanTree(sr.Ended()))
@@ -272,12 +267,7 @@ func TestTraceContentAndSecrets(t *testing.T) {
 			if err != nil || len(items) != 2 {
 				t.Fatalf("pending = %v, %v", items, err)
 			}
-			if _, err := h.rt.Skip(ctx, items[0].ID); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := h.rt.Provide(ctx, items[1].ID, secret); err != nil {
-				t.Fatal(err)
-			}
+			answerPause(t, h.rt, items, secret)
 			var all strings.Builder
 			for _, s := range sr.Ended() {
 				all.WriteString(s.Name() + " " + s.Status().Description)
@@ -298,5 +288,17 @@ func TestTraceContentAndSecrets(t *testing.T) {
 				t.Errorf("content %v, but the spans' text holds the masked result and the messages: %v\n%s", content, hasContent, text)
 			}
 		})
+	}
+}
+
+// answerPause skips the question of pauseScript and provides its key.
+func answerPause(t *testing.T, rt *runtime.Runtime, items []ledger.Item, key string) {
+	t.Helper()
+	slices.SortFunc(items, func(a, b ledger.Item) int { return strings.Compare(b.Kind, a.Kind) }) // question, then dependency
+	if _, err := rt.Skip(context.Background(), items[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Provide(context.Background(), items[1].ID, key); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -347,7 +347,7 @@ func (x *extension) resolveQuestion(_ context.Context, it ledger.Item, act exten
 		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Skipped, Answer: a,
 			Message: withDefault(fmt.Sprintf("Your question %q was skipped", q.Question), a)}}, nil
 	}
-	return extensions.Outcome{}, invalidAction("a question is answered or skipped, not %sed", strings.TrimSuffix(string(act.Kind), "e"))
+	return extensions.Outcome{}, invalidAction("a question is answered or skipped, not %s", pastTense(act.Kind))
 }
 
 func withDefault(prefix, def string) string {
@@ -387,7 +387,7 @@ func (x *extension) resolveDependency(_ context.Context, it ledger.Item, act ext
 		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Reason: reason,
 			Message: fmt.Sprintf("The optional dependency %s (%s) was declined (%s); its value is empty: go on without it.", d.Name, d.Type, reason)}}, nil
 	}
-	return extensions.Outcome{}, invalidAction("a dependency is provided or rejected, not %sed", strings.TrimSuffix(string(act.Kind), "e"))
+	return extensions.Outcome{}, invalidAction("a dependency is provided or rejected, not %s", pastTense(act.Kind))
 }
 
 // provide validates a dependency's value. The secret kinds (API keys,
@@ -491,3 +491,14 @@ func expireIntervention(ledger.Item) extensions.Outcome {
 }
 
 var _ extensions.Extension = (*extension)(nil)
+
+// pastTense names what an action did: "skipped", "provided".
+func pastTense(k extensions.ActionKind) string {
+	switch k {
+	case extensions.ActionSkip:
+		return "skipped"
+	case extensions.ActionEdit:
+		return "edited"
+	}
+	return strings.TrimSuffix(string(k), "e") + "ed" // answered, provided, rejected
+}
