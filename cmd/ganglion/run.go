@@ -30,6 +30,8 @@ type runFlags struct {
 	logLevel string
 	// record is the cassette file run --record writes.
 	record string
+	// trace prints the run's spans when it ends (run --trace).
+	trace bool
 }
 
 func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -65,6 +67,7 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the turn paused for a human.`,
 	}
 	addRuntimeFlags(cmd, &f)
 	cmd.Flags().StringVar(&f.record, "record", "", "record the session into this cassette file, on a fresh conversation in memory (see ganglion record)")
+	cmd.Flags().BoolVar(&f.trace, "trace", false, "print the run's spans, as a tree with durations, on stderr when it ends (and export them if OTLP is configured)")
 	return cmd
 }
 
@@ -250,9 +253,17 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 		}()
 		opts = append(opts, runtime.WithTape(rec), runtime.WithMemoryStore())
 	}
+	if f.trace {
+		tr, topts, err := startTracing(ctx, dir)
+		if err != nil {
+			return err
+		}
+		defer tr.finish(stderr) // after the runtime closes: the turn's spans have all ended
+		opts = append(opts, topts...)
+	}
 	rt, agent, err := openRuntime(ctx, f, dir, stderr, opts...)
 	if err != nil {
-		if f.record != "" {
+		if f.record != "" || f.trace {
 			return err
 		}
 		c, err := serverFor(f, dir, err)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -116,5 +117,30 @@ func TestRunExportsOverOTLP(t *testing.T) {
 				t.Error("the message's text was exported, with content off")
 			}
 		})
+	}
+}
+
+// TestRunTrace: run --trace prints the run's span tree with durations on
+// stderr, without a collector.
+func TestRunTrace(t *testing.T) {
+	dir := project(t, testConfig)
+	r := runCLI(t, "", "run", "--trace", dir, "read the file")
+	if r.code != 0 || !strings.Contains(r.stdout, "It says: hello world") {
+		t.Fatalf("run --trace: %+v", r)
+	}
+	got := regexp.MustCompile(`  [0-9.]+(µs|ms|s)`).ReplaceAllString(r.stderr, "  D")
+	got = regexp.MustCompile(`trace [0-9a-f]{32}`).ReplaceAllString(got, "trace ID")
+	want := `trace ID
+  invoke_agent helper  D  (finish_reason text_response)
+    turn audit  D
+      step 1  D
+        chat scripted  D
+        execute_tool read_file  D
+          toolCall audit  D
+      step 2  D
+        chat scripted  D
+`
+	if got != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
 	}
 }
