@@ -64,6 +64,7 @@ type Runtime struct {
 	untape    func()          // ends the tape's subscription to the bus
 	tel       *telemetry.T    // spans and metrics; nil when both are off
 	exporter  *otlp.Providers // the OTLP export New opened, which Close flushes
+	untel     []func()        // end the tracer's subscriptions to the bus
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -178,6 +179,11 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 	r.ledger = ledger.New(r.store, ledger.WithEvents(r.bus), ledger.WithClock(r.now))
+	if r.tel != nil {
+		if err := r.tel.ObservePending(r.openPending); err != nil {
+			return nil, fmt.Errorf("runtime: telemetry: %w", err)
+		}
+	}
 	toolReg, err := r.openTools(o, cfg, dataDir)
 	if err != nil {
 		return nil, err
@@ -647,6 +653,9 @@ func (r *Runtime) release() error {
 	if r.untape != nil {
 		r.untape()
 	}
+	for _, f := range r.untel {
+		f()
+	}
 	defer r.closeExporter()
 	r.cache.mu.Lock()
 	r.cache.instances = nil // no turn runs any more; let the histories go
@@ -699,6 +708,14 @@ func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.Fil
 	if r.tel, err = telemetry.New(tp, mp, content); err != nil {
 		return fmt.Errorf("runtime: telemetry: %w", err)
 	}
+	if tp != nil {
+		// What extensions decide during a turn, as events of its span.
+		for _, topic := range telemetry.EventTopics {
+			r.untel = append(r.untel, r.bus.Subscribe(topic, func(ev events.Event) {
+				r.tel.Event(ev.Agent, ev.Instance, ev.TurnID, ev.Topic, ev.Source, ev.Data)
+			}))
+		}
+	}
 	return nil
 }
 
@@ -717,3 +734,19 @@ func (r *Runtime) closeExporter() {
 
 // exportTimeout bounds the export of what is buffered when a runtime closes.
 const exportTimeout = 5 * time.Second
+
+// openPending counts the open pending items by agent, for the metrics.
+func (r *Runtime) openPending(ctx context.Context) (map[string]int64, error) {
+	items, err := r.ledger.List(ctx, ledger.Filter{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	n := map[string]int64{}
+	for _, name := range r.agents.names {
+		n[name] = 0 // an agent with nothing open reads 0, not nothing
+	}
+	for _, it := range items {
+		n[it.Agent]++
+	}
+	return n, nil
+}

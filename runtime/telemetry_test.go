@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -301,4 +305,137 @@ func answerPause(t *testing.T, rt *runtime.Runtime, items []ledger.Item, key str
 	if _, err := rt.Provide(context.Background(), items[1].ID, key); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDecisionsAreSpanEvents: what an extension publishes during a turn
+// (an approval decision, a pause) is an event of the turn's span, with
+// its outcome and without what anyone wrote.
+func TestDecisionsAreSpanEvents(t *testing.T) {
+	tp, sr := traced(t)
+	p := newPersistent(t, modelLine+`
+workspace: ws
+agents:
+  - name: a
+    tools: [read_file]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`, `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: read_file, id: c1, args: {path: notes.txt}}]
+        - text: "done"
+`, runtime.WithTracerProvider(tp))
+	if err := os.MkdirAll(filepath.Join(p.dir, "ws"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(p.dir, "ws", "notes.txt"), "hello\n")
+	writeFile(t, filepath.Join(p.dir, "rules.yaml"), "default: ask\nrules:\n  - name: reads\n    when: tool.category == \"read\"\n    decision: approve\n")
+	rt := p.mustOpen()
+	if _, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("read it")); err != nil {
+		t.Fatal(err)
+	}
+	turns := turnSpans(sr.Ended(), "a")
+	if len(turns) != 1 {
+		t.Fatalf("%d turns", len(turns))
+	}
+	var got []string
+	for _, e := range turns[0].Events() {
+		s := e.Name
+		for _, kv := range e.Attributes {
+			s += " " + string(kv.Key) + "=" + kv.Value.Emit()
+		}
+		got = append(got, s)
+	}
+	want := `approval.decided ganglion.event.call_id=c1 ganglion.event.decision=approve ganglion.event.source=approval ganglion.event.tool=read_file`
+	if !slices.Contains(got, want) {
+		t.Errorf("the turn's events:\n%s\nwant among them:\n%s", strings.Join(got, "\n"), want)
+	}
+}
+
+// TestMetrics: a traced session's metrics: turn and model-call durations,
+// tokens by agent, model and kind, tool calls by tool and outcome, layer
+// failures, and the pending items open, read from the ledger.
+func TestMetrics(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	h := newHarness(t, `
+workspace: ws
+agents:
+  - name: a
+    tools: [read_file]
+    extensions:
+      - name: protocol
+      - name: flaky
+        on_error: fail_open
+`, `
+agents:
+  a:
+    turns:
+      - steps:
+          - tool_calls: [{name: read_file, id: c1, args: {path: missing.txt}}]
+            usage: {input_tokens: 12, output_tokens: 3}
+          - text: "Which one?\n[USER_QUESTION]\ncategory: clarification\nquestion: Which file?\nrequired: true\n[/USER_QUESTION]\n"
+            usage: {input_tokens: 20, output_tokens: 5}
+`, runtime.WithMeterProvider(mp), runtime.WithExtension("flaky", layered(true)))
+	if res := h.mustSend("a", "k", "read a file"); res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("turn = %+v", res)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch d := m.Data.(type) {
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					got[m.Name+" "+attrs(p.Attributes)] = fmt.Sprint("count ", p.Count)
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					got[m.Name+" "+attrs(p.Attributes)] = fmt.Sprint("count ", p.Count, " sum ", p.Sum)
+				}
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					got[m.Name+" "+attrs(p.Attributes)] = fmt.Sprint(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					got[m.Name+" "+attrs(p.Attributes)] = fmt.Sprint(p.Value)
+				}
+			}
+		}
+	}
+	for k, want := range map[string]string{
+		"ganglion.turn.duration ganglion.finish_reason=paused gen_ai.agent.name=a":                                                          "count 1",
+		"gen_ai.client.operation.duration gen_ai.agent.name=a gen_ai.provider.name=scripted gen_ai.request.model=":                          "count 2",
+		"gen_ai.client.token.usage gen_ai.agent.name=a gen_ai.request.model= gen_ai.token.type=input":                                       "count 2 sum 32",
+		"gen_ai.client.token.usage gen_ai.agent.name=a gen_ai.request.model= gen_ai.token.type=output":                                      "count 2 sum 8",
+		"ganglion.tool.calls error=true gen_ai.agent.name=a gen_ai.tool.name=read_file":                                                     "1",
+		"ganglion.extension.layer.failures ganglion.extension=flaky ganglion.hook=toolCall ganglion.layer.skipped=true gen_ai.agent.name=a": "1",
+		"ganglion.pending.open gen_ai.agent.name=a":                                                                                         "1",
+	} {
+		if got[k] != want {
+			t.Errorf("%s: %q, want %q", k, got[k], want)
+		}
+	}
+	if t.Failed() {
+		var all []string
+		for k, v := range got {
+			all = append(all, k+": "+v)
+		}
+		slices.Sort(all)
+		t.Logf("the metrics:\n%s", strings.Join(all, "\n"))
+	}
+}
+
+func attrs(s attribute.Set) string {
+	var out []string
+	for _, kv := range s.ToSlice() {
+		out = append(out, string(kv.Key)+"="+kv.Value.Emit())
+	}
+	return strings.Join(out, " ")
 }

@@ -3,7 +3,9 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,13 +52,16 @@ type T struct {
 	// names caches span names by what they are made of ("chat " + model).
 	names  sync.Map // string → string
 	layers sync.Map // layerKey → *layerInfo
+	// turns are the spans of the turns running, by agent, instance and
+	// turn ID, for the events published during them (Event).
+	turns sync.Map // string → trace.Span
 
 	turnDur    metric.Float64Histogram
 	opDur      metric.Float64Histogram
 	tokens     metric.Int64Histogram
 	toolCalls  metric.Int64Counter
 	layerFails metric.Int64Counter
-	pending    metric.Int64UpDownCounter
+	meter      metric.Meter
 }
 
 // New returns the instrumentation of a runtime on tp and mp, either of
@@ -95,10 +100,7 @@ func New(tp trace.TracerProvider, mp metric.MeterProvider, content bool) (*T, er
 		metric.WithDescription("Failures of extension middleware layers, by extension, hook and whether the layer was skipped.")); err != nil {
 		return nil, err
 	}
-	if t.pending, err = m.Int64UpDownCounter("ganglion.pending.open", metric.WithUnit("{item}"),
-		metric.WithDescription("Pending items open: what paused turns wait for.")); err != nil {
-		return nil, err
-	}
+	t.meter = m
 	return t, nil
 }
 
@@ -146,6 +148,7 @@ type Turn struct {
 	span  trace.Span
 	start time.Time
 	agent attribute.KeyValue
+	key   string // in t.turns; "" when not there
 }
 
 // StartTurn starts the span of a turn of agent's instance; links are
@@ -169,7 +172,12 @@ func (t *T) StartTurn(ctx context.Context, agent, instance, turnID string, in pi
 			span.SetAttributes(semconv.GenAIInputMessagesKey.String(messagesJSON(pipeline.Message{Role: pipeline.RoleUser, Content: in.Text})))
 		}
 	}
-	return ctx, Turn{t: t, span: span, start: time.Now(), agent: a}
+	key := ""
+	if t.tracing && span.IsRecording() {
+		key = agent + "\x00" + instance + "\x00" + turnID
+		t.turns.Store(key, span)
+	}
+	return ctx, Turn{t: t, span: span, start: time.Now(), agent: a, key: key}
 }
 
 // End ends the turn's span with its result or error.
@@ -190,6 +198,9 @@ func (s Turn) End(res *pipeline.TurnResult, err error) {
 	}
 	if err != nil {
 		s.span.SetStatus(codes.Error, err.Error())
+	}
+	if s.key != "" {
+		s.t.turns.Delete(s.key)
 	}
 	s.span.End()
 	if t := s.t; t.metrics {
@@ -384,20 +395,26 @@ func (t *T) Layers(agent string) (func(context.Context, pipeline.Hook, pipeline.
 	return start, end
 }
 
-// PendingOpened and PendingClosed count the open pending items.
-func (t *T) PendingOpened(agent string) {
+// ObservePending reports the pending items open, by agent, as the gauge
+// ganglion.pending.open, read from count at each collection: the ledger
+// is the truth, across restarts.
+func (t *T) ObservePending(count func(context.Context) (map[string]int64, error)) error {
 	if !t.metrics {
-		return
+		return nil
 	}
-	t.pending.Add(context.Background(), 1, metric.WithAttributes(semconv.GenAIAgentName(agent)))
-}
-
-// PendingClosed counts a pending item closed.
-func (t *T) PendingClosed(agent string) {
-	if !t.metrics {
-		return
-	}
-	t.pending.Add(context.Background(), -1, metric.WithAttributes(semconv.GenAIAgentName(agent)))
+	_, err := t.meter.Int64ObservableGauge("ganglion.pending.open", metric.WithUnit("{item}"),
+		metric.WithDescription("Pending items open: what paused turns wait for, by agent."),
+		metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
+			n, err := count(ctx)
+			if err != nil {
+				return err
+			}
+			for agent, c := range n {
+				o.Observe(c, metric.WithAttributes(semconv.GenAIAgentName(agent)))
+			}
+			return nil
+		}))
+	return err
 }
 
 // wireMessage is a message as the GenAI conventions record it.
@@ -470,4 +487,52 @@ func Link(traceparent string) (trace.Link, bool) {
 		return trace.Link{}, false
 	}
 	return trace.Link{SpanContext: sc}, true
+}
+
+// EventTopics are the topics of the events that become events of the
+// span of the turn they are published in: what extensions decided
+// (approval, condensation), pauses, delegation, skipped layers, retries.
+// Tools, model deltas and messages have spans of their own, or are
+// content.
+var EventTopics = []string{"approval.*", "context.*", "pending.*", "task.*", "team.*", "middleware.skipped", "turn.interrupted", "model.retry"}
+
+// plainKeys are the string fields of an event's data that name what
+// happened rather than quote what someone wrote: they go into span
+// events with content off.
+var plainKeys = map[string]bool{"decision": true, "tool": true, "call_id": true, "kind": true, "status": true, "budget": true,
+	"summariser": true, "summary_id": true, "extension": true, "id": true, "hook": true, "reason": true, "task_id": true, "agent": true}
+
+// Event adds ev to the span of the turn it was published in, if that
+// turn is running and traced: its topic as the event's name, with the
+// source and the data's top-level numbers, booleans and plain fields
+// (every string field with content on).
+func (t *T) Event(agent, instance, turnID, topic, source string, data any) {
+	if turnID == "" {
+		return
+	}
+	v, ok := t.turns.Load(agent + "\x00" + instance + "\x00" + turnID)
+	if !ok {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("ganglion.event.source", source)}
+	if raw, err := json.Marshal(data); err == nil {
+		var fields map[string]any
+		if json.Unmarshal(raw, &fields) == nil {
+			for k, x := range fields {
+				key := "ganglion.event." + k
+				switch x := x.(type) {
+				case float64:
+					attrs = append(attrs, attribute.Float64(key, x))
+				case bool:
+					attrs = append(attrs, attribute.Bool(key, x))
+				case string:
+					if t.content || plainKeys[k] {
+						attrs = append(attrs, attribute.String(key, x))
+					}
+				}
+			}
+		}
+	}
+	slices.SortFunc(attrs, func(a, b attribute.KeyValue) int { return strings.Compare(string(a.Key), string(b.Key)) })
+	v.(trace.Span).AddEvent(topic, trace.WithAttributes(attrs...))
 }
