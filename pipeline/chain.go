@@ -165,8 +165,10 @@ type cursor[R comparable] struct {
 	// that has one (answerer): a layer that changes it made the answer.
 	nextText string
 	// skips holds, by layer, the failure of a layer skipped in this run,
-	// when the chain is observed (observe): its layer reports it.
-	skips []error
+	// when the chain is observed (callObserved): its layer reports it.
+	// observing is 1 + the layer callObserved is about to run.
+	skips     []error
+	observing int
 }
 
 func (c *cursor[R]) markCalled(i int) (already bool) {
@@ -255,10 +257,28 @@ func (ch *chain[C, R]) call(ctx context.Context, c C, cur *cursor[R], i int) (R,
 	if i == len(ch.layers) {
 		return ch.callFinal(ctx, c)
 	}
-	if ch.start != nil {
+	if ch.start != nil && cur.observing != i+1 {
 		return ch.callObserved(ctx, c, cur, i)
 	}
-	return ch.callLayer(ctx, c, cur, i)
+	l := &ch.layers[i]
+	if l.owner.OnError == FailOpen {
+		return ch.callOpen(ctx, c, cur, i)
+	}
+	r, err := l.fn(ctx, c)
+	if err != nil {
+		if cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
+			return r, err // came from further in: not this layer's failure
+		}
+		var zero R
+		return zero, ch.blame(i, err)
+	}
+	if r == *new(R) {
+		return r, ch.blame(i, errNoResult)
+	}
+	if ch.text != nil {
+		ch.own(cur, i, r)
+	}
+	return r, nil
 }
 
 // callObserved runs layer i between the observer's start and end.
@@ -283,7 +303,8 @@ func (ch *chain[C, R]) callObserved(ctx context.Context, c C, cur *cursor[R], i 
 			panic(v) // the chain's own recovery handles it
 		}
 	}()
-	r, err = ch.callLayer(ctx, c, cur, i)
+	cur.observing = i + 1 // call runs the layer itself, not its observation again
+	r, err = ch.call(ctx, c, cur, i)
 	ended = true
 	switch {
 	case cur.skips[i] != nil:
@@ -301,29 +322,6 @@ func (ch *chain[C, R]) callObserved(ctx context.Context, c C, cur *cursor[R], i 
 func (ch *chain[C, R]) owns(err error, owner Owner) bool {
 	var me *MiddlewareError
 	return errors.As(err, &me) && me.Extension == owner.Extension && me.Hook == ch.hook
-}
-
-// callLayer runs layer i.
-func (ch *chain[C, R]) callLayer(ctx context.Context, c C, cur *cursor[R], i int) (R, error) {
-	l := &ch.layers[i]
-	if l.owner.OnError == FailOpen {
-		return ch.callOpen(ctx, c, cur, i)
-	}
-	r, err := l.fn(ctx, c)
-	if err != nil {
-		if cur.nextErr != nil && cur.hasCalled(i) && errors.Is(err, cur.nextErr) {
-			return r, err // came from further in: not this layer's failure
-		}
-		var zero R
-		return zero, ch.blame(i, err)
-	}
-	if r == *new(R) {
-		return r, ch.blame(i, errNoResult)
-	}
-	if ch.text != nil {
-		ch.own(cur, i, r)
-	}
-	return r, nil
 }
 
 func (ch *chain[C, R]) callFinal(ctx context.Context, c C) (r R, err error) {

@@ -294,43 +294,64 @@ func TestTurnAllocs(t *testing.T) {
 	}
 }
 
-// BenchmarkTurnTraced is BenchmarkTurn/memory with tracing and metrics on:
-// every span kept by an in-memory exporter (emptied outside the timer),
-// metrics into a manual reader. The difference with BenchmarkTurn/memory
-// is what tracing costs a turn: its 1 turn, 2 steps, 2 model calls, 1 tool
-// call and 9 layer spans.
+// BenchmarkTurnTraced is BenchmarkTurn/memory with tracing on: its turn
+// makes 18 spans (the turn, 2 steps, 2 model calls, a tool call and 12
+// layer runs). The sub-benchmarks take the cost apart:
+//
+//   - exporter: every span to an in-memory exporter behind a batcher
+//     (emptied outside the timer), and metrics into a manual reader: what
+//     the figure is about;
+//   - sdk: recording spans with no processor: the SDK's own cost;
+//   - unsampled: a sampler that records nothing: the runtime's own cost.
 func BenchmarkTurnTraced(b *testing.B) {
 	ctx := context.Background()
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	defer tp.Shutdown(ctx)
 	in := runtime.UserMessage("What is the answer?")
-	var rt *runtime.Runtime
-	key := ""
-	b.ReportAllocs()
-	for i := range b.N {
-		if i%turnsPerRuntime == 0 || i%1024 == 0 {
-			b.StopTimer()
-			exp.Reset()
-			if i%turnsPerRuntime == 0 {
-				if rt != nil {
-					rt.Close()
+	run := func(b *testing.B, reset func(), opts ...runtime.Option) {
+		var rt *runtime.Runtime
+		key := ""
+		b.ReportAllocs()
+		for i := range b.N {
+			if i%turnsPerRuntime == 0 || i%1024 == 0 {
+				b.StopTimer()
+				if reset != nil {
+					reset()
 				}
-				rt = newBenchRuntime(b, runtime.WithMemoryStore(), runtime.WithTracerProvider(tp), runtime.WithMeterProvider(mp))
+				if i%turnsPerRuntime == 0 {
+					if rt != nil {
+						rt.Close()
+					}
+					rt = newBenchRuntime(b, runtime.WithMemoryStore(), opts...)
+				}
+				b.StartTimer()
 			}
-			b.StartTimer()
+			if i%turnsPerInstance == 0 {
+				key = "i" + strconv.Itoa(i)
+			}
+			if _, err := rt.Send(ctx, "bench", key, in); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if i%turnsPerInstance == 0 {
-			key = "i" + strconv.Itoa(i)
-		}
-		if _, err := rt.Send(ctx, "bench", key, in); err != nil {
-			b.Fatal(err)
-		}
+		b.StopTimer()
 	}
-	b.StopTimer()
-	tp.ForceFlush(ctx)
-	if n := len(exp.GetSpans()); b.N%1024 != 0 && n == 0 {
-		b.Fatal("no spans recorded")
-	}
+	b.Run("exporter", func(b *testing.B) {
+		exp := tracetest.NewInMemoryExporter()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+		defer tp.Shutdown(ctx)
+		run(b, func() { tp.ForceFlush(ctx); exp.Reset() }, runtime.WithTracerProvider(tp), runtime.WithMeterProvider(mp))
+		tp.ForceFlush(ctx)
+		if b.N%1024 != 0 && len(exp.GetSpans()) == 0 {
+			b.Fatal("no spans exported")
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider()
+		defer tp.Shutdown(ctx)
+		run(b, nil, runtime.WithTracerProvider(tp))
+	})
+	b.Run("unsampled", func(b *testing.B) {
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.NeverSample()))
+		defer tp.Shutdown(ctx)
+		run(b, nil, runtime.WithTracerProvider(tp))
+	})
 }

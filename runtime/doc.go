@@ -99,6 +99,26 @@
 // its payload types), ledger (the pending items of paused turns) and
 // extensions (the Extension API; extensions/standard lists the built-ins).
 //
+// # Tracing
+//
+// With [WithTracerProvider], or a telemetry: block in the config, or only
+// OTEL_EXPORTER_OTLP_ENDPOINT in the environment, every turn is a span
+// ("invoke_agent AGENT"), with a span for each step, each model call
+// ("chat MODEL", with token usage and the time to the first chunk), each
+// tool call ("execute_tool TOOL") and each extension layer ("HOOK
+// EXTENSION", marked when a fail_open layer was skipped), after the
+// OpenTelemetry GenAI semantic conventions. A turn that ctx.agents calls
+// runs under the calling layer; a delegated task's turns run under the
+// call that delegated it, from the trace context stored with the task,
+// also after a restart; a resume turn links to the turn that paused.
+// What extensions publish during a turn (approval decisions,
+// condensation, pauses) are events of its span. Message text, tool
+// arguments and results are in spans only with telemetry.content, and
+// provided secrets never. [WithMeterProvider] (or the same config)
+// records the metrics: turn and model-call durations, tokens, tool calls,
+// extension layer failures and the pending items open. Close exports
+// what is buffered.
+//
 // # Concurrency
 //
 // A [Runtime] is safe for concurrent use. Turns of one instance run one at

@@ -185,7 +185,8 @@ func WithClock(now func() time.Time) Option { return optionFunc(func(o *options)
 
 // WithTracerProvider traces the runtime's turns on tp: a span for each
 // turn, step, model call, tool call and extension layer, after the
-// OpenTelemetry GenAI semantic conventions (see package doc, "Tracing").
+// OpenTelemetry GenAI semantic conventions (see the package doc, "Tracing").
+// Given a provider, the runtime opens no OTLP export of its own.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(o *options) { o.tracer = tp })
 }
