@@ -439,3 +439,58 @@ func attrs(s attribute.Set) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// asker is a native extension whose turn middleware asks agent "critic"
+// before the model runs, and tells agent "log" after, without waiting.
+func asker(extensions.Config) (extensions.Extension, error) {
+	return extensions.Func(func(api *extensions.API) error {
+		api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			if _, err := t.Agents().Request(ctx, "critic", "about: "+t.Input().Text, pipeline.AgentCallOptions{}); err != nil {
+				return nil, err
+			}
+			res, err := t.Next(ctx)
+			if err == nil {
+				err = t.Agents().Send(ctx, "log", "said: "+res.Response.Content, pipeline.AgentCallOptions{})
+			}
+			return res, err
+		})
+		return nil
+	}), nil
+}
+
+// TestTraceOfAgentCalls: a turn that a middleware's ctx.agents request
+// or send runs is a child of the calling layer's span.
+func TestTraceOfAgentCalls(t *testing.T) {
+	tp, sr := traced(t)
+	h := newHarness(t, `
+agents:
+  - name: a
+    extensions: [{name: asker}]
+  - name: critic
+  - name: log
+`, `
+agents:
+  a: {fallback: {steps: [{text: "hello"}]}}
+  critic: {fallback: {steps: [{text: "fine"}]}}
+  log: {fallback: {steps: [{text: "noted"}]}}
+`, runtime.WithTracerProvider(tp), runtime.WithExtension("asker", asker))
+	h.mustSend("a", "k", "hi")
+	if err := h.rt.WaitTasks(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := spanTree(sr.Ended())
+	want := `invoke_agent a
+  turn asker
+    invoke_agent critic
+      step 1
+        chat scripted
+    step 1
+      chat scripted
+    invoke_agent log
+      step 1
+        chat scripted
+`
+	if got != want {
+		t.Errorf("span tree:\n%s\nwant:\n%s", got, want)
+	}
+}
