@@ -56,7 +56,7 @@ func spanTree(spans []sdktrace.ReadOnlySpan, show ...attribute.Key) string {
 		b.WriteString(strings.Repeat("  ", depth) + s.Name())
 		for _, kv := range s.Attributes() {
 			if slices.Contains(show, kv.Key) {
-				b.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+				b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 			}
 		}
 		if s.Status().Code.String() == "Error" {
@@ -276,7 +276,7 @@ func TestTraceContentAndSecrets(t *testing.T) {
 			for _, s := range sr.Ended() {
 				all.WriteString(s.Name() + " " + s.Status().Description)
 				for _, kv := range s.Attributes() {
-					all.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+					all.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 				}
 				for _, e := range s.Events() {
 					all.WriteString(" " + e.Name)
@@ -343,7 +343,7 @@ agents:
 	for _, e := range turns[0].Events() {
 		s := e.Name
 		for _, kv := range e.Attributes {
-			s += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			s += " " + string(kv.Key) + "=" + kv.Value.String()
 		}
 		got = append(got, s)
 	}
@@ -435,7 +435,7 @@ agents:
 func attrs(s attribute.Set) string {
 	var out []string
 	for _, kv := range s.ToSlice() {
-		out = append(out, string(kv.Key)+"="+kv.Value.Emit())
+		out = append(out, string(kv.Key)+"="+kv.Value.String())
 	}
 	return strings.Join(out, " ")
 }

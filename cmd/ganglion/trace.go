@@ -98,10 +98,10 @@ func printSpans(w io.Writer, spans []sdktrace.ReadOnlySpan) {
 			switch kv.Key {
 			case "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens":
 				if kv.Value.AsInt64() > 0 {
-					notes = append(notes, strings.TrimPrefix(string(kv.Key), "gen_ai.usage.")+" "+kv.Value.Emit())
+					notes = append(notes, strings.TrimPrefix(string(kv.Key), "gen_ai.usage.")+" "+kv.Value.String())
 				}
 			case "ganglion.finish_reason", "ganglion.answered_by":
-				notes = append(notes, strings.TrimPrefix(string(kv.Key), "ganglion.")+" "+kv.Value.Emit())
+				notes = append(notes, strings.TrimPrefix(string(kv.Key), "ganglion.")+" "+kv.Value.String())
 			case "ganglion.layer.skipped":
 				notes = append(notes, "skipped")
 			}
