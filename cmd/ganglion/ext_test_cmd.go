@@ -121,12 +121,23 @@ func testCassette(cmd *cobra.Command, stdout io.Writer, path string, opts casset
 		problems = append(problems, d.Error())
 	}
 	gold := strings.TrimSuffix(path, filepath.Ext(path)) + ".golden"
-	msg, wrote, err := goldenfile.Compare(gold, res.Transcript, update)
-	switch {
-	case err != nil:
-		problems = append(problems, err.Error())
-	case msg != "":
-		problems = append(problems, msg+"(accept the change with --update)")
+	var (
+		msg   string
+		wrote bool
+	)
+	if _, serr := os.Stat(gold); serr != nil && len(problems) > 0 {
+		// A transcript that diverged from its recording is no golden file.
+		problems = append(problems, "not written: "+filepath.Base(gold)+" (the replay diverged)")
+	} else {
+		msg, wrote, err = goldenfile.Compare(gold, res.Transcript, update && len(problems) == 0)
+		switch {
+		case err != nil:
+			problems = append(problems, err.Error())
+		case msg != "" && len(problems) > 0:
+			problems = append(problems, msg)
+		case msg != "":
+			problems = append(problems, msg+"(accept the change with --update)")
+		}
 	}
 	if len(problems) > 0 {
 		fmt.Fprintf(stdout, "FAIL %s\n", name)

@@ -158,3 +158,25 @@ func TestRulesTestOnCassettes(t *testing.T) {
 		t.Errorf("rules test without a cassette: %+v", r)
 	}
 }
+
+// TestExtTestWritesNoGoldenFromADivergence: a replay that diverged from
+// its recording writes no golden file, not even a missing one, nor with
+// --update.
+func TestExtTestWritesNoGoldenFromADivergence(t *testing.T) {
+	dir := project(t, testConfig)
+	tape := filepath.Join(dir, "cassettes", "file.cassette")
+	if r := runCLI(t, "", "record", tape, dir, "read the file"); r.code != 0 {
+		t.Fatalf("record: %+v", r)
+	}
+	changed := strings.Replace(testConfig, "  - name: helper\n", "  - name: helper\n    system: Be brief.\n", 1)
+	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(changed), 0o644))
+	for _, args := range [][]string{{"ext", "test", dir}, {"ext", "test", "--update", dir}} {
+		r := runCLI(t, "", args...)
+		if r.code != 1 || !strings.Contains(r.stdout, "  not written: file.golden (the replay diverged)\n") {
+			t.Errorf("%v: %+v", args, r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "cassettes", "file.golden")); err == nil {
+			t.Fatalf("%v wrote the golden file of a diverged replay", args)
+		}
+	}
+}
