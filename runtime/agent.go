@@ -38,6 +38,7 @@ type agent struct {
 	maxSteps int
 	tools    []pipeline.Tool
 	extTools map[string]bool // the tools extensions registered
+	mcp      []*agentMCP     // the MCP servers it takes tools from
 	pipe     *pipeline.Pipeline
 	logger   *slog.Logger
 	apis     []*extensions.API
@@ -132,6 +133,7 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 	}
 	a.tools = a.delegationScope(tools)
+	a.useMCP(ac)
 
 	var b pipeline.Builder
 	for _, ec := range ac.Extensions {

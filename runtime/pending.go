@@ -253,7 +253,7 @@ func (rc *resumeCall) run(ctx context.Context, args json.RawMessage, edited bool
 		rc.edited, rc.ranEdited = args, true
 	}
 	ts := rc.ts
-	ts.step.Init(rc.t, rc.it.Step, rc.a.tools)
+	ts.step.Init(rc.t, rc.it.Step, rc.a.stepTools(ctx)) // an approved MCP call runs too
 	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
 		return nil, err
 	}
@@ -417,11 +417,12 @@ func (a *agent) checkEdit(inst *instance, it ledger.Item, k extensions.PendingKi
 	if !ok {
 		return fmt.Errorf("the call %s is not in the history", it.CallID)
 	}
-	i := slices.IndexFunc(a.tools, func(t pipeline.Tool) bool { return t.Name == c.Name })
+	tools := a.stepTools(context.Background())
+	i := slices.IndexFunc(tools, func(t pipeline.Tool) bool { return t.Name == c.Name })
 	if i < 0 {
 		return fmt.Errorf("%w: the call's tool %q is not one of agent %q's tools", extensions.ErrInvalidAction, c.Name, a.name)
 	}
-	if err := tool.CheckArguments(a.tools[i], args); err != nil {
+	if err := tool.CheckArguments(tools[i], args); err != nil {
 		return fmt.Errorf("%w: the edited arguments of the %s call: %v", extensions.ErrInvalidAction, c.Name, err)
 	}
 	return nil

@@ -22,6 +22,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/mcpsrc"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
@@ -55,16 +56,17 @@ type Runtime struct {
 	bus       *events.Bus
 	logger    *slog.Logger
 	now       func() time.Time
-	workspace *tool.Workspace // nil when no agent uses the workspace tools
-	wasm      wasmHost        // loads the WASM extensions
-	agents    roster          // the agents and teams; fixed once New returns
-	ledger    *ledger.Ledger  // the pending items of paused turns
-	keyring   *secret.Keyring // seals provided secrets
-	tape      tape.Tape       // records or replays the session, if set
-	untape    func()          // ends the tape's subscription to the bus
-	tel       *telemetry.T    // spans and metrics; nil when both are off
-	exporter  *otlp.Providers // the OTLP export New opened, which Close flushes
-	untel     []func()        // end the tracer's subscriptions to the bus
+	workspace *tool.Workspace           // nil when no agent uses the workspace tools
+	wasm      wasmHost                  // loads the WASM extensions
+	agents    roster                    // the agents and teams; fixed once New returns
+	ledger    *ledger.Ledger            // the pending items of paused turns
+	keyring   *secret.Keyring           // seals provided secrets
+	tape      tape.Tape                 // records or replays the session, if set
+	untape    func()                    // ends the tape's subscription to the bus
+	tel       *telemetry.T              // spans and metrics; nil when both are off
+	exporter  *otlp.Providers           // the OTLP export New opened, which Close flushes
+	untel     []func()                  // end the tracer's subscriptions to the bus
+	mcp       map[string]*mcpsrc.Source // the MCP servers, by name
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -188,6 +190,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	r.openMCP(ctx, cfg)
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
@@ -670,6 +673,7 @@ func (r *Runtime) release() error {
 	if r.wasm.engine != nil {
 		errs = append(errs, r.wasm.engine.Close())
 	}
+	errs = append(errs, r.closeMCP())
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())
 	}

@@ -46,6 +46,9 @@ type File struct {
 	// Telemetry exports traces and metrics over OTLP. Nil: off, unless an
 	// OTEL_EXPORTER_OTLP_*ENDPOINT environment variable is set.
 	Telemetry *Telemetry `yaml:"telemetry"`
+	// MCPServers are the MCP servers agents may take tools from (an
+	// agent's mcp_servers names them).
+	MCPServers []MCPServer `yaml:"mcp_servers"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
 }
@@ -132,6 +135,9 @@ type Agent struct {
 	// [Budget]). Fields left 0 come from the file's task_budget, then the
 	// defaults.
 	TaskBudget *Budget `yaml:"task_budget"`
+	// MCPServers are the MCP servers whose tools the agent is offered,
+	// named <server>__<tool>: all of a server's, or those Tools lists.
+	MCPServers []AgentMCP `yaml:"mcp_servers"`
 }
 
 // Team is a named group of agents.
@@ -242,4 +248,38 @@ type Telemetry struct {
 	// ServiceName is the service.name of the exported data; default
 	// $OTEL_SERVICE_NAME, else "ganglion".
 	ServiceName string `yaml:"service_name"`
+}
+
+// MCPServer is an MCP server: a command that speaks MCP on its standard
+// input and output, or a streamable-HTTP endpoint.
+type MCPServer struct {
+	// Name names the server in agents' mcp_servers and in its tools'
+	// names (<name>__<tool>): 1 to 32 letters, digits, '_' or '-', without
+	// "__".
+	Name string `yaml:"name"`
+	// Command is the program and its arguments, for a stdio server.
+	Command []string `yaml:"command"`
+	// Env is the command's environment, on top of none: values may name
+	// environment variables of the runtime's process, as ${VAR}. A
+	// variable whose name says it holds a secret (KEY, TOKEN, SECRET,
+	// PASSWORD) must take its value from one: never in clear here.
+	Env map[string]string `yaml:"env"`
+	// URL is the endpoint of a streamable-HTTP server.
+	URL string `yaml:"url"`
+	// Headers are sent with every request to URL; values may name
+	// environment variables as ${VAR}, and Authorization, or a header
+	// whose name says it holds a secret, must.
+	Headers map[string]string `yaml:"headers"`
+	// Start is "lazy" (the default: at the first step of an agent that
+	// uses it) or "eager" (when the runtime starts).
+	Start string `yaml:"start"`
+	// Timeout bounds each tool call, as a Go duration; default 60s.
+	Timeout string `yaml:"timeout"`
+}
+
+// AgentMCP is an MCP server an agent takes tools from: all its tools, or
+// those Tools names.
+type AgentMCP struct {
+	Server string   `yaml:"server"`
+	Tools  []string `yaml:"tools"`
 }

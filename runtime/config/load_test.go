@@ -396,7 +396,7 @@ func TestParseSeveralInOrder(t *testing.T) {
 	got := firstLines(errorList(t, err))
 	want := []string{
 		`ganglion.yaml:1:12: workspace: expected a string, found a list`,
-		`ganglion.yaml:4:5: agent "assistant": unknown field "toolz" (known: description, extensions, max_steps, model, name, system, task_budget, tools)`,
+		`ganglion.yaml:4:5: agent "assistant": unknown field "toolz" (known: description, extensions, max_steps, mcp_servers, model, name, system, task_budget, tools)`,
 		`ganglion.yaml:5:16: agent "assistant": max_steps: expected an integer, found string "many"`,
 		`ganglion.yaml:9:19: agent "helper": extensions[0].priority: expected an integer, found string "high"`,
 	}

@@ -426,3 +426,46 @@ func TestErrorFields(t *testing.T) {
 
 // extToolHint ends an unknown-tool error of an agent with extensions.
 const extToolHint = "; an extension's own tools need no listing: the agent is offered them with the extension"
+
+func TestValidateMCPServers(t *testing.T) {
+	tests := []struct {
+		name, servers, agent, want string
+	}{
+		{"ok", `[{name: files, command: [fs-server, /tmp], env: {API_KEY: "${FS_KEY}", MODE: ro}}, {name: web, url: "https://x.example/mcp", headers: {Authorization: "Bearer ${WEB_TOKEN}"}, start: eager, timeout: 10s}]`,
+			`[{server: files}, {server: web, tools: [search]}]`, ""},
+		{"no name", `[{command: [x]}]`, `[]`, `mcp_servers[0]: name is required`},
+		{"bad name", `[{name: "a__b", command: [x]}]`, `[]`, `mcp_servers[0]: name "a__b": use 1 to 32 letters, digits, '_' or '-', without "__" (it prefixes its tools' names)`},
+		{"duplicate", `[{name: a, command: [x]}, {name: a, command: [y]}]`, `[]`, `duplicate MCP server name "a" (first at line 2)`},
+		{"neither", `[{name: a}]`, `[]`, `MCP server "a": a command (a stdio server) or a url (a streamable-HTTP server) is required`},
+		{"both", `[{name: a, command: [x], url: "http://h/"}]`, `[]`, `MCP server "a": a command or a url, not both`},
+		{"bad url", `[{name: a, url: "ftp://h/"}]`, `[]`, `MCP server "a": url "ftp://h/": want an http or https URL with a host`},
+		{"secret in clear", `[{name: a, command: [x], env: {GITHUB_TOKEN: ghp_abc}}]`, `[]`,
+			`MCP server "a": env GITHUB_TOKEN: a secret is never written here: take it from the environment, as GITHUB_TOKEN: ${GITHUB_TOKEN}`},
+		{"header in clear", `[{name: a, url: "https://h/", headers: {Authorization: "Bearer abc"}}]`, `[]`,
+			`MCP server "a": headers Authorization: a secret is never written here: take it from the environment, as Authorization: ${AUTHORIZATION}`},
+		{"bad ref", `[{name: a, command: [x], env: {K: "${1X}"}}]`, `[]`, `MCP server "a": env K: ${1X} is not an environment variable's name`},
+		{"bad start", `[{name: a, command: [x], start: soon}]`, `[]`, `MCP server "a": start "soon": want lazy (the default) or eager`},
+		{"bad timeout", `[{name: a, command: [x], timeout: forever}]`, `[]`, `MCP server "a": timeout "forever": want a duration from 1ms to 1h, as in "30s"`},
+		{"unknown server", `[{name: a, command: [x]}]`, `[{server: b}]`, `agent "assistant": unknown MCP server "b" (mcp_servers: a)`},
+		{"twice", `[{name: a, command: [x]}]`, `[{server: a}, {server: a}]`, `agent "assistant": MCP server "a" is listed twice`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "model: {provider: scripted, script: s.yaml}\nmcp_servers: " + tt.servers + "\nagents:\n  - name: assistant\n    mcp_servers: " + tt.agent + "\n"
+			f, err := config.Parse("ganglion.yaml", []byte(src))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			err = f.Validate(known)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Validate: %v\nwant %q", err, tt.want)
+			}
+		})
+	}
+}

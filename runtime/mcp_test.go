@@ -1,0 +1,172 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+)
+
+// TestMain makes the test binary an MCP server on its standard input and
+// output when GANGLION_TEST_MCP_SERVER is set: the real stdio subprocess
+// the MCP tests start.
+func TestMain(m *testing.M) {
+	if os.Getenv("GANGLION_TEST_MCP_SERVER") == "1" {
+		serveTestMCP()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func serveTestMCP() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1"}, nil)
+	type lookupArgs struct {
+		Word string `json:"word" jsonschema:"the word to define"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "lookup", Description: "Define a word."}, func(_ context.Context, _ *mcp.CallToolRequest, a lookupArgs) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s: a mass of nerve cells (pid %d)", a.Word, os.Getpid())}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Die."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		os.Exit(3)
+		return nil, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Take a minute."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Minute):
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done at last"}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hidden"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "test MCP server:", err)
+	}
+}
+
+// mcpConfig is an agent taking three tools of the test binary's MCP server.
+func mcpConfig(t *testing.T) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `
+mcp_servers:
+  - name: dict
+    command: [` + strconv.Quote(exe) + `]
+    env: {GANGLION_TEST_MCP_SERVER: "1"}
+    timeout: 300ms
+agents:
+  - name: a
+    mcp_servers: [{server: dict, tools: [lookup, crash, slow]}]
+`
+}
+
+const mcpScript = `
+agents:
+  a:
+    turns:
+      - match: "^define"
+        steps:
+          - tool_calls: [{name: dict__lookup, id: c1, args: {word: ganglion}}]
+          - text: "{{ .LastMessage }}"
+      - match: "^wrong"
+        steps:
+          - tool_calls: [{name: dict__lookup, id: c1, args: {term: ganglion}}]
+          - text: "{{ .LastMessage }}"
+      - match: "^crash"
+        steps:
+          - tool_calls: [{name: dict__crash, id: c1}]
+          - text: "{{ .LastMessage }}"
+      - match: "^slow"
+        steps:
+          - tool_calls: [{name: dict__slow, id: c1}]
+          - text: "{{ .LastMessage }}"
+`
+
+// TestMCPServerTools: a stdio MCP server's tools are offered, named
+// <server>__<tool>, of category mcp, with their schema, which is checked
+// before a call; a call's result reaches the model; a crashed server is a
+// clear tool error and is started again; a call past the timeout is an
+// error, not a hung turn.
+func TestMCPServerTools(t *testing.T) {
+	catalog := new([]pipeline.Tool)
+	h := newHarness(t, strings.Replace(mcpConfig(t), "    mcp_servers:", "    extensions: [{name: catalog}]\n    mcp_servers:", 1), mcpScript,
+		runtime.WithExtension("catalog", func(extensions.Config) (extensions.Extension, error) {
+			return extensions.Func(func(api *extensions.API) error {
+				api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+					*catalog = s.Tools().Tools()
+					return s.Next(ctx)
+				})
+				return nil
+			}), nil
+		}))
+	res := h.mustSend("a", "k", "define it")
+	if !strings.HasPrefix(res.Response.Content, "ganglion: a mass of nerve cells (pid ") {
+		t.Fatalf("answer %q", res.Response.Content)
+	}
+	pid := res.Response.Content
+	if got := strings.Join(h.rec.requests()[0].Tools, " "); got != "dict__crash dict__lookup dict__slow" {
+		t.Errorf("offered %s; want the three tools the agent may use", got)
+	}
+	for _, tool := range *catalog {
+		if tool.Category != pipeline.CategoryMCP || tool.Name == "dict__lookup" && !strings.Contains(string(tool.Parameters), `"word"`) {
+			t.Errorf("tool %s: category %s, schema %s", tool.Name, tool.Category, tool.Parameters)
+		}
+	}
+
+	res = h.mustSend("a", "k", "wrong arguments")
+	if !strings.Contains(res.Response.Content, `tool "dict__lookup":`) || !strings.Contains(res.Response.Content, "word") {
+		t.Errorf("a call against the schema: %q", res.Response.Content)
+	}
+
+	res = h.mustSend("a", "k", "crash it")
+	if !strings.Contains(res.Response.Content, `tool "dict__crash" failed: MCP server "dict"`) {
+		t.Errorf("a call that kills the server: %q", res.Response.Content)
+	}
+	time.Sleep(700 * time.Millisecond) // the first backoff
+	res = h.mustSend("a", "k", "define it again")
+	if !strings.HasPrefix(res.Response.Content, "ganglion: a mass of nerve cells (pid ") || res.Response.Content == pid {
+		t.Errorf("after the crash, a new server should answer: %q (before: %q)", res.Response.Content, pid)
+	}
+
+	start := time.Now()
+	res = h.mustSend("a", "k", "slow one")
+	if want := `tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; res.Response.Content != want {
+		t.Errorf("a call past its timeout: %q, want %q", res.Response.Content, want)
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the turn took %s", d)
+	}
+	if res.FinishReason != pipeline.FinishText {
+		t.Errorf("finish %s", res.FinishReason)
+	}
+}
+
+// TestMCPServerThatCannotStart: a server whose command does not exist
+// offers no tools, says why in the log, and fails no turn.
+func TestMCPServerThatCannotStart(t *testing.T) {
+	h := newHarness(t, `
+mcp_servers: [{name: gone, command: [/nonexistent/mcp-server]}]
+agents:
+  - name: a
+    mcp_servers: [{server: gone}]
+`, "agents: {a: {fallback: {steps: [{text: fine}]}}}\n")
+	res := h.mustSend("a", "k", "hello")
+	if res.Response.Content != "fine" {
+		t.Fatalf("turn %+v", res)
+	}
+	if n := len(h.rec.requests()[0].Tools); n != 0 {
+		t.Errorf("%d tools offered from a server that never started", n)
+	}
+}
