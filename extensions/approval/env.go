@@ -40,10 +40,14 @@ type Env struct {
 	Chain Chain `expr:"chain"`
 }
 
-// ToolInfo describes the called tool.
+// ToolInfo describes the called tool. For a tool of an MCP server
+// (category mcp, named <server>__<tool>), Server and ServerTool are the
+// server's name and the tool's name on it.
 type ToolInfo struct {
-	Name     string `expr:"name"`
-	Category string `expr:"category"`
+	Name       string `expr:"name"`
+	Category   string `expr:"category"`
+	Server     string `expr:"server"`
+	ServerTool string `expr:"serverTool"`
 }
 
 // Chain is the chain of agent calls the turn belongs to.
@@ -91,6 +95,9 @@ func (r *Rules) env(c Call) Env {
 		cat = builtinCategory(c.Tool)
 	}
 	e.Tool = ToolInfo{Name: c.Tool, Category: string(cat)}
+	if cat == pipeline.CategoryMCP {
+		e.Tool.Server, e.Tool.ServerTool, _ = strings.Cut(c.Tool, "__")
+	}
 	if err := json.Unmarshal(c.Args, &e.Args); err != nil || e.Args == nil {
 		e.Args = map[string]any{}
 	}

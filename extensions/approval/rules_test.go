@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -245,6 +247,31 @@ func TestGuardsChangeNothing(t *testing.T) {
 		pj, _ := json.Marshal(p)
 		if string(gj) != string(pj) {
 			t.Errorf("%s %s:\nguarded %s\nplain   %s", c.Tool, c.Args, gj, pj)
+		}
+	}
+}
+
+// TestMCPToolEnv: a rule sees an MCP tool's server and name on it.
+func TestMCPToolEnv(t *testing.T) {
+	r := mustParse(t, `default: approve
+rules:
+  - name: no deleting files
+    when: tool.category == "mcp" && tool.server == "files" && tool.serverTool == "delete_file"
+    decision: deny
+`)
+	tests := []struct {
+		tool string
+		cat  pipeline.ToolCategory
+		want Decision
+	}{
+		{"files__delete_file", pipeline.CategoryMCP, Deny},
+		{"files__read_file", pipeline.CategoryMCP, Approve},
+		{"other__delete_file", pipeline.CategoryMCP, Approve},
+		{"files__delete_file", pipeline.CategoryOther, Approve}, // not an MCP tool: no server
+	}
+	for _, tt := range tests {
+		if res := r.Decide(Call{Tool: tt.tool, Category: tt.cat, Args: []byte(`{}`)}); res.Decision != tt.want {
+			t.Errorf("%s (%s): %s, want %s (%s)", tt.tool, tt.cat, res.Decision, tt.want, res.Explanation)
 		}
 	}
 }
