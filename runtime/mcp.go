@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -28,7 +29,11 @@ var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", 
 func (r *Runtime) openMCP(ctx context.Context, cfg *config.File) {
 	for _, s := range cfg.MCPServers {
 		timeout, _ := time.ParseDuration(s.Timeout) // Validate checked it; 0: the default
-		src := mcpsrc.New(s.Name, mcpConnect(s), timeout)
+		dir := ""                                   // the config's directory: relative commands and paths mean what the file says
+		if cfg.Path != "" {
+			dir = filepath.Dir(cfg.Path)
+		}
+		src := mcpsrc.New(s.Name, mcpConnect(s, dir), timeout)
 		if r.mcp == nil {
 			r.mcp = map[string]*mcpsrc.Source{}
 		}
@@ -42,8 +47,8 @@ func (r *Runtime) openMCP(ctx context.Context, cfg *config.File) {
 }
 
 // mcpConnect returns how to reach server s: its command, started anew
-// each time, or its URL.
-func mcpConnect(s config.MCPServer) mcpsrc.Connect {
+// each time in dir, or its URL.
+func mcpConnect(s config.MCPServer, dir string) mcpsrc.Connect {
 	if s.URL != "" {
 		hdr := http.Header{}
 		for k, v := range s.Headers {
@@ -58,6 +63,7 @@ func mcpConnect(s config.MCPServer) mcpsrc.Connect {
 		// Not the connection's context: the process outlives the call
 		// that started it, until the source closes it.
 		cmd := exec.Command(s.Command[0], s.Command[1:]...)
+		cmd.Dir = dir
 		cmd.Env = mcpEnv(s.Env)
 		dieWithParent(cmd)
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, nil

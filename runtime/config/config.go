@@ -257,7 +257,8 @@ type MCPServer struct {
 	// names (<name>__<tool>): 1 to 32 letters, digits, '_' or '-', without
 	// "__".
 	Name string `yaml:"name"`
-	// Command is the program and its arguments, for a stdio server.
+	// Command is the program and its arguments, for a stdio server. It
+	// runs in the config file's directory.
 	Command []string `yaml:"command"`
 	// Env is the command's environment, on top of none: values may name
 	// environment variables of the runtime's process, as ${VAR}. A
