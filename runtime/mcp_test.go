@@ -3,9 +3,12 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,5 +171,44 @@ agents:
 	}
 	if n := len(h.rec.requests()[0].Tools); n != 0 {
 		t.Errorf("%d tools offered from a server that never started", n)
+	}
+}
+
+// TestMCPServerOverHTTP: a streamable-HTTP server's tools, with its
+// headers taken from the environment.
+func TestMCPServerOverHTTP(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	type args struct {
+		Q string `json:"q"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "search"}, func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "results for " + a.Q}}}, nil, nil
+	})
+	var auth atomic.Value
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth.Store(r.Header.Get("Authorization"))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close) // after the runtime's Close, which ends the client's event stream
+	t.Setenv("MCP_TEST_TOKEN", "tok-5b1d")
+	hr := newHarness(t, `
+mcp_servers: [{name: web, url: "`+srv.URL+`", headers: {Authorization: "Bearer ${MCP_TEST_TOKEN}"}}]
+agents:
+  - name: a
+    mcp_servers: [{server: web}]
+`, `
+agents:
+  a:
+    fallback:
+      steps:
+        - tool_calls: [{name: web__search, id: c1, args: {q: ganglia}}]
+        - text: "{{ .LastMessage }}"
+`)
+	if res := hr.mustSend("a", "k", "search"); res.Response.Content != "results for ganglia" {
+		t.Errorf("answer %q", res.Response.Content)
+	}
+	if got, _ := auth.Load().(string); got != "Bearer tok-5b1d" {
+		t.Errorf("Authorization %q, want the header with the environment's token", got)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -135,5 +136,32 @@ func TestMCPOverStdio(t *testing.T) {
 	}
 	if cmd.ProcessState == nil || !cmd.ProcessState.Exited() || cmd.ProcessState.ExitCode() != 0 {
 		t.Errorf("the server process: %v\nstderr: %s", cmd.ProcessState, stderr.String())
+	}
+}
+
+// TestMCPOverHTTP: `ganglion mcp --http` serves the agents over
+// streamable HTTP at the address it prints.
+func TestMCPOverHTTP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the CLI")
+	}
+	dir := project(t, testConfig)
+	cmd := exec.Command(cliBinary(t), "mcp", "--http", "127.0.0.1:0", dir)
+	cmd.Env = childEnv()
+	stderr, err := cmd.StderrPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	must(t, err)
+	url := regexp.MustCompile(`http://\S+/mcp`).FindString(line)
+	if url == "" {
+		t.Fatalf("no address in %q", line)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	must(t, err)
+	defer cs.Close()
+	if text, res := callText(t, cs, "helper", map[string]any{"message": "read the file"}); res.IsError || text != "It says: hello world\n" {
+		t.Errorf("helper over HTTP: %q (error %v)", text, res.IsError)
 	}
 }
