@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -145,7 +146,7 @@ func TestMCPServerTools(t *testing.T) {
 
 	start := time.Now()
 	res = h.mustSend("a", "k", "slow one")
-	if want := `tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; res.Response.Content != want {
+	if want := `resumed: tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; res.Response.Content != want {
 		t.Errorf("a call past its timeout: %q, want %q", res.Response.Content, want)
 	}
 	if d := time.Since(start); d > 30*time.Second {
@@ -210,5 +211,78 @@ agents:
 	}
 	if got, _ := auth.Load().(string); got != "Bearer tok-5b1d" {
 		t.Errorf("Authorization %q, want the header with the environment's token", got)
+	}
+}
+
+// TestMCPCallsThroughApproval: approval rules decide MCP calls by their
+// category, server and tool: a denied call never reaches the server, an
+// asked one pauses until a human approves, an approved one runs.
+func TestMCPCallsThroughApproval(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/rules.yaml", `default: approve
+rules:
+  - name: no crashing
+    when: tool.category == "mcp" && tool.server == "dict" && tool.serverTool == "crash"
+    decision: deny
+  - name: slow needs a look
+    when: tool.serverTool == "slow"
+    decision: ask
+`)
+	writeFile(t, dir+"/script.yaml", mcpScript+`      - match: "approved"
+        steps: [{text: "resumed: {{ .LastMessage }}"}]
+`)
+	cfg := parseConfig(t, dir, modelLine+strings.Replace(mcpConfig(t), "    mcp_servers:", "    extensions: [{name: approval, config: {rules: rules.yaml}}]\n    mcp_servers:", 1))
+	rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+	send := func(text string) *pipeline.TurnResult {
+		t.Helper()
+		res, err := rt.Send(ctx, "a", "k", runtime.UserMessage(text))
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		return res
+	}
+	if res := send("define it"); !strings.HasPrefix(res.Response.Content, "ganglion: a mass of nerve cells") {
+		t.Errorf("an approved call: %q", res.Response.Content)
+	}
+	if res := send("crash it"); !strings.Contains(res.Response.Content, `rule "no crashing" decides deny`) {
+		t.Errorf("a denied call: %q", res.Response.Content)
+	}
+	if res := send("define it again"); !strings.HasPrefix(res.Response.Content, "ganglion: a mass of nerve cells") {
+		t.Errorf("after the denied crash, the server still runs: %q", res.Response.Content)
+	}
+	res := send("slow one")
+	if res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("an asked call: %+v", res)
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 || !strings.Contains(string(items[0].Request), `"tool":"dict__slow"`) {
+		t.Fatalf("pending %+v, %v", items, err)
+	}
+	res, err = rt.Answer(ctx, items[0].ID, "approve")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Response.Content != "resumed: A human approved the call of dict__slow; it ran." {
+		t.Errorf("the resume turn: %q", res.Response.Content)
+	}
+	// The approved call ran when the turn resumed: its result is the
+	// server's timeout, not the pause's placeholder.
+	msgs, err := rt.History(ctx, "a", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slow string
+	for _, m := range msgs {
+		if m.Role == pipeline.RoleTool && m.Name == "dict__slow" {
+			slow = m.Content
+		}
+	}
+	if want := `tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; slow != want {
+		t.Errorf("the approved call's result: %q, want %q", slow, want)
 	}
 }
