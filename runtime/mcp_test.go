@@ -146,7 +146,7 @@ func TestMCPServerTools(t *testing.T) {
 
 	start := time.Now()
 	res = h.mustSend("a", "k", "slow one")
-	if want := `resumed: tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; res.Response.Content != want {
+	if want := `tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; res.Response.Content != want {
 		t.Errorf("a call past its timeout: %q, want %q", res.Response.Content, want)
 	}
 	if d := time.Since(start); d > 30*time.Second {
