@@ -39,7 +39,7 @@ func (r *Runtime) openMCP(ctx context.Context, cfg *config.File) {
 		}
 		r.mcp[s.Name] = src
 		if s.Start == "eager" {
-			if _, err := src.Tools(ctx); err != nil {
+			if _, err := r.mcpTools(ctx, src); err != nil {
 				r.logger.Warn("an MCP server failed to start; it is tried again when used", "server", s.Name, "err", err)
 			}
 		}
@@ -148,7 +148,7 @@ func (a *agent) stepTools(ctx context.Context) []pipeline.Tool {
 }
 
 func (m *agentMCP) catalog(ctx context.Context, a *agent) []pipeline.Tool {
-	listed, err := m.src.Tools(ctx)
+	listed, err := a.rt.mcpTools(ctx, m.src)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if err != nil {
@@ -194,4 +194,27 @@ func mcpTool(src *mcpsrc.Source, t *mcp.Tool) (pipeline.Tool, error) {
 			return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), Content: res.Text, IsError: res.IsError}, nil
 		}}
 	return pt, pt.Validate()
+}
+
+// mcpTools lists src's tools, through the tape if there is one: replaying,
+// the recorded listing stands for the server.
+func (r *Runtime) mcpTools(ctx context.Context, src *mcpsrc.Source) ([]*mcp.Tool, error) {
+	if r.tape == nil {
+		return src.Tools(ctx)
+	}
+	b, err := r.tape.MCPTools(src.Name(), func() ([]byte, error) {
+		tools, err := src.Tools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(tools)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var tools []*mcp.Tool
+	if err := json.Unmarshal(b, &tools); err != nil {
+		return nil, err
+	}
+	return tools, nil
 }

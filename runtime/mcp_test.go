@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/cassette"
+	"github.com/ganglion-dev/ganglion/runtime/cassette/cassettetest"
 )
 
 // TestMain makes the test binary an MCP server on its standard input and
@@ -284,5 +287,39 @@ rules:
 	}
 	if want := `tool "dict__slow" failed: MCP server "dict": tool "slow" did not answer within 300ms`; slow != want {
 		t.Errorf("the approved call's result: %q, want %q", slow, want)
+	}
+}
+
+// TestMCPSessionReplaysWithoutTheServer: a session that called an MCP
+// server replays from its cassette with the server gone: the listing and
+// the results come from the recording.
+func TestMCPSessionReplaysWithoutTheServer(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/script.yaml", mcpScript)
+	cfg := parseConfig(t, dir, modelLine+mcpConfig(t))
+	inputs := []cassette.Input{{Op: "send", Agent: "a", Instance: "k", Input: &pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: "define it"}}}
+	var buf bytes.Buffer
+	rec := cassette.NewRecorder(&buf)
+	live, err := cassettetest.Record(context.Background(), rec, inputs, cassettetest.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(live.Transcript, "ganglion: a mass of nerve cells") {
+		t.Fatalf("the live session:\n%s", live.Transcript)
+	}
+	gone := parseConfig(t, dir, modelLine+strings.Replace(mcpConfig(t), "command: [", "command: [\"/nonexistent/server\", ", 1))
+	c, err := cassette.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cassettetest.Replay(context.Background(), c, cassettetest.Options{Config: gone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Divergences) > 0 || res.Transcript != live.Transcript {
+		t.Errorf("the replay without the server: %v\n%s", res.Divergences, res.Transcript)
 	}
 }

@@ -199,7 +199,7 @@ func TestReadRefusesWhatIsNoCassette(t *testing.T) {
 		{"not JSON", "hello\n", "1: not a JSON object: invalid character 'h' looking for beginning of value"},
 		{"later version", `{"k":"cassette","version":2,"start":"2026-11-27T10:00:00Z"}`, "1: cassette version 2; this build reads versions 1 to 1"},
 		{"no start", `{"k":"cassette","version":1}`, "1: header: no start time"},
-		{"unknown kind", head + `{"k":"tape"}`, `2: tape line: unknown kind "tape" (want input, model, chunk, tool, id, clock or event)`},
+		{"unknown kind", head + `{"k":"tape"}`, `2: tape line: unknown kind "tape" (want input, model, chunk, tool, id, clock, event or mcp_tools)`},
 		{"unknown field", head + `{"k":"tool","agent":"a","colour":"red"}`, `2: tool line: json: unknown field "colour"`},
 		{"unknown op", head + `{"k":"input","op":"shout"}`, `2: input line: unknown op "shout" (want send, ask, answer, edit, skip, provide or reject)`},
 		{"send without input", head + `{"k":"input","op":"send","agent":"a"}`, "2: input line: a send needs agent and input"},

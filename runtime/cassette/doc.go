@@ -80,6 +80,9 @@
 //   - event: an event the session published, without its time (the clock
 //     lines have it): topic, agent, instance, turn_id, source, data.
 //     Streamed model deltas are left out: the chunks hold them.
+//   - mcp_tools: an MCP server's tool listing (server, tools), written
+//     when it changed: a replay lists the server's tools from it, without
+//     the server (as the session's listing ended).
 //
 // A reader refuses a cassette of a later version, and a line it cannot
 // read, with its line number.

@@ -29,6 +29,7 @@ const (
 	kindID     = "id"
 	kindClock  = "clock"
 	kindEvent  = "event"
+	kindMCP    = "mcp_tools"
 )
 
 // maxLine bounds one line of a cassette: a model call's messages are on one.
@@ -220,6 +221,13 @@ func (l *toolLine) setResult(res *pipeline.ToolResult, err error, mask func(stri
 	}
 }
 
+// mcpLine is an MCP server's tool listing, written when it changed.
+type mcpLine struct {
+	K      string          `json:"k"`
+	Server string          `json:"server"`
+	Tools  json.RawMessage `json:"tools"`
+}
+
 type idLine struct {
 	K   string `json:"k"`
 	Key string `json:"key"`
@@ -258,6 +266,7 @@ type Cassette struct {
 	ids    []idLine
 	clock  []time.Time
 	events []eventLine
+	mcp    map[string]json.RawMessage // each MCP server's last listing
 }
 
 // Inputs returns what the session was given, in order.
@@ -424,10 +433,22 @@ func (c *Cassette) readLine(kind string, line []byte, prev map[string]*call, cal
 			return err
 		}
 		c.events = append(c.events, l)
+	case kindMCP:
+		var l mcpLine
+		if err := strictUnmarshal(line, &l); err != nil {
+			return err
+		}
+		if l.Server == "" || !json.Valid(l.Tools) {
+			return errors.New("an MCP listing needs a server and its tools as JSON")
+		}
+		if c.mcp == nil {
+			c.mcp = map[string]json.RawMessage{}
+		}
+		c.mcp[l.Server] = l.Tools
 	case kindHeader:
 		return errors.New("a second header")
 	default:
-		return fmt.Errorf("unknown kind %q (want input, model, chunk, tool, id, clock or event)", kind)
+		return fmt.Errorf("unknown kind %q (want input, model, chunk, tool, id, clock, event or mcp_tools)", kind)
 	}
 	return nil
 }

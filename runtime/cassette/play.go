@@ -132,6 +132,18 @@ func (p *player) ID(key string, fresh func() string) string {
 	return fresh()
 }
 
+// MCPTools returns the server's recorded listing, without the server:
+// the last the recording holds (a listing that changed during the
+// session replays as it ended).
+func (p *player) MCPTools(name string, _ func() ([]byte, error)) ([]byte, error) {
+	if b, ok := p.c.mcp[name]; ok {
+		return b, nil
+	}
+	d := &Divergence{What: "the tools of MCP server " + strconv.Quote(name), Diffs: []string{"not in the recording"}}
+	p.diverged(d)
+	return nil, d
+}
+
 // Input does nothing: the inputs are what the replay issues.
 func (p *player) Input(tape.Input) {}
 

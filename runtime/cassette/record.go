@@ -42,6 +42,7 @@ type recorder struct {
 	idUses  map[string]int
 	secrets map[string]string
 	mask    *secret.Redactor
+	mcp     map[string]string // each MCP server's listing, as last written
 }
 
 // sentReq is what a conversation's last model call sent.
@@ -214,6 +215,25 @@ func (r *recorder) Tool(ctx context.Context, c tape.Call) (*pipeline.ToolResult,
 	r.writeLocked(l)
 	r.mu.Unlock()
 	return res, err
+}
+
+// MCPTools lists the server's tools and records the listing when it
+// changed since the last.
+func (r *recorder) MCPTools(name string, list func() ([]byte, error)) ([]byte, error) {
+	b, err := list()
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.mcp == nil {
+		r.mcp = map[string]string{}
+	}
+	if r.mcp[name] != string(b) {
+		r.mcp[name] = string(b)
+		r.writeLocked(mcpLine{K: kindMCP, Server: name, Tools: b})
+	}
+	return b, nil
 }
 
 // Provider opens the provider and records each call to it.

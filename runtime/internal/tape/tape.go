@@ -29,6 +29,9 @@ type Tape interface {
 	Input(in Input)
 	// Event records an event the session published.
 	Event(ev events.Event)
+	// MCPTools returns the tool listing of MCP server name, as JSON: list
+	// lists it from the server, which a player does not call.
+	MCPTools(name string, list func() ([]byte, error)) ([]byte, error)
 }
 
 // Call is a tool call a [Tape] runs.
