@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,5 +164,33 @@ func TestMCPOverHTTP(t *testing.T) {
 	defer cs.Close()
 	if text, res := callText(t, cs, "helper", map[string]any{"message": "read the file"}); res.IsError || text != "It says: hello world\n" {
 		t.Errorf("helper over HTTP: %q (error %v)", text, res.IsError)
+	}
+}
+
+// bearerTransport adds the server's token to each request.
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestServeMCP: ganglion serve also serves the agents as MCP tools at
+// /mcp, behind its token.
+func TestServeMCP(t *testing.T) {
+	dir := project(t, testConfig)
+	addr, token, stop := startServe(t, dir)
+	defer stop()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	if _, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", MaxRetries: -1}, nil); err == nil {
+		t.Error("connected without the token")
+	}
+	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport(token)}}, nil)
+	must(t, err)
+	defer cs.Close()
+	if text, res := callText(t, cs, "helper", map[string]any{"message": "read the file"}); res.IsError || text != "It says: hello world\n" {
+		t.Errorf("helper over serve's /mcp: %q (error %v)", text, res.IsError)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -98,7 +100,11 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 			if err != nil {
 				return failed(fmt.Errorf("listen on %s: %w", addr, err))
 			}
-			hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+			// /mcp serves the agents as MCP tools (ganglion mcp), behind the same token.
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", bearer(token, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer(rt, dir) }, nil)))
+			mux.Handle("/", srv)
+			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
 			scheme := "http"
 			if cert != "" {
 				scheme = "https"
@@ -232,4 +238,18 @@ func webhooks(cfg *config.File) ([]server.Webhook, error) {
 		out = append(out, server.Webhook{URL: h.URL, Secret: secret, Events: h.Events})
 	}
 	return out, nil
+}
+
+// bearer lets through the requests that carry "Authorization: Bearer
+// token".
+func bearer(token string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="ganglion"`)
+			http.Error(w, "this call needs the server's token: Authorization: Bearer TOKEN (ganglion serve prints it)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
