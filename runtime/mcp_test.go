@@ -31,10 +31,16 @@ func TestMain(m *testing.M) {
 		serveTestMCP()
 		os.Exit(0)
 	}
+	if cfg := os.Getenv("GANGLION_TEST_MCP_HOST"); cfg != "" {
+		hostTestMCP(cfg) // never returns: the test kills it
+	}
 	os.Exit(m.Run())
 }
 
 func serveTestMCP() {
+	if f := os.Getenv("GANGLION_TEST_MCP_STARTED"); f != "" {
+		os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644) // tells the test it started
+	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "test-server", Version: "1"}, nil)
 	type lookupArgs struct {
 		Word string `json:"word" jsonschema:"the word to define"`
@@ -322,4 +328,46 @@ func TestMCPSessionReplaysWithoutTheServer(t *testing.T) {
 	if len(res.Divergences) > 0 || res.Transcript != live.Transcript {
 		t.Errorf("the replay without the server: %v\n%s", res.Divergences, res.Transcript)
 	}
+}
+
+// TestMCPEagerStart: an eager server starts with the runtime, before any
+// turn; a lazy one at the first step of an agent that uses it.
+func TestMCPEagerStart(t *testing.T) {
+	for _, start := range []string{"eager", "lazy"} {
+		t.Run(start, func(t *testing.T) {
+			dir := t.TempDir()
+			started := dir + "/started"
+			writeFile(t, dir+"/script.yaml", mcpScript)
+			cfg := parseConfig(t, dir, modelLine+strings.Replace(mcpConfig(t), `env: {GANGLION_TEST_MCP_SERVER: "1"}`,
+				`env: {GANGLION_TEST_MCP_SERVER: "1", GANGLION_TEST_MCP_STARTED: `+strconv.Quote(started)+`}
+    start: `+start, 1))
+			rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			_, err = os.Stat(started)
+			if (err == nil) != (start == "eager") {
+				t.Errorf("%s: the server has started after New: %v", start, err == nil)
+			}
+			if _, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("define it")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(started); err != nil {
+				t.Errorf("%s: the server has not started after a turn", start)
+			}
+		})
+	}
+}
+
+// hostTestMCP is a process that runs a runtime on the config at path, with
+// its eager MCP server, until it is killed.
+func hostTestMCP(path string) {
+	rt, err := runtime.New(context.Background(), runtime.WithConfigFile(path), runtime.WithMemoryStore())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "host:", err)
+		os.Exit(1)
+	}
+	_ = rt
+	select {}
 }
