@@ -4,81 +4,92 @@ import (
 	"bytes"
 	"context"
 	"reflect"
-	"sync"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/cassette"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
-// session is what a run of the delegation session leaves to compare.
+// session is what a run of the pause session leaves to compare.
 type session struct {
-	report    *runtime.Report
-	histories map[string][]pipeline.Message
-	tasks     []runtime.Task
-	events    []events.Event
+	results []*pipeline.TurnResult
+	history []pipeline.Message
+	items   []ledger.Item
+	events  []events.Event
 }
 
-// runDelegation asks lead to delegate to coder on a runtime with opts,
-// and returns everything the session made, times and IDs included.
-func runDelegation(t *testing.T, opts ...runtime.Option) session {
+// runPauses runs pauseScript on a runtime with opts: a turn that asks a
+// question and a key, the question skipped, the key provided, and the
+// resumed turn's command. It returns everything the session made, times
+// and IDs included. All of it runs on the caller's goroutine, so the
+// clock is read in one order: a replay gives every reading back where it
+// was taken. (Turns that run at once, a delegation's, may get each
+// other's readings in a replay: the transcripts of package cassettetest
+// leave times out for that.)
+func runPauses(t *testing.T, opts ...runtime.Option) session {
 	t.Helper()
 	dir := t.TempDir()
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, append([]runtime.Option{runtime.WithConfig(parseConfig(t, dir, modelLine+singleConfig)),
+	rt, err := runtime.New(ctx, append([]runtime.Option{runtime.WithConfig(parseConfig(t, dir, modelLine+pauseConfig)),
 		runtime.WithMemoryStore(), runtime.WithoutExpiryTimer()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var (
-		mu  sync.Mutex
-		evs []events.Event
-	)
+	var evs []events.Event
 	rt.Events().Subscribe("*", func(ev events.Event) {
 		if d, ok := ev.Data.(events.ToolFinishedData); ok {
 			d.DurationMS = 0 // measured, not read from the clock
 			ev.Data = d
 		}
-		mu.Lock()
 		evs = append(evs, ev)
-		mu.Unlock()
 	})
-	rep, err := rt.Ask(ctx, "lead", "s", "build a parser")
+	var s session
+	res, err := rt.Send(ctx, "a", "k", runtime.UserMessage("start"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.WaitTasks(ctx); err != nil {
+	s.results = append(s.results, res)
+	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("pending = %v, %v", items, err)
+	}
+	slices.SortFunc(items, func(a, b ledger.Item) int { return strings.Compare(b.Kind, a.Kind) }) // question, then dependency
+	if res, err = rt.Skip(ctx, items[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	s := session{report: rep, histories: map[string][]pipeline.Message{}}
-	for _, agent := range []string{"lead", "coder"} {
-		s.histories[agent] = mustHistory(t, rt, agent, "s")
+	s.results = append(s.results, res)
+	if res, err = rt.Provide(ctx, items[1].ID, "sk-bitforbit-0123456789"); err != nil {
+		t.Fatal(err)
 	}
-	if s.tasks, err = rt.Tasks(ctx, "lead", "s"); err != nil {
+	s.results = append(s.results, res)
+	s.history = mustHistory(t, rt, "a", "k")
+	if s.items, err = rt.Pending(ctx, ledger.Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.Close(); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
 	s.events = evs
-	mu.Unlock()
 	return s
 }
 
 // TestReplayIsBitForBit: a session replayed from its cassette, without
-// the model, makes the same IDs, times, histories, tasks and events.
+// the model or the command it ran, makes the same IDs, times, results,
+// history, pending items and events.
 func TestReplayIsBitForBit(t *testing.T) {
-	sc, err := scripted.Parse("script.yaml", []byte(singleScript))
+	sc, err := scripted.Parse("script.yaml", []byte(pauseScript))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
 	rec := cassette.NewRecorder(&buf)
-	live := runDelegation(t, runtime.WithModel(sc), runtime.WithTape(rec))
+	live := runPauses(t, runtime.WithModel(sc), runtime.WithTape(rec))
 	if err := rec.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -87,20 +98,21 @@ func TestReplayIsBitForBit(t *testing.T) {
 		t.Fatal(err)
 	}
 	player := cassette.NewPlayer(c)
-	replay := runDelegation(t, runtime.WithTape(player))
+	replay := runPauses(t, runtime.WithTape(player))
 	if d := player.Divergences(); len(d) > 0 {
 		t.Fatalf("divergences: %v", d)
 	}
-	if !reflect.DeepEqual(live.report, replay.report) {
-		t.Errorf("report:\n%+v\nreplayed:\n%+v", live.report, replay.report)
-	}
-	for agent, h := range live.histories {
-		if !reflect.DeepEqual(h, replay.histories[agent]) {
-			t.Errorf("%s's history:\n%+v\nreplayed:\n%+v", agent, h, replay.histories[agent])
+	for _, x := range []struct {
+		what       string
+		live, back any
+	}{
+		{"results", live.results, replay.results},
+		{"history", live.history, replay.history},
+		{"pending items", live.items, replay.items},
+	} {
+		if !reflect.DeepEqual(x.live, x.back) {
+			t.Errorf("%s:\n%+v\nreplayed:\n%+v", x.what, x.live, x.back)
 		}
-	}
-	if !reflect.DeepEqual(live.tasks, replay.tasks) {
-		t.Errorf("tasks:\n%+v\nreplayed:\n%+v", live.tasks, replay.tasks)
 	}
 	if len(live.events) != len(replay.events) {
 		t.Fatalf("%d events, replayed %d", len(live.events), len(replay.events))
