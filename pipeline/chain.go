@@ -166,6 +166,8 @@ type cursor[R comparable] struct {
 	nextText string
 	// skips holds, by layer, the failure of a layer skipped in this run,
 	// when the chain is observed (callObserved): its layer reports it.
+	// Kept across resets of its context, whose layers do not change;
+	// callObserved clears a layer's entry before it runs.
 	// observing is 1 + the layer callObserved is about to run.
 	skips     []error
 	observing int

@@ -125,7 +125,7 @@ func NewTurnContext(info TurnInfo) *TurnContext {
 // runtime can embed contexts in its own per-turn state instead of
 // allocating them. It must not be called while t's chain runs.
 func (t *TurnContext) Reset(info TurnInfo) {
-	*t = TurnContext{info: info, cur: cursor[*TurnResult]{depth: -1, more: t.cur.more[:0]}}
+	*t = TurnContext{info: info, cur: cursor[*TurnResult]{depth: -1, more: t.cur.more[:0], skips: t.cur.skips}}
 }
 
 // Agent returns the agent's name.
@@ -186,7 +186,7 @@ func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
 
 // Init makes s the context of step index of turn t; see [TurnContext.Reset].
 func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
-	*s = StepContext{turn: t, watchers: s.watchers[:0], onReply: s.onReply[:0], cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0]}}
+	*s = StepContext{turn: t, watchers: s.watchers[:0], onReply: s.onReply[:0], cur: cursor[*StepResult]{depth: -1, more: s.cur.more[:0], skips: s.cur.skips}}
 	s.Reset(index, tools)
 }
 
@@ -322,7 +322,7 @@ func NewToolCallContext(info ToolCallInfo) *ToolCallContext {
 
 // Reset makes c the context of the call described by info; see [TurnContext.Reset].
 func (c *ToolCallContext) Reset(info ToolCallInfo) {
-	*c = ToolCallContext{info: info, cur: cursor[*ToolResult]{depth: -1, more: c.cur.more[:0]}}
+	*c = ToolCallContext{info: info, cur: cursor[*ToolResult]{depth: -1, more: c.cur.more[:0], skips: c.cur.skips}}
 }
 
 // Agent returns the agent's name.

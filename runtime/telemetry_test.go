@@ -284,6 +284,9 @@ func TestTraceContentAndSecrets(t *testing.T) {
 				all.WriteString("\n")
 			}
 			text := all.String()
+			if !strings.Contains(text, "execute_tool execute_command") {
+				t.Fatalf("no span of the call that used the secret:\n%s", text)
+			}
 			if strings.Contains(text, secret) {
 				t.Fatalf("a span holds the secret:\n%s", text)
 			}

@@ -112,9 +112,12 @@ func (r *recorder) writeLocked(v any) {
 		r.err = err
 		return
 	}
-	b = []byte(r.mask.Redact(string(b)))
-	b = append(b, '\n')
+	if r.mask != nil { // no secret provided yet: nothing to mask
+		b = []byte(r.mask.Redact(string(b)))
+	}
 	if _, err := r.w.Write(b); err != nil {
+		r.err = err
+	} else if err := r.w.WriteByte('\n'); err != nil {
 		r.err = err
 	}
 }
