@@ -52,6 +52,9 @@ type instance struct {
 	// paused maps the instance's open pending items to their turns.
 	paused  map[string]string
 	secrets instanceSecrets // its provided secrets, read once per load (secrets.go)
+	// mcp are its own sources of the MCP servers that take a provided
+	// secret, by server name (mcp.go); closed when it leaves the cache.
+	mcp map[string]*instanceMCP
 }
 
 func newInstance(a *agent, key string) *instance {

@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -59,12 +61,22 @@ func serveTestMCP() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done at last"}}}, nil, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "token", Description: "Show the token the server was started with."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		tok := os.Getenv("DICT_TOKEN")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("token %s (pid %d)\nraw: %s", tokenHash(tok), os.Getpid(), tok)}}}, nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "hidden"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "test MCP server:", err)
 	}
+}
+
+// tokenHash names a token without showing it.
+func tokenHash(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:6])
 }
 
 // mcpConfig is an agent taking three tools of the test binary's MCP server.

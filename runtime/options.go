@@ -117,6 +117,8 @@ const defaultInstanceCache = 1024
 // 1; default 1024). The least recently used idle ones are
 // dropped and loaded again from the store when next used; an instance with a
 // running or queued turn is always kept, so the cache may briefly exceed n.
+// A dropped instance's own MCP servers (those that take a provided secret)
+// end with it, so n also bounds how many of them run.
 func WithInstanceCache(n int) Option {
 	return optionFunc(func(o *options) { o.maxInstances = max(1, n) })
 }

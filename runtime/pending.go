@@ -253,7 +253,7 @@ func (rc *resumeCall) run(ctx context.Context, args json.RawMessage, edited bool
 		rc.edited, rc.ranEdited = args, true
 	}
 	ts := rc.ts
-	ts.step.Init(rc.t, rc.it.Step, rc.a.stepTools(ctx)) // an approved MCP call runs too
+	ts.step.Init(rc.t, rc.it.Step, rc.a.stepTools(ctx, ts.inst)) // an approved MCP call runs too
 	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
 		return nil, err
 	}
@@ -417,7 +417,7 @@ func (a *agent) checkEdit(inst *instance, it ledger.Item, k extensions.PendingKi
 	if !ok {
 		return fmt.Errorf("the call %s is not in the history", it.CallID)
 	}
-	tools := a.stepTools(context.Background())
+	tools := a.stepTools(context.Background(), inst)
 	i := slices.IndexFunc(tools, func(t pipeline.Tool) bool { return t.Name == c.Name })
 	if i < 0 {
 		return fmt.Errorf("%w: the call's tool %q is not one of agent %q's tools", extensions.ErrInvalidAction, c.Name, a.name)

@@ -22,7 +22,6 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/internal/mcpsrc"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
@@ -56,17 +55,20 @@ type Runtime struct {
 	bus       *events.Bus
 	logger    *slog.Logger
 	now       func() time.Time
-	workspace *tool.Workspace           // nil when no agent uses the workspace tools
-	wasm      wasmHost                  // loads the WASM extensions
-	agents    roster                    // the agents and teams; fixed once New returns
-	ledger    *ledger.Ledger            // the pending items of paused turns
-	keyring   *secret.Keyring           // seals provided secrets
-	tape      tape.Tape                 // records or replays the session, if set
-	untape    func()                    // ends the tape's subscription to the bus
-	tel       *telemetry.T              // spans and metrics; nil when both are off
-	exporter  *otlp.Providers           // the OTLP export New opened, which Close flushes
-	untel     []func()                  // end the tracer's subscriptions to the bus
-	mcp       map[string]*mcpsrc.Source // the MCP servers, by name
+	workspace *tool.Workspace       // nil when no agent uses the workspace tools
+	wasm      wasmHost              // loads the WASM extensions
+	agents    roster                // the agents and teams; fixed once New returns
+	ledger    *ledger.Ledger        // the pending items of paused turns
+	keyring   *secret.Keyring       // seals provided secrets
+	tape      tape.Tape             // records or replays the session, if set
+	untape    func()                // ends the tape's subscription to the bus
+	tel       *telemetry.T          // spans and metrics; nil when both are off
+	exporter  *otlp.Providers       // the OTLP export New opened, which Close flushes
+	untel     []func()              // end the tracer's subscriptions to the bus
+	mcp       map[string]*mcpServer // the MCP servers, by name
+	// mcpClosing counts the MCP sources closing in the background (an
+	// evicted instance's); Close waits for them.
+	mcpClosing sync.WaitGroup
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -464,6 +466,7 @@ func (r *Runtime) evictLocked() {
 		if in := e.Value.(*instance); in.refs == 0 {
 			delete(r.cache.instances, instanceID{in.agent.name, in.key})
 			r.cache.lru.Remove(e)
+			in.closeMCP()
 		}
 		e = prev
 	}
@@ -661,6 +664,7 @@ func (r *Runtime) release() error {
 	}
 	defer r.closeExporter()
 	r.cache.mu.Lock()
+	cached := slices.Collect(maps.Values(r.cache.instances))
 	r.cache.instances = nil // no turn runs any more; let the histories go
 	r.cache.lru.Init()
 	r.cache.mu.Unlock()
@@ -673,7 +677,7 @@ func (r *Runtime) release() error {
 	if r.wasm.engine != nil {
 		errs = append(errs, r.wasm.engine.Close())
 	}
-	errs = append(errs, r.closeMCP())
+	errs = append(errs, r.closeMCP(cached))
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())
 	}

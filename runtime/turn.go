@@ -232,7 +232,7 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 	res := &pipeline.TurnResult{TurnID: ts.turnID} // the caller keeps it
 	ts.step.Init(t, first, a.tools)
 	for step := first; step <= a.maxSteps; step++ {
-		ts.step.Reset(step, a.stepTools(ctx))
+		ts.step.Reset(step, a.stepTools(ctx, ts.inst))
 		sr, err := a.runStep(ctx, ts, step)
 		if err != nil {
 			return nil, err

@@ -260,16 +260,24 @@ type MCPServer struct {
 	// Command is the program and its arguments, for a stdio server. It
 	// runs in the config file's directory.
 	Command []string `yaml:"command"`
-	// Env is the command's environment, on top of none: values may name
-	// environment variables of the runtime's process, as ${VAR}. A
+	// Env is the command's environment, on top of a few variables programs
+	// need (PATH, HOME, ...). Values may name an environment variable of
+	// the runtime's process, as ${VAR}, or a secret provided to the
+	// instance (a dependency request's answer), as ${secret:NAME}. A
 	// variable whose name says it holds a secret (KEY, TOKEN, SECRET,
 	// PASSWORD) must take its value from one: never in clear here.
+	//
+	// A server that takes a provided secret runs once per instance that
+	// uses it, with that instance's secret, and restarts when the secret
+	// is provided anew; until the instance has it, the server's tools are
+	// not offered.
 	Env map[string]string `yaml:"env"`
 	// URL is the endpoint of a streamable-HTTP server.
 	URL string `yaml:"url"`
-	// Headers are sent with every request to URL; values may name
-	// environment variables as ${VAR}, and Authorization, or a header
-	// whose name says it holds a secret, must.
+	// Headers are sent with every request to URL; values may name an
+	// environment variable as ${VAR} or a provided secret as
+	// ${secret:NAME}, as in Env, and Authorization, or a header whose
+	// name says it holds a secret, must.
 	Headers map[string]string `yaml:"headers"`
 	// Start is "lazy" (the default: at the first step of an agent that
 	// uses it) or "eager" (when the runtime starts).

@@ -8,16 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/envref"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
 // mcpServerName is what a server's name may be: it prefixes its tools'
 // names, which providers limit to [A-Za-z0-9_-].
 var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-
-// envRef is a reference to an environment variable in an MCP server's
-// env or headers: ${NAME}.
-var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
 
 // secretName says whether an env variable or header, by its name, holds
 // a secret, which must not be written in clear.
@@ -68,7 +65,11 @@ func (v *validator) mcpServers() {
 		v.refs(path+".env", pre+"env", s.Env)
 		v.refs(path+".headers", pre+"headers", s.Headers)
 		switch s.Start {
-		case "", "lazy", "eager":
+		case "", "lazy":
+		case "eager":
+			if n := envref.Secrets(s.Env, s.Headers); len(n) > 0 {
+				v.errorf(path+".start", "%sstart eager: the server takes the provided secret %s, so it starts for each instance at its first step, never before", pre, n[0])
+			}
 		default:
 			v.errorf(path+".start", "%sstart %q: want lazy (the default) or eager", pre, s.Start)
 		}
@@ -101,8 +102,9 @@ func (v *validator) mcpServers() {
 	}
 }
 
-// refs checks the ${VAR} references of an env or headers map, and that a
-// value whose name says it is a secret takes it from one.
+// refs checks the ${VAR} and ${secret:NAME} references of an env or
+// headers map, and that a value whose name says it is a secret takes it
+// from one.
 func (v *validator) refs(path, what string, m map[string]string) {
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range m {
@@ -112,13 +114,18 @@ func (v *validator) refs(path, what string, m map[string]string) {
 		}
 	}) {
 		val := m[k]
-		for _, ref := range envRef.FindAllStringSubmatch(val, -1) {
-			if store.ValidateEnvName("variable", ref[1]) != nil {
-				v.errorf(path+"."+k, "%s %s: ${%s} is not an environment variable's name", what, k, ref[1])
+		refs := envref.Refs(val)
+		for _, ref := range refs {
+			kind := "an environment variable's"
+			if ref.Secret {
+				kind = "a provided secret's"
+			}
+			if store.ValidateEnvName("name", ref.Name) != nil {
+				v.errorf(path+"."+k, "%s %s: %s is not %s name (want [A-Za-z_][A-Za-z0-9_]{0,63})", what, k, ref, kind)
 			}
 		}
-		if secretName(k) && !envRef.MatchString(val) {
-			v.errorf(path+"."+k, "%s %s: a secret is never written here: take it from the environment, as %s: ${%s}", what, k, k, envName(k))
+		if secretName(k) && len(refs) == 0 {
+			v.errorf(path+"."+k, "%s %s: a secret is never written here: take it from the environment, as %s: ${%s}, or from a secret provided to the instance, as ${secret:%[4]s}", what, k, k, envName(k))
 		}
 	}
 }
