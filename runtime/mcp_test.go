@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -55,8 +57,15 @@ func serveTestMCP() {
 		return nil, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Take a minute."}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		marks := os.Getenv("GANGLION_TEST_MCP_MARKS") // a directory: say when the call begins and when it is cancelled
+		if marks != "" {
+			os.WriteFile(marks+"/began", nil, 0o644)
+		}
 		select {
 		case <-ctx.Done():
+			if marks != "" {
+				os.WriteFile(marks+"/cancelled", []byte(context.Cause(ctx).Error()), 0o644)
+			}
 		case <-time.After(time.Minute):
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done at last"}}}, nil, nil
@@ -64,6 +73,13 @@ func serveTestMCP() {
 	mcp.AddTool(s, &mcp.Tool{Name: "token", Description: "Show the token the server was started with."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		tok := os.Getenv("DICT_TOKEN")
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("token %s (pid %d)\nraw: %s", tokenHash(tok), os.Getpid(), tok)}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Add the tool grown."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		// The server tells its clients that its tools changed.
+		mcp.AddTool(s, &mcp.Tool{Name: "grown", Description: "A tool added at run time."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown, and called"}}}, nil, nil
+		})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grew a tool"}}}, nil, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "hidden"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
@@ -175,6 +191,86 @@ func TestMCPServerTools(t *testing.T) {
 	}
 	if res.FinishReason != pipeline.FinishText {
 		t.Errorf("finish %s", res.FinishReason)
+	}
+}
+
+// TestMCPToolListChanged: a server that says its tools changed
+// (tools/list_changed) has them listed again, and the new ones offered, at
+// a following step.
+func TestMCPToolListChanged(t *testing.T) {
+	h := newHarness(t, strings.Replace(mcpConfig(t), "{server: dict, tools: [lookup, crash, slow]}", "{server: dict}", 1), `
+agents:
+  a:
+    turns:
+      - match: "^grow"
+        steps:
+          - tool_calls: [{name: dict__grow, id: c1}]
+          - text: "{{ .LastMessage }}"
+      - match: "^call"
+        steps:
+          - tool_calls: [{name: dict__grown, id: c1}]
+          - text: "{{ .LastMessage }}"
+    fallback:
+      steps: [{text: "looked"}]
+`)
+	offered := func() string { reqs := h.rec.requests(); return strings.Join(reqs[len(reqs)-1].Tools, " ") }
+	if res := h.mustSend("a", "k", "grow"); res.Response.Content != "grew a tool" {
+		t.Fatalf("answer %q", res.Response.Content)
+	}
+	for _, req := range h.rec.requests() {
+		if slices.Contains(req.Tools, "dict__grown") {
+			t.Errorf("dict__grown offered before it existed: %s", req.Tools)
+		}
+	}
+	// The server says so 10 ms after the change (it gathers changes),
+	// and the client hears it on its own: a following step sees it.
+	deadline := time.Now().Add(10 * time.Second)
+	for h.mustSend("a", "k", "look"); !strings.Contains(offered(), "dict__grown"); h.mustSend("a", "k", "look") {
+		if time.Now().After(deadline) {
+			t.Fatalf("dict__grown never offered; the last step offered %s", offered())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if res := h.mustSend("a", "k", "call it"); res.Response.Content != "grown, and called" {
+		t.Errorf("the new tool's call: %q", res.Response.Content)
+	}
+}
+
+// TestMCPCallCancelledWithItsTurn: cancelling a turn cancels its MCP
+// call at the server, whatever the call's timeout, and the server goes on
+// serving the next turn.
+func TestMCPCallCancelledWithItsTurn(t *testing.T) {
+	marks := t.TempDir()
+	cfg := strings.Replace(mcpConfig(t), `env: {GANGLION_TEST_MCP_SERVER: "1"}`, `env: {GANGLION_TEST_MCP_SERVER: "1", GANGLION_TEST_MCP_MARKS: `+strconv.Quote(marks)+`}`, 1)
+	h := newHarness(t, strings.Replace(cfg, "timeout: 300ms", "timeout: 10m", 1), mcpScript)
+	pid := h.mustSend("a", "k", "define it").Response.Content
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		waitFile(t, marks+"/began")
+		cancel()
+	}()
+	res, err := h.rt.Send(ctx, "a", "k", runtime.UserMessage("slow one"))
+	if !errors.Is(err, context.Canceled) || res == nil || res.FinishReason != pipeline.FinishAborted {
+		t.Fatalf("the cancelled turn: %+v, %v; want aborted with the cancellation", res, err)
+	}
+	waitFile(t, marks+"/cancelled") // the server's handler saw it
+	if res := h.mustSend("a", "k", "define it"); res.Response.Content != pid {
+		t.Errorf("after the cancelled call: %q, want the same server's answer %q", res.Response.Content, pid)
+	}
+}
+
+// waitFile waits for file path to exist.
+func waitFile(t *testing.T, path string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s never appeared", path)
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -192,6 +192,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("GANGLION_TEST_MCP_SERVER") == "1" {
+		serveTestMCP() // the test binary as an MCP server, for a config's command
+		os.Exit(0)
+	}
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
