@@ -13,6 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/model/xmltools"
@@ -32,6 +33,11 @@ type agent struct {
 	// contextWindow is the model's context size in tokens, 0 if unknown.
 	contextWindow int
 	sysTokens     atomic.Int64 // the system prompt's count plus one; 0 until counted
+	// tokens is its model's encoding, which counts the tokens of its
+	// messages (counter: countTokens, made once, so that handing it to
+	// the history allocates nothing).
+	tokens  *tokens.Encoding
+	counter func(*pipeline.Message) int
 	// models are the models its extensions opened (extensions.Models),
 	// by the name Open returned; written only while they register.
 	models   map[string]openedModel
@@ -122,6 +128,12 @@ func (r *Runtime) Describe() ([]AgentInfo, []config.Team) {
 func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {
 	a := &agent{rt: r, name: ac.Name, description: ac.Description, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name),
 		kinds: map[kindKey]extensions.PendingKind{}}
+	if ac.Model != nil {
+		a.tokens = tokens.ForModel(ac.Model.Name)
+	} else {
+		a.tokens = tokens.Cl100k()
+	}
+	a.counter = a.countTokens
 	if a.maxSteps <= 0 {
 		a.maxSteps = config.DefaultMaxSteps
 	}
@@ -195,6 +207,9 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 	}
 	return nil
 }
+
+// countTokens counts m in the agent's model's encoding.
+func (a *agent) countTokens(m *pipeline.Message) int { return countTokens(a.tokens, m) }
 
 // openProvider sets a.model: WithModel's provider, else the config's,
 // retrying as its model settings say.

@@ -19,6 +19,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -194,7 +195,7 @@ func newRig(tb testing.TB) *rig {
 	ts.agent, ts.inst, ts.turnID, ts.storeCtx = a, inst, "turn-1", ctx
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: 1}
-	inst.hist.setCounter(countTokens)
+	inst.hist.setCounter(countCl100k)
 	return &rig{rt: rt, a: a, inst: inst, ts: ts}
 }
 
@@ -265,7 +266,7 @@ func checkEffective(r *rig, open map[string]bool, openCalls map[string]bool, wha
 	}
 	sum := 0
 	for _, p := range e.idx {
-		sum += countTokens(h.at(p).msg)
+		sum += countCl100k(h.at(p).msg)
 	}
 	if sum != e.tokens {
 		return fmt.Errorf("%s: tokens = %d, want the sum of the counts %d", what, e.tokens, sum)
@@ -538,7 +539,7 @@ func mustMessages(w *window) []pipeline.WindowMessage {
 // length), and, for reference, a full rebuild after a mark at 10,000.
 func BenchmarkEffectiveHistory(b *testing.B) {
 	pool := benchMessages(4096)
-	counter := countTokens
+	counter := countCl100k
 	build := func(n int) *history {
 		h := &history{}
 		h.setCounter(counter)
@@ -553,8 +554,8 @@ func BenchmarkEffectiveHistory(b *testing.B) {
 		n     int
 		count func(*pipeline.Message) int
 	}{
-		{"append/n=1000", 1000, countTokens},
-		{"append/n=10000", 10000, countTokens},
+		{"append/n=1000", 1000, countCl100k},
+		{"append/n=10000", 10000, countCl100k},
 		// Without the token counter: the index's own cost, the
 		// tokenizer's left out.
 		{"append-nocount/n=1000", 1000, nil},
@@ -563,7 +564,7 @@ func BenchmarkEffectiveHistory(b *testing.B) {
 		n := bc.n
 		b.Run(bc.name, func(b *testing.B) {
 			counter = bc.count
-			defer func() { counter = countTokens }()
+			defer func() { counter = countCl100k }()
 			h := build(n)
 			b.ReportAllocs()
 			i := n
@@ -662,7 +663,7 @@ func (m *simModel) Stream(_ context.Context, req *model.Request) (model.Stream, 
 	n := 0
 	for i := range req.Messages.Len() {
 		msg := req.Messages.At(i)
-		n += countTokens(&msg)
+		n += countCl100k(&msg)
 	}
 	if req.Turn == m.failTurn && m.failed.CompareAndSwap(false, true) {
 		return nil, &model.Error{Kind: model.ErrorContextWindow, Provider: "sim", Status: 400, Message: "too long"}
@@ -720,5 +721,41 @@ func TestWindowSentAfterReduction(t *testing.T) {
 		if want := int(math.Round(float64(s.sent) * 1.5)); s.sent == 0 || s.reported != want {
 			t.Errorf("turn %d: Sent() = %d, provider reported %d; want reported = 1.5 × Sent = %d", i+1, s.sent, s.reported, want)
 		}
+	}
+}
+
+// countCl100k counts a message in cl100k_base, the default encoding.
+func countCl100k(m *pipeline.Message) int { return countTokens(tokens.Cl100k(), m) }
+
+// TestAgentCountsInItsModelsEncoding: an agent counts tokens in its
+// model's encoding: o200k_base for GPT-4o and later, cl100k_base else, and
+// the effective history's total is the sum of its messages' counts.
+func TestAgentCountsInItsModelsEncoding(t *testing.T) {
+	for _, tc := range []struct{ model, want string }{
+		{"gpt-4o-mini", "o200k_base"},
+		{"gpt-5", "o200k_base"},
+		{"gpt-4-turbo", "cl100k_base"},
+		{"claude-sonnet-4-5", "cl100k_base"},
+		{"", "cl100k_base"},
+	} {
+		dir := t.TempDir()
+		cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
+			"model: {provider: scripted, script: script.yaml, name: "+strconv.Quote(tc.model)+"}\nagents:\n  - name: a\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rt, err := New(context.Background(), WithConfig(cfg), WithMemoryStore(), WithModel(summaryModel{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := rt.agents.byName["a"]
+		if got := a.tokens.Name(); got != tc.want {
+			t.Errorf("model %q: counts in %s, want %s", tc.model, got, tc.want)
+		}
+		m := &pipeline.Message{Content: "The café's naïve résumé: 12345 tokens\n\n  \n"}
+		if got, want := a.counter(m), countTokens(tokens.ForModel(tc.model), m); got != want {
+			t.Errorf("model %q: counter %d, want %d", tc.model, got, want)
+		}
+		rt.Close()
 	}
 }

@@ -8,12 +8,10 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync"
-
-	"github.com/tiktoken-go/tokenizer"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -34,7 +32,7 @@ func (w *window) ReservedOutput() int { return w.agent.maxOutput }
 func (w *window) Messages() ([]pipeline.WindowMessage, error) {
 	ts := w.ts()
 	h := &ts.inst.hist
-	h.setCounter(countTokens)
+	h.setCounter(ts.agent.counter)
 	units, err := ts.agent.units(ts)
 	if err != nil {
 		return nil, err
@@ -57,7 +55,7 @@ func (w *window) Messages() ([]pipeline.WindowMessage, error) {
 // Tokens counts what the next model call is sent.
 func (w *window) Tokens() int {
 	h := &w.inst.hist
-	h.setCounter(countTokens)
+	h.setCounter(w.agent.counter)
 	return h.effective().tokens + w.agent.systemTokens()
 }
 
@@ -245,35 +243,20 @@ func (a *agent) systemTokens() int {
 	}
 	n := 0
 	if a.system != "" {
-		n = countTokens(&pipeline.Message{Content: a.system})
+		n = a.countTokens(&pipeline.Message{Content: a.system})
 	}
 	a.sysTokens.Store(int64(n) + 1)
 	return n
 }
 
-// tokenCodec is the tokenizer the runtime counts with: cl100k_base,
-// embedded in the binary (github.com/tiktoken-go/tokenizer), so counting
-// works offline. Other models' tokenizers differ by some percent; a
-// provider's reported usage corrects for it (see Window.Sent).
-var tokenCodec = sync.OnceValues(func() (tokenizer.Codec, error) { return tokenizer.Get(tokenizer.Cl100kBase) })
-
 // countTokens counts a message the way chat APIs bill it, near enough: its
 // content, its tool calls' names and arguments, and a few tokens of
-// framing.
-func countTokens(m *pipeline.Message) int {
-	enc, err := tokenCodec()
-	if err != nil {
-		return len(m.Content)/4 + 4
-	}
+// framing, in enc, the agent's model's encoding.
+func countTokens(enc *tokens.Encoding, m *pipeline.Message) int {
 	n := 4
 	count := func(s string) {
-		if s == "" {
-			return
-		}
-		if c, err := enc.Count(s); err == nil {
-			n += c
-		} else {
-			n += len(s) / 4
+		if s != "" {
+			n += enc.Count(s)
 		}
 	}
 	count(m.Content)
