@@ -18,6 +18,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 const benchScript = `
@@ -354,4 +355,38 @@ func BenchmarkTurnTraced(b *testing.B) {
 		defer tp.Shutdown(ctx)
 		run(b, nil, runtime.WithTracerProvider(tp))
 	})
+}
+
+// BenchmarkUsage is the cost of Runtime.Usage, which ganglion run calls
+// twice per run, on a badger store at two history lengths: it reads the
+// instance's meta alone, so the two must cost the same.
+func BenchmarkUsage(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run("messages="+strconv.Itoa(n), func(b *testing.B) {
+			st, err := store.OpenBadger(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			ctx := context.Background()
+			batch := store.Batch{Meta: &store.Meta{Turns: 1, NextSeq: uint64(n), Usage: pipeline.Usage{InputTokens: 7}}}
+			for i := range n {
+				m := &pipeline.Message{ID: "m" + strconv.Itoa(i), Role: pipeline.RoleUser, Content: strings.Repeat("word ", 40)}
+				batch.Put = append(batch.Put, store.Record{Seq: uint64(i), Message: m})
+				if len(batch.Put) == 1000 || i == n-1 {
+					if err := st.Commit(ctx, "bench", "k", batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = store.Batch{}
+				}
+			}
+			rt := newBenchRuntime(b, runtime.WithStore(st))
+			b.ReportAllocs()
+			for b.Loop() {
+				if u, err := rt.Usage(ctx, "bench", "k"); err != nil || u.InputTokens != 7 {
+					b.Fatal(u, err)
+				}
+			}
+		})
+	}
 }

@@ -520,12 +520,13 @@ func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pi
 }
 
 // Usage returns the model usage an instance's turns have added up, over
-// its whole life (it is stored with the instance).
+// its whole life (it is stored with the instance's meta, which is all it
+// reads: its cost does not grow with the history).
 func (r *Runtime) Usage(ctx context.Context, agentName, instanceKey string) (pipeline.Usage, error) {
 	if _, err := r.agent(agentName); err != nil {
 		return pipeline.Usage{}, err
 	}
-	meta, _, _, err := r.store.LoadInstance(ctx, agentName, instanceKey)
+	meta, _, err := r.store.LoadMeta(ctx, agentName, instanceKey)
 	return meta.Usage, err
 }
 

@@ -315,6 +315,28 @@ func (s *badgerStore) loadInstance(ctx context.Context, agent, key string) (meta
 	return meta, records, found, nil
 }
 
+// loadMeta implements [Store.LoadMeta]: one key, however long the history.
+func (s *badgerStore) loadMeta(ctx context.Context, agent, key string) (meta Meta, found bool, err error) {
+	err = s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(metaKey(agent, key))
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			return nil
+		case err != nil:
+			return err
+		}
+		found = true
+		if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &meta) }); err != nil {
+			return corrupt(item.Key(), err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Meta{}, false, fmt.Errorf("store: load agent %q instance %q meta: %w", agent, key, err)
+	}
+	return meta, found, nil
+}
+
 // corrupt is the error for a value under key that cannot be decoded.
 func corrupt(key []byte, err error) error {
 	return fmt.Errorf("corrupt value at key %q: %w", key, err)

@@ -14,6 +14,7 @@ type backend interface {
 	begin() error
 	end()
 	loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error)
+	loadMeta(ctx context.Context, agent, key string) (Meta, bool, error)
 	commit(ctx context.Context, agent, key string, b Batch) error
 	instances(ctx context.Context, agent string) ([]string, error)
 	getState(ctx context.Context, agent, key, extension string) ([]byte, error)
@@ -46,6 +47,18 @@ func (s checkedStore) LoadInstance(ctx context.Context, agent, key string) (Meta
 		return Meta{}, nil, false, err
 	}
 	return s.b.loadInstance(ctx, agent, key)
+}
+
+// LoadMeta implements [Store].
+func (s checkedStore) LoadMeta(ctx context.Context, agent, key string) (Meta, bool, error) {
+	if err := s.b.begin(); err != nil {
+		return Meta{}, false, err
+	}
+	defer s.b.end()
+	if err := checked(ctx, validate(agent, key)); err != nil {
+		return Meta{}, false, err
+	}
+	return s.b.loadMeta(ctx, agent, key)
 }
 
 // Commit implements [Store].

@@ -213,6 +213,20 @@ func (m *memoryStore) loadInstance(ctx context.Context, agent, key string) (Meta
 	return in.meta, in.records(), true, nil
 }
 
+// loadMeta implements [Store.LoadMeta].
+func (m *memoryStore) loadMeta(ctx context.Context, agent, key string) (Meta, bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.agents == nil {
+		return Meta{}, false, ErrClosed
+	}
+	in := m.lookup(agent, key)
+	if in == nil || !in.hasMeta {
+		return Meta{}, false, nil
+	}
+	return in.meta, true, nil
+}
+
 // commit implements [Store.Commit]. It stores the batch's records by value: see
 // [NewMemory] on immutability.
 func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) error {

@@ -90,6 +90,10 @@ type Store interface {
 	// found is false (and the rest zero) when neither meta nor records are
 	// stored for it. State alone does not make an instance found.
 	LoadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error)
+	// LoadMeta returns the instance's meta alone, at a cost that does not
+	// grow with its history; found is false (and meta zero) when no meta
+	// is stored for it.
+	LoadMeta(ctx context.Context, agent, key string) (meta Meta, found bool, err error)
 	// Commit applies b atomically.
 	Commit(ctx context.Context, agent, key string, b Batch) error
 	// Instances lists the instance keys of agent that have meta, records or

@@ -114,6 +114,7 @@ func wantInstance(t *testing.T, s store.Store, agent, key string, wantMeta *stor
 		t.Fatalf("load %s/%s: %v", agent, key, err)
 	}
 	wantFound := wantMeta != nil || len(want) > 0
+	noMeta := wantMeta == nil
 	if found != wantFound {
 		t.Fatalf("load %s/%s: found = %v, want %v", agent, key, found, wantFound)
 	}
@@ -122,6 +123,14 @@ func wantInstance(t *testing.T, s store.Store, agent, key string, wantMeta *stor
 	}
 	if m != *wantMeta {
 		t.Errorf("load %s/%s: meta = %+v, want %+v", agent, key, m, *wantMeta)
+	}
+	// LoadMeta reads the same meta, without the records.
+	lm, hasMeta, err := s.LoadMeta(context.Background(), agent, key)
+	if err != nil {
+		t.Fatalf("load meta %s/%s: %v", agent, key, err)
+	}
+	if lm != m || m != (store.Meta{}) && !hasMeta || noMeta && hasMeta {
+		t.Errorf("load meta %s/%s: %+v (found %v), want %+v", agent, key, lm, hasMeta, m)
 	}
 	if len(want) == 0 {
 		want = nil
@@ -441,6 +450,8 @@ func testInvalidNames(t *testing.T, s store.Store) {
 			`store: invalid agent name "": empty ` + nameRule},
 		{"load: NUL in key", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k\x00"); return err },
 			`store: invalid instance key "k\x00": NUL at offset 1 ` + keyRule},
+		{"load meta: empty agent", func() error { _, _, err := s.LoadMeta(ctx, "", "k"); return err },
+			`store: invalid agent name "": empty ` + nameRule},
 		{"commit: agent with space", func() error { return s.Commit(ctx, "a b", "k", store.Batch{Meta: meta(1, 0)}) },
 			`store: invalid agent name "a b": character " " at offset 1 not allowed ` + nameRule},
 		{"commit: long key", func() error { return s.Commit(ctx, "a", longKey, store.Batch{Meta: meta(1, 0)}) },
@@ -493,6 +504,7 @@ func testClosed(t *testing.T, s store.Store) {
 		call func() error
 	}{
 		{"LoadInstance", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k"); return err }},
+		{"LoadMeta", func() error { _, _, err := s.LoadMeta(ctx, "a", "k"); return err }},
 		{"Commit", func() error { return s.Commit(ctx, "a", "k", store.Batch{Meta: meta(2, 0)}) }},
 		{"Commit empty", func() error { return s.Commit(ctx, "a", "k", store.Batch{}) }},
 		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
@@ -527,6 +539,7 @@ func testCancelled(t *testing.T, s store.Store) {
 		call func() error
 	}{
 		{"LoadInstance", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k"); return err }},
+		{"LoadMeta", func() error { _, _, err := s.LoadMeta(ctx, "a", "k"); return err }},
 		{"Commit", func() error { return s.Commit(ctx, "a", "k", store.Batch{Meta: meta(1, 0)}) }},
 		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
 		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
