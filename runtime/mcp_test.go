@@ -38,7 +38,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv("GANGLION_TEST_MCP_HOST"); cfg != "" {
 		hostTestMCP(cfg) // never returns: the test kills it
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	scaleGuests.Close()
+	os.Exit(code)
 }
 
 func serveTestMCP() {
