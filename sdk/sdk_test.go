@@ -575,3 +575,40 @@ func TestAgents(t *testing.T) {
 		t.Errorf("refused Request: %v", err)
 	}
 }
+
+// TestContextsAreNotReused: each hook call gets a context of its own, so
+// that one kept past its call keeps its own handle, which the host refuses
+// as stale, and never reads a later call's.
+func TestContextsAreNotReused(t *testing.T) {
+	newFake().use(t)
+	var kept []*Turn
+	var keptCalls []*ToolCall
+	Register(Manifest{Name: "x", Version: "1.0.0"}, func(api *API) error {
+		api.Pipeline.Turn(func(t *Turn) error { kept = append(kept, t); return nil })
+		api.Pipeline.ToolCall(func(c *ToolCall) error { keptCalls = append(keptCalls, c); return nil })
+		return nil
+	})
+	if code := runInit(); code != 0 {
+		t.Fatal(code)
+	}
+	for h := int32(1); h <= 300; h++ { // past a slab's 256
+		if code := runHook(kindTurn, h, 1); code != 0 {
+			t.Fatal(code)
+		}
+		if code := runHook(kindToolCall, 1000+h, 2); code != 0 {
+			t.Fatal(code)
+		}
+	}
+	seen := map[*Turn]bool{}
+	for i, c := range kept {
+		if seen[c] || c.handle() != int32(i+1) {
+			t.Fatalf("call %d's context: shared %v, handle %d", i+1, seen[c], c.handle())
+		}
+		seen[c] = true
+	}
+	for i, c := range keptCalls {
+		if c.handle() != int32(1001+i) {
+			t.Fatalf("tool call %d's context has handle %d", i+1, c.handle())
+		}
+	}
+}
