@@ -4,9 +4,12 @@
 // an instance when it first needs it, and after each turn commits what
 // changed as one [Batch], applied atomically.
 //
-// [Store] is the interface the runtime consumes. Two implementations ship:
-// [NewMemory], plain maps for tests, benchmarks and one-shot runs, and
-// [OpenBadger], a Badger key-value database on disk.
+// [Store] is the interface the runtime consumes. Three implementations
+// ship: [NewMemory], plain maps for tests, benchmarks and one-shot runs;
+// [OpenBadger], a Badger key-value database on disk, the default of one
+// process; and [OpenJetStream], a NATS JetStream key-value bucket that
+// several processes share (its own layout is in its doc). All three pass
+// one conformance suite.
 //
 // # Names
 //

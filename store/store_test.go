@@ -29,6 +29,7 @@ var implementations = []struct {
 		return s
 	}},
 	{"badger-on-disk", func(t testing.TB) store.Store { return openDisk(t, t.TempDir()) }},
+	{"jetstream", openJetStream},
 }
 
 func openDisk(t testing.TB, dir string) store.Store {

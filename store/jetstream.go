@@ -1,0 +1,638 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// JetStreamOption configures [OpenJetStream].
+type JetStreamOption interface{ applyJetStream(*jsConfig) }
+
+type jsConfig struct {
+	replicas int
+	storage  jetstream.StorageType
+}
+
+type jsOptionFunc func(*jsConfig)
+
+func (f jsOptionFunc) applyJetStream(c *jsConfig) { f(c) }
+
+// WithReplicas keeps n copies of the bucket on a NATS cluster's servers
+// (default 1; a cluster of three takes 3, so that the data outlives a
+// server). It applies when the bucket is created.
+func WithReplicas(n int) JetStreamOption {
+	return jsOptionFunc(func(c *jsConfig) { c.replicas = max(1, n) })
+}
+
+// OpenJetStream returns a Store kept in a JetStream key-value bucket of
+// the NATS server nc is connected to, which it creates if it does not
+// exist: every process that opens the same bucket shares the same
+// instances. nc stays the caller's: Close does not close it.
+//
+// # Layout and atomicity
+//
+// Everything is in one bucket, so that one commit is one atomic batch of
+// messages to one stream (JetStream's atomic batch publish, NATS server
+// 2.12 or later): a step's messages, its meta, its tasks and its pending
+// items are all applied, or none. A key names what it holds, each name
+// encoded in unpadded base64url (instance keys are any UTF-8):
+//
+//	meta.AGENT.INSTANCE              the instance's Meta
+//	msg.AGENT.INSTANCE.SEQ           a Record (SEQ: 16 hex digits)
+//	state.AGENT.INSTANCE.EXTENSION   an extension's state
+//	secret.AGENT.INSTANCE.NAME       a sealed secret
+//	pending.ID                       a PendingRecord
+//	task.ID                          a TaskRecord
+//
+// # Limits
+//
+// A commit is at most the server's atomic batch size (1,000 messages by
+// default: records, deletions, meta, tasks and pending items together),
+// and each value at most the connection's maximum payload (1 MB by
+// default); a larger one fails, naming the limit, and writes nothing.
+func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...JetStreamOption) (Store, error) {
+	c := jsConfig{replicas: 1, storage: jetstream.FileStorage}
+	for _, o := range opts {
+		o.applyJetStream(&c)
+	}
+	if err := ValidateName("bucket name", bucket); err != nil || strings.Contains(bucket, ".") {
+		return nil, fmt.Errorf("store: invalid bucket name %q: want letters, digits, '_' or '-'", bucket)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
+	}
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
+	}
+	// The bucket's stream must take atomic batches; a key-value
+	// configuration cannot say so, its stream's can.
+	stream, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
+	}
+	if cfg := stream.CachedInfo().Config; !cfg.AllowAtomicPublish {
+		cfg.AllowAtomicPublish = true
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("store: open bucket %q: allow atomic batches (NATS server 2.12 or later): %w", bucket, err)
+		}
+	}
+	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload()}
+	return checkedStore{s}, nil
+}
+
+// jsStore is the JetStream backend of [OpenJetStream].
+type jsStore struct {
+	nc         *nats.Conn
+	kv         jetstream.KeyValue
+	stream     jetstream.Stream // the bucket's
+	subject    string           // of a key: subject + key
+	maxPayload int64
+
+	mu     sync.RWMutex // held for reading by each call, for writing by close
+	closed bool
+}
+
+func (s *jsStore) begin() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *jsStore) end() { s.mu.RUnlock() }
+
+func (s *jsStore) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	return nil
+}
+
+// enc encodes a name for a key: any bytes, in the key's alphabet.
+func enc(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+func dec(token string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(token)
+	return string(b), err
+}
+
+func jsInstance(kind, agent, key string) string { return kind + "." + enc(agent) + "." + enc(key) }
+
+func jsMetaKey(agent, key string) string { return jsInstance("meta", agent, key) }
+
+func jsMessageKey(agent, key string, seq uint64) string {
+	return jsInstance("msg", agent, key) + "." + fmt.Sprintf("%016x", seq)
+}
+
+// get returns the value of key; nil, false if there is none.
+func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
+	e, err := s.kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	v := e.Value()
+	if v == nil {
+		v = []byte{}
+	}
+	return v, true, nil
+}
+
+// maxSnapshotWait bounds how long each keeps reading keys that change
+// while it reads them.
+const maxSnapshotWait = 5 * time.Second
+
+// each calls f with every live entry whose key matches one of filters, as
+// of one point of the stream: a commit's values are all seen, or none.
+//
+// A watch delivers each key's latest value as it finds it, so a commit
+// that lands during the watch could show some of its values and not
+// others. each takes the stream's last sequence first (at a commit's
+// boundary: the server applies a batch under the stream's lock), then
+// watches; an entry newer than that sequence means a key changed in
+// between, and the watch starts again, after a short wait. The keys of
+// one instance change a few times a turn, so it rarely does.
+func (s *jsStore) each(ctx context.Context, filters []string, f func(jetstream.KeyValueEntry) error) error {
+	deadline := time.Now().Add(maxSnapshotWait)
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		info, err := s.stream.Info(ctx)
+		if err != nil {
+			return err
+		}
+		entries, fresh, err := s.watch(ctx, filters, info.State.LastSeq)
+		if err != nil {
+			return err
+		}
+		if fresh {
+			for _, e := range entries {
+				if err := f(e); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the keys %s kept changing while they were read, for %s", strings.Join(filters, ", "), maxSnapshotWait)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// watch returns the live entries that match filters, and whether none is
+// newer than the stream's sequence last.
+func (s *jsStore) watch(ctx context.Context, filters []string, last uint64) ([]jetstream.KeyValueEntry, bool, error) {
+	w, err := s.kv.WatchFiltered(ctx, slices.Clone(filters)) // it rewrites the slice it is given
+	if err != nil {
+		return nil, false, err
+	}
+	defer w.Stop()
+	var out []jetstream.KeyValueEntry
+	for {
+		select {
+		case e := <-w.Updates():
+			switch {
+			case e == nil:
+				return out, true, nil // every current value is delivered
+			case e.Revision() > last:
+				return nil, false, nil
+			case e.Operation() == jetstream.KeyValuePut:
+				out = append(out, e)
+			}
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+	}
+}
+
+// keys returns the live keys that match filter.
+func (s *jsStore) keys(ctx context.Context, filter string) ([]string, error) {
+	l, err := s.kv.ListKeysFiltered(ctx, filter)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for k := range l.Keys() {
+		out = append(out, k)
+	}
+	return out, ctx.Err()
+}
+
+// loadInstance implements [Store.LoadInstance]: the meta and the records
+// through one watch of the instance's keys, so that they come from one
+// point of the stream, never from either side of a commit.
+func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
+	var (
+		meta    Meta
+		found   bool
+		records []Record
+	)
+	metaKey := jsMetaKey(agent, key)
+	err := s.each(ctx, []string{metaKey, jsInstance("msg", agent, key) + ".*"}, func(e jetstream.KeyValueEntry) error {
+		k := e.Key()
+		if k == metaKey {
+			found = true
+			if err := json.Unmarshal(e.Value(), &meta); err != nil {
+				return fmt.Errorf("corrupt value at key %q: %w", k, err)
+			}
+			return nil
+		}
+		seq, err := strconv.ParseUint(k[strings.LastIndexByte(k, '.')+1:], 16, 64)
+		if err != nil {
+			return fmt.Errorf("%w %q: not a message key", errBadKey, k)
+		}
+		var r Record
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return fmt.Errorf("corrupt value at key %q: %w", k, err)
+		}
+		if r.Seq != seq {
+			return fmt.Errorf("corrupt value at key %q: record has seq %d", k, r.Seq)
+		}
+		if r.Message == nil {
+			return fmt.Errorf("corrupt value at key %q: record has no message", k)
+		}
+		records = append(records, r)
+		return nil
+	})
+	if err != nil {
+		return Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
+	}
+	slices.SortFunc(records, func(a, b Record) int { return cmpUint(a.Seq, b.Seq) })
+	return meta, records, found || len(records) > 0, nil
+}
+
+func cmpUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// loadMeta implements [Store.LoadMeta].
+func (s *jsStore) loadMeta(ctx context.Context, agent, key string) (Meta, bool, error) {
+	v, found, err := s.get(ctx, jsMetaKey(agent, key))
+	if err != nil || !found {
+		if err != nil {
+			err = fmt.Errorf("store: load agent %q instance %q meta: %w", agent, key, err)
+		}
+		return Meta{}, false, err
+	}
+	var m Meta
+	if err := json.Unmarshal(v, &m); err != nil {
+		return Meta{}, false, fmt.Errorf("store: load agent %q instance %q meta: corrupt value: %w", agent, key, err)
+	}
+	return m, true, nil
+}
+
+// batch is the messages of one atomic commit.
+type batch struct {
+	s    *jsStore
+	msgs []*nats.Msg
+	err  error
+}
+
+// put adds the value v of key, which is what ("record 7", "the meta").
+func (b *batch) put(key, what string, v []byte) {
+	if b.err == nil && int64(len(v)) > b.s.maxPayload-512 { // the headers take some of it
+		b.err = fmt.Errorf("%s is %d bytes encoded, more than the NATS server takes in one message (%d)", what, len(v), b.s.maxPayload)
+	}
+	b.msgs = append(b.msgs, &nats.Msg{Subject: b.s.subject + key, Data: v, Header: nats.Header{}})
+}
+
+func (b *batch) putJSON(key, what string, v any) {
+	data, err := json.Marshal(v)
+	if err != nil && b.err == nil {
+		b.err = fmt.Errorf("encode %s: %w", what, err)
+	}
+	b.put(key, what, data)
+}
+
+func (b *batch) del(key string) {
+	b.msgs = append(b.msgs, &nats.Msg{Subject: b.s.subject + key, Header: nats.Header{"KV-Operation": []string{"DEL"}}})
+}
+
+// pubAck is the server's answer to a batch's commit.
+type pubAck struct {
+	Count int `json:"count"`
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+}
+
+// errTooManyBatches is the server's answer when the stream has as many
+// batches in flight as it takes; the commit is tried again.
+const errTooManyBatches = 10211
+
+// commit publishes the batch atomically: all its messages are stored, or
+// none.
+func (b *batch) commit(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	if len(b.msgs) == 0 {
+		return nil
+	}
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		err := b.publish(ctx)
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.errCode != errTooManyBatches {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return err
+		}
+	}
+}
+
+type apiError struct {
+	errCode int
+	msg     string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func (b *batch) publish(ctx context.Context) error {
+	id := nuid.Next()
+	last := len(b.msgs) - 1
+	for i, m := range b.msgs {
+		m.Header.Set("Nats-Batch-Id", id)
+		m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
+		if i < last {
+			if err := b.s.nc.PublishMsg(m); err != nil {
+				return err
+			}
+			continue
+		}
+		m.Header.Set("Nats-Batch-Commit", "1")
+		resp, err := b.s.nc.RequestMsgWithContext(ctx, m)
+		if err != nil {
+			return err
+		}
+		var ack pubAck
+		if err := json.Unmarshal(resp.Data, &ack); err != nil {
+			return fmt.Errorf("the server's answer to a commit: %w", err)
+		}
+		if ack.Error != nil {
+			return &apiError{errCode: ack.Error.ErrCode, msg: fmt.Sprintf("the server refused the batch of %d messages: %s (error %d)", len(b.msgs), ack.Error.Description, ack.Error.ErrCode)}
+		}
+		if ack.Count != len(b.msgs) {
+			return fmt.Errorf("the server stored %d of the batch's %d messages", ack.Count, len(b.msgs))
+		}
+	}
+	return nil
+}
+
+// commit implements [Store.Commit], in one atomic batch.
+func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error {
+	if err := b.check(); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	bt := &batch{s: s}
+	// Put before Delete, the later of two puts at one Seq wins: the
+	// stream keeps the last message of each key.
+	for i := range b.Put {
+		bt.putJSON(jsMessageKey(agent, key, b.Put[i].Seq), "record "+strconv.FormatUint(b.Put[i].Seq, 10), &b.Put[i])
+	}
+	for _, seq := range b.Delete {
+		bt.del(jsMessageKey(agent, key, seq))
+	}
+	if b.Meta != nil {
+		bt.putJSON(jsMetaKey(agent, key), "the meta", b.Meta)
+	}
+	for i := range b.Pending {
+		bt.putJSON("pending."+enc(b.Pending[i].ID), "pending item "+strconv.Quote(b.Pending[i].ID), &b.Pending[i])
+	}
+	for i := range b.Tasks {
+		bt.putJSON("task."+enc(b.Tasks[i].ID), "task "+strconv.Quote(b.Tasks[i].ID), &b.Tasks[i])
+	}
+	if err := bt.commit(ctx); err != nil {
+		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
+	}
+	return nil
+}
+
+// instances implements [Store.Instances]: the instances with meta,
+// records or state, not those with secrets alone.
+func (s *jsStore) instances(ctx context.Context, agent string) ([]string, error) {
+	a := enc(agent)
+	seen := map[string]bool{}
+	for _, filter := range []string{"meta." + a + ".*", "msg." + a + ".*.*", "state." + a + ".*.*"} {
+		keys, err := s.keys(ctx, filter)
+		if err != nil {
+			return nil, fmt.Errorf("store: instances of agent %q: %w", agent, err)
+		}
+		for _, k := range keys {
+			seen[strings.Split(k, ".")[2]] = true
+		}
+	}
+	var out []string
+	for token := range seen {
+		k, err := dec(token)
+		if err != nil {
+			return nil, fmt.Errorf("store: instances of agent %q: %w %q", agent, errBadKey, token)
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func jsStateKey(agent, key, extension string) string {
+	return jsInstance("state", agent, key) + "." + enc(extension)
+}
+
+// getState implements [Store.GetState].
+func (s *jsStore) getState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+	v, _, err := s.get(ctx, jsStateKey(agent, key, extension))
+	if err != nil {
+		return nil, fmt.Errorf("store: get state of %q for agent %q instance %q: %w", extension, agent, key, err)
+	}
+	return v, nil
+}
+
+// setState implements [Store.SetState].
+func (s *jsStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
+	k := jsStateKey(agent, key, extension)
+	var err error
+	if value == nil {
+		err = s.kv.Delete(ctx, k)
+	} else {
+		bt := &batch{s: s}
+		bt.put(k, "the state", bytes.Clone(value))
+		err = bt.commit(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("store: set state of %q for agent %q instance %q: %w", extension, agent, key, err)
+	}
+	return nil
+}
+
+func jsSecretKey(agent, key, name string) string {
+	return jsInstance("secret", agent, key) + "." + enc(name)
+}
+
+// putSecret implements [Store.PutSecret].
+func (s *jsStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+	bt := &batch{s: s}
+	bt.put(jsSecretKey(agent, key, name), "the sealed value", bytes.Clone(sealed))
+	if err := bt.commit(ctx); err != nil {
+		return fmt.Errorf("store: put secret %q for agent %q instance %q: %w", name, agent, key, err)
+	}
+	return nil
+}
+
+// getSecret implements [Store.GetSecret].
+func (s *jsStore) getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+	v, found, err := s.get(ctx, jsSecretKey(agent, key, name))
+	if err != nil {
+		return nil, false, fmt.Errorf("store: get secret %q for agent %q instance %q: %w", name, agent, key, err)
+	}
+	return v, found, nil
+}
+
+// listSecrets implements [Store.ListSecrets].
+func (s *jsStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
+	keys, err := s.keys(ctx, jsInstance("secret", agent, key)+".*")
+	if err != nil {
+		return nil, fmt.Errorf("store: list secrets of agent %q instance %q: %w", agent, key, err)
+	}
+	var out []string
+	for _, k := range keys {
+		name, err := dec(k[strings.LastIndexByte(k, '.')+1:])
+		if err != nil {
+			return nil, fmt.Errorf("store: list secrets of agent %q instance %q: %w %q", agent, key, errBadKey, k)
+		}
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// putPending implements [Store.PutPending].
+func (s *jsStore) putPending(ctx context.Context, r PendingRecord) error {
+	bt := &batch{s: s}
+	bt.putJSON("pending."+enc(r.ID), "the item", &r)
+	if err := bt.commit(ctx); err != nil {
+		return fmt.Errorf("store: put pending item %q: %w", r.ID, err)
+	}
+	return nil
+}
+
+// getRecord reads the pending item or task under key into r.
+func (s *jsStore) getRecord(ctx context.Context, key string) (PendingRecord, bool, error) {
+	v, found, err := s.get(ctx, key)
+	if err != nil || !found {
+		return PendingRecord{}, false, err
+	}
+	var r PendingRecord
+	if err := json.Unmarshal(v, &r); err != nil {
+		return PendingRecord{}, false, fmt.Errorf("corrupt value at key %q: %w", key, err)
+	}
+	return r, true, nil
+}
+
+// getPending implements [Store.GetPending].
+func (s *jsStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+	r, found, err := s.getRecord(ctx, "pending."+enc(id))
+	if err != nil {
+		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
+	}
+	return r, found, nil
+}
+
+// listRecords returns the pending items or tasks (kind) of agent's
+// instance key ("" matches any), sorted by ID.
+func (s *jsStore) listRecords(ctx context.Context, kind, agent, key string) ([]PendingRecord, error) {
+	var out []PendingRecord
+	err := s.each(ctx, []string{kind + ".*"}, func(e jetstream.KeyValueEntry) error {
+		var r PendingRecord
+		if err := json.Unmarshal(e.Value(), &r); err != nil {
+			return fmt.Errorf("corrupt value at key %q: %w", e.Key(), err)
+		}
+		if r.matches(agent, key) {
+			out = append(out, r)
+		}
+		return nil
+	})
+	slices.SortFunc(out, func(a, b PendingRecord) int { return strings.Compare(a.ID, b.ID) })
+	return out, err
+}
+
+// listPending implements [Store.ListPending].
+func (s *jsStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+	out, err := s.listRecords(ctx, "pending", agent, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: list pending items: %w", err)
+	}
+	return out, nil
+}
+
+// commitTasks implements [Store.CommitTasks], in one atomic batch.
+func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []string) error {
+	bt := &batch{s: s}
+	for _, id := range del {
+		bt.del("task." + enc(id))
+	}
+	for i := range put {
+		bt.putJSON("task."+enc(put[i].ID), "task "+strconv.Quote(put[i].ID), &put[i])
+	}
+	if err := bt.commit(ctx); err != nil {
+		return fmt.Errorf("store: commit tasks: nothing written: %w", err)
+	}
+	return nil
+}
+
+// getTask implements [Store.GetTask].
+func (s *jsStore) getTask(ctx context.Context, id string) (TaskRecord, bool, error) {
+	r, found, err := s.getRecord(ctx, "task."+enc(id))
+	if err != nil {
+		return TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
+	}
+	return TaskRecord(r), found, nil
+}
+
+// listTasks implements [Store.ListTasks].
+func (s *jsStore) listTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
+	rs, err := s.listRecords(ctx, "task", agent, key)
+	if err != nil {
+		return nil, fmt.Errorf("store: list tasks: %w", err)
+	}
+	return tasksOf(rs), nil
+}

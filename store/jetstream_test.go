@@ -1,0 +1,145 @@
+package store_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+// natsServer starts a JetStream server on loopback for the test, and
+// shuts it down, its goroutines with it, when the test ends.
+func natsServer(t testing.TB) *natsserver.Server {
+	t.Helper()
+	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	return s
+}
+
+// openJetStream opens a store on a server of its own; the connection
+// closes with the test.
+func openJetStream(t testing.TB) store.Store {
+	t.Helper()
+	nc, err := nats.Connect(natsServer(t).ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s, err := store.OpenJetStream(context.Background(), nc, "ganglion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestJetStreamSharedBetweenConnections: two stores on one bucket, as two
+// processes of a cluster would open it, see each other's commits.
+func TestJetStreamSharedBetweenConnections(t *testing.T) {
+	srv := natsServer(t)
+	ctx := context.Background()
+	open := func() store.Store {
+		nc, err := nats.Connect(srv.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		s, err := store.OpenJetStream(ctx, nc, "shared")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := open(), open()
+	commit(t, a, "agent", "k", store.Batch{Put: []store.Record{rec(0, "from a")}, Meta: meta(1, 1),
+		Pending: []store.PendingRecord{{ID: "p1", Agent: "agent", Instance: "k", Data: []byte(`{"q":1}`)}}})
+	wantInstance(t, b, "agent", "k", meta(1, 1), []store.Record{rec(0, "from a")})
+	if r, found, err := b.GetPending(ctx, "p1"); err != nil || !found || r.Instance != "k" {
+		t.Fatalf("GetPending from the other store: %+v, %v, %v", r, found, err)
+	}
+}
+
+// TestJetStreamLimits: a commit past the server's batch size, or with a
+// value past its payload limit, fails with an error that says so, and
+// writes nothing.
+func TestJetStreamLimits(t *testing.T) {
+	ctx := context.Background()
+	s := openJetStream(t)
+	defer s.Close()
+	tests := []struct {
+		name  string
+		batch store.Batch
+		want  string
+	}{
+		{"batch of 1001", store.Batch{Put: func() []store.Record {
+			var rs []store.Record
+			for i := range 1001 {
+				rs = append(rs, rec(uint64(i), "x"))
+			}
+			return rs
+		}(), Meta: meta(1, 1001)}, "atomic publish batch is too large"},
+		{"value of 2 MB", store.Batch{Put: []store.Record{rec(0, "small"), rec(1, strings.Repeat("x", 2<<20))}, Meta: meta(1, 2)},
+			"more than the NATS server takes in one message"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Commit(ctx, "a", tt.name, tt.batch)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "nothing written") {
+				t.Fatalf("Commit = %v, want an error saying %q and nothing written", err, tt.want)
+			}
+			wantInstance(t, s, "a", tt.name, nil, nil)
+		})
+	}
+}
+
+// TestJetStreamLeavesNoGoroutines: a store's reads and writes leave no
+// goroutine once it, its connection and its server are closed.
+func TestJetStreamLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	nc, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := store.OpenJetStream(context.Background(), nc, "ganglion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "x")}, Meta: meta(1, 1)})
+	wantInstance(t, s, "a", "k", meta(1, 1), []store.Record{rec(0, "x")})
+	wantInstances(t, s, "a", "k")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
