@@ -55,6 +55,9 @@ type instance struct {
 	// mcp are its own sources of the MCP servers that take a provided
 	// secret, by server name (mcp.go); closed when it leaves the cache.
 	mcp map[string]*instanceMCP
+	// mcpWarned is, by server name, why its tools were last not offered
+	// to the instance, so that a reason is logged once.
+	mcpWarned map[string]string
 }
 
 func newInstance(a *agent, key string) *instance {

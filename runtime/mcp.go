@@ -216,10 +216,6 @@ type agentMCP struct {
 	srv   *mcpServer
 	allow map[string]bool // the tools it may call; nil: all
 	cat   mcpCatalog      // from the shared source; an instance's own keeps its own
-	// warned is the last reason the instance was offered none of the
-	// server's tools, so that each new reason is logged once, not at
-	// every step.
-	warned sync.Map // instance key → string
 }
 
 // mcpCatalog is what an agent was offered from one source: the listing,
@@ -267,12 +263,17 @@ func (m *agentMCP) catalog(ctx context.Context, a *agent, in *instance) []pipeli
 	if src == nil {
 		im, err := m.instanceSource(ctx, a, in)
 		if err != nil {
-			if prev, _ := m.warned.Swap(in.key, err.Error()); prev != err.Error() {
+			// Each new reason is logged once, not at every step.
+			if in.mcpWarned[m.srv.cfg.Name] != err.Error() {
+				if in.mcpWarned == nil {
+					in.mcpWarned = map[string]string{}
+				}
+				in.mcpWarned[m.srv.cfg.Name] = err.Error()
 				a.logger.Warn("an MCP server's tools are not offered", "server", m.srv.cfg.Name, "instance", in.key, "err", err)
 			}
 			return nil
 		}
-		m.warned.Delete(in.key)
+		delete(in.mcpWarned, m.srv.cfg.Name)
 		src, cat = im.src, &im.cat
 	}
 	listed, err := a.rt.mcpTools(ctx, src)
