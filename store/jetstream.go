@@ -55,7 +55,13 @@ func WithReplicas(n int) JetStreamOption {
 //	state.AGENT.INSTANCE.EXTENSION   an extension's state
 //	secret.AGENT.INSTANCE.NAME       a sealed secret
 //	pending.ID                       a PendingRecord
+//	pindex.AGENT.INSTANCE.ID         the same, to list an instance's
 //	task.ID                          a TaskRecord
+//	tindex.AGENT.INSTANCE.ID         the same, to list an instance's
+//
+// A pending item or task is kept twice, under its ID and under its
+// instance, written together in one batch, so that a lookup by ID and a
+// listing of one instance's read only what they return.
 //
 // # Limits
 //
@@ -437,10 +443,14 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 		bt.putJSON(jsMetaKey(agent, key), "the meta", b.Meta)
 	}
 	for i := range b.Pending {
-		bt.putJSON("pending."+enc(b.Pending[i].ID), "pending item "+strconv.Quote(b.Pending[i].ID), &b.Pending[i])
+		if err := s.putIndexed(ctx, bt, pendingKind, &b.Pending[i]); err != nil {
+			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
+		}
 	}
 	for i := range b.Tasks {
-		bt.putJSON("task."+enc(b.Tasks[i].ID), "task "+strconv.Quote(b.Tasks[i].ID), &b.Tasks[i])
+		if err := s.putIndexed(ctx, bt, taskKind, (*PendingRecord)(&b.Tasks[i])); err != nil {
+			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
+		}
 	}
 	if err := bt.commit(ctx); err != nil {
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
@@ -545,11 +555,65 @@ func (s *jsStore) listSecrets(ctx context.Context, agent, key string) ([]string,
 	return out, nil
 }
 
+// recordKind is a kind of record kept by ID and by instance: pending
+// items or tasks.
+type recordKind struct {
+	prefix, index, what string // the keys' first tokens; what one is called
+}
+
+var (
+	pendingKind = recordKind{"pending", "pindex", "pending item"}
+	taskKind    = recordKind{"task", "tindex", "task"}
+)
+
+func (k recordKind) key(id string) string { return k.prefix + "." + enc(id) }
+
+func (k recordKind) indexKey(r *PendingRecord) string {
+	return jsInstance(k.index, r.Agent, r.Instance) + "." + enc(r.ID)
+}
+
+// putIndexed adds r to bt under its ID and its instance, and removes the
+// index entry of a record with its ID kept under another instance. Only
+// the runtime that owns an ID writes it, so what it reads stays true
+// until the batch is committed.
+func (s *jsStore) putIndexed(ctx context.Context, bt *batch, k recordKind, r *PendingRecord) error {
+	old, found, err := s.getRecord(ctx, k.key(r.ID))
+	if err != nil {
+		return err
+	}
+	if found && (old.Agent != r.Agent || old.Instance != r.Instance) {
+		bt.del(k.indexKey(&old))
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode %s %q: %w", k.what, r.ID, err)
+	}
+	what := k.what + " " + strconv.Quote(r.ID)
+	bt.put(k.key(r.ID), what, data)
+	bt.put(k.indexKey(r), what, data)
+	return nil
+}
+
+// delIndexed adds the deletion of the record with id, under its ID and
+// its instance, to bt.
+func (s *jsStore) delIndexed(ctx context.Context, bt *batch, k recordKind, id string) error {
+	old, found, err := s.getRecord(ctx, k.key(id))
+	if err != nil || !found {
+		return err
+	}
+	bt.del(k.key(id))
+	bt.del(k.indexKey(&old))
+	return nil
+}
+
 // putPending implements [Store.PutPending].
 func (s *jsStore) putPending(ctx context.Context, r PendingRecord) error {
 	bt := &batch{s: s}
-	bt.putJSON("pending."+enc(r.ID), "the item", &r)
-	if err := bt.commit(ctx); err != nil {
+	err := s.putIndexed(ctx, bt, pendingKind, &r)
+	if err == nil {
+		err = bt.commit(ctx)
+	}
+	if err != nil {
 		return fmt.Errorf("store: put pending item %q: %w", r.ID, err)
 	}
 	return nil
@@ -570,18 +634,26 @@ func (s *jsStore) getRecord(ctx context.Context, key string) (PendingRecord, boo
 
 // getPending implements [Store.GetPending].
 func (s *jsStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
-	r, found, err := s.getRecord(ctx, "pending."+enc(id))
+	r, found, err := s.getRecord(ctx, pendingKind.key(id))
 	if err != nil {
 		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
 	}
 	return r, found, nil
 }
 
-// listRecords returns the pending items or tasks (kind) of agent's
-// instance key ("" matches any), sorted by ID.
-func (s *jsStore) listRecords(ctx context.Context, kind, agent, key string) ([]PendingRecord, error) {
+// listRecords returns the records of kind k of agent's instance key (""
+// matches any), sorted by ID: from the instance's index, the agent's, or,
+// for every agent, the records by ID.
+func (s *jsStore) listRecords(ctx context.Context, k recordKind, agent, key string) ([]PendingRecord, error) {
+	filter := k.prefix + ".*"
+	switch {
+	case agent != "" && key != "":
+		filter = jsInstance(k.index, agent, key) + ".*"
+	case agent != "":
+		filter = k.index + "." + enc(agent) + ".*.*"
+	}
 	var out []PendingRecord
-	err := s.each(ctx, []string{kind + ".*"}, func(e jetstream.KeyValueEntry) error {
+	err := s.each(ctx, []string{filter}, func(e jetstream.KeyValueEntry) error {
 		var r PendingRecord
 		if err := json.Unmarshal(e.Value(), &r); err != nil {
 			return fmt.Errorf("corrupt value at key %q: %w", e.Key(), err)
@@ -597,7 +669,7 @@ func (s *jsStore) listRecords(ctx context.Context, kind, agent, key string) ([]P
 
 // listPending implements [Store.ListPending].
 func (s *jsStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
-	out, err := s.listRecords(ctx, "pending", agent, key)
+	out, err := s.listRecords(ctx, pendingKind, agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: list pending items: %w", err)
 	}
@@ -608,10 +680,14 @@ func (s *jsStore) listPending(ctx context.Context, agent, key string) ([]Pending
 func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []string) error {
 	bt := &batch{s: s}
 	for _, id := range del {
-		bt.del("task." + enc(id))
+		if err := s.delIndexed(ctx, bt, taskKind, id); err != nil {
+			return fmt.Errorf("store: commit tasks: nothing written: %w", err)
+		}
 	}
 	for i := range put {
-		bt.putJSON("task."+enc(put[i].ID), "task "+strconv.Quote(put[i].ID), &put[i])
+		if err := s.putIndexed(ctx, bt, taskKind, (*PendingRecord)(&put[i])); err != nil {
+			return fmt.Errorf("store: commit tasks: nothing written: %w", err)
+		}
 	}
 	if err := bt.commit(ctx); err != nil {
 		return fmt.Errorf("store: commit tasks: nothing written: %w", err)
@@ -621,7 +697,7 @@ func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []strin
 
 // getTask implements [Store.GetTask].
 func (s *jsStore) getTask(ctx context.Context, id string) (TaskRecord, bool, error) {
-	r, found, err := s.getRecord(ctx, "task."+enc(id))
+	r, found, err := s.getRecord(ctx, taskKind.key(id))
 	if err != nil {
 		return TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
 	}
@@ -630,7 +706,7 @@ func (s *jsStore) getTask(ctx context.Context, id string) (TaskRecord, bool, err
 
 // listTasks implements [Store.ListTasks].
 func (s *jsStore) listTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
-	rs, err := s.listRecords(ctx, "task", agent, key)
+	rs, err := s.listRecords(ctx, taskKind, agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}

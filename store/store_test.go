@@ -281,6 +281,7 @@ var conformance = []struct {
 	{"pending items", testPending},
 	{"pending items with a batch", testPendingInBatch},
 	{"tasks", testTasks},
+	{"a record put again under another instance moves", testRecordMoves},
 	{"secrets", testSecrets},
 	{"secrets alone are neither listed nor found", testSecretsAreNotInstances},
 	{"state is the caller's", func(t *testing.T, s store.Store) {
@@ -906,4 +907,49 @@ func testTasks(t *testing.T, s store.Store) {
 		t.Errorf("batch with a bad task: %v", err)
 	}
 	wantInstance(t, s, "lead", "k", meta(1, 1), []store.Record{rec(0, "delegated")})
+}
+
+// testRecordMoves: a pending item or task put again with its ID under
+// another instance is listed under that one only, and a deleted task
+// under none.
+func testRecordMoves(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	ids := func(rs []store.PendingRecord) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID+"@"+r.Instance)
+		}
+		return strings.Join(out, " ")
+	}
+	for _, k := range []string{"k1", "k2"} {
+		if err := s.PutPending(ctx, store.PendingRecord{ID: "q1", Agent: "a", Instance: k, Data: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CommitTasks(ctx, []store.TaskRecord{{ID: "t1", Agent: "a", Instance: k, Data: []byte(`{}`)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct{ key, want string }{{"k1", ""}, {"k2", "q1@k2"}, {"", "q1@k2"}} {
+		rs, err := s.ListPending(ctx, "a", tt.key)
+		if err != nil || ids(rs) != tt.want {
+			t.Errorf("ListPending(a, %q) = %q, %v; want %q", tt.key, ids(rs), err, tt.want)
+		}
+		ts, err := s.ListTasks(ctx, "a", tt.key)
+		var trs []store.PendingRecord
+		for _, r := range ts {
+			trs = append(trs, store.PendingRecord(r))
+		}
+		if want := strings.ReplaceAll(tt.want, "q1", "t1"); err != nil || ids(trs) != want {
+			t.Errorf("ListTasks(a, %q) = %q, %v; want %q", tt.key, ids(trs), err, want)
+		}
+	}
+	if err := s.CommitTasks(ctx, nil, []string{"t1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := s.ListTasks(ctx, "a", "k2"); err != nil || len(ts) != 0 {
+		t.Errorf("ListTasks after the delete = %+v, %v", ts, err)
+	}
+	if _, found, err := s.GetTask(ctx, "t1"); found || err != nil {
+		t.Errorf("GetTask after the delete = %v, %v", found, err)
+	}
 }
