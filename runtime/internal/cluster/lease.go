@@ -1,0 +1,136 @@
+package cluster
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrHeld is the error of Acquire when another owner holds the lease.
+var ErrHeld = errors.New("lease held by another owner")
+
+// ErrLost is the error of Renew and Release when the lease is no longer
+// the caller's: it expired, and maybe another owner took it.
+var ErrLost = errors.New("lease lost")
+
+// Leases grants leases on names to one owner, in a bucket every owner
+// shares.
+type Leases struct {
+	js     jetstream.JetStream
+	kv     jetstream.KeyValue
+	prefix string // of a key's subject
+	owner  string
+	ttl    time.Duration
+}
+
+// minTTL is the shortest lease: JetStream's TTLs are whole seconds.
+const minTTL = time.Second
+
+// Open returns owner's leases in bucket, which it creates if it does not
+// exist; a lease lasts ttl (at least a second) past its last renewal.
+func Open(ctx context.Context, js jetstream.JetStream, bucket, owner string, ttl time.Duration) (*Leases, error) {
+	if owner == "" {
+		return nil, errors.New("cluster: a lease owner needs a name")
+	}
+	ttl = max(ttl.Truncate(time.Second), minTTL)
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Ganglion's instance leases", History: 1,
+		// Markers of expired keys are kept a moment, so that a watcher
+		// sees an expiry; the TTLs need the bucket to allow them.
+		LimitMarkerTTL: time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open lease bucket %q: %w", bucket, err)
+	}
+	return &Leases{js: js, kv: kv, prefix: "$KV." + bucket + ".", owner: owner, ttl: ttl}, nil
+}
+
+// TTL returns how long a lease lasts past its last renewal.
+func (l *Leases) TTL() time.Duration { return l.ttl }
+
+// Lease is a lease the caller holds. It is safe for concurrent use.
+type Lease struct {
+	l    *Leases
+	name string
+	key  string
+
+	mu  sync.Mutex
+	rev uint64 // of the owner's last write; 0 once released or lost
+}
+
+func leaseKey(name string) string { return "lease." + base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+// Acquire takes the lease on name, or fails with an error matching
+// [ErrHeld] that names its owner.
+func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
+	key := leaseKey(name)
+	rev, err := l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		owner := "?"
+		if e, gerr := l.kv.Get(ctx, key); gerr == nil {
+			owner = string(e.Value())
+		}
+		return nil, fmt.Errorf("cluster: lease on %q: %w (%s)", name, ErrHeld, owner)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cluster: lease on %q: %w", name, err)
+	}
+	return &Lease{l: l, name: name, key: key, rev: rev}, nil
+}
+
+// Name returns the name the lease is on.
+func (le *Lease) Name() string { return le.name }
+
+// Renew extends the lease by its TTL from now. It fails with an error
+// matching [ErrLost] when the lease is no longer the caller's.
+func (le *Lease) Renew(ctx context.Context) error {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if le.rev == 0 {
+		return fmt.Errorf("cluster: renew lease on %q: %w", le.name, ErrLost)
+	}
+	ack, err := le.l.js.Publish(ctx, le.l.prefix+le.key, []byte(le.l.owner),
+		jetstream.WithExpectLastSequencePerSubject(le.rev), jetstream.WithMsgTTL(le.l.ttl))
+	if err != nil {
+		if isWrongSequence(err) {
+			le.rev = 0
+			return fmt.Errorf("cluster: renew lease on %q: %w", le.name, ErrLost)
+		}
+		return fmt.Errorf("cluster: renew lease on %q: %w", le.name, err)
+	}
+	le.rev = ack.Sequence
+	return nil
+}
+
+// Release gives the lease up, so that another owner can take it at once.
+// Releasing a lease that was lost fails with an error matching [ErrLost]
+// and leaves the new owner's alone.
+func (le *Lease) Release(ctx context.Context) error {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	if le.rev == 0 {
+		return fmt.Errorf("cluster: release lease on %q: %w", le.name, ErrLost)
+	}
+	rev := le.rev
+	le.rev = 0
+	if err := le.l.kv.Purge(ctx, le.key, jetstream.LastRevision(rev)); err != nil {
+		if isWrongSequence(err) {
+			return fmt.Errorf("cluster: release lease on %q: %w", le.name, ErrLost)
+		}
+		return fmt.Errorf("cluster: release lease on %q: %w", le.name, err)
+	}
+	return nil
+}
+
+// isWrongSequence reports whether err is JetStream refusing a write
+// conditional on a revision that is no longer the last.
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) // the second on replicated buckets
+}
