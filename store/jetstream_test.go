@@ -10,24 +10,12 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// natsServer starts a JetStream server on loopback for the test, and
-// shuts it down, its goroutines with it, when the test ends.
-func natsServer(t testing.TB) *natsserver.Server {
-	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	return s
-}
+// natsServer is natstest.Server.
+func natsServer(t testing.TB) *natsserver.Server { return natstest.Server(t) }
 
 // openJetStream opens a store on a server of its own; the connection
 // closes with the test.

@@ -63,7 +63,9 @@ type Lease struct {
 	rev uint64 // of the owner's last write; 0 once released or lost
 }
 
-func leaseKey(name string) string { return "lease." + base64.RawURLEncoding.EncodeToString([]byte(name)) }
+func leaseKey(name string) string {
+	return "lease." + base64.RawURLEncoding.EncodeToString([]byte(name))
+}
 
 // Acquire takes the lease on name, or fails with an error matching
 // [ErrHeld] that names its owner.

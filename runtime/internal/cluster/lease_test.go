@@ -8,24 +8,17 @@ import (
 	"testing"
 	"time"
 
-	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ganglion-dev/ganglion/internal/natstest"
 )
 
 // jetStream starts a JetStream server on loopback for the test and
 // returns a client of it for each of n processes.
 func jetStream(t *testing.T, n int) []jetstream.JetStream {
 	t.Helper()
-	s, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+	s := natstest.Server(t)
 	var out []jetstream.JetStream
 	for range n {
 		nc, err := nats.Connect(s.ClientURL())
