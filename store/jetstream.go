@@ -42,6 +42,11 @@ func WithReplicas(n int) JetStreamOption {
 // exist: every process that opens the same bucket shares the same
 // instances. nc stays the caller's: Close does not close it.
 //
+// The store does not decide which process runs an instance's turns: two
+// runtimes that commit to one instance at once would interleave its
+// sequence numbers. Until the runtime's cluster mode holds a lease per
+// instance, give each process its own instances (or its own bucket).
+//
 // # Layout and atomicity
 //
 // Everything is in one bucket, so that one commit is one atomic batch of
