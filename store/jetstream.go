@@ -68,12 +68,17 @@ func WithReplicas(n int) JetStreamOption {
 // instance, written together in one batch, so that a lookup by ID and a
 // listing of one instance's read only what they return.
 //
+// A load reads the instance's keys in one direct get, which the server
+// isolates from commits: it sees each commit whole or not at all.
+//
 // # Limits
 //
 // A commit is at most the server's atomic batch size (1,000 messages by
 // default: records, deletions, meta, tasks and pending items together),
 // and each value at most the connection's maximum payload (1 MB by
-// default); a larger one fails, naming the limit, and writes nothing.
+// default); a larger one fails, naming the limit, and writes nothing. An
+// instance of more than 1,023 messages is loaded through a watch, which
+// a commit to the same instance landing meanwhile can split.
 func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...JetStreamOption) (Store, error) {
 	c := jsConfig{replicas: 1, storage: jetstream.FileStorage}
 	for _, o := range opts {
@@ -257,8 +262,7 @@ func (s *jsStore) keys(ctx context.Context, filter string) ([]string, error) {
 }
 
 // loadInstance implements [Store.LoadInstance]: the meta and the records
-// through one watch of the instance's keys, so that they come from one
-// point of the stream, never from either side of a commit.
+// as of one point of the stream, never from either side of a commit.
 func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
 	var (
 		meta    Meta
@@ -266,11 +270,10 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 		records []Record
 	)
 	metaKey := jsMetaKey(agent, key)
-	err := s.each(ctx, []string{metaKey, jsInstance("msg", agent, key) + ".*"}, func(e jetstream.KeyValueEntry) error {
-		k := e.Key()
+	err := s.snapshot(ctx, []string{metaKey, jsInstance("msg", agent, key) + ".*"}, func(k string, v []byte) error {
 		if k == metaKey {
 			found = true
-			if err := json.Unmarshal(e.Value(), &meta); err != nil {
+			if err := json.Unmarshal(v, &meta); err != nil {
 				return fmt.Errorf("corrupt value at key %q: %w", k, err)
 			}
 			return nil
@@ -280,7 +283,7 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 			return fmt.Errorf("%w %q: not a message key", errBadKey, k)
 		}
 		var r Record
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
+		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("corrupt value at key %q: %w", k, err)
 		}
 		if r.Seq != seq {
@@ -297,6 +300,86 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 	}
 	slices.SortFunc(records, func(a, b Record) int { return cmpUint(a.Seq, b.Seq) })
 	return meta, records, found || len(records) > 0, nil
+}
+
+// maxSnapshot is how many keys the server returns in one isolated read
+// (its direct get's limit); a read of more falls back to a watch.
+const maxSnapshot = 1024
+
+// errTooManyKeys is snapshotGet's error past maxSnapshot keys.
+var errTooManyKeys = errors.New("more keys than one isolated read returns")
+
+// snapshot calls f with each live key that matches one of filters, and its
+// value, as of one point of the stream: a commit's values are all seen, or
+// none. It asks the server for the last value of each key in one direct
+// get, which the server isolates from commits. Past maxSnapshot keys it
+// watches them instead (each), which a commit landing meanwhile can split.
+func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
+	err := s.snapshotGet(ctx, filters, f)
+	if !errors.Is(err, errTooManyKeys) {
+		return err
+	}
+	return s.each(ctx, filters, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
+}
+
+// directGet is a direct get request of the last messages of subjects.
+type directGet struct {
+	MultiLast []string `json:"multi_last"`
+}
+
+func (s *jsStore) snapshotGet(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
+	req := directGet{}
+	for _, k := range filters {
+		req.MultiLast = append(req.MultiLast, s.subject+k)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	inbox := s.nc.NewRespInbox()
+	sub, err := s.nc.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer sub.Unsubscribe()
+	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.stream.CachedInfo().Config.Name, inbox, body); err != nil {
+		return err
+	}
+	type kv struct {
+		key   string
+		value []byte
+	}
+	var got []kv
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+			if m.Header.Get("KV-Operation") != "" {
+				continue // a deletion or purge: the key is gone
+			}
+			got = append(got, kv{strings.TrimPrefix(m.Header.Get("Nats-Subject"), s.subject), m.Data})
+		case "204": // the end of the batch: every value is in
+			for _, e := range got {
+				v := e.value
+				if v == nil {
+					v = []byte{}
+				}
+				if err := f(e.key, v); err != nil {
+					return err
+				}
+			}
+			return nil
+		case "404":
+			return nil // no key matches
+		case "413":
+			return errTooManyKeys
+		default:
+			return fmt.Errorf("read %s: the server answered %s %s", strings.Join(filters, ", "), status, m.Header.Get("Description"))
+		}
+	}
 }
 
 func cmpUint(a, b uint64) int {

@@ -131,3 +131,22 @@ func TestJetStreamLeavesNoGoroutines(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestJetStreamLargeInstance: an instance of more keys than one isolated
+// read returns (1,024) loads whole, through a watch.
+func TestJetStreamLargeInstance(t *testing.T) {
+	s := openJetStream(t)
+	defer s.Close()
+	var want []store.Record
+	for part := range 3 {
+		var b store.Batch
+		for i := range 400 {
+			r := rec(uint64(part*400+i), "x")
+			b.Put = append(b.Put, r)
+			want = append(want, r)
+		}
+		b.Meta = meta(int64(part+1), uint64((part+1)*400))
+		commit(t, s, "a", "k", b)
+	}
+	wantInstance(t, s, "a", "k", meta(3, 1200), want)
+}
