@@ -182,16 +182,17 @@ func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
 // while it reads them.
 const maxSnapshotWait = 5 * time.Second
 
-// each calls f with every live entry whose key matches one of filters, as
-// of one point of the stream: a commit's values are all seen, or none.
+// each calls f with every live entry whose key matches one of filters,
+// read through a watch: for any number of keys, but without isolation
+// from commits (snapshot has it, up to maxSnapshot keys).
 //
-// A watch delivers each key's latest value as it finds it, so a commit
+// A watch delivers each key's latest value as it reaches it, so a commit
 // that lands during the watch could show some of its values and not
-// others. each takes the stream's last sequence first (at a commit's
-// boundary: the server applies a batch under the stream's lock), then
-// watches; an entry newer than that sequence means a key changed in
-// between, and the watch starts again, after a short wait. The keys of
-// one instance change a few times a turn, so it rarely does.
+// others. each narrows that: it takes the stream's last sequence first,
+// and an entry newer than that sequence means a key changed in between,
+// so it watches again after a short wait. A commit can still split a
+// read (the sequence need not fall between two commits, and a watch can
+// end before a value stored after it began).
 func (s *jsStore) each(ctx context.Context, filters []string, f func(jetstream.KeyValueEntry) error) error {
 	deadline := time.Now().Add(maxSnapshotWait)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
@@ -741,10 +742,10 @@ func (s *jsStore) listRecords(ctx context.Context, k recordKind, agent, key stri
 		filter = k.index + "." + enc(agent) + ".*.*"
 	}
 	var out []PendingRecord
-	err := s.each(ctx, []string{filter}, func(e jetstream.KeyValueEntry) error {
+	err := s.snapshot(ctx, []string{filter}, func(k string, v []byte) error {
 		var r PendingRecord
-		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return fmt.Errorf("corrupt value at key %q: %w", e.Key(), err)
+		if err := json.Unmarshal(v, &r); err != nil {
+			return fmt.Errorf("corrupt value at key %q: %w", k, err)
 		}
 		if r.matches(agent, key) {
 			out = append(out, r)
