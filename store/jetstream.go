@@ -184,7 +184,7 @@ const maxSnapshotWait = 5 * time.Second
 
 // each calls f with every live entry whose key matches one of filters,
 // read through a watch: for any number of keys, but without isolation
-// from commits (snapshot has it, up to maxSnapshot keys).
+// from commits (snapshot has it, up to 1,024 keys).
 //
 // A watch delivers each key's latest value as it reaches it, so a commit
 // that lands during the watch could show some of its values and not
@@ -303,18 +303,15 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 	return meta, records, found || len(records) > 0, nil
 }
 
-// maxSnapshot is how many keys the server returns in one isolated read
-// (its direct get's limit); a read of more falls back to a watch.
-const maxSnapshot = 1024
-
-// errTooManyKeys is snapshotGet's error past maxSnapshot keys.
+// errTooManyKeys is snapshotGet's error past the keys the server returns
+// in one isolated read: 1,024, its direct get's limit.
 var errTooManyKeys = errors.New("more keys than one isolated read returns")
 
 // snapshot calls f with each live key that matches one of filters, and its
 // value, as of one point of the stream: a commit's values are all seen, or
 // none. It asks the server for the last value of each key in one direct
-// get, which the server isolates from commits. Past maxSnapshot keys it
-// watches them instead (each), which a commit landing meanwhile can split.
+// get, which the server isolates from commits. Past 1,024 keys it watches
+// them instead (each), which a commit landing meanwhile can split.
 func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
 	err := s.snapshotGet(ctx, filters, f)
 	if !errors.Is(err, errTooManyKeys) {
