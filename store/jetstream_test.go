@@ -150,3 +150,49 @@ func TestJetStreamLargeInstance(t *testing.T) {
 	}
 	wantInstance(t, s, "a", "k", meta(3, 1200), want)
 }
+
+// BenchmarkJetStreamCommit is a commit to the JetStream store on a server
+// embedded in the test process (loopback, file storage, one replica):
+// one message (the meta alone: a plain publish), and a step's commit
+// (three records and the meta: an atomic batch); and an instance's load.
+func BenchmarkJetStreamCommit(b *testing.B) {
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name    string
+		records int
+	}{{"one-message", 0}, {"step", 3}} {
+		b.Run(bc.name, func(b *testing.B) {
+			s := openJetStream(b)
+			defer s.Close()
+			seq := uint64(0)
+			for b.Loop() {
+				var batch store.Batch
+				for range bc.records {
+					batch.Put = append(batch.Put, rec(seq, "a message of a few words"))
+					seq++
+				}
+				batch.Meta = meta(1, seq)
+				if err := s.Commit(ctx, "a", "k", batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("load-20", func(b *testing.B) {
+		s := openJetStream(b)
+		defer s.Close()
+		var batch store.Batch
+		for i := range 20 {
+			batch.Put = append(batch.Put, rec(uint64(i), "a message of a few words"))
+		}
+		batch.Meta = meta(5, 20)
+		if err := s.Commit(ctx, "a", "k", batch); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, records, _, err := s.LoadInstance(ctx, "a", "k"); err != nil || len(records) != 20 {
+				b.Fatal(len(records), err)
+			}
+		}
+	})
+}
