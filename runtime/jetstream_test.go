@@ -59,24 +59,44 @@ func TestRuntimeOnJetStreamStore(t *testing.T) {
 }
 
 // BenchmarkTurnJetStream is BenchmarkTurn/badger on the JetStream store,
-// on a server embedded in the test process (loopback): what a turn costs
-// when its commits go over NATS.
+// on servers embedded in the test process (loopback): what a turn costs
+// when its commits go over NATS. r1: one server, one replica; r3: a
+// cluster of three, three replicas.
 func BenchmarkTurnJetStream(b *testing.B) {
-	srv := natstest.Server(b)
-	rt := newBenchRuntime(b, runtime.WithStore(jetStreamStore(b, srv.ClientURL(), "ganglion")))
-	ctx := context.Background()
-	in := runtime.UserMessage("What is the answer?")
-	var next atomic.Int64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		key := "i" + strconv.FormatInt(next.Add(1), 10)
-		for pb.Next() {
-			res, err := rt.Send(ctx, "bench", key, in)
-			if err != nil || res.FinishReason != pipeline.FinishText {
-				b.Fatalf("turn: %+v, %v", res, err)
+	for _, bc := range []struct {
+		name     string
+		replicas int
+	}{{"r1", 1}, {"r3", 3}} {
+		b.Run(bc.name, func(b *testing.B) {
+			urls := natstest.Server(b).ClientURL()
+			if bc.replicas > 1 {
+				urls = natstest.Cluster(b, bc.replicas)
 			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
+			nc, err := nats.Connect(urls)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(nc.Close)
+			st, err := store.OpenJetStream(context.Background(), nc, "ganglion", store.WithReplicas(bc.replicas))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt := newBenchRuntime(b, runtime.WithStore(st))
+			ctx := context.Background()
+			in := runtime.UserMessage("What is the answer?")
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				key := "i" + strconv.FormatInt(next.Add(1), 10)
+				for pb.Next() {
+					res, err := rt.Send(ctx, "bench", key, in)
+					if err != nil || res.FinishReason != pipeline.FinishText {
+						b.Fatalf("turn: %+v, %v", res, err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
+		})
+	}
 }

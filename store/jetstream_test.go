@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,31 @@ func BenchmarkJetStreamCommit(b *testing.B) {
 			}
 		})
 	}
+	b.Run("step-r3", func(b *testing.B) {
+		// The step's commit on a cluster of three, three replicas.
+		nc, err := nats.Connect(natstest.Cluster(b, 3))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer nc.Close()
+		s, err := store.OpenJetStream(ctx, nc, "ganglion", store.WithReplicas(3))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		seq := uint64(0)
+		for b.Loop() {
+			var batch store.Batch
+			for range 3 {
+				batch.Put = append(batch.Put, rec(seq, "a message of a few words"))
+				seq++
+			}
+			batch.Meta = meta(1, seq)
+			if err := s.Commit(ctx, "a", "k", batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("load-20", func(b *testing.B) {
 		s := openJetStream(b)
 		defer s.Close()
@@ -195,4 +221,26 @@ func BenchmarkJetStreamCommit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestJetStreamReplicated runs the conformance suite on a cluster of three
+// servers, each bucket kept in three replicas: there a batch is staged in
+// memory and made durable by the cluster's consensus, not on one disk.
+func TestJetStreamReplicated(t *testing.T) {
+	urls := natstest.Cluster(t, 3)
+	for i, c := range conformance {
+		t.Run(c.name, func(t *testing.T) {
+			nc, err := nats.Connect(urls)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			s, err := store.OpenJetStream(context.Background(), nc, "case-"+strconv.Itoa(i), store.WithReplicas(3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeStore(t, s)
+			c.run(t, s)
+		})
+	}
 }

@@ -1,6 +1,10 @@
 package natstest
 
 import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,4 +26,61 @@ func Server(tb testing.TB) *server.Server {
 	}
 	tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
+}
+
+// Cluster starts n JetStream servers on loopback, routed into one
+// cluster, waits until they have elected a JetStream leader, and shuts
+// them down when the test ends. It returns the servers' client URLs,
+// joined for nats.Connect.
+func Cluster(tb testing.TB, n int) string {
+	tb.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	var routes []*url.URL
+	for _, p := range ports {
+		routes = append(routes, &url.URL{Scheme: "nats-route", Host: "127.0.0.1:" + strconv.Itoa(p)})
+	}
+	var urls []string
+	var servers []*server.Server
+	for i, p := range ports {
+		s, err := server.NewServer(&server.Options{
+			ServerName: "s" + strconv.Itoa(i+1), Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tb.TempDir(),
+			NoLog: true, NoSigs: true, Routes: routes,
+			Cluster: server.ClusterOpts{Name: "ganglion-test", Host: "127.0.0.1", Port: p},
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		go s.Start()
+		tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
+		servers = append(servers, s)
+	}
+	for _, s := range servers {
+		if !s.ReadyForConnections(10 * time.Second) {
+			tb.Fatal("a NATS server did not start")
+		}
+		urls = append(urls, s.ClientURL())
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		leader := false
+		for _, s := range servers {
+			leader = leader || s.JetStreamIsLeader()
+		}
+		if leader {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("the NATS cluster elected no JetStream leader")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return strings.Join(urls, ",")
 }
