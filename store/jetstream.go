@@ -109,8 +109,34 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 			return nil, fmt.Errorf("store: open bucket %q: allow atomic batches (NATS server 2.12 or later): %w", bucket, err)
 		}
 	}
+	if err := waitLeader(ctx, stream); err != nil {
+		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
+	}
 	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload()}
 	return checkedStore{s}, nil
+}
+
+// waitLeader waits until a replicated stream has elected its leader, which
+// takes a moment after it is created: until then writes find no one.
+func waitLeader(ctx context.Context, stream jetstream.Stream) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			return err
+		}
+		if c := info.Cluster; c == nil || c.Leader != "" && len(c.Replicas) == info.Config.Replicas-1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("its stream has no leader and replicas after 10 s")
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // jsStore is the JetStream backend of [OpenJetStream].
@@ -313,12 +339,28 @@ var errTooManyKeys = errors.New("more keys than one isolated read returns")
 // get, which the server isolates from commits. Past 1,024 keys it watches
 // them instead (each), which a commit landing meanwhile can split.
 func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
-	err := s.snapshotGet(ctx, filters, f)
-	if !errors.Is(err, errTooManyKeys) {
-		return err
+	// A stream just created on a cluster answers direct gets once its
+	// replicas are up: until then the server says no one responds (503).
+	deadline := time.Now().Add(maxSnapshotWait)
+	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
+		err := s.snapshotGet(ctx, filters, f)
+		switch {
+		case errors.Is(err, errTooManyKeys):
+			return s.each(ctx, filters, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
+		case !errors.Is(err, errNoResponders) || time.Now().After(deadline):
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	return s.each(ctx, filters, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
 }
+
+// errNoResponders is snapshotGet's error when no server answers direct
+// gets for the stream yet.
+var errNoResponders = errors.New("no server answers direct gets for the bucket (yet)")
 
 // directGet is a direct get request of the last messages of subjects.
 type directGet struct {
@@ -379,6 +421,8 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, f func(key 
 			return nil // no key matches
 		case "413":
 			return errTooManyKeys
+		case "503":
+			return errNoResponders
 		default:
 			return fmt.Errorf("read %s: the server answered %s %s", strings.Join(filters, ", "), status, m.Header.Get("Description"))
 		}
@@ -461,10 +505,15 @@ func (b *batch) commit(ctx context.Context) error {
 	if len(b.msgs) == 0 {
 		return nil
 	}
+	deadline := time.Now().Add(maxSnapshotWait)
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		err := b.publish(ctx)
 		var ae *apiError
-		if !errors.As(err, &ae) || ae.errCode != errTooManyBatches {
+		busy := errors.As(err, &ae) && ae.errCode == errTooManyBatches
+		// No responders: the stream has no leader for a moment (it was
+		// just created, or its leader moved); a new batch is tried.
+		leaderless := errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline)
+		if !busy && !leaderless {
 			return err
 		}
 		select {

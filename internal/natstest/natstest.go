@@ -29,8 +29,8 @@ func Server(tb testing.TB) *server.Server {
 }
 
 // Cluster starts n JetStream servers on loopback, routed into one
-// cluster, waits until they have elected a JetStream leader, and shuts
-// them down when the test ends. It returns the servers' client URLs,
+// cluster, waits until their JetStream leader sees all of them online, and
+// shuts them down when the test ends. It returns the servers' client URLs,
 // joined for nats.Connect.
 func Cluster(tb testing.TB, n int) string {
 	tb.Helper()
@@ -68,17 +68,19 @@ func Cluster(tb testing.TB, n int) string {
 		}
 		urls = append(urls, s.ClientURL())
 	}
+	// Ready when the JetStream leader sees every server online, with
+	// its stats: until then a replicated stream finds no place.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		leader := false
+		ready := false
 		for _, s := range servers {
-			leader = leader || s.JetStreamIsLeader()
+			ready = ready || s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == n
 		}
-		if leader {
+		if ready {
 			break
 		}
 		if time.Now().After(deadline) {
-			tb.Fatal("the NATS cluster elected no JetStream leader")
+			tb.Fatalf("the NATS cluster of %d is not ready after 30 s", n)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
