@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +16,54 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/store"
 )
+
+// writerEnv makes the test binary a process that commits to the JetStream
+// store at the server URL it names until it is killed (jetStreamWriter).
+const writerEnv = "GANGLION_TEST_JETSTREAM_WRITER"
+
+// jetStreamWriter commits turns of five records and the meta to instance
+// a/k of bucket "crash", and prints each committed turn's number.
+func jetStreamWriter(url string) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	s, err := store.OpenJetStream(context.Background(), nc, "crash")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	m, _, err := s.LoadMeta(ctx, "a", "k")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	for turn := m.Turns; ; turn++ {
+		seq := uint64(turn) * 5
+		var b store.Batch
+		for i := range uint64(5) {
+			b.Put = append(b.Put, rec(seq+i, "turn "+strconv.FormatInt(turn, 10)))
+		}
+		b.Meta = &store.Meta{Turns: turn + 1, NextSeq: seq + 5}
+		if err := s.Commit(ctx, "a", "k", b); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(turn + 1)
+	}
+}
+
+// TestMain makes the test binary a JetStream writer when writerEnv is set
+// (TestJetStreamCommitSurvivesKill).
+func TestMain(m *testing.M) {
+	if url := os.Getenv(writerEnv); url != "" {
+		jetStreamWriter(url)
+		return
+	}
+	os.Exit(m.Run())
+}
 
 // natsServer is natstest.Server.
 func natsServer(t testing.TB) *natsserver.Server { return natstest.Server(t) }
