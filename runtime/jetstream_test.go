@@ -14,15 +14,16 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// jetStreamStore opens a store in bucket on srvURL, closed with the test.
-func jetStreamStore(tb testing.TB, srvURL, bucket string) store.Store {
+// jetStreamStore opens a store in bucket on the servers at urls, with
+// options opts; its connection closes with the test.
+func jetStreamStore(tb testing.TB, urls, bucket string, opts ...store.JetStreamOption) store.Store {
 	tb.Helper()
-	nc, err := nats.Connect(srvURL)
+	nc, err := nats.Connect(urls)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(nc.Close)
-	st, err := store.OpenJetStream(context.Background(), nc, bucket)
+	st, err := store.OpenJetStream(context.Background(), nc, bucket, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -72,16 +73,7 @@ func BenchmarkTurnJetStream(b *testing.B) {
 			if bc.replicas > 1 {
 				urls = natstest.Cluster(b, bc.replicas)
 			}
-			nc, err := nats.Connect(urls)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(nc.Close)
-			st, err := store.OpenJetStream(context.Background(), nc, "ganglion", store.WithReplicas(bc.replicas))
-			if err != nil {
-				b.Fatal(err)
-			}
-			rt := newBenchRuntime(b, runtime.WithStore(st))
+			rt := newBenchRuntime(b, runtime.WithStore(jetStreamStore(b, urls, "ganglion", store.WithReplicas(bc.replicas))))
 			ctx := context.Background()
 			in := runtime.UserMessage("What is the answer?")
 			var next atomic.Int64

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -325,7 +326,7 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 	if err != nil {
 		return Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
 	}
-	slices.SortFunc(records, func(a, b Record) int { return cmpUint(a.Seq, b.Seq) })
+	slices.SortFunc(records, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
 	return meta, records, found || len(records) > 0, nil
 }
 
@@ -427,16 +428,6 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, f func(key 
 			return fmt.Errorf("read %s: the server answered %s %s", strings.Join(filters, ", "), status, m.Header.Get("Description"))
 		}
 	}
-}
-
-func cmpUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // loadMeta implements [Store.LoadMeta].

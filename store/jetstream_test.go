@@ -208,27 +208,23 @@ func TestJetStreamLargeInstance(t *testing.T) {
 // (three records and the meta: an atomic batch); and an instance's load.
 func BenchmarkJetStreamCommit(b *testing.B) {
 	ctx := context.Background()
-	for _, bc := range []struct {
-		name    string
-		records int
-	}{{"one-message", 0}, {"step", 3}} {
-		b.Run(bc.name, func(b *testing.B) {
-			s := openJetStream(b)
-			defer s.Close()
-			seq := uint64(0)
-			for b.Loop() {
-				var batch store.Batch
-				for range bc.records {
-					batch.Put = append(batch.Put, rec(seq, "a message of a few words"))
-					seq++
-				}
-				batch.Meta = meta(1, seq)
-				if err := s.Commit(ctx, "a", "k", batch); err != nil {
-					b.Fatal(err)
-				}
+	// commits commits batches of n records and the meta to s.
+	commits := func(b *testing.B, s store.Store, n int) {
+		seq := uint64(0)
+		for b.Loop() {
+			var batch store.Batch
+			for range n {
+				batch.Put = append(batch.Put, rec(seq, "a message of a few words"))
+				seq++
 			}
-		})
+			batch.Meta = meta(1, seq)
+			if err := s.Commit(ctx, "a", "k", batch); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
+	b.Run("one-message", func(b *testing.B) { s := openJetStream(b); defer s.Close(); commits(b, s, 0) })
+	b.Run("step", func(b *testing.B) { s := openJetStream(b); defer s.Close(); commits(b, s, 3) })
 	b.Run("step-r3", func(b *testing.B) {
 		// The step's commit on a cluster of three, three replicas.
 		nc, err := nats.Connect(natstest.Cluster(b, 3))
@@ -241,18 +237,7 @@ func BenchmarkJetStreamCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer s.Close()
-		seq := uint64(0)
-		for b.Loop() {
-			var batch store.Batch
-			for range 3 {
-				batch.Put = append(batch.Put, rec(seq, "a message of a few words"))
-				seq++
-			}
-			batch.Meta = meta(1, seq)
-			if err := s.Commit(ctx, "a", "k", batch); err != nil {
-				b.Fatal(err)
-			}
-		}
+		commits(b, s, 3)
 	})
 	b.Run("load-20", func(b *testing.B) {
 		s := openJetStream(b)

@@ -83,15 +83,3 @@ func (e *Encoding) piece(p string) int {
 	e.cache.put(p, n)
 	return n
 }
-
-// Pieces returns the pieces the encoding splits s into, for tests and
-// tools that show them.
-func (e *Encoding) Pieces(s string) []string {
-	var out []string
-	for i := 0; i < len(s); {
-		j := e.next(s, i)
-		out = append(out, s[i:j])
-		i = j
-	}
-	return out
-}

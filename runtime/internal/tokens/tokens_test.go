@@ -353,3 +353,14 @@ func BenchmarkLoad(b *testing.B) {
 		})
 	}
 }
+
+// Pieces returns the pieces e splits s into.
+func (e *Encoding) Pieces(s string) []string {
+	var out []string
+	for i := 0; i < len(s); {
+		j := e.next(s, i)
+		out = append(out, s[i:j])
+		i = j
+	}
+	return out
+}
