@@ -911,6 +911,9 @@ func (r *Runtime) activateTeam(team, key string) {
 	t, _ := r.agents.team(team)
 	for _, name := range t.Agents {
 		_, _, done, err := r.holdInstance(r.tasks.bg, "team "+strconv.Quote(team), name, key)
+		if errors.Is(err, errMoved) {
+			continue // started on the process that owns it
+		}
 		if err != nil {
 			r.logger.Warn("starting a team agent failed", "team", team, "agent", name, "err", err)
 			continue

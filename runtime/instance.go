@@ -11,6 +11,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -58,6 +59,12 @@ type instance struct {
 	// mcpWarned is, by server name, why its tools were last not offered
 	// to the instance, so that a reason is logged once.
 	mcpWarned map[string]string
+
+	// lease is the instance's lease in a cluster, while this process
+	// owns it (cluster.go); used is when a turn last started on it, in
+	// Unix nanoseconds, so that an idle instance's lease is given up.
+	lease *cluster.Lease
+	used  atomic.Int64
 }
 
 func newInstance(a *agent, key string) *instance {
@@ -84,6 +91,30 @@ func (in *instance) acquire(ctx context.Context) error {
 }
 
 func (in *instance) release() { <-in.queue }
+
+// tryAcquire takes the instance's turn slot if it is free.
+func (in *instance) tryAcquire() bool {
+	select {
+	case in.queue <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// unload forgets what was read from the store, so that the next turn
+// reads it again: in a cluster, another process may have changed it. The
+// caller holds the turn slot.
+func (in *instance) unload() {
+	if !in.loaded {
+		return
+	}
+	in.loaded = false
+	in.hist.reset()
+	in.meta = store.Meta{}
+	in.paused = nil
+	in.secrets.drop()
+}
 
 // load reads the instance from the store the first time it is used.
 func (in *instance) load(ctx context.Context, st store.Store) error {

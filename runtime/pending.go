@@ -460,6 +460,10 @@ func (r *Runtime) holdInstance(ctx context.Context, what, agentName, key string)
 		return nil, nil, nil, fmt.Errorf("%s: waiting for instance %q: %w", what, key, err)
 	}
 	done := func() { inst.release(); r.unhold(inst) }
+	if err := r.own(ctx, inst); err != nil {
+		done()
+		return nil, nil, nil, fmt.Errorf("%s: %w", what, err)
+	}
 	if err := inst.load(ctx, r.store); err != nil {
 		done()
 		return nil, nil, nil, err
@@ -640,6 +644,9 @@ func (r *Runtime) recoverResumes(ctx context.Context) error {
 	var errs []error
 	for _, t := range todo {
 		a, inst, done, err := r.holdInstance(ctx, "paused "+t.turn, t.agent, t.instance)
+		if errors.Is(err, errMoved) {
+			continue // its owner resumes it
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

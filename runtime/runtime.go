@@ -69,6 +69,7 @@ type Runtime struct {
 	// mcpClosing counts the MCP sources closing in the background (an
 	// evicted instance's); Close waits for them.
 	mcpClosing sync.WaitGroup
+	node       *node // this process in a cluster (cluster.go); nil when it runs alone
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -168,6 +169,11 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			r.release()
 		}
 	}()
+	if cfg.Cluster != nil {
+		if err := r.openCluster(ctx, o, cfg.Cluster); err != nil {
+			return nil, err
+		}
+	}
 	dataDir, err := r.openStore(o, cfg)
 	if err != nil {
 		return nil, err
@@ -203,6 +209,11 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			a = r.unavailableAgent(ac, err)
 		}
 		r.agents.byName[a.name] = a
+	}
+	if r.node != nil {
+		if err := r.node.start(); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	if !o.noRecovery {
@@ -266,6 +277,9 @@ func (r *Runtime) Recover(ctx context.Context) error {
 		}
 		for _, k := range keys {
 			_, _, done, err := r.holdInstance(ctx, "instance "+strconv.Quote(k), name, k)
+			if errors.Is(err, errMoved) {
+				continue // another process owns it, and recovers it
+			}
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -282,6 +296,8 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	switch {
 	case o.store != nil:
 		r.store = o.store
+		return "", nil
+	case r.store != nil: // the cluster's
 		return "", nil
 	case o.memory:
 		r.store, r.ownsStore = store.NewMemory(), true
@@ -467,6 +483,9 @@ func (r *Runtime) evictLocked() {
 			delete(r.cache.instances, instanceID{in.agent.name, in.key})
 			r.cache.lru.Remove(e)
 			in.closeMCP()
+			if r.node != nil {
+				r.node.evicted(in)
+			}
 		}
 		e = prev
 	}
@@ -490,6 +509,14 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 // send is Send for the runtime's own callers (an ask, an agent call):
 // not an input of the session's.
 func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if r.node == nil {
+		return r.sendHere(ctx, agentName, instanceKey, in)
+	}
+	return r.route(ctx, agentName, instanceKey, in)
+}
+
+// sendHere runs the turn in this process.
+func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	if !r.gate.enter() {
 		return nil, ErrClosed
 	}
@@ -507,6 +534,9 @@ func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pi
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
 	}
 	defer inst.release()
+	if err := r.own(ctx, inst); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
+	}
 	if err := inst.load(ctx, r.store); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
@@ -664,12 +694,16 @@ func (r *Runtime) release() error {
 		f()
 	}
 	defer r.closeExporter()
+	var errs []error
+	if r.node != nil {
+		errs = append(errs, r.node.shutdown())
+		defer r.node.nc.Close() // after the store, which uses it
+	}
 	r.cache.mu.Lock()
 	cached := slices.Collect(maps.Values(r.cache.instances))
 	r.cache.instances = nil // no turn runs any more; let the histories go
 	r.cache.lru.Init()
 	r.cache.mu.Unlock()
-	var errs []error
 	for _, name := range r.agents.names {
 		if a := r.agents.byName[name]; a != nil { // nil: New failed before building it
 			errs = append(errs, a.close())

@@ -49,6 +49,9 @@ type File struct {
 	// MCPServers are the MCP servers agents may take tools from (an
 	// agent's mcp_servers names them).
 	MCPServers []MCPServer `yaml:"mcp_servers"`
+	// Cluster runs the config on several processes as one system, over
+	// NATS JetStream. Nil: one process, its data in badger.
+	Cluster *Cluster `yaml:"cluster"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
 }

@@ -175,6 +175,9 @@ func (f *File) resolve(dir string) {
 		f.Outputs = defaultOutputs
 	}
 	f.Outputs = join(dir, f.Outputs)
+	if c := f.Cluster; c != nil && c.Credentials != "" {
+		c.Credentials = join(dir, c.Credentials)
+	}
 	// An alias (model: *m) may make two agents share one *Model; resolve
 	// each model once.
 	resolved := map[*Model]bool{}

@@ -210,6 +210,36 @@ agent_calls: {timeout: 2h}
 agents:
   - name: assistant
 `, `ganglion.yaml:2:24: agent_calls: timeout must be a positive duration of at most 1h, such as 15s or 2m, got "2h"`},
+	{"cluster_url_missing", `model: {provider: scripted, script: s.yaml}
+cluster: {name: prod}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:11: cluster: url is required: the NATS server to connect to (nats://host:4222)`},
+	{"cluster_url_not_nats", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "http://ops:hunter2@nats.internal:4222"}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:16: cluster: url 1 (http://ops:xxxxx@nats.internal:4222) is not a NATS URL: want nats://host:port (or tls://, ws://, wss://)`},
+	{"cluster_name", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://127.0.0.1:4222", name: "prod.eu"}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:47: cluster: name "prod.eu": use 1 to 64 letters, digits, '-' or '_' (it names buckets and subjects)`},
+	{"cluster_replicas", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://127.0.0.1:4222", replicas: 7}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:51: cluster: replicas must be between 1 and 5 (0 or absent: 1), got 7`},
+	{"cluster_lease_ttl", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://127.0.0.1:4222", lease_ttl: 1500ms}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:52: cluster: lease_ttl must be whole seconds from 1s to 5m0s, got 1.5s`},
+	{"cluster_secret_ref", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://ops:${secret:NATS}@127.0.0.1:4222"}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:16: cluster: url: ${secret:NATS} is a provided secret, which an instance has, not the runtime; use ${VAR} from the environment`},
 	{"webhooks", `model: {provider: scripted, script: s.yaml}
 webhooks:
   - url: ftp://hooks.example.com/x

@@ -31,15 +31,16 @@ type Leases struct {
 // minTTL is the shortest lease: JetStream's TTLs are whole seconds.
 const minTTL = time.Second
 
-// Open returns owner's leases in bucket, which it creates if it does not
-// exist; a lease lasts ttl (at least a second) past its last renewal.
-func Open(ctx context.Context, js jetstream.JetStream, bucket, owner string, ttl time.Duration) (*Leases, error) {
+// Open returns owner's leases in bucket, which it creates with replicas
+// copies (0: 1) if it does not exist; a lease lasts ttl (at least a
+// second) past its last renewal.
+func Open(ctx context.Context, js jetstream.JetStream, bucket, owner string, ttl time.Duration, replicas int) (*Leases, error) {
 	if owner == "" {
 		return nil, errors.New("cluster: a lease owner needs a name")
 	}
 	ttl = max(ttl.Truncate(time.Second), minTTL)
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: bucket, Description: "Ganglion's instance leases", History: 1,
+		Bucket: bucket, Description: "Ganglion's instance leases", History: 1, Replicas: max(replicas, 1),
 		// Markers of expired keys are kept a moment, so that a watcher
 		// sees an expiry; the TTLs need the bucket to allow them.
 		LimitMarkerTTL: time.Second,
@@ -73,16 +74,53 @@ func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	key := leaseKey(name)
 	rev, err := l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		owner := "?"
-		if e, gerr := l.kv.Get(ctx, key); gerr == nil {
-			owner = string(e.Value())
+		owner, oerr := l.Owner(ctx, name)
+		if oerr != nil || owner == "" {
+			owner = "?" // it expired or was released since: the caller tries again
 		}
-		return nil, fmt.Errorf("cluster: lease on %q: %w (%s)", name, ErrHeld, owner)
+		return nil, &HeldError{Name: name, Owner: owner}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease on %q: %w", name, err)
 	}
 	return &Lease{l: l, name: name, key: key, rev: rev}, nil
+}
+
+// HeldError is the error of Acquire when another owner holds the lease;
+// it matches [ErrHeld].
+type HeldError struct {
+	Name  string // the lease's name
+	Owner string // who holds it; "?" if it was gone by the time Acquire looked
+}
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("cluster: lease on %q: %v (%s)", e.Name, ErrHeld, e.Owner)
+}
+
+// Is makes a HeldError match [ErrHeld].
+func (e *HeldError) Is(target error) bool { return target == ErrHeld }
+
+// Owner returns who holds the lease on name, or "" when nobody does.
+func (l *Leases) Owner(ctx context.Context, name string) (string, error) {
+	e, err := l.kv.Get(ctx, leaseKey(name))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("cluster: owner of lease on %q: %w", name, err)
+	}
+	return string(e.Value()), nil
+}
+
+// Self returns the name of the owner the leases are granted to.
+func (l *Leases) Self() string { return l.owner }
+
+// Held reports whether the lease is still the caller's as far as it
+// knows: it was not released, and no renewal found it lost.
+func (le *Lease) Held() bool {
+	le.mu.Lock()
+	defer le.mu.Unlock()
+	return le.rev != 0
 }
 
 // Name returns the name the lease is on.

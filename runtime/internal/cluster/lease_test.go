@@ -37,7 +37,7 @@ func jetStream(t *testing.T, n int) []jetstream.JetStream {
 
 func openLeases(t *testing.T, js jetstream.JetStream, owner string) *Leases {
 	t.Helper()
-	l, err := Open(context.Background(), js, "leases", owner, time.Second)
+	l, err := Open(context.Background(), js, "leases", owner, time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,521 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+
+	"github.com/ganglion-dev/ganglion/internal/envref"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+// errMoved is the error of a turn that reached a process which does not
+// own its instance: the sender looks the owner up again and goes there.
+var errMoved = errors.New("instance owned by another process")
+
+// node is the runtime's place in a cluster (the config's cluster block):
+// its connection to NATS, the leases of the instances it owns, and the
+// subscription that runs the turns other processes route to it.
+//
+// A turn runs on the process that holds its instance's lease (see
+// RATIONALE.md, "Cluster mode: one owner per instance"). A process takes
+// the lease when it runs a turn of an instance nobody owns, renews it
+// while it keeps the instance, and gives it up when the instance idles a
+// whole TTL, leaves the cache, or the runtime closes; a process that dies
+// loses its leases when they expire. The owner alone keeps the instance in
+// memory: taking a lease (again) reloads it from the shared store.
+type node struct {
+	r      *Runtime
+	nc     *nats.Conn
+	leases *cluster.Leases
+	name   string // this process's, in leases and subjects
+	prefix string // of every process's subjects: "<cluster>.node."
+	subs   []*nats.Subscription
+
+	mu      sync.Mutex
+	held    map[*instance]*cluster.Lease  // the leases held, by instance
+	running map[string]context.CancelFunc // routed turns running here, by request ID
+	closed  bool
+
+	stop      chan struct{}  // ends the renewal loop
+	done      chan struct{}  // closed when it has ended
+	handlers  sync.WaitGroup // routed requests being answered
+	releasing sync.WaitGroup // leases being given up in the background
+}
+
+// Defaults of the config's cluster block.
+const (
+	defaultClusterName = "ganglion"
+	defaultLeaseTTL    = 10 * time.Second
+)
+
+// leaseTimeout bounds one lease operation: taking, renewing or giving up
+// a lease is one round trip to JetStream.
+const leaseTimeout = 5 * time.Second
+
+// openCluster connects to the cluster c names and opens its shared store,
+// unless o gives a store. The node starts serving when [node.start] runs.
+func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster) error {
+	if o.memory {
+		return errors.New("cluster: a cluster shares its store in JetStream; it cannot run on the memory store")
+	}
+	if o.secretKey == nil && o.secretKeyFile == "" && os.Getenv(SecretKeyEnv) == "" {
+		return fmt.Errorf("cluster: every process seals and opens the same secrets, so they need the same key: set %s (32 bytes, base64) in each process's environment", SecretKeyEnv)
+	}
+	name := c.Name
+	if name == "" {
+		name = defaultClusterName
+	}
+	ttl := defaultLeaseTTL
+	if c.LeaseTTL != "" {
+		ttl, _ = time.ParseDuration(c.LeaseTTL) // Validate checked it
+	}
+	self := nodeName()
+	urls := envref.Expand(c.URL, func(r envref.Ref) string { return os.Getenv(r.Name) })
+	opts := []nats.Option{nats.Name("ganglion " + self), nats.MaxReconnects(-1)}
+	if c.Credentials != "" {
+		opts = append(opts, nats.UserCredentials(c.Credentials))
+	}
+	nc, err := nats.Connect(urls, opts...)
+	if err != nil {
+		return fmt.Errorf("cluster: connect to %s: %w", redactURLs(urls), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("cluster: %w", err)
+	}
+	leases, err := cluster.Open(ctx, js, name+"_leases", self, ttl, c.Replicas)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	n := &node{r: r, nc: nc, leases: leases, name: self, prefix: name + ".node.",
+		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
+	r.node = n
+	if o.store == nil {
+		st, err := store.OpenJetStream(ctx, nc, name, store.WithReplicas(max(c.Replicas, 1)))
+		if err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		r.store, r.ownsStore = st, true
+	}
+	return nil
+}
+
+// nodeName names this process in the cluster: its host, its process ID
+// and a random suffix, so that a restarted process is never mistaken for
+// the one before it.
+func nodeName() string {
+	host, _ := os.Hostname()
+	host = unsafeSubject.ReplaceAllString(host, "-")
+	if len(host) > 32 {
+		host = host[:32]
+	}
+	if host == "" {
+		host = "host"
+	}
+	id := nuid.Next()
+	return host + "-" + strconv.Itoa(os.Getpid()) + "-" + id[len(id)-6:]
+}
+
+var unsafeSubject = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// redactURLs returns NATS URLs as an error may show them: without
+// passwords.
+func redactURLs(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil {
+			parts[i] = u.Redacted()
+		} else if at := strings.LastIndex(p, "@"); at >= 0 {
+			parts[i] = "…" + p[at:]
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// start serves the turns routed to this process and starts renewing its
+// leases.
+func (n *node) start() error {
+	send, err := n.nc.Subscribe(n.prefix+n.name+".send", n.serve)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	cancel, err := n.nc.Subscribe(n.prefix+n.name+".cancel", n.cancel)
+	if err != nil {
+		send.Unsubscribe()
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	n.subs = []*nats.Subscription{send, cancel}
+	if err := n.nc.Flush(); err != nil {
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	n.stop, n.done = make(chan struct{}), make(chan struct{})
+	go n.renewLoop()
+	return nil
+}
+
+// leaseName is the name of an instance's lease.
+func leaseName(agent, key string) string { return agent + "/" + key }
+
+// own makes sure this process holds inst's lease, taking it if nobody
+// does, and fails with an error matching errMoved if another process
+// holds it. The caller holds inst's turn slot.
+func (r *Runtime) own(ctx context.Context, inst *instance) error {
+	n := r.node
+	if n == nil {
+		return nil
+	}
+	inst.used.Store(time.Now().UnixNano())
+	if inst.lease != nil && inst.lease.Held() {
+		return nil
+	}
+	if inst.lease != nil {
+		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
+		n.forget(inst, inst.lease)
+		inst.lease = nil
+	}
+	// What this process read before may have changed on another.
+	inst.unload()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
+	defer cancel()
+	l, err := n.leases.Acquire(lctx, leaseName(inst.agent.name, inst.key))
+	if err != nil {
+		if he := (*cluster.HeldError)(nil); errors.As(err, &he) {
+			return fmt.Errorf("agent %q instance %q: %w (%s)", inst.agent.name, inst.key, errMoved, he.Owner)
+		}
+		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.agent.name, inst.key, err)
+	}
+	inst.lease = l
+	n.mu.Lock()
+	n.held[inst] = l
+	n.mu.Unlock()
+	return nil
+}
+
+// forget stops renewing l, inst's lease, and gives it up in the
+// background unless it was lost.
+func (n *node) forget(inst *instance, l *cluster.Lease) {
+	n.mu.Lock()
+	if n.held[inst] == l {
+		delete(n.held, inst)
+	}
+	n.mu.Unlock()
+	if !l.Held() {
+		return
+	}
+	n.releasing.Add(1)
+	go func() {
+		defer n.releasing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+		defer cancel()
+		if err := l.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLost) {
+			n.r.logger.Warn("cluster: giving up a lease failed; it expires on its own", "lease", l.Name(), "err", err)
+		}
+	}()
+}
+
+// evicted gives up the lease of an instance that left the cache.
+func (n *node) evicted(inst *instance) {
+	n.mu.Lock()
+	l := n.held[inst]
+	n.mu.Unlock()
+	if l != nil {
+		n.forget(inst, l)
+	}
+}
+
+// renewLoop renews the leases held three times per TTL, and gives up
+// those of instances idle for a whole TTL.
+func (n *node) renewLoop() {
+	defer close(n.done)
+	ttl := n.leases.TTL()
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		n.mu.Lock()
+		held := make(map[*instance]*cluster.Lease, len(n.held))
+		for in, l := range n.held {
+			held[in] = l
+		}
+		n.mu.Unlock()
+		idleSince := time.Now().Add(-ttl).UnixNano()
+		for in, l := range held {
+			if in.used.Load() < idleSince && in.tryAcquire() {
+				// Idle, and no turn runs or waits: let it go, so that
+				// another process may take it without waiting.
+				if in.lease == l {
+					in.lease = nil
+					in.unload()
+				}
+				in.release()
+				n.forget(in, l)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+			err := l.Renew(ctx)
+			cancel()
+			switch {
+			case errors.Is(err, cluster.ErrLost):
+				n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
+			case err != nil:
+				n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
+			}
+		}
+	}
+}
+
+// remoteSend is a turn routed to the process that owns its instance.
+type remoteSend struct {
+	ID       string              `json:"id"`
+	Agent    string              `json:"agent"`
+	Instance string              `json:"instance"`
+	Input    pipeline.InputEvent `json:"input"`
+	// TimeoutMS is what was left of the sender's deadline; 0: none.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+}
+
+// remoteReply is the owner's answer to a remoteSend.
+type remoteReply struct {
+	Result *pipeline.TurnResult `json:"result,omitempty"`
+	Error  string               `json:"error,omitempty"`
+	// Kind names the sentinel error Error matches, so that the sender's
+	// errors.Is sees what a local turn's caller would.
+	Kind string `json:"kind,omitempty"`
+}
+
+// remoteKinds are the sentinel errors a routed turn's error keeps.
+var remoteKinds = map[string]error{
+	"moved": errMoved, "closed": ErrClosed, "unknown-agent": ErrUnknownAgent,
+	"unavailable": ErrAgentUnavailable, "cycle": ErrCycle, "depth": ErrDepth,
+	"paused": ErrPaused, "task-failed": ErrTaskFailed, "task-moved": errTaskMoved,
+	"budget": errBudget, "no-task": ErrNoTask, "invalid-name": store.ErrInvalidName,
+	"deadline": context.DeadlineExceeded, "canceled": context.Canceled,
+}
+
+// remoteError is a routed turn's error as the owner wrote it.
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }
+
+func errorKind(err error) string {
+	for k, s := range remoteKinds {
+		if errors.Is(err, s) {
+			return k
+		}
+	}
+	return ""
+}
+
+// owner returns the process that owns agent's instance key, "" when this
+// process does or nobody does.
+func (n *node) owner(ctx context.Context, agent, key string) (string, error) {
+	n.r.cache.mu.Lock()
+	in := n.r.cache.instances[instanceID{agent, key}]
+	n.r.cache.mu.Unlock()
+	if in != nil {
+		n.mu.Lock()
+		l := n.held[in]
+		n.mu.Unlock()
+		if l != nil && l.Held() {
+			return "", nil
+		}
+	}
+	owner, err := n.leases.Owner(ctx, leaseName(agent, key))
+	if err != nil || owner == n.name {
+		return "", err
+	}
+	return owner, nil
+}
+
+// forward runs a turn on owner and returns its result.
+func (n *node) forward(ctx context.Context, owner, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	req := remoteSend{ID: nuid.Next(), Agent: agent, Instance: key, Input: in}
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMS = max(time.Until(dl).Milliseconds(), 1)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: route to process %s: %w", agent, key, owner, err)
+	}
+	msg, err := n.nc.RequestWithContext(ctx, n.prefix+owner+".send", data)
+	switch {
+	case ctx.Err() != nil:
+		// Tell the owner, so that the turn ends there too.
+		n.nc.Publish(n.prefix+owner+".cancel", []byte(req.ID))
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q on process %s: %w", agent, key, owner, ctx.Err())
+	case errors.Is(err, nats.ErrNoResponders):
+		// The owner is gone; its lease expires within a TTL.
+		return nil, fmt.Errorf("agent %q instance %q: %w (%s, which does not answer)", agent, key, errMoved, owner)
+	case err != nil:
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q on process %s: %w", agent, key, owner, err)
+	}
+	var rep remoteReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q on process %s: malformed reply: %w", agent, key, owner, err)
+	}
+	if rep.Error != "" {
+		return rep.Result, &remoteError{msg: rep.Error, kind: remoteKinds[rep.Kind]}
+	}
+	return rep.Result, nil
+}
+
+// serve answers a turn another process routed here, in a goroutine of its
+// own: NATS calls a subscription's handler for one message at a time.
+func (n *node) serve(m *nats.Msg) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		n.reply(m, remoteReply{Error: ErrClosed.Error(), Kind: "closed"})
+		return
+	}
+	n.handlers.Add(1)
+	n.mu.Unlock()
+	go func() {
+		defer n.handlers.Done()
+		var req remoteSend
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			n.reply(m, remoteReply{Error: "cluster: malformed routed turn: " + err.Error()})
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if req.TimeoutMS > 0 {
+			ctx, cancel = context.WithTimeout(context.Background(), time.Duration(req.TimeoutMS)*time.Millisecond)
+		}
+		defer cancel()
+		n.mu.Lock()
+		n.running[req.ID] = cancel
+		n.mu.Unlock()
+		defer func() {
+			n.mu.Lock()
+			delete(n.running, req.ID)
+			n.mu.Unlock()
+		}()
+		res, err := n.r.sendHere(ctx, req.Agent, req.Instance, req.Input)
+		rep := remoteReply{Result: res}
+		if err != nil {
+			rep.Error, rep.Kind = err.Error(), errorKind(err)
+		}
+		n.reply(m, rep)
+	}()
+}
+
+func (n *node) reply(m *nats.Msg, rep remoteReply) {
+	data, err := json.Marshal(rep)
+	if err != nil {
+		data, _ = json.Marshal(remoteReply{Error: "cluster: encode reply: " + err.Error()})
+	}
+	if err := m.Respond(data); err != nil {
+		n.r.logger.Warn("cluster: answering a routed turn failed", "err", err)
+	}
+}
+
+// cancel ends a routed turn whose sender gave up.
+func (n *node) cancel(m *nats.Msg) {
+	n.mu.Lock()
+	cancel := n.running[string(m.Data)]
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// shutdown stops serving and renewing, and gives up every lease, so that
+// other processes take the instances over at once. The runtime's turns
+// have ended.
+func (n *node) shutdown() error {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	var errs []error
+	for _, s := range n.subs {
+		if err := s.Unsubscribe(); err != nil {
+			errs = append(errs, fmt.Errorf("cluster: unsubscribe: %w", err))
+		}
+	}
+	n.handlers.Wait()
+	if n.stop != nil {
+		close(n.stop)
+		<-n.done
+	}
+	n.mu.Lock()
+	held := make(map[*instance]*cluster.Lease, len(n.held))
+	for in, l := range n.held {
+		held[in] = l
+	}
+	n.mu.Unlock()
+	for in, l := range held {
+		n.forget(in, l)
+	}
+	n.releasing.Wait()
+	return errors.Join(errs...)
+}
+
+// route runs a turn on the process that owns its instance: here when this
+// process does or nobody does (it takes the lease then), else there. When
+// the owner has just given the instance up, or has died and its lease has
+// not expired yet, it looks again, until ctx ends or twice the lease TTL
+// has passed. The error it returns never matches errMoved: that error
+// means "this turn did not run here", and a turn that called this one did
+// run.
+func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if _, err := r.runnable(agentName); err != nil {
+		return nil, err
+	}
+	if err := store.ValidateInstanceKey(key); err != nil {
+		return nil, err
+	}
+	ttl := r.node.leases.TTL()
+	giveUp := time.Now().Add(2 * ttl)
+	wait := 10 * time.Millisecond
+	for {
+		owner, err := r.node.owner(ctx, agentName, key)
+		if err != nil {
+			return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: %w", agentName, key, err)
+		}
+		var res *pipeline.TurnResult
+		if owner == "" {
+			res, err = r.sendHere(ctx, agentName, key, in)
+		} else {
+			res, err = r.node.forward(ctx, owner, agentName, key, in)
+		}
+		if !errors.Is(err, errMoved) {
+			return res, err
+		}
+		if time.Now().After(giveUp) {
+			return &pipeline.TurnResult{FinishReason: pipeline.FinishError},
+				fmt.Errorf("agent %q instance %q: its owner did not answer, and its lease (%v) did not pass to this process within %v: %s", agentName, key, ttl, 2*ttl, err)
+		}
+		select {
+		case <-ctx.Done():
+			return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for its owner: %w", agentName, key, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}

@@ -1,0 +1,340 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
+)
+
+// clusterKey seals the secrets of every process of a test cluster: they
+// share one.
+var clusterKey = []byte("0123456789abcdef0123456789abcdef")
+
+// relayCfg configures relay: which agent a turn asks first, and whether
+// the turn instead waits until it is cancelled.
+type relayCfg struct {
+	Target string `yaml:"target"`
+	Block  bool   `yaml:"block"`
+}
+
+// relay is an extension that marks each turn with the process it ran on
+// ("ran on p1"), and asks its target agent (ctx.agents.request) before the
+// model answers, unless the input is "warm up": a warm-up turn makes its
+// process own the instance.
+func relay(process string, blocked chan<- string) extensions.Factory {
+	return func(cfg extensions.Config) (extensions.Extension, error) {
+		var c relayCfg
+		if err := cfg.Decode(&c); err != nil {
+			return nil, err
+		}
+		return extensions.Func(func(api *extensions.API) error {
+			api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				mark := pipeline.Message{Role: pipeline.RoleSystem, Content: "ran on " + process}
+				if err := t.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: mark}); err != nil {
+					return nil, err
+				}
+				if t.Input().Text == "warm up" {
+					return t.Next(ctx)
+				}
+				if c.Block {
+					<-ctx.Done()
+					blocked <- process
+					return nil, ctx.Err()
+				}
+				if c.Target != "" {
+					answer, err := t.Agents().Request(ctx, c.Target, "about: "+t.Input().Text, pipeline.AgentCallOptions{})
+					if err != nil {
+						return nil, err
+					}
+					msg := pipeline.Message{Role: pipeline.RoleSystem, Content: "unconscious: " + answer}
+					if err := t.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: msg}); err != nil {
+						return nil, err
+					}
+				}
+				return t.Next(ctx)
+			})
+			return nil
+		}), nil
+	}
+}
+
+// testCluster is n runtimes on one config, as n processes of a cluster
+// would run it, on a NATS server embedded in the test.
+type testCluster struct {
+	t       *testing.T
+	rts     []*runtime.Runtime
+	blocked chan string // the processes whose blocking turn was cancelled
+}
+
+// newCluster starts n runtimes ("p1", "p2", ...) on cfg, under a cluster
+// block of its own (leases of 1 s, so that takeovers are quick).
+func newCluster(t *testing.T, n int, cfg string) *testCluster {
+	t.Helper()
+	srv := natstest.Server(t)
+	dir := t.TempDir()
+	sc, err := scripted.Parse("script.yaml", []byte(agentsScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &testCluster{t: t, blocked: make(chan string, n)}
+	for i := range n {
+		name := fmt.Sprintf("p%d", i+1)
+		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, lease_ttl: 1s}\n", srv.ClientURL()))
+		rt, err := runtime.New(context.Background(), runtime.WithConfig(file), runtime.WithModel(sc),
+			runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm-"+name)),
+			runtime.WithExtension("relay", relay(name, c.blocked)))
+		if err != nil {
+			t.Fatalf("New %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			if err := rt.Close(); err != nil {
+				t.Errorf("Close %s: %v", name, err)
+			}
+		})
+		c.rts = append(c.rts, rt)
+	}
+	return c
+}
+
+// send runs a turn through process i (0-based).
+func (c *testCluster) send(i int, agent, key, text string) (*pipeline.TurnResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return c.rts[i].Send(ctx, agent, key, runtime.UserMessage(text))
+}
+
+func (c *testCluster) mustSend(i int, agent, key, text string) *pipeline.TurnResult {
+	c.t.Helper()
+	res, err := c.send(i, agent, key, text)
+	if err != nil || res.FinishReason != pipeline.FinishText {
+		c.t.Fatalf("turn of %s/%s through p%d: %+v, %v", agent, key, i+1, res, err)
+	}
+	return res
+}
+
+// history is the instance's stored history, as process i reads it.
+func (c *testCluster) history(i int, agent, key string) []string {
+	c.t.Helper()
+	msgs, err := c.rts[i].History(context.Background(), agent, key)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := make([]string, len(msgs))
+	for j, m := range msgs {
+		out[j] = string(m.Role) + ": " + m.Content
+	}
+	return out
+}
+
+func countLines(lines []string, s string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			n++
+		}
+	}
+	return n
+}
+
+// TestClusterTurnsRunOnTheOwner: a turn sent through any process runs on
+// the process that owns the instance, one history; when the owner closes,
+// the next turn takes the instance over where it is.
+func TestClusterTurnsRunOnTheOwner(t *testing.T) {
+	c := newCluster(t, 3, `
+agents:
+  - name: worker
+    extensions: [{name: relay}]
+`)
+	c.mustSend(0, "worker", "k", "one")
+	c.mustSend(1, "worker", "k", "two")
+	c.mustSend(2, "worker", "k", "three")
+	h := c.history(2, "worker", "k")
+	if n := countLines(h, "ran on p1"); n != 3 {
+		t.Fatalf("%d of 3 turns ran on p1, the owner:\n%s", n, strings.Join(h, "\n"))
+	}
+	if n := countLines(h, "user: "); n != 3 {
+		t.Fatalf("%d user messages, want 3:\n%s", n, strings.Join(h, "\n"))
+	}
+	if err := c.rts[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	// p1 gave its lease up as it closed: p2 takes the instance over at
+	// once, with the history p1 left.
+	res := c.mustSend(1, "worker", "k", "four")
+	if res.Response.Content != "worker answers four" {
+		t.Errorf("response = %q", res.Response.Content)
+	}
+	h = c.history(1, "worker", "k")
+	if countLines(h, "ran on p2") != 1 || countLines(h, "user: ") != 4 || len(h) != 12 {
+		t.Fatalf("after the takeover:\n%s", strings.Join(h, "\n"))
+	}
+	// p3 routes to the new owner.
+	c.mustSend(2, "worker", "k", "five")
+	if h = c.history(2, "worker", "k"); countLines(h, "ran on p2") != 2 {
+		t.Fatalf("p3's turn did not run on p2:\n%s", strings.Join(h, "\n"))
+	}
+}
+
+// TestClusterAgentRequestAcrossProcesses: ctx.agents.request reaches the
+// process that owns the target instance, and the answer comes back.
+func TestClusterAgentRequestAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 2, `
+agents:
+  - name: worker
+    extensions: [{name: relay, config: {target: helper}}]
+  - name: helper
+    extensions: [{name: relay}]
+`)
+	c.mustSend(1, "helper", "k", "warm up") // p2 owns helper/k
+	res := c.mustSend(0, "worker", "k", "plan the day")
+	if res.Response.Content != "worker answers plan the day" {
+		t.Errorf("response = %q", res.Response.Content)
+	}
+	w := c.history(0, "worker", "k")
+	if countLines(w, "ran on p1") != 1 || countLines(w, "unconscious: helper says about: plan the day") != 1 {
+		t.Errorf("worker's history:\n%s", strings.Join(w, "\n"))
+	}
+	if h := c.history(0, "helper", "k"); countLines(h, "ran on p2") != 2 || countLines(h, "ran on p1") != 0 {
+		t.Errorf("helper's turns did not all run on p2, its owner:\n%s", strings.Join(h, "\n"))
+	}
+}
+
+// TestClusterCycleAcrossProcesses: a cycle of agent calls through two
+// processes fails at once, naming the chain, and the sentinel error
+// survives the trip between processes.
+func TestClusterCycleAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 2, `
+agents:
+  - name: worker
+    extensions: [{name: relay, config: {target: critic}}]
+  - name: critic
+    extensions: [{name: relay, config: {target: worker}}]
+`)
+	c.mustSend(0, "worker", "k", "warm up")
+	c.mustSend(1, "critic", "k", "warm up")
+	_, err := c.send(0, "worker", "k", "go")
+	want := `call agent "worker": agent call cycle: worker/k → critic/k → worker/k`
+	if !errors.Is(err, runtime.ErrCycle) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant ErrCycle containing %q", err, want)
+	}
+	if h := c.history(0, "critic", "k"); countLines(h, "ran on p2") != 2 {
+		t.Errorf("critic's turn did not run on p2:\n%s", strings.Join(h, "\n"))
+	}
+}
+
+// TestClusterRequestTimeoutAcrossProcesses: the caller's timeout holds
+// across processes, and the call's end reaches the owner, whose turn is
+// cancelled.
+func TestClusterRequestTimeoutAcrossProcesses(t *testing.T) {
+	c := newCluster(t, 2, `
+agent_calls: {timeout: 1s}
+agents:
+  - name: worker
+    extensions: [{name: relay, config: {target: helper}}]
+  - name: helper
+    extensions: [{name: relay, config: {block: true}}]
+`)
+	c.mustSend(1, "helper", "k", "warm up")
+	_, err := c.send(0, "worker", "k", "hurry")
+	want := `call agent "helper" instance "k": no answer within 1s (its turn was aborted)`
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant DeadlineExceeded containing %q", err, want)
+	}
+	select {
+	case p := <-c.blocked:
+		if p != "p2" {
+			t.Errorf("the blocked turn ran on %s, want p2", p)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the owner's turn was never cancelled")
+	}
+}
+
+// TestClusterConcurrentSendsOneOwner: processes racing to run the first
+// turns of one instance agree on one owner, and no turn is lost.
+func TestClusterConcurrentSendsOneOwner(t *testing.T) {
+	c := newCluster(t, 3, `
+agents:
+  - name: worker
+    extensions: [{name: relay}]
+`)
+	const perProcess = 5
+	var failed atomic.Int32
+	done := make(chan struct{})
+	for i := range c.rts {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for j := range perProcess {
+				if _, err := c.send(i, "worker", "k", fmt.Sprintf("p%d-%d", i+1, j)); err != nil {
+					t.Errorf("p%d: %v", i+1, err)
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	for range c.rts {
+		<-done
+	}
+	h := c.history(0, "worker", "k")
+	if n := countLines(h, "user: "); n != 3*perProcess {
+		t.Fatalf("%d user messages, want %d:\n%s", n, 3*perProcess, strings.Join(h, "\n"))
+	}
+	owners := 0
+	for _, p := range []string{"ran on p1", "ran on p2", "ran on p3"} {
+		if countLines(h, p) > 0 {
+			owners++
+		}
+	}
+	if owners != 1 {
+		t.Fatalf("turns ran on %d processes, want one owner:\n%s", owners, strings.Join(h, "\n"))
+	}
+}
+
+// TestClusterOpenErrors: a cluster that cannot work fails New saying why,
+// and never shows a password of the NATS URL.
+func TestClusterOpenErrors(t *testing.T) {
+	srv := natstest.Server(t)
+	tests := []struct {
+		name    string
+		cluster string
+		opts    []runtime.Option
+		want    string
+	}{
+		{"no shared secret key", fmt.Sprintf("{url: %q}", srv.ClientURL()), nil,
+			"cluster: every process seals and opens the same secrets, so they need the same key: set GANGLION_SECRET_KEY"},
+		{"memory store", fmt.Sprintf("{url: %q}", srv.ClientURL()), []runtime.Option{runtime.WithSecretKey(clusterKey), runtime.WithMemoryStore()},
+			"cluster: a cluster shares its store in JetStream; it cannot run on the memory store"},
+		{"unreachable", `{url: "nats://ops:hunter2@127.0.0.1:1"}`, []runtime.Option{runtime.WithSecretKey(clusterKey)},
+			"cluster: connect to nats://ops:xxxxx@127.0.0.1:1: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(runtime.SecretKeyEnv, "")
+			dir := t.TempDir()
+			sc, err := scripted.Parse("script.yaml", []byte(agentsScript))
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := parseConfig(t, dir, modelLine+"agents: [{name: worker}]\ncluster: "+tt.cluster+"\n")
+			rt, err := runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc)}, tt.opts...)...)
+			if err == nil {
+				rt.Close()
+				t.Fatal("New succeeded")
+			}
+			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "hunter2") {
+				t.Fatalf("err = %v\nwant it to contain %q, and no password", err, tt.want)
+			}
+		})
+	}
+}

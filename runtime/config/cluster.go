@@ -1,0 +1,94 @@
+package config
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/envref"
+)
+
+// Cluster makes several processes run one set of agents, on NATS with
+// JetStream: they share the store, each instance is owned by one process
+// at a time (a lease), and turns, agent calls and delegations reach the
+// process that owns their instance. Every process runs the same config.
+type Cluster struct {
+	// URL is the NATS server to connect to, or several separated by
+	// commas ("nats://10.0.0.1:4222,nats://10.0.0.2:4222"). Required.
+	// ${VAR} takes a variable of the environment, so that a password in
+	// the URL need not be written in the file.
+	URL string `yaml:"url"`
+	// Credentials is a NATS credentials file (.creds) to connect with;
+	// relative to the config file's directory. Optional.
+	Credentials string `yaml:"credentials"`
+	// Name prefixes the cluster's buckets and subjects, so that several
+	// clusters can share one NATS: letters, digits, '-' and '_'. Default
+	// "ganglion".
+	Name string `yaml:"name"`
+	// Replicas is how many copies JetStream keeps of the shared data (1 to
+	// 5; at most the number of NATS servers). Default 1.
+	Replicas int `yaml:"replicas"`
+	// LeaseTTL is how long a process that stopped (or lost NATS) still
+	// owns its instances before another process may take them over: a Go
+	// duration of whole seconds, 1s to 5m. Default 10s.
+	LeaseTTL string `yaml:"lease_ttl"`
+}
+
+// Bounds of [Cluster].
+const (
+	maxReplicas = 5
+	maxLeaseTTL = 5 * time.Minute
+)
+
+var clusterName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+func (v *validator) cluster(c *Cluster) {
+	if c == nil {
+		return
+	}
+	if strings.TrimSpace(c.URL) == "" {
+		v.errorf("$.cluster.url", "cluster: url is required: the NATS server to connect to (nats://host:4222)")
+	}
+	for _, r := range envref.Refs(c.URL) {
+		if r.Secret {
+			v.errorf("$.cluster.url", "cluster: url: %s is a provided secret, which an instance has, not the runtime; use ${VAR} from the environment", r)
+		}
+	}
+	for i, u := range strings.Split(c.URL, ",") {
+		u = strings.TrimSpace(u)
+		if u == "" || len(envref.Refs(u)) > 0 {
+			continue // checked once expanded, when connecting
+		}
+		p, err := url.Parse(u)
+		if err == nil && p.User != nil {
+			if pw, ok := p.User.Password(); ok && pw != "" {
+				v.maybeKeys = append(v.maybeKeys, pw) // masked in every excerpt
+			}
+		}
+		if err != nil || p.Host == "" || (p.Scheme != "nats" && p.Scheme != "tls" && p.Scheme != "ws" && p.Scheme != "wss") {
+			shown := u
+			if err == nil {
+				shown = p.Redacted()
+			} else if at := strings.LastIndex(u, "@"); at >= 0 {
+				shown = "…" + u[at:]
+			}
+			v.errorf("$.cluster.url", "cluster: url %d (%s) is not a NATS URL: want nats://host:port (or tls://, ws://, wss://)", i+1, shown)
+		}
+	}
+	if c.Name != "" && !clusterName.MatchString(c.Name) {
+		v.errorf("$.cluster.name", "cluster: name %q: use 1 to 64 letters, digits, '-' or '_' (it names buckets and subjects)", c.Name)
+	}
+	if c.Replicas < 0 || c.Replicas > maxReplicas {
+		v.errorf("$.cluster.replicas", "cluster: replicas must be between 1 and %d (0 or absent: 1), got %d", maxReplicas, c.Replicas)
+	}
+	if c.LeaseTTL != "" {
+		d, err := time.ParseDuration(c.LeaseTTL)
+		switch {
+		case err != nil:
+			v.errorf("$.cluster.lease_ttl", "cluster: lease_ttl %q is not a duration (\"10s\", \"1m\")", c.LeaseTTL)
+		case d < time.Second || d > maxLeaseTTL || d%time.Second != 0:
+			v.errorf("$.cluster.lease_ttl", "cluster: lease_ttl must be whole seconds from 1s to %v, got %v", maxLeaseTTL, d)
+		}
+	}
+}
