@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,7 +36,7 @@ type relayCfg struct {
 // ("ran on p1"), and asks its target agent (ctx.agents.request) before the
 // model answers, unless the input is "warm up": a warm-up turn makes its
 // process own the instance.
-func relay(process string, blocked chan<- string) extensions.Factory {
+func relay(process string, blocked chan<- string, took func(time.Duration)) extensions.Factory {
 	return func(cfg extensions.Config) (extensions.Extension, error) {
 		var c relayCfg
 		if err := cfg.Decode(&c); err != nil {
@@ -53,9 +57,13 @@ func relay(process string, blocked chan<- string) extensions.Factory {
 					return nil, ctx.Err()
 				}
 				if c.Target != "" {
+					start := time.Now()
 					answer, err := t.Agents().Request(ctx, c.Target, "about: "+t.Input().Text, pipeline.AgentCallOptions{})
 					if err != nil {
 						return nil, err
+					}
+					if took != nil {
+						took(time.Since(start))
 					}
 					msg := pipeline.Message{Role: pipeline.RoleSystem, Content: "unconscious: " + answer}
 					if err := t.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: msg}); err != nil {
@@ -72,28 +80,41 @@ func relay(process string, blocked chan<- string) extensions.Factory {
 // testCluster is n runtimes on one config, as n processes of a cluster
 // would run it, on a NATS server embedded in the test.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	rts     []*runtime.Runtime
 	blocked chan string // the processes whose blocking turn was cancelled
+
+	mu    sync.Mutex
+	calls []time.Duration // how long each agent request took, as its caller saw it
 }
 
 // newCluster starts n runtimes ("p1", "p2", ...) on cfg, under a cluster
-// block of its own (leases of 1 s, so that takeovers are quick).
-func newCluster(t *testing.T, n int, cfg string) *testCluster {
+// block of its own (leases of 1 s, so that takeovers are quick), on one
+// NATS server.
+func newCluster(t testing.TB, n int, cfg string) *testCluster {
 	t.Helper()
-	srv := natstest.Server(t)
+	return newClusterOn(t, natstest.Server(t).ClientURL(), 1, n, cfg)
+}
+
+// newClusterOn is newCluster on the NATS servers at urls, keeping
+// replicas copies of the shared data.
+func newClusterOn(t testing.TB, urls string, replicas, n int, cfg string) *testCluster {
+	t.Helper()
 	dir := t.TempDir()
 	sc, err := scripted.Parse("script.yaml", []byte(agentsScript))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &testCluster{t: t, blocked: make(chan string, n)}
+	// Named after the test, so that tests sharing servers do not share
+	// buckets.
+	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
 	for i := range n {
 		name := fmt.Sprintf("p%d", i+1)
-		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, lease_ttl: 1s}\n", srv.ClientURL()))
+		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, name: %s, lease_ttl: 1s, replicas: %d}\n", urls, bucket, replicas))
 		rt, err := runtime.New(context.Background(), runtime.WithConfig(file), runtime.WithModel(sc),
 			runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm-"+name)),
-			runtime.WithExtension("relay", relay(name, c.blocked)))
+			runtime.WithExtension("relay", relay(name, c.blocked, c.took)))
 		if err != nil {
 			t.Fatalf("New %s: %v", name, err)
 		}
@@ -105,6 +126,17 @@ func newCluster(t *testing.T, n int, cfg string) *testCluster {
 		c.rts = append(c.rts, rt)
 	}
 	return c
+}
+
+// benchRuns counts the runs of a benchmark, to key their instances apart.
+var benchRuns atomic.Int64
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+func (c *testCluster) took(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, d)
 }
 
 // send runs a turn through process i (0-based).
@@ -335,6 +367,50 @@ func TestClusterOpenErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "hunter2") {
 				t.Fatalf("err = %v\nwant it to contain %q, and no password", err, tt.want)
 			}
+		})
+	}
+}
+
+// BenchmarkClusterRequest is a ctx.agents.request between two processes
+// on loopback: worker's turn, on p1, asks helper, whose instance p2 owns
+// (cross-process) or p1 (one-process), on a cluster of three NATS servers
+// keeping three replicas. The p50 and p99 are of the request as its caller
+// sees it: the helper's whole turn, its commit to JetStream included.
+func BenchmarkClusterRequest(b *testing.B) {
+	// Each run has instances of its own, on servers and buckets the
+	// runs share.
+	urls := natstest.Cluster(b, 3)
+	for _, bc := range []struct {
+		name  string
+		owner int // the process that owns helper's instance
+	}{{"one-process", 0}, {"cross-process", 1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := newClusterOn(b, urls, 3, 2, `
+agents:
+  - name: worker
+    extensions: [{name: relay, config: {target: helper}}]
+  - name: helper
+    extensions: [{name: relay}]
+`)
+			key := "k" + strconv.FormatInt(benchRuns.Add(1), 10)
+			c.mustSend(bc.owner, "helper", key, "warm up")
+			c.mustSend(0, "worker", key, "warm up")
+			ctx := context.Background()
+			in := runtime.UserMessage("go")
+			c.calls = c.calls[:0]
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.rts[0].Send(ctx, "worker", key, in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			slices.Sort(c.calls)
+			b.ReportMetric(float64(c.calls[len(c.calls)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(c.calls[len(c.calls)*99/100].Microseconds()), "p99-µs")
 		})
 	}
 }

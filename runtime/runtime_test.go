@@ -69,7 +69,7 @@ func newHarness(t *testing.T, cfg, script string, opts ...runtime.Option) *harne
 	return &harness{t: t, dir: dir, rt: rt, rec: rec}
 }
 
-func parseConfig(t *testing.T, dir, cfg string) *config.File {
+func parseConfig(t testing.TB, dir, cfg string) *config.File {
 	t.Helper()
 	c, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(cfg))
 	if err != nil {
