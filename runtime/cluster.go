@@ -108,6 +108,7 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 	n := &node{r: r, nc: nc, leases: leases, name: self, prefix: name + ".node.",
 		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
 	r.node = n
+	r.tasks.api.remote = n.deliverAnswer
 	if o.store == nil {
 		st, err := store.OpenJetStream(ctx, nc, name, store.WithReplicas(max(c.Replicas, 1)))
 		if err != nil {
@@ -162,7 +163,13 @@ func (n *node) start() error {
 		send.Unsubscribe()
 		return fmt.Errorf("cluster: subscribe: %w", err)
 	}
-	n.subs = []*nats.Subscription{send, cancel}
+	report, err := n.nc.Subscribe(n.prefix+n.name+".report", n.serveReport)
+	if err != nil {
+		send.Unsubscribe()
+		cancel.Unsubscribe()
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	n.subs = []*nats.Subscription{send, cancel, report}
 	if err := n.nc.Flush(); err != nil {
 		return fmt.Errorf("cluster: subscribe: %w", err)
 	}
@@ -206,6 +213,15 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 	n.mu.Lock()
 	n.held[inst] = l
 	n.mu.Unlock()
+	// The tasks of the instance may have changed while another process
+	// owned it.
+	r.tasks.mu.Lock()
+	for id, t := range r.tasks.cache {
+		if t.Agent == inst.agent.name && t.Instance == inst.key {
+			delete(r.tasks.cache, id)
+		}
+	}
+	r.tasks.mu.Unlock()
 	return nil
 }
 
@@ -332,25 +348,32 @@ func errorKind(err error) string {
 	return ""
 }
 
-// owner returns the process that owns agent's instance key, "" when this
-// process does or nobody does.
-func (n *node) owner(ctx context.Context, agent, key string) (string, error) {
+// holds reports whether this process holds the lease of agent's
+// instance key.
+func (n *node) holds(agent, key string) bool {
 	n.r.cache.mu.Lock()
 	in := n.r.cache.instances[instanceID{agent, key}]
 	n.r.cache.mu.Unlock()
-	if in != nil {
-		n.mu.Lock()
-		l := n.held[in]
-		n.mu.Unlock()
-		if l != nil && l.Held() {
-			return "", nil
-		}
+	if in == nil {
+		return false
 	}
-	owner, err := n.leases.Owner(ctx, leaseName(agent, key))
-	if err != nil || owner == n.name {
-		return "", err
+	n.mu.Lock()
+	l := n.held[in]
+	n.mu.Unlock()
+	return l != nil && l.Held()
+}
+
+// owner returns the process that owns agent's instance key: mine when it
+// is this one, "" when nobody owns it.
+func (n *node) owner(ctx context.Context, agent, key string) (owner string, mine bool, err error) {
+	if n.holds(agent, key) {
+		return n.name, true, nil
 	}
-	return owner, nil
+	owner, err = n.leases.Owner(ctx, leaseName(agent, key))
+	if err != nil {
+		return "", false, err
+	}
+	return owner, owner == n.name, nil
 }
 
 // forward runs a turn on owner and returns its result.
@@ -494,12 +517,12 @@ func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.
 	giveUp := time.Now().Add(2 * ttl)
 	wait := 10 * time.Millisecond
 	for {
-		owner, err := r.node.owner(ctx, agentName, key)
+		owner, mine, err := r.node.owner(ctx, agentName, key)
 		if err != nil {
 			return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: %w", agentName, key, err)
 		}
 		var res *pipeline.TurnResult
-		if owner == "" {
+		if mine || owner == "" {
 			res, err = r.sendHere(ctx, agentName, key, in)
 		} else {
 			res, err = r.node.forward(ctx, owner, agentName, key, in)
@@ -518,4 +541,180 @@ func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
+}
+
+// remoteReport is a child task's report, routed to the process that owns
+// its parent's instance.
+type remoteReport struct {
+	Parent   string             `json:"parent"`
+	Agent    string             `json:"agent"`    // of the parent
+	Instance string             `json:"instance"` // of the parent
+	Response DelegationResponse `json:"response"`
+}
+
+// report hands a child task's report to its parent, parentID, on the
+// process that owns the parent's instance, this one if nobody does: the
+// parent's task is written there alone. The child's task is deleted in
+// the commit that adds the report, so a report that does not get there
+// (no process takes the parent's instance within twice the lease TTL)
+// leaves the child stored, and its answer, in its history, is reported
+// again when its instance next loads (resettleTask).
+func (n *node) report(ctx context.Context, parentID string, resp DelegationResponse) error {
+	giveUp := time.Now().Add(2 * n.leases.TTL())
+	wait := 10 * time.Millisecond
+	for {
+		parent, err := n.r.Task(ctx, parentID)
+		if errors.Is(err, ErrNoTask) {
+			return n.r.applyReport(ctx, parentID, resp) // which drops it, deleting the child
+		}
+		if err != nil {
+			return fmt.Errorf("task %s: reporting to task %s: %w", resp.ChildTaskID, parentID, err)
+		}
+		err = n.reportTo(ctx, &parent, resp)
+		if !errors.Is(err, errMoved) {
+			return err
+		}
+		if time.Now().After(giveUp) {
+			return fmt.Errorf("task %s: reporting to task %s: no process took its instance %s/%s within %v: %s", resp.ChildTaskID, parentID, parent.Agent, parent.Instance, 2*n.leases.TTL(), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("task %s: reporting to task %s: %w", resp.ChildTaskID, parentID, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+// reportTo applies the report here if this process owns the parent's
+// instance, or can take it, and sends it to its owner otherwise.
+func (n *node) reportTo(ctx context.Context, parent *Task, resp DelegationResponse) error {
+	owner, mine, err := n.owner(ctx, parent.Agent, parent.Instance)
+	switch {
+	case err != nil:
+		return fmt.Errorf("task %s: reporting to task %s: %w", resp.ChildTaskID, parent.ID, err)
+	case mine:
+		return n.r.applyReport(ctx, parent.ID, resp)
+	case owner == "":
+		if err := n.r.takeLease(ctx, parent.Agent, parent.Instance); err != nil {
+			return err
+		}
+		return n.r.applyReport(ctx, parent.ID, resp)
+	}
+	data, err := json.Marshal(remoteReport{Parent: parent.ID, Agent: parent.Agent, Instance: parent.Instance, Response: resp})
+	if err != nil {
+		return fmt.Errorf("task %s: reporting to task %s: %w", resp.ChildTaskID, parent.ID, err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.r.calls.timeout)
+	defer cancel()
+	msg, err := n.nc.RequestWithContext(rctx, n.prefix+owner+".report", data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("task %s: reporting to task %s: %w (%s, which does not answer)", resp.ChildTaskID, parent.ID, errMoved, owner)
+	case err != nil:
+		return fmt.Errorf("task %s: reporting to task %s on process %s: %w", resp.ChildTaskID, parent.ID, owner, err)
+	}
+	var rep remoteReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return fmt.Errorf("task %s: reporting to task %s on process %s: malformed reply: %w", resp.ChildTaskID, parent.ID, owner, err)
+	}
+	if rep.Error != "" {
+		return &remoteError{msg: rep.Error, kind: remoteKinds[rep.Kind]}
+	}
+	return nil
+}
+
+// serveReport applies a report routed here, if this process still owns
+// the parent's instance.
+func (n *node) serveReport(m *nats.Msg) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		n.reply(m, remoteReply{Error: ErrClosed.Error(), Kind: "closed"})
+		return
+	}
+	n.handlers.Add(1)
+	n.mu.Unlock()
+	go func() {
+		defer n.handlers.Done()
+		var req remoteReport
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			n.reply(m, remoteReply{Error: "cluster: malformed routed report: " + err.Error()})
+			return
+		}
+		if !n.holds(req.Agent, req.Instance) {
+			n.reply(m, remoteReply{Error: fmt.Sprintf("task %s: %v (not %s)", req.Parent, errMoved, n.name), Kind: "moved"})
+			return
+		}
+		var rep remoteReply
+		if err := n.r.applyReport(n.r.tasks.bg, req.Parent, req.Response); err != nil {
+			rep.Error, rep.Kind = err.Error(), errorKind(err)
+		}
+		n.reply(m, rep)
+	}()
+}
+
+// takeLease takes the lease of agent's instance key, which nobody owns,
+// for this process, waiting at most leaseTimeout for a turn of it that
+// runs here to end.
+func (r *Runtime) takeLease(ctx context.Context, agent, key string) error {
+	a, ok := r.agents.byName[agent]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, agent)
+	}
+	inst := r.instance(a, key)
+	defer r.unhold(inst)
+	wctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	if err := inst.acquire(wctx); err != nil {
+		return fmt.Errorf("agent %q instance %q: %w (waiting for its turn here: %v)", agent, key, errMoved, err)
+	}
+	defer inst.release()
+	return r.own(ctx, inst)
+}
+
+// awaitAnswer receives the answer to replyTo, an Ask of this process,
+// when another process's task gives it, into wait; stop ends the wait.
+func (n *node) awaitAnswer(replyTo string, wait chan<- Report) (stop func(), err error) {
+	sub, err := n.nc.Subscribe(n.prefix+"answer."+replyTo, func(m *nats.Msg) {
+		var rep Report
+		if err := json.Unmarshal(m.Data, &rep); err != nil {
+			m.Respond([]byte("malformed answer: " + err.Error()))
+			return
+		}
+		if _, ok := n.r.tasks.api.waiters.LoadAndDelete(replyTo); !ok {
+			m.Respond([]byte("no caller waits for it any more"))
+			return
+		}
+		wait <- rep // buffered, and the waiter was taken: never blocks
+		m.Respond(nil)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cluster: wait for an answer: %w", err)
+	}
+	if err := n.nc.Flush(); err != nil {
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: wait for an answer: %w", err)
+	}
+	return func() { sub.Unsubscribe() }, nil
+}
+
+// deliverAnswer hands an Ask's answer to the process that waits for it.
+func (n *node) deliverAnswer(ctx context.Context, rep Report) error {
+	data, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	msg, err := n.nc.RequestWithContext(rctx, n.prefix+"answer."+rep.ReplyTo, data)
+	switch {
+	case errors.Is(err, nats.ErrNoResponders):
+		return fmt.Errorf("no caller waits for task %s any more (it gave up, or its process stopped); the answer is in %s/%s's history", rep.TaskID, rep.Agent, rep.Instance)
+	case err != nil:
+		return fmt.Errorf("task %s: handing its answer to the process that asked: %w", rep.TaskID, err)
+	case len(msg.Data) > 0:
+		return fmt.Errorf("task %s: the process that asked refused its answer: %s", rep.TaskID, msg.Data)
+	}
+	return nil
 }

@@ -93,15 +93,15 @@ type testCluster struct {
 // NATS server.
 func newCluster(t testing.TB, n int, cfg string) *testCluster {
 	t.Helper()
-	return newClusterOn(t, natstest.Server(t).ClientURL(), 1, n, cfg)
+	return newClusterOn(t, natstest.Server(t).ClientURL(), 1, n, cfg, agentsScript)
 }
 
 // newClusterOn is newCluster on the NATS servers at urls, keeping
-// replicas copies of the shared data.
-func newClusterOn(t testing.TB, urls string, replicas, n int, cfg string) *testCluster {
+// replicas copies of the shared data, with the model's script.
+func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string) *testCluster {
 	t.Helper()
 	dir := t.TempDir()
-	sc, err := scripted.Parse("script.yaml", []byte(agentsScript))
+	sc, err := scripted.Parse("script.yaml", []byte(script))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,6 +333,84 @@ agents:
 	}
 }
 
+// fanOut returns the config and script of a lead that delegates width
+// tasks, spread over workers agents, in one step, and answers "All done."
+// to their merged report.
+func fanOut(width, workers int) (cfg, script string) {
+	var c, sc strings.Builder
+	c.WriteString("agents:\n  - name: lead\n    tools: [call_agent]\n")
+	sc.WriteString("agents:\n  lead:\n    turns:\n      - match: \"warm up\"\n        steps: [{text: \"ready\"}]\n")
+	fmt.Fprintf(&sc, "      - match: \"Merged report of %d parallel delegations\"\n        steps: [{text: \"All done.\"}]\n", width)
+	sc.WriteString("    fallback:\n      steps:\n        - tool_calls:\n")
+	for i := range width {
+		fmt.Fprintf(&sc, "            - {name: call_agent, args: {agent_id: w%d, message: \"part %d of the job\"}}\n", i%workers, i)
+	}
+	sc.WriteString("        - text: \"delegated\"\n")
+	for i := range workers {
+		fmt.Fprintf(&c, "  - name: w%d\n    extensions: [{name: relay}]\n", i)
+		fmt.Fprintf(&sc, "  w%d: {fallback: {steps: [{text: \"part done\"}]}}\n", i)
+	}
+	return c.String(), sc.String()
+}
+
+// TestClusterDelegationFanOut: a lead delegates 100 tasks to ten workers
+// whose instances the three processes own; each child runs on its
+// worker's owner, the lead gets one merged report of all 100, and the
+// answer reaches the Ask that waits for it, on whichever process.
+func TestClusterDelegationFanOut(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		leadOwner int // the process that owns the lead's instance; -1: none before the Ask
+	}{{"asked on the lead's owner", 2}, {"asked on another process", 0}, {"lead owned by nobody", -1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			testClusterFanOut(t, tt.leadOwner)
+		})
+	}
+}
+
+func testClusterFanOut(t *testing.T, leadOwner int) {
+	const width, workers = 100, 10
+	cfg, script := fanOut(width, workers)
+	c := newClusterOn(t, natstest.Server(t).ClientURL(), 1, 3, cfg, script)
+	for i := range workers {
+		c.mustSend(i%3, fmt.Sprintf("w%d", i), "k", "warm up")
+	}
+	if leadOwner >= 0 {
+		c.mustSend(leadOwner, "lead", "k", "warm up")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := c.rts[2].Ask(ctx, "lead", "k", "do the job")
+	if err != nil || rep.Response != "All done." {
+		t.Fatalf("Ask through p3: %+v, %v", rep, err)
+	}
+	h := c.history(0, "lead", "k")
+	reports := 0
+	for _, m := range h {
+		if strings.HasPrefix(m, "user: [System notice") {
+			reports++
+			if n := strings.Count(m, "\npart done\n"); n != width {
+				t.Errorf("the merged report holds %d answers, want %d", n, width)
+			}
+		}
+	}
+	if reports != 1 {
+		t.Errorf("the lead got %d reports, want 1", reports)
+	}
+	for i := range workers {
+		w := c.history(0, fmt.Sprintf("w%d", i), "k")
+		want := fmt.Sprintf("ran on p%d", i%3+1)
+		if n := countLines(w, want); n != width/workers+1 {
+			t.Errorf("w%d ran %d turns on %s, its owner; want %d:\n%s", i, n, want, width/workers+1, strings.Join(w, "\n"))
+		}
+	}
+	for i, rt := range c.rts {
+		if ts, err := rt.Tasks(ctx, "", ""); err != nil || len(ts) != 0 {
+			t.Errorf("p%d sees %d tasks left, %v; want none", i+1, len(ts), err)
+		}
+	}
+}
+
 // TestClusterOpenErrors: a cluster that cannot work fails New saying why,
 // and never shows a password of the NATS URL.
 func TestClusterOpenErrors(t *testing.T) {
@@ -391,7 +469,7 @@ agents:
     extensions: [{name: relay, config: {target: helper}}]
   - name: helper
     extensions: [{name: relay}]
-`)
+`, agentsScript)
 			key := "k" + strconv.FormatInt(benchRuns.Add(1), 10)
 			c.mustSend(bc.owner, "helper", key, "warm up")
 			c.mustSend(0, "worker", key, "warm up")

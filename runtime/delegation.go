@@ -454,15 +454,28 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		resp.File = file
 		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, reportSummary))
 	}
+	if r.node != nil {
+		// The parent's task is written by the process that owns its
+		// instance, alone.
+		return r.node.report(ctx, t.ParentID, resp)
+	}
+	return r.applyReport(ctx, t.ParentID, resp)
+}
+
+// applyReport adds a child task's report to its parent, parentID, and
+// deletes the child, in one commit; the parent's merged report starts once
+// every child reported. In a cluster, the process that owns the parent's
+// instance runs it. The caller does not hold r.tasks.mu.
+func (r *Runtime) applyReport(ctx context.Context, parentID string, resp DelegationResponse) error {
 	r.tasks.reportMu.Lock()
-	r.tasks.reports[t.ParentID] = append(r.tasks.reports[t.ParentID], resp)
+	r.tasks.reports[parentID] = append(r.tasks.reports[parentID], resp)
 	r.tasks.reportMu.Unlock()
 
 	r.tasks.mu.Lock()
 	defer r.tasks.mu.Unlock()
 	r.tasks.reportMu.Lock()
-	batch := r.tasks.reports[t.ParentID]
-	delete(r.tasks.reports, t.ParentID)
+	batch := r.tasks.reports[parentID]
+	delete(r.tasks.reports, parentID)
 	r.tasks.reportMu.Unlock()
 	if len(batch) == 0 {
 		return nil // committed with another child's report
@@ -471,15 +484,15 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	for i, b := range batch {
 		done[i] = b.ChildTaskID
 	}
-	cached, ok := r.tasks.cache[t.ParentID]
+	cached, ok := r.tasks.cache[parentID]
 	if !ok {
-		got, err := r.Task(ctx, t.ParentID)
+		got, err := r.Task(ctx, parentID)
 		if err != nil {
-			r.logger.Error("a child task's parent is gone; its reports are dropped", "tasks", done, "parent", t.ParentID, "err", err)
+			r.logger.Error("a child task's parent is gone; its reports are dropped", "tasks", done, "parent", parentID, "err", err)
 			return r.commitTasks(ctx, nil, done...)
 		}
 		cached = &got
-		r.tasks.cache[t.ParentID] = cached
+		r.tasks.cache[parentID] = cached
 	}
 	parent := *cached // the cache changes only once the store has
 	parent.Context.Responses = append(parent.Context.Responses, batch...)
@@ -822,6 +835,12 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		return
 	}
 	for _, t := range ts {
+		if r.node != nil {
+			// Another process's tasks are its own to run.
+			if owner, mine, err := r.node.owner(ctx, t.Agent, t.Instance); err != nil || owner != "" && !mine {
+				continue
+			}
+		}
 		if ta, ok := r.agents.byName[t.Agent]; !ok {
 			r.logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)
 			continue

@@ -197,13 +197,21 @@ func WithChannel(name string, ch Channel) Option {
 func WithOutputsDir(dir string) Option { return optionFunc(func(o *options) { o.outputs = dir }) }
 
 // apiChannel is ChannelAPI: it hands a report to the Ask that waits for it.
-type apiChannel struct{ waiters sync.Map } // reply-to → chan Report
+type apiChannel struct {
+	waiters sync.Map // reply-to → chan Report
+	// remote hands an answer to the process whose Ask waits for it, in a
+	// cluster; nil otherwise.
+	remote func(context.Context, Report) error
+}
 
-func (c *apiChannel) Deliver(_ context.Context, r Report) error {
+func (c *apiChannel) Deliver(ctx context.Context, r Report) error {
 	if r.ReplyTo == "" {
 		return nil // a Send, not an Ask: nobody waits; the task.answered event carries it
 	}
 	v, ok := c.waiters.LoadAndDelete(r.ReplyTo)
+	if !ok && c.remote != nil {
+		return c.remote(ctx, r)
+	}
 	if !ok {
 		return fmt.Errorf("no caller waits for task %s any more (it gave up, or the runtime restarted); the answer is in %s/%s's history", r.TaskID, r.Agent, r.Instance)
 	}
@@ -229,6 +237,14 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	wait := make(chan Report, 1)
 	r.tasks.api.waiters.Store(replyTo, wait)
 	defer r.tasks.api.waiters.Delete(replyTo)
+	if r.node != nil {
+		// The task may end on another process: it sends the answer here.
+		stop, err := r.node.awaitAnswer(replyTo, wait)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 	in := UserMessage(text)
 	in.Metadata = map[string]any{"channel": ChannelAPI, "replyTo": replyTo}
 	res, err := r.send(ctx, agentName, instanceKey, in)
