@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -43,14 +46,26 @@ type node struct {
 	r      *Runtime
 	nc     *nats.Conn
 	leases *cluster.Leases
-	name   string // this process's, in leases and subjects
-	prefix string // of every process's subjects: "<cluster>.node."
-	subs   []*nats.Subscription
+	// members holds each live process's lease on its own name, and
+	// member is this process's.
+	members *cluster.Leases
+	member  *cluster.Lease
+	name    string // this process's, in leases and subjects
+	prefix  string // of every process's subjects: "<cluster>.node."
+	subs    []*nats.Subscription
 
 	mu      sync.Mutex
 	held    map[*instance]*cluster.Lease  // the leases held, by instance
 	running map[string]context.CancelFunc // routed turns running here, by request ID
 	closed  bool
+	live    []string // the processes alive, sorted, as last listed
+	// orphans is until when to look for the instances and tasks of a
+	// process that stopped, which its leases' expiry frees.
+	orphans    time.Time
+	recovering atomic.Bool // a recovery runs
+	// watch follows the live processes until unwatch.
+	watch   context.Context
+	unwatch context.CancelFunc
 
 	stop      chan struct{}  // ends the renewal loop
 	done      chan struct{}  // closed when it has ended
@@ -105,7 +120,12 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 		nc.Close()
 		return err
 	}
-	n := &node{r: r, nc: nc, leases: leases, name: self, prefix: name + ".node.",
+	members, err := cluster.Open(ctx, js, name+"_nodes", self, ttl, c.Replicas)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	n := &node{r: r, nc: nc, leases: leases, members: members, name: self, prefix: name + ".node.",
 		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
 	r.node = n
 	r.tasks.api.remote = n.deliverAnswer
@@ -154,28 +174,80 @@ func redactURLs(urls string) string {
 // start serves the turns routed to this process and starts renewing its
 // leases.
 func (n *node) start() error {
-	send, err := n.nc.Subscribe(n.prefix+n.name+".send", n.serve)
-	if err != nil {
-		return fmt.Errorf("cluster: subscribe: %w", err)
+	for suffix, h := range map[string]nats.MsgHandler{".send": n.serve, ".cancel": n.cancel, ".report": n.serveReport} {
+		sub, err := n.nc.Subscribe(n.prefix+n.name+suffix, h)
+		if err != nil {
+			return fmt.Errorf("cluster: subscribe: %w", err)
+		}
+		n.subs = append(n.subs, sub) // shutdown ends them, New failing too
 	}
-	cancel, err := n.nc.Subscribe(n.prefix+n.name+".cancel", n.cancel)
-	if err != nil {
-		send.Unsubscribe()
-		return fmt.Errorf("cluster: subscribe: %w", err)
-	}
-	report, err := n.nc.Subscribe(n.prefix+n.name+".report", n.serveReport)
-	if err != nil {
-		send.Unsubscribe()
-		cancel.Unsubscribe()
-		return fmt.Errorf("cluster: subscribe: %w", err)
-	}
-	n.subs = []*nats.Subscription{send, cancel, report}
 	if err := n.nc.Flush(); err != nil {
 		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+	defer cancel()
+	var err error
+	if n.member, err = n.members.Acquire(ctx, n.name); err != nil {
+		return fmt.Errorf("cluster: join: %w", err)
+	}
+	// The live processes, as they come and go, place the instances
+	// nobody owns; wait for the first list.
+	first := make(chan struct{})
+	var once sync.Once
+	n.watch, n.unwatch = context.WithCancel(context.Background())
+	if err := n.members.WatchHolders(n.watch, func(live []string) {
+		n.setLive(live)
+		once.Do(func() { close(first) })
+	}); err != nil {
+		return fmt.Errorf("cluster: join: %w", err)
+	}
+	select {
+	case <-first:
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: join: listing the processes: %w", ctx.Err())
 	}
 	n.stop, n.done = make(chan struct{}), make(chan struct{})
 	go n.renewLoop()
 	return nil
+}
+
+// setLive notes the processes alive. When one has gone, the instances it
+// owned are freed within a lease TTL: for two TTLs, each renewal round
+// looks for what they left undone.
+func (n *node) setLive(live []string) {
+	if !slices.Contains(live, n.name) {
+		live = append(live, n.name)
+		slices.Sort(live)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range n.live {
+		if !slices.Contains(live, p) {
+			n.r.logger.Info("cluster: a process left; taking over what it leaves", "process", p)
+			n.orphans = time.Now().Add(2*n.leases.TTL() + time.Second)
+		}
+	}
+	n.live = live
+}
+
+// place returns the process a turn of agent's instance key that nobody
+// owns runs on: the live process whose name, hashed with the instance's,
+// scores highest (rendezvous hashing), so that every process picks the
+// same one and a process joining or leaving moves only its share.
+func (n *node) place(agent, key string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	best, bestScore := n.name, uint64(0)
+	for _, p := range n.live {
+		h := fnv.New64a()
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+		h.Write([]byte(leaseName(agent, key)))
+		if s := mix(h.Sum64()); s > bestScore || s == bestScore && p < best {
+			best, bestScore = p, s
+		}
+	}
+	return best
 }
 
 // leaseName is the name of an instance's lease.
@@ -270,6 +342,16 @@ func (n *node) renewLoop() {
 			return
 		case <-t.C:
 		}
+		n.renewMembership()
+		n.mu.Lock()
+		orphans := time.Now().Before(n.orphans)
+		n.mu.Unlock()
+		if orphans && n.recovering.CompareAndSwap(false, true) {
+			go func() {
+				defer n.recovering.Store(false)
+				n.r.recoverOrphans()
+			}()
+		}
 		n.mu.Lock()
 		held := make(map[*instance]*cluster.Lease, len(n.held))
 		for in, l := range n.held {
@@ -299,6 +381,47 @@ func (n *node) renewLoop() {
 				n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
 			}
 		}
+	}
+}
+
+// mix is splitmix64's finalizer: FNV's high bits barely change when
+// only the end of its input does (names differing in a suffix), which
+// would place most instances on one process.
+func mix(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// renewMembership renews this process's place among the live ones (taking
+// it again if it expired while the process paused), and lists them.
+func (n *node) renewMembership() {
+	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+	defer cancel()
+	err := n.member.Renew(ctx)
+	if errors.Is(err, cluster.ErrLost) {
+		var le *cluster.Lease
+		if le, err = n.members.Acquire(ctx, n.name); err == nil {
+			n.member = le
+		}
+	}
+	if err != nil {
+		n.r.logger.Warn("cluster: renewing this process's membership failed; trying again", "err", err)
+	}
+}
+
+// recoverOrphans does for the instances a stopped process owned what New
+// does at start-up: it continues their tasks, resumes their answered
+// turns and expires their overdue pending items. Instances other live
+// processes own are theirs; each freed one is taken by one process (the
+// one it hashes to), and a task turn that ran already is refused there.
+func (r *Runtime) recoverOrphans() {
+	if !r.gate.enter() {
+		return
+	}
+	defer r.gate.leave()
+	if err := r.recover(r.tasks.bg, true); err != nil && r.tasks.bg.Err() == nil {
+		r.logger.Warn("cluster: recovering what a stopped process left failed in part", "err", err)
 	}
 }
 
@@ -486,6 +609,9 @@ func (n *node) shutdown() error {
 		close(n.stop)
 		<-n.done
 	}
+	if n.unwatch != nil {
+		n.unwatch()
+	}
 	n.mu.Lock()
 	held := make(map[*instance]*cluster.Lease, len(n.held))
 	for in, l := range n.held {
@@ -494,6 +620,9 @@ func (n *node) shutdown() error {
 	n.mu.Unlock()
 	for in, l := range held {
 		n.forget(in, l)
+	}
+	if n.member != nil {
+		n.forget(nil, n.member)
 	}
 	n.releasing.Wait()
 	return errors.Join(errs...)
@@ -506,7 +635,10 @@ func (n *node) shutdown() error {
 // has passed. The error it returns never matches errMoved: that error
 // means "this turn did not run here", and a turn that called this one did
 // run.
-func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+//
+// place says what to do when nobody owns the instance: run the turn on
+// the process the instance's name hashes to (true), or here.
+func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.InputEvent, place bool) (*pipeline.TurnResult, error) {
 	if _, err := r.runnable(agentName); err != nil {
 		return nil, err
 	}
@@ -521,6 +653,11 @@ func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.
 		if err != nil {
 			return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: %w", agentName, key, err)
 		}
+		placed := owner == "" && place
+		if placed {
+			owner = r.node.place(agentName, key)
+			mine = owner == r.node.name
+		}
 		var res *pipeline.TurnResult
 		if mine || owner == "" {
 			res, err = r.sendHere(ctx, agentName, key, in)
@@ -529,6 +666,9 @@ func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.
 		}
 		if !errors.Is(err, errMoved) {
 			return res, err
+		}
+		if placed {
+			place = false // the process it hashed to is gone: run it here
 		}
 		if time.Now().After(giveUp) {
 			return &pipeline.TurnResult{FinishReason: pipeline.FinishError},

@@ -360,20 +360,28 @@ func fanOut(width, workers int) (cfg, script string) {
 func TestClusterDelegationFanOut(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
-		leadOwner int // the process that owns the lead's instance; -1: none before the Ask
-	}{{"asked on the lead's owner", 2}, {"asked on another process", 0}, {"lead owned by nobody", -1}} {
+		leadOwner int  // the process that owns the lead's instance; -1: none before the Ask
+		placed    bool // the workers' instances are nobody's before: the tasks place them
+	}{
+		{"asked on the lead's owner", 2, false},
+		{"asked on another process", 0, false},
+		{"lead owned by nobody", -1, false},
+		{"workers placed by their names", 0, true},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			testClusterFanOut(t, tt.leadOwner)
+			testClusterFanOut(t, tt.leadOwner, tt.placed)
 		})
 	}
 }
 
-func testClusterFanOut(t *testing.T, leadOwner int) {
+func testClusterFanOut(t *testing.T, leadOwner int, placed bool) {
 	const width, workers = 100, 10
 	cfg, script := fanOut(width, workers)
 	c := newClusterOn(t, natstest.Server(t).ClientURL(), 1, 3, cfg, script)
 	for i := range workers {
-		c.mustSend(i%3, fmt.Sprintf("w%d", i), "k", "warm up")
+		if !placed {
+			c.mustSend(i%3, fmt.Sprintf("w%d", i), "k", "warm up")
+		}
 	}
 	if leadOwner >= 0 {
 		c.mustSend(leadOwner, "lead", "k", "warm up")
@@ -397,12 +405,31 @@ func testClusterFanOut(t *testing.T, leadOwner int) {
 	if reports != 1 {
 		t.Errorf("the lead got %d reports, want 1", reports)
 	}
+	ran := map[string]bool{} // the processes that ran a worker's turns
 	for i := range workers {
 		w := c.history(0, fmt.Sprintf("w%d", i), "k")
+		if placed {
+			// Each worker's tasks ran on one process, where its name
+			// placed it; nine delegations (and no warm-up) each.
+			for p := range 3 {
+				mark := fmt.Sprintf("ran on p%d", p+1)
+				if n := countLines(w, mark); n > 0 {
+					ran[mark] = true
+					if n != width/workers {
+						t.Errorf("w%d ran %d of its %d turns on p%d:\n%s", i, n, width/workers, p+1, strings.Join(w, "\n"))
+					}
+				}
+			}
+			continue
+		}
 		want := fmt.Sprintf("ran on p%d", i%3+1)
 		if n := countLines(w, want); n != width/workers+1 {
 			t.Errorf("w%d ran %d turns on %s, its owner; want %d:\n%s", i, n, want, width/workers+1, strings.Join(w, "\n"))
 		}
+	}
+	// Ten workers hashed to one process of three: once in 20,000 runs.
+	if placed && len(ran) < 2 {
+		t.Errorf("every worker ran on one process (%v): the tasks did not spread", ran)
 	}
 	for i, rt := range c.rts {
 		if ts, err := rt.Tasks(ctx, "", ""); err != nil || len(ts) != 0 {

@@ -503,16 +503,28 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 		cp := in // a copy of its own: &in would move in to the heap on every Send
 		r.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &cp})
 	}
-	return r.send(ctx, agentName, instanceKey, in)
+	return r.sendAsked(ctx, agentName, instanceKey, in)
 }
 
-// send is Send for the runtime's own callers (an ask, an agent call):
-// not an input of the session's.
+// sendAsked is Send without the tape, for Ask too: a turn a user of this
+// process asked for. In a cluster, it runs here unless another process
+// owns its instance.
+func (r *Runtime) sendAsked(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if r.node == nil {
+		return r.sendHere(ctx, agentName, instanceKey, in)
+	}
+	return r.route(ctx, agentName, instanceKey, in, false)
+}
+
+// send is a turn the runtime starts itself: an agent call, a delegated
+// task's turn. In a cluster, one of an instance nobody owns runs on the
+// process the instance's name hashes to (see [node.place]), so that
+// delegations spread.
 func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	if r.node == nil {
 		return r.sendHere(ctx, agentName, instanceKey, in)
 	}
-	return r.route(ctx, agentName, instanceKey, in)
+	return r.route(ctx, agentName, instanceKey, in, true)
 }
 
 // sendHere runs the turn in this process.

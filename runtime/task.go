@@ -247,7 +247,7 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	}
 	in := UserMessage(text)
 	in.Metadata = map[string]any{"channel": ChannelAPI, "replyTo": replyTo}
-	res, err := r.send(ctx, agentName, instanceKey, in)
+	res, err := r.sendAsked(ctx, agentName, instanceKey, in)
 	if err != nil {
 		return nil, err
 	}

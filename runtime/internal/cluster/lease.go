@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -110,6 +112,38 @@ func (l *Leases) Owner(ctx context.Context, name string) (string, error) {
 		return "", fmt.Errorf("cluster: owner of lease on %q: %w", name, err)
 	}
 	return string(e.Value()), nil
+}
+
+// WatchHolders calls fn with who holds the bucket's leases, each once,
+// sorted, once they are all read, then after each change, until ctx ends;
+// fn runs on one goroutine, one call at a time. It returns once the watch
+// is set up. Over a bucket where each owner holds a lease on its own name,
+// that is the owners alive: one that releases its lease, or stops
+// renewing it, drops out.
+func (l *Leases) WatchHolders(ctx context.Context, fn func([]string)) error {
+	w, err := l.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster: watch lease holders: %w", err)
+	}
+	go func() {
+		defer w.Stop()
+		held := map[string]string{} // key → holder
+		ready := false
+		for e := range w.Updates() {
+			if e == nil {
+				ready = true
+			} else if e.Operation() == jetstream.KeyValuePut {
+				held[e.Key()] = string(e.Value())
+			} else {
+				delete(held, e.Key())
+			}
+			if ready {
+				out := slices.Sorted(maps.Values(held))
+				fn(slices.Compact(out))
+			}
+		}
+	}()
+	return nil
 }
 
 // Self returns the name of the owner the leases are granted to.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,4 +149,67 @@ func TestLeaseRace(t *testing.T) {
 	if len(won) != 1 || len(errs) > 0 {
 		t.Fatalf("winners %v, errors %v; want exactly one winner", won, errs)
 	}
+}
+
+// TestWatchHoldersAndOwner: over a bucket where each process holds a
+// lease on its own name, WatchHolders follows the processes alive; one
+// that releases, or stops renewing, drops out. Owner names a lease's
+// holder, "" for none.
+func TestWatchHoldersAndOwner(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	js := jetStream(t, 3)
+	var leases []*Leases
+	var held []*Lease
+	for i, owner := range []string{"proc-a", "proc-b", "proc-c"} {
+		l := openLeases(t, js[i], owner)
+		le, err := l.Acquire(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases, held = append(leases, l), append(held, le)
+	}
+	seen := make(chan []string, 100)
+	if err := leases[0].WatchHolders(ctx, func(h []string) { seen <- h }); err != nil {
+		t.Fatal(err)
+	}
+	await := func(want ...string) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case got := <-seen:
+				if slices.Equal(got, want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("holders never became %v", want)
+			}
+		}
+	}
+	await("proc-a", "proc-b", "proc-c")
+	if owner, err := leases[2].Owner(ctx, "proc-a"); err != nil || owner != "proc-a" {
+		t.Errorf("Owner(proc-a) = %q, %v", owner, err)
+	}
+	if err := held[1].Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	await("proc-a", "proc-c")
+	if owner, err := leases[2].Owner(ctx, "proc-b"); err != nil || owner != "" {
+		t.Errorf("Owner of a released lease = %q, %v; want none", owner, err)
+	}
+	// proc-c stops renewing: gone within its TTL (1 s), while proc-a renews.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+				held[0].Renew(ctx)
+			}
+		}
+	}()
+	await("proc-a")
 }
