@@ -59,6 +59,9 @@ type node struct {
 	running map[string]context.CancelFunc // routed turns running here, by request ID
 	closed  bool
 	live    []string // the processes alive, sorted, as last listed
+	// leaving are called when a process leaves, by its name: the turns
+	// routed to it stop waiting for its answer.
+	leaving map[string]map[*func()]struct{}
 	// orphans is until when to look for the instances and tasks of a
 	// process that stopped, which its leases' expiry frees.
 	orphans    time.Time
@@ -225,9 +228,34 @@ func (n *node) setLive(live []string) {
 		if !slices.Contains(live, p) {
 			n.r.logger.Info("cluster: a process left; taking over what it leaves", "process", p)
 			n.orphans = time.Now().Add(2*n.leases.TTL() + time.Second)
+			for f := range n.leaving[p] {
+				(*f)()
+			}
+			delete(n.leaving, p)
 		}
 	}
 	n.live = live
+}
+
+// onLeave calls f if process p leaves before stop is called.
+func (n *node) onLeave(p string, f func()) (stop func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.leaving == nil {
+		n.leaving = map[string]map[*func()]struct{}{}
+	}
+	if n.leaving[p] == nil {
+		n.leaving[p] = map[*func()]struct{}{}
+	}
+	n.leaving[p][&f] = struct{}{}
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.leaving[p], &f)
+		if len(n.leaving[p]) == 0 {
+			delete(n.leaving, p)
+		}
+	}
 }
 
 // place returns the process a turn of agent's instance key that nobody
@@ -509,8 +537,19 @@ func (n *node) forward(ctx context.Context, owner, agent, key string, in pipelin
 	if err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: route to process %s: %w", agent, key, owner, err)
 	}
-	msg, err := n.nc.RequestWithContext(ctx, n.prefix+owner+".send", data)
+	// The owner may die while it runs the turn: its departure ends the
+	// wait (its answer will never come).
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var left atomic.Bool
+	defer n.onLeave(owner, func() { left.Store(true); cancel() })()
+	msg, err := n.nc.RequestWithContext(rctx, n.prefix+owner+".send", data)
 	switch {
+	case left.Load() && ctx.Err() == nil:
+		// Not errMoved: the turn may have run in part, and running it
+		// again is not this call's to decide. A task's turn is continued
+		// by the process that takes the instance over.
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: process %s stopped while it ran the turn", agent, key, owner)
 	case ctx.Err() != nil:
 		// Tell the owner, so that the turn ends there too.
 		n.nc.Publish(n.prefix+owner+".cancel", []byte(req.ID))

@@ -431,6 +431,11 @@ func testClusterFanOut(t *testing.T, leadOwner int, placed bool) {
 	if placed && len(ran) < 2 {
 		t.Errorf("every worker ran on one process (%v): the tasks did not spread", ran)
 	}
+	for _, rt := range c.rts {
+		if err := rt.WaitTasks(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i, rt := range c.rts {
 		if ts, err := rt.Tasks(ctx, "", ""); err != nil || len(ts) != 0 {
 			t.Errorf("p%d sees %d tasks left, %v; want none", i+1, len(ts), err)

@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 		serveTestMCP()
 		os.Exit(0)
 	}
+	if cfg := os.Getenv(clusterNodeEnv); cfg != "" {
+		runClusterNode(cfg) // never returns: the test kills it
+	}
 	if cfg := os.Getenv("GANGLION_TEST_MCP_HOST"); cfg != "" {
 		hostTestMCP(cfg) // never returns: the test kills it
 	}
