@@ -55,6 +55,10 @@ type Event struct {
 	Source string `json:"source"`
 	// Data is the payload; it must be JSON-serialisable.
 	Data any `json:"data,omitempty"`
+	// Process names the process of a cluster the event happened on, when
+	// it is another than the one whose bus delivers it; empty for the
+	// bus's own events.
+	Process string `json:"process,omitempty"`
 }
 
 // Handler receives events. It runs on the publisher's goroutine, so it must

@@ -20,7 +20,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
+	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/envref"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
@@ -52,6 +55,8 @@ type node struct {
 	member  *cluster.Lease
 	name    string // this process's, in leases and subjects
 	prefix  string // of every process's subjects: "<cluster>.node."
+	events  string // of the events' subjects: "<cluster>.events."
+	unbus   func() // ends the publishing of this process's events
 	subs    []*nats.Subscription
 
 	mu      sync.Mutex
@@ -128,7 +133,7 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 		nc.Close()
 		return err
 	}
-	n := &node{r: r, nc: nc, leases: leases, members: members, name: self, prefix: name + ".node.",
+	n := &node{r: r, nc: nc, leases: leases, members: members, name: self, prefix: name + ".node.", events: name + ".events.",
 		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
 	r.node = n
 	r.tasks.api.remote = n.deliverAnswer
@@ -177,19 +182,26 @@ func redactURLs(urls string) string {
 // start serves the turns routed to this process and starts renewing its
 // leases.
 func (n *node) start() error {
-	for suffix, h := range map[string]nats.MsgHandler{".send": n.serve, ".cancel": n.cancel, ".report": n.serveReport} {
+	for suffix, h := range map[string]nats.MsgHandler{".send": n.serve, ".cancel": n.cancel, ".report": n.serveReport, ".act": n.serveAct} {
 		sub, err := n.nc.Subscribe(n.prefix+n.name+suffix, h)
 		if err != nil {
 			return fmt.Errorf("cluster: subscribe: %w", err)
 		}
 		n.subs = append(n.subs, sub) // shutdown ends them, New failing too
 	}
+	// Every process's events reach every bus: a console or an event
+	// stream on any process sees the whole cluster.
+	sub, err := n.nc.Subscribe(n.events+">", n.receiveEvent)
+	if err != nil {
+		return fmt.Errorf("cluster: subscribe: %w", err)
+	}
+	n.subs = append(n.subs, sub)
+	n.unbus = n.r.bus.Subscribe("*", n.publishEvent)
 	if err := n.nc.Flush(); err != nil {
 		return fmt.Errorf("cluster: subscribe: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 	defer cancel()
-	var err error
 	if n.member, err = n.members.Acquire(ctx, n.name); err != nil {
 		return fmt.Errorf("cluster: join: %w", err)
 	}
@@ -389,15 +401,25 @@ func (n *node) renewLoop() {
 		idleSince := time.Now().Add(-ttl).UnixNano()
 		for in, l := range held {
 			if in.used.Load() < idleSince && in.tryAcquire() {
-				// Idle, and no turn runs or waits: let it go, so that
-				// another process may take it without waiting.
-				if in.lease == l {
-					in.lease = nil
-					in.unload()
+				// Idle, no turn runs or waits, and nothing writes its
+				// tasks: let it go, so that another process may take it
+				// without waiting.
+				n.mu.Lock()
+				pinned := in.pins > 0
+				if !pinned && n.held[in] == l {
+					delete(n.held, in)
+				}
+				n.mu.Unlock()
+				if !pinned {
+					if in.lease == l {
+						in.lease = nil
+						in.unload()
+					}
+					in.release()
+					n.forget(in, l)
+					continue
 				}
 				in.release()
-				n.forget(in, l)
-				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 			err := l.Renew(ctx)
@@ -467,9 +489,9 @@ type remoteSend struct {
 type remoteReply struct {
 	Result *pipeline.TurnResult `json:"result,omitempty"`
 	Error  string               `json:"error,omitempty"`
-	// Kind names the sentinel error Error matches, so that the sender's
+	// Kinds name the sentinel errors Error matches, so that the sender's
 	// errors.Is sees what a local turn's caller would.
-	Kind string `json:"kind,omitempty"`
+	Kinds []string `json:"kinds,omitempty"`
 }
 
 // remoteKinds are the sentinel errors a routed turn's error keeps.
@@ -479,24 +501,43 @@ var remoteKinds = map[string]error{
 	"paused": ErrPaused, "task-failed": ErrTaskFailed, "task-moved": errTaskMoved,
 	"budget": errBudget, "no-task": ErrNoTask, "invalid-name": store.ErrInvalidName,
 	"deadline": context.DeadlineExceeded, "canceled": context.Canceled,
+	"item-not-found": ledger.ErrNotFound, "item-resolved": ledger.ErrResolved,
+	"invalid-action": extensions.ErrInvalidAction,
 }
 
 // remoteError is a routed turn's error as the owner wrote it.
 type remoteError struct {
-	msg  string
-	kind error
+	msg   string
+	kinds []error
 }
 
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.kind }
+func (e *remoteError) Error() string   { return e.msg }
+func (e *remoteError) Unwrap() []error { return e.kinds }
 
-func errorKind(err error) string {
-	for k, s := range remoteKinds {
-		if errors.Is(err, s) {
-			return k
+// replyError is rep's error, or nil.
+func replyError(rep remoteReply) error {
+	if rep.Error == "" {
+		return nil
+	}
+	e := &remoteError{msg: rep.Error}
+	for _, k := range rep.Kinds {
+		if s, ok := remoteKinds[k]; ok {
+			e.kinds = append(e.kinds, s)
 		}
 	}
-	return ""
+	return e
+}
+
+// errorReply is the reply that carries err.
+func errorReply(err error) remoteReply {
+	rep := remoteReply{Error: err.Error()}
+	for k, s := range remoteKinds {
+		if errors.Is(err, s) {
+			rep.Kinds = append(rep.Kinds, k)
+		}
+	}
+	slices.Sort(rep.Kinds)
+	return rep
 }
 
 // holds reports whether this process holds the lease of agent's
@@ -512,6 +553,39 @@ func (n *node) holds(agent, key string) bool {
 	l := n.held[in]
 	n.mu.Unlock()
 	return l != nil && l.Held()
+}
+
+// pin keeps this process's lease of agent's instance key, if it holds it,
+// from being given up as idle until unpin: the caller writes what the
+// owner alone writes (a task of the instance) outside a turn.
+func (n *node) pin(agent, key string) (unpin func(), ok bool) {
+	r := n.r
+	r.cache.mu.Lock()
+	in := r.cache.instances[instanceID{agent, key}]
+	if in != nil {
+		in.refs++ // not evicted while pinned
+	}
+	r.cache.mu.Unlock()
+	if in == nil {
+		return nil, false
+	}
+	n.mu.Lock()
+	l := n.held[in]
+	ok = l != nil && l.Held()
+	if ok {
+		in.pins++
+	}
+	n.mu.Unlock()
+	if !ok {
+		r.unhold(in)
+		return nil, false
+	}
+	return func() {
+		n.mu.Lock()
+		in.pins--
+		n.mu.Unlock()
+		r.unhold(in)
+	}, true
 }
 
 // owner returns the process that owns agent's instance key: mine when it
@@ -564,10 +638,7 @@ func (n *node) forward(ctx context.Context, owner, agent, key string, in pipelin
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q on process %s: malformed reply: %w", agent, key, owner, err)
 	}
-	if rep.Error != "" {
-		return rep.Result, &remoteError{msg: rep.Error, kind: remoteKinds[rep.Kind]}
-	}
-	return rep.Result, nil
+	return rep.Result, replyError(rep)
 }
 
 // serve answers a turn another process routed here, in a goroutine of its
@@ -576,7 +647,7 @@ func (n *node) serve(m *nats.Msg) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		n.reply(m, remoteReply{Error: ErrClosed.Error(), Kind: "closed"})
+		n.reply(m, errorReply(ErrClosed))
 		return
 	}
 	n.handlers.Add(1)
@@ -604,7 +675,8 @@ func (n *node) serve(m *nats.Msg) {
 		res, err := n.r.sendHere(ctx, req.Agent, req.Instance, req.Input)
 		rep := remoteReply{Result: res}
 		if err != nil {
-			rep.Error, rep.Kind = err.Error(), errorKind(err)
+			rep = errorReply(err)
+			rep.Result = res
 		}
 		n.reply(m, rep)
 	}()
@@ -637,6 +709,9 @@ func (n *node) shutdown() error {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
+	if n.unbus != nil {
+		n.unbus()
+	}
 	var errs []error
 	for _, s := range n.subs {
 		if err := s.Unsubscribe(); err != nil {
@@ -772,12 +847,17 @@ func (n *node) reportTo(ctx context.Context, parent *Task, resp DelegationRespon
 	switch {
 	case err != nil:
 		return fmt.Errorf("task %s: reporting to task %s: %w", resp.ChildTaskID, parent.ID, err)
-	case mine:
-		return n.r.applyReport(ctx, parent.ID, resp)
-	case owner == "":
-		if err := n.r.takeLease(ctx, parent.Agent, parent.Instance); err != nil {
-			return err
+	case mine || owner == "":
+		if !mine {
+			if err := n.r.takeLease(ctx, parent.Agent, parent.Instance); err != nil {
+				return err
+			}
 		}
+		unpin, ok := n.pin(parent.Agent, parent.Instance)
+		if !ok {
+			return fmt.Errorf("task %s: reporting to task %s: %w (the lease of %s/%s was given up meanwhile)", resp.ChildTaskID, parent.ID, errMoved, parent.Agent, parent.Instance)
+		}
+		defer unpin()
 		return n.r.applyReport(ctx, parent.ID, resp)
 	}
 	data, err := json.Marshal(remoteReport{Parent: parent.ID, Agent: parent.Agent, Instance: parent.Instance, Response: resp})
@@ -797,10 +877,7 @@ func (n *node) reportTo(ctx context.Context, parent *Task, resp DelegationRespon
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
 		return fmt.Errorf("task %s: reporting to task %s on process %s: malformed reply: %w", resp.ChildTaskID, parent.ID, owner, err)
 	}
-	if rep.Error != "" {
-		return &remoteError{msg: rep.Error, kind: remoteKinds[rep.Kind]}
-	}
-	return nil
+	return replyError(rep)
 }
 
 // serveReport applies a report routed here, if this process still owns
@@ -809,7 +886,7 @@ func (n *node) serveReport(m *nats.Msg) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		n.reply(m, remoteReply{Error: ErrClosed.Error(), Kind: "closed"})
+		n.reply(m, errorReply(ErrClosed))
 		return
 	}
 	n.handlers.Add(1)
@@ -821,13 +898,15 @@ func (n *node) serveReport(m *nats.Msg) {
 			n.reply(m, remoteReply{Error: "cluster: malformed routed report: " + err.Error()})
 			return
 		}
-		if !n.holds(req.Agent, req.Instance) {
-			n.reply(m, remoteReply{Error: fmt.Sprintf("task %s: %v (not %s)", req.Parent, errMoved, n.name), Kind: "moved"})
+		unpin, ok := n.pin(req.Agent, req.Instance)
+		if !ok {
+			n.reply(m, errorReply(fmt.Errorf("task %s: %w (not %s)", req.Parent, errMoved, n.name)))
 			return
 		}
+		defer unpin()
 		var rep remoteReply
 		if err := n.r.applyReport(n.r.tasks.bg, req.Parent, req.Response); err != nil {
-			rep.Error, rep.Kind = err.Error(), errorKind(err)
+			rep = errorReply(err)
 		}
 		n.reply(m, rep)
 	}()
@@ -896,4 +975,154 @@ func (n *node) deliverAnswer(ctx context.Context, rep Report) error {
 		return fmt.Errorf("task %s: the process that asked refused its answer: %s", rep.TaskID, msg.Data)
 	}
 	return nil
+}
+
+// remoteAct is a human's action on a pending item, routed to the process
+// that owns the item's instance. A provided value travels sealed with the
+// key every process shares, never in clear.
+type remoteAct struct {
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Value  string `json:"value,omitempty"`
+	Sealed []byte `json:"sealed,omitempty"` // Value, of a provide
+	Reason string `json:"reason,omitempty"`
+}
+
+// actAAD binds a sealed value to the item it answers.
+func actAAD(id string) string { return "cluster-act/" + id }
+
+// act applies a human's action to item id on the process that owns its
+// instance: here when this one does or nobody does.
+func (n *node) act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	giveUp := time.Now().Add(2 * n.leases.TTL())
+	wait := 10 * time.Millisecond
+	for {
+		it, err := n.r.ledger.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		owner, mine, err := n.owner(ctx, it.Agent, it.Instance)
+		if err != nil {
+			return nil, fmt.Errorf("pending item %q: %w", id, err)
+		}
+		var res *pipeline.TurnResult
+		if mine || owner == "" {
+			res, err = n.r.actHere(ctx, id, act)
+		} else {
+			res, err = n.forwardAct(ctx, owner, id, act)
+		}
+		if !errors.Is(err, errMoved) {
+			return res, err
+		}
+		if time.Now().After(giveUp) {
+			return nil, fmt.Errorf("pending item %q: the process that owns agent %q instance %q did not answer, and its lease did not pass to this process within %v", id, it.Agent, it.Instance, 2*n.leases.TTL())
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("pending item %q: waiting for its instance's owner: %w", id, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
+	}
+}
+
+func (n *node) forwardAct(ctx context.Context, owner, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	req := remoteAct{ID: id, Kind: string(act.Kind), Value: act.Value, Reason: act.Reason}
+	if act.Kind == extensions.ActionProvide {
+		sealed, err := n.r.keyring.Seal([]byte(act.Value), actAAD(id))
+		if err != nil {
+			return nil, fmt.Errorf("pending item %q: %w", id, err)
+		}
+		req.Value, req.Sealed = "", sealed
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("pending item %q: %w", id, err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var left atomic.Bool
+	defer n.onLeave(owner, func() { left.Store(true); cancel() })()
+	msg, err := n.nc.RequestWithContext(rctx, n.prefix+owner+".act", data)
+	switch {
+	case left.Load() && ctx.Err() == nil:
+		return nil, fmt.Errorf("pending item %q: process %s stopped while it applied the action; see whether the item is still open", id, owner)
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, fmt.Errorf("pending item %q: %w (%s, which does not answer)", id, errMoved, owner)
+	case err != nil:
+		return nil, fmt.Errorf("pending item %q on process %s: %w", id, owner, err)
+	}
+	var rep remoteReply
+	if err := json.Unmarshal(msg.Data, &rep); err != nil {
+		return nil, fmt.Errorf("pending item %q on process %s: malformed reply: %w", id, owner, err)
+	}
+	return rep.Result, replyError(rep)
+}
+
+// serveAct applies an action routed here; a process that no longer owns
+// the item's instance says so, and the sender looks again.
+func (n *node) serveAct(m *nats.Msg) {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		n.reply(m, errorReply(ErrClosed))
+		return
+	}
+	n.handlers.Add(1)
+	n.mu.Unlock()
+	go func() {
+		defer n.handlers.Done()
+		var req remoteAct
+		if err := json.Unmarshal(m.Data, &req); err != nil {
+			n.reply(m, remoteReply{Error: "cluster: malformed routed action: " + err.Error()})
+			return
+		}
+		act := extensions.Action{Kind: extensions.ActionKind(req.Kind), Value: req.Value, Reason: req.Reason}
+		if req.Sealed != nil {
+			v, err := n.r.keyring.Open(req.Sealed, actAAD(req.ID))
+			if err != nil {
+				n.reply(m, remoteReply{Error: fmt.Sprintf("pending item %q: the provided value cannot be opened here: do all processes share one %s?", req.ID, SecretKeyEnv)})
+				return
+			}
+			act.Value = string(v)
+		}
+		// The sender gave up when its own wait ended; the action is the
+		// human's, and runs to its end here.
+		res, err := n.r.actHere(n.r.tasks.bg, req.ID, act)
+		rep := remoteReply{Result: res}
+		if err != nil {
+			rep = errorReply(err)
+			rep.Result = res
+		}
+		n.reply(m, rep)
+	}()
+}
+
+// publishEvent sends an event of this process's bus to the others.
+func (n *node) publishEvent(ev events.Event) {
+	if ev.Process != "" {
+		return // another's, received
+	}
+	ev.Process = n.name
+	data, err := json.Marshal(ev)
+	if err != nil {
+		n.r.logger.Warn("cluster: an event cannot be sent to the other processes", "topic", ev.Topic, "err", err)
+		return
+	}
+	if err := n.nc.Publish(n.events+ev.Topic, data); err != nil {
+		n.r.logger.Warn("cluster: sending an event to the other processes failed", "topic", ev.Topic, "err", err)
+	}
+}
+
+// receiveEvent publishes another process's event on this one's bus.
+func (n *node) receiveEvent(m *nats.Msg) {
+	var ev events.Event
+	if err := json.Unmarshal(m.Data, &ev); err != nil {
+		n.r.logger.Warn("cluster: a malformed event from another process", "subject", m.Subject, "err", err)
+		return
+	}
+	if ev.Process == n.name || ev.Process == "" {
+		return // its own, back
+	}
+	n.r.bus.Publish(ev)
 }

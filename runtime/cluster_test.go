@@ -14,8 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
@@ -89,7 +93,7 @@ type testCluster struct {
 }
 
 // newCluster starts n runtimes ("p1", "p2", ...) on cfg, under a cluster
-// block of its own (leases of 1 s, so that takeovers are quick), on one
+// block of its own (leases of 2 s, so that takeovers are quick), on one
 // NATS server.
 func newCluster(t testing.TB, n int, cfg string) *testCluster {
 	t.Helper()
@@ -111,7 +115,7 @@ func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string
 	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
 	for i := range n {
 		name := fmt.Sprintf("p%d", i+1)
-		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, name: %s, lease_ttl: 1s, replicas: %d}\n", urls, bucket, replicas))
+		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, name: %s, lease_ttl: 2s, replicas: %d}\n", urls, bucket, replicas))
 		rt, err := runtime.New(context.Background(), runtime.WithConfig(file), runtime.WithModel(sc),
 			runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm-"+name)),
 			runtime.WithExtension("relay", relay(name, c.blocked, c.took)))
@@ -522,5 +526,113 @@ agents:
 			b.ReportMetric(float64(c.calls[len(c.calls)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(c.calls[len(c.calls)*99/100].Microseconds()), "p99-µs")
 		})
+	}
+}
+
+const clusterPauseScript = `
+agents:
+  a:
+    turns:
+      - steps:
+          - text: |
+              I need two things.
+              [USER_QUESTION]
+              category: business
+              question: What pricing model?
+              options: [Subscription, Freemium]
+              default: Freemium
+              required: false
+              [/USER_QUESTION]
+              [DEPENDENCY_REQUEST]
+              type: api_key
+              name: OPENAI_API_KEY
+              description: Required for OpenAI API integration
+              required: true
+              [/DEPENDENCY_REQUEST]
+      - steps:
+          - text: "Resumed with: {{ .LastMessage }}"
+`
+
+// TestClusterEventsAndPendingsEverywhere: a question raised on p1 is seen
+// in p2's events and answered through p2; the answers run on p1, the
+// owner; a secret provided through p2 crosses to p1 sealed, never in
+// clear on NATS; and the ledger's errors keep their identity on the way.
+func TestClusterEventsAndPendingsEverywhere(t *testing.T) {
+	srv := natstest.Server(t)
+	c := newClusterOn(t, srv.ClientURL(), 1, 2, `
+agents:
+  - name: a
+    extensions: [{name: relay}, {name: protocol}]
+`, clusterPauseScript)
+	// Everything that crosses NATS, to look for the secret in.
+	spy, err := nats.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spy.Close()
+	var wireMu sync.Mutex
+	var wire [][]byte
+	if _, err := spy.Subscribe(">", func(m *nats.Msg) {
+		wireMu.Lock()
+		defer wireMu.Unlock()
+		wire = append(wire, slices.Clone(m.Data))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	created := make(chan events.Event, 10)
+	unsub := c.rts[1].Events().Subscribe("pending.created", func(ev events.Event) { created <- ev })
+	defer unsub()
+
+	res, err := c.send(0, "a", "k", "start")
+	if !errors.Is(err, runtime.ErrPaused) && (err != nil || res.FinishReason != pipeline.FinishPaused) {
+		t.Fatalf("the first turn: %+v, %v; want it paused", res, err)
+	}
+	for range 2 {
+		select {
+		case ev := <-created:
+			if ev.Process == "" || ev.Agent != "a" || ev.Instance != "k" {
+				t.Errorf("p2 saw %+v; want p1's pending.created of a/k, naming its process", ev)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("p2 never saw the items p1 created")
+		}
+	}
+	ctx := context.Background()
+	items, err := c.rts[1].Pending(ctx, ledger.Filter{Agent: "a", Instance: "k", Open: true})
+	if err != nil || len(items) != 2 {
+		t.Fatalf("p2's pending items: %+v, %v", items, err)
+	}
+	var question, dependency string
+	for _, it := range items {
+		if it.Kind == "question" {
+			question = it.ID
+		} else {
+			dependency = it.ID
+		}
+	}
+	if res, err := c.rts[1].Answer(ctx, question, "Subscription"); err != nil || res != nil {
+		t.Fatalf("Answer through p2: %+v, %v; want no resume yet", res, err)
+	}
+	if _, err := c.rts[1].Answer(ctx, question, "Freemium"); !errors.Is(err, ledger.ErrResolved) {
+		t.Errorf("answering again through p2: %v; want ledger.ErrResolved", err)
+	}
+	const secret = "sk-cluster-9f8e7d6c5b4a"
+	res, err = c.rts[1].Provide(ctx, dependency, secret)
+	if err != nil || res == nil || res.FinishReason != pipeline.FinishText || !strings.HasPrefix(res.Response.Content, "Resumed with:") {
+		t.Fatalf("Provide through p2: %+v, %v; want the resume turn's answer", res, err)
+	}
+	h := c.history(1, "a", "k")
+	if countLines(h, "ran on p1") != 2 || countLines(h, "ran on p2") != 0 {
+		t.Errorf("the turns did not both run on p1, the owner:\n%s", strings.Join(h, "\n"))
+	}
+	wireMu.Lock()
+	defer wireMu.Unlock()
+	if len(wire) == 0 {
+		t.Fatal("the spy saw nothing")
+	}
+	for _, m := range wire {
+		if strings.Contains(string(m), secret) {
+			t.Fatalf("the secret crossed NATS in clear: %.300s", m)
+		}
 	}
 }

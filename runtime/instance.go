@@ -65,6 +65,9 @@ type instance struct {
 	// Unix nanoseconds, so that an idle instance's lease is given up.
 	lease *cluster.Lease
 	used  atomic.Int64
+	// pins counts the writers of its tasks outside a turn, which keep its
+	// lease from being given up as idle; guarded by the node's mu.
+	pins int
 }
 
 func newInstance(a *agent, key string) *instance {

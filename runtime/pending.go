@@ -365,8 +365,17 @@ func (r *Runtime) Reject(ctx context.Context, id, reason string) (*pipeline.Turn
 }
 
 // act applies a human's action to item id under its instance's turn slot,
-// so that it is ordered with the instance's turns and other actions.
+// so that it is ordered with the instance's turns and other actions; in a
+// cluster, on the process that owns the instance.
 func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	if r.node != nil {
+		return r.node.act(ctx, id, act)
+	}
+	return r.actHere(ctx, id, act)
+}
+
+// actHere is act in this process.
+func (r *Runtime) actHere(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
 	if !r.gate.enter() {
 		return nil, ErrClosed
 	}
@@ -588,6 +597,9 @@ func (r *Runtime) ExpirePending(ctx context.Context) ([]ledger.Item, error) {
 			continue
 		}
 		done, err := r.expire(ctx, it.ID)
+		if errors.Is(err, errMoved) {
+			continue // the process that owns its instance expires it
+		}
 		if err != nil {
 			errs = append(errs, err)
 			continue

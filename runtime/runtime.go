@@ -143,7 +143,11 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 	}
 	if r.tape != nil {
-		r.untape = r.bus.Subscribe("*", r.tape.Event)
+		r.untape = r.bus.Subscribe("*", func(ev events.Event) {
+			if ev.Process == "" { // another process's events are its session's
+				r.tape.Event(ev)
+			}
+		})
 	}
 	if err := r.openTelemetry(ctx, o, cfg); err != nil {
 		return nil, err
@@ -767,6 +771,9 @@ func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.Fil
 		// What extensions decide during a turn, as events of its span.
 		for _, topic := range telemetry.EventTopics {
 			r.untel = append(r.untel, r.bus.Subscribe(topic, func(ev events.Event) {
+				if ev.Process != "" {
+					return // another process's turn, in its own trace
+				}
 				r.tel.Event(ev.Agent, ev.Instance, ev.TurnID, ev.Topic, ev.Source, ev.Data)
 			}))
 		}

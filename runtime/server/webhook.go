@@ -117,6 +117,9 @@ func (o *outbox) close() {
 // event takes an event of the bus: a quick hand-over, or a logged drop
 // when the writer is that far behind.
 func (o *outbox) event(ev events.Event) {
+	if ev.Process != "" {
+		return // another process of the cluster notifies its own events
+	}
 	if notification(ev) == "" {
 		return
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/ledger"
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/server"
@@ -162,6 +163,27 @@ func TestWebhooks(t *testing.T) {
 	}
 	if r.got[0].id == r.got[1].id || !strings.HasPrefix(r.got[0].id, "evt_") {
 		t.Errorf("ids: %q %q", r.got[0].id, r.got[1].id)
+	}
+}
+
+// TestWebhooksLeaveOtherProcessesEvents: in a cluster, every process's
+// bus carries every process's events, and each process notifies its own:
+// an event that names another process is not posted.
+func TestWebhooksLeaveOtherProcessesEvents(t *testing.T) {
+	r := newReceiver(t, 0)
+	rt, _ := hookRuntime(t, t.TempDir(), r)
+	rt.Events().Publish(events.Event{Topic: events.TurnFinished, Agent: "a", Instance: "k", TurnID: "turn-9", Source: "runtime", Process: "host-2",
+		Data: events.TurnFinishedData{FinishReason: pipeline.FinishError, Error: "another process's failure"}})
+	rt.Send(context.Background(), "a", "k", runtime.UserMessage("fail now"))
+	r.waitFor(1)
+	time.Sleep(50 * time.Millisecond) // nothing more comes
+	if got := r.types(); len(got) != 1 || got[0] != "turn.failed" {
+		t.Fatalf("notifications: %v", got)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if body := mustMarshal(r.got[0].body); strings.Contains(body, "another process") {
+		t.Errorf("another process's event was posted: %s", body)
 	}
 }
 
