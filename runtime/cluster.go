@@ -399,6 +399,7 @@ func (n *node) renewLoop() {
 		}
 		n.mu.Unlock()
 		idleSince := time.Now().Add(-ttl).UnixNano()
+		var renew []*cluster.Lease
 		for in, l := range held {
 			if in.used.Load() < idleSince && in.tryAcquire() {
 				// Idle, no turn runs or waits, and nothing writes its
@@ -421,16 +422,9 @@ func (n *node) renewLoop() {
 				}
 				in.release()
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
-			err := l.Renew(ctx)
-			cancel()
-			switch {
-			case errors.Is(err, cluster.ErrLost):
-				n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
-			case err != nil:
-				n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
-			}
+			renew = append(renew, l)
 		}
+		n.renew(renew)
 	}
 }
 
@@ -441,6 +435,37 @@ func mix(z uint64) uint64 {
 	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
 	z = (z ^ z>>27) * 0x94d049bb133111eb
 	return z ^ z>>31
+}
+
+// renewers bounds the renewals in flight: one after the other, a
+// thousand leases at a third of a millisecond each would outlast a short
+// TTL.
+const renewers = 64
+
+// renew renews leases, renewers at a time.
+func (n *node) renew(leases []*cluster.Lease) {
+	var wg sync.WaitGroup
+	next := make(chan *cluster.Lease)
+	for range min(renewers, len(leases)) {
+		wg.Go(func() {
+			for l := range next {
+				ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+				err := l.Renew(ctx)
+				cancel()
+				switch {
+				case errors.Is(err, cluster.ErrLost):
+					n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
+				case err != nil:
+					n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
+				}
+			}
+		})
+	}
+	for _, l := range leases {
+		next <- l
+	}
+	close(next)
+	wg.Wait()
 }
 
 // renewMembership renews this process's place among the live ones (taking
@@ -848,12 +873,14 @@ func (n *node) reportTo(ctx context.Context, parent *Task, resp DelegationRespon
 	case err != nil:
 		return fmt.Errorf("task %s: reporting to task %s: %w", resp.ChildTaskID, parent.ID, err)
 	case mine || owner == "":
-		if !mine {
+		unpin, ok := n.pin(parent.Agent, parent.Instance)
+		if !ok {
+			// Nobody's, or this process's lease went stale: take it.
 			if err := n.r.takeLease(ctx, parent.Agent, parent.Instance); err != nil {
 				return err
 			}
+			unpin, ok = n.pin(parent.Agent, parent.Instance)
 		}
-		unpin, ok := n.pin(parent.Agent, parent.Instance)
 		if !ok {
 			return fmt.Errorf("task %s: reporting to task %s: %w (the lease of %s/%s was given up meanwhile)", resp.ChildTaskID, parent.ID, errMoved, parent.Agent, parent.Instance)
 		}

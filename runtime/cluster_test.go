@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -116,9 +118,13 @@ func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string
 	for i := range n {
 		name := fmt.Sprintf("p%d", i+1)
 		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, name: %s, lease_ttl: 2s, replicas: %d}\n", urls, bucket, replicas))
-		rt, err := runtime.New(context.Background(), runtime.WithConfig(file), runtime.WithModel(sc),
+		opts := []runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc),
 			runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm-"+name)),
-			runtime.WithExtension("relay", relay(name, c.blocked, c.took)))
+			runtime.WithExtension("relay", relay(name, c.blocked, c.took))}
+		if os.Getenv("GANGLION_TEST_CLUSTER_LOG") != "" { // to debug a cluster test
+			opts = append(opts, runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("process", name)))
+		}
+		rt, err := runtime.New(context.Background(), opts...)
 		if err != nil {
 			t.Fatalf("New %s: %v", name, err)
 		}
@@ -634,5 +640,39 @@ agents:
 		if strings.Contains(string(m), secret) {
 			t.Fatalf("the secret crossed NATS in clear: %.300s", m)
 		}
+	}
+}
+
+// BenchmarkClusterDelegationFanOut is BenchmarkDelegationFanOut's Ask (a
+// lead delegating 100 tasks in one step, to its final answer on their
+// merged report) on a cluster of three NATS servers keeping three
+// replicas: the tasks spread over three processes, or all run in one.
+// Each Ask has instances of its own, which the tasks place.
+func BenchmarkClusterDelegationFanOut(b *testing.B) {
+	urls := natstest.Cluster(b, 3)
+	cfg, script := fanOut(fanOutWidth, fanOutWidth)
+	for _, bc := range []struct {
+		name      string
+		processes int
+	}{{"one-process", 1}, {"three-processes", 3}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := newClusterOn(b, urls, 3, bc.processes, cfg, script)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				key := "k" + strconv.FormatInt(benchRuns.Add(1), 10)
+				actx, cancel := context.WithTimeout(ctx, time.Minute)
+				rep, err := c.rts[0].Ask(actx, "lead", key, "do the job")
+				cancel()
+				if err != nil || rep.Response != "All done." {
+					ts, _ := c.rts[0].Tasks(ctx, "", "")
+					for _, t := range ts {
+						b.Logf("task %s %s/%s %s pending %d responses %d", t.ID, t.Agent, t.Instance, t.State, t.Pending, len(t.Context.Responses))
+					}
+					b.Fatalf("Ask: %+v, %v", rep, err)
+				}
+			}
+		})
 	}
 }

@@ -113,7 +113,7 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	if err := waitLeader(ctx, stream); err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
-	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload()}
+	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1}
 	return checkedStore{s}, nil
 }
 
@@ -147,6 +147,9 @@ type jsStore struct {
 	stream     jetstream.Stream // the bucket's
 	subject    string           // of a key: subject + key
 	maxPayload int64
+	// replicated: the bucket has more than one replica, whose direct
+	// gets a replica behind its leader may answer (see snapshot).
+	replicated bool
 
 	mu     sync.RWMutex // held for reading by each call, for writing by close
 	closed bool
@@ -191,6 +194,11 @@ func jsMessageKey(agent, key string, seq uint64) string {
 
 // get returns the value of key; nil, false if there is none.
 func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
+	if s.replicated {
+		// A key-value get is a direct get, which a replica behind its
+		// leader may answer (see snapshot): ask the leader.
+		return s.leaderGet(ctx, key)
+	}
 	e, err := s.kv.Get(ctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
@@ -339,16 +347,32 @@ var errTooManyKeys = errors.New("more keys than one isolated read returns")
 // none. It asks the server for the last value of each key in one direct
 // get, which the server isolates from commits. Past 1,024 keys it watches
 // them instead (each), which a commit landing meanwhile can split.
+//
+// Any replica of a replicated bucket answers direct gets, and a follower
+// may not have applied the last commits yet: a read right after a commit,
+// by the process that made it or by one it told, would miss it (a
+// delegation's report turn found its task still waiting, and the task
+// hung). So on a replicated bucket snapshot first asks the leader for the
+// stream's last sequence, and reads again until the replica that answers
+// has reached it: it sees every commit acknowledged before it began.
 func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
+	var floor uint64
+	if s.replicated {
+		info, err := s.stream.Info(ctx)
+		if err != nil {
+			return err
+		}
+		floor = info.State.LastSeq
+	}
 	// A stream just created on a cluster answers direct gets once its
 	// replicas are up: until then the server says no one responds (503).
 	deadline := time.Now().Add(maxSnapshotWait)
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		err := s.snapshotGet(ctx, filters, f)
+		err := s.snapshotGet(ctx, filters, floor, f)
 		switch {
 		case errors.Is(err, errTooManyKeys):
 			return s.each(ctx, filters, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
-		case !errors.Is(err, errNoResponders) || time.Now().After(deadline):
+		case !errors.Is(err, errNoResponders) && !errors.Is(err, errBehind) || time.Now().After(deadline):
 			return err
 		}
 		select {
@@ -363,12 +387,71 @@ func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key str
 // gets for the stream yet.
 var errNoResponders = errors.New("no server answers direct gets for the bucket (yet)")
 
+// leaderGet returns key's value as the stream's leader has it.
+func (s *jsStore) leaderGet(ctx context.Context, key string) ([]byte, bool, error) {
+	body, err := json.Marshal(struct {
+		LastBySubj string `json:"last_by_subj"`
+	}{s.subject + key})
+	if err != nil {
+		return nil, false, err
+	}
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream.CachedInfo().Config.Name, body)
+	if err != nil {
+		return nil, false, err
+	}
+	var resp struct {
+		Message *struct {
+			Header []byte `json:"hdrs"`
+			Data   []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", key, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, false, nil
+	case resp.Error != nil:
+		return nil, false, fmt.Errorf("read %s: %w", key, resp.Error)
+	case resp.Message == nil:
+		return nil, false, fmt.Errorf("read %s: the server answered no message", key)
+	case bytes.Contains(resp.Message.Header, []byte("KV-Operation")):
+		return nil, false, nil // deleted or purged
+	}
+	v := resp.Message.Data
+	if v == nil {
+		v = []byte{}
+	}
+	return v, true, nil
+}
+
+// checkReached tells a replica that found no key matching filters from
+// one that is behind: a filter naming one key is read from the leader,
+// and a value there means the replica missed it. (A read whose filters
+// are all patterns cannot tell, and takes the answer.)
+func (s *jsStore) checkReached(ctx context.Context, filters []string) error {
+	for _, f := range filters {
+		if strings.ContainsAny(f, "*>") {
+			continue
+		}
+		if _, found, err := s.leaderGet(ctx, f); err != nil || found {
+			return cmp.Or(err, errBehind)
+		}
+	}
+	return nil
+}
+
+// errBehind is snapshotGet's error when the replica that answered had not
+// reached the sequence the read must see.
+var errBehind = errors.New("the replica that answered is behind its leader")
+
 // directGet is a direct get request of the last messages of subjects.
 type directGet struct {
 	MultiLast []string `json:"multi_last"`
 }
 
-func (s *jsStore) snapshotGet(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
+func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint64, f func(key string, value []byte) error) error {
 	req := directGet{}
 	for _, k := range filters {
 		req.MultiLast = append(req.MultiLast, s.subject+k)
@@ -408,6 +491,9 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, f func(key 
 			}
 			got = append(got, kv{strings.TrimPrefix(m.Header.Get("Nats-Subject"), s.subject), m.Data})
 		case "204": // the end of the batch: every value is in
+			if up, _ := strconv.ParseUint(m.Header.Get("Nats-UpTo-Sequence"), 10, 64); up < floor {
+				return errBehind
+			}
 			for _, e := range got {
 				v := e.value
 				if v == nil {
@@ -419,6 +505,11 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, f func(key 
 			}
 			return nil
 		case "404":
+			if floor > 0 {
+				// No key matches, as of a replica that says not where it
+				// is: ask for the key a commit made, too, to learn it.
+				return s.checkReached(ctx, filters)
+			}
 			return nil // no key matches
 		case "413":
 			return errTooManyKeys

@@ -279,3 +279,47 @@ func TestJetStreamReplicated(t *testing.T) {
 		})
 	}
 }
+
+// TestJetStreamReadsSeeCommitsOnReplicas: on three replicas, a read right
+// after a commit sees it, also through a connection to another server.
+// Any replica answers a direct get, and a follower may not have applied
+// the commit yet: without the leader's check, the task read back was
+// sometimes the one before (a delegation's report turn then found its
+// task still waiting, and hung).
+func TestJetStreamReadsSeeCommitsOnReplicas(t *testing.T) {
+	urls := strings.Split(natstest.Cluster(t, 3), ",")
+	ctx := context.Background()
+	var stores []store.Store
+	for _, u := range urls {
+		nc, err := nats.Connect(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		s, err := store.OpenJetStream(ctx, nc, "fresh", store.WithReplicas(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeStore(t, s)
+		stores = append(stores, s)
+	}
+	for i := range 300 {
+		w, r := stores[i%3], stores[(i+1)%3]
+		want := fmt.Sprintf(`{"v":%d}`, i)
+		if err := w.CommitTasks(ctx, []store.TaskRecord{{ID: "t1", Agent: "a", Instance: "k", Data: []byte(want)}}, nil); err != nil {
+			t.Fatal(err)
+		}
+		got, found, err := r.GetTask(ctx, "t1")
+		if err != nil || !found || string(got.Data) != want {
+			t.Fatalf("read %d after its commit: %s, %v, %v; want %s", i, got.Data, found, err, want)
+		}
+		key := fmt.Sprintf("k%d", i)
+		if err := w.Commit(ctx, "a", key, store.Batch{Meta: &store.Meta{NextSeq: uint64(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		meta, _, found, err := r.LoadInstance(ctx, "a", key)
+		if err != nil || !found || meta.NextSeq != uint64(i+1) {
+			t.Fatalf("load %d after its commit: %+v, %v, %v", i, meta, found, err)
+		}
+	}
+}

@@ -32,6 +32,8 @@ type runFlags struct {
 	record string
 	// trace prints the run's spans when it ends (run --trace).
 	trace bool
+	// cluster joins the cluster at these NATS URLs (serve --cluster).
+	cluster string
 }
 
 func newRunCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
@@ -120,6 +122,12 @@ func openRuntime(ctx context.Context, f runFlags, dir string, stderr io.Writer, 
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return nil, "", failed(err)
+	}
+	if f.cluster != "" {
+		if cfg.Cluster == nil {
+			cfg.Cluster = &config.Cluster{}
+		}
+		cfg.Cluster.URL = f.cluster
 	}
 	// An agent that fails to load (a broken module, a missing API key) is
 	// named when it is used; the others, and every history, stay usable.

@@ -53,6 +53,12 @@ While it runs, ganglion run, pending, answer, skip, provide, reject, tasks
 and history on the same config talk to it (it says where it listens in
 .ganglion/data.server) instead of failing on the locked data directory.
 
+With --cluster (or the config's cluster block), several serve processes on
+the same config and the same NATS run one set of agents: each instance runs
+on the process that owns it, delegations spread over them, and every
+process's event stream shows every agent's events. Give each process its
+own --data (where its token is kept) and the same ` + runtime.SecretKeyEnv + `.
+
 Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` to finish.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -151,6 +157,7 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 	cmd.Flags().StringVar(&cert, "tls-cert", "", "TLS certificate file (PEM), to serve HTTPS")
 	cmd.Flags().StringVar(&key, "tls-key", "", "TLS key file (PEM) of --tls-cert")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may take to finish when the server stops")
+	cmd.Flags().StringVar(&f.cluster, "cluster", "", "join the cluster at these NATS URLs (nats://host:4222, comma-separated), as the config's cluster.url: several processes run the config as one system; needs "+runtime.SecretKeyEnv+", the same in each")
 	return cmd
 }
 

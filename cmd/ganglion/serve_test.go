@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/runtime"
 )
 
 // TestServe: ganglion serve prints where it listens and, on the first
@@ -71,9 +75,16 @@ func TestServe(t *testing.T) {
 // that interrupts it and returns how it ended.
 func startServe(t *testing.T, dir string) (addr, token string, stop func() result) {
 	t.Helper()
+	return startServeWith(t, dir, childEnv())
+}
+
+// startServeWith is startServe with the environment env and more
+// arguments.
+func startServeWith(t *testing.T, dir string, env []string, args ...string) (addr, token string, stop func() result) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	cmd := exec.CommandContext(ctx, cliBinary(t), "serve", dir, "--addr", "127.0.0.1:0")
-	cmd.Env = childEnv()
+	cmd := exec.CommandContext(ctx, cliBinary(t), append([]string{"serve", dir, "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = env
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +96,7 @@ func startServe(t *testing.T, dir string) (addr, token string, stop func() resul
 	}
 	sc := bufio.NewScanner(out)
 	serving := regexp.MustCompile(`^serving the agents of .* on http://(127\.0\.0\.1:\d+)/v1/$`)
-	shown := regexp.MustCompile(`^token \(shown once; kept in .*data\.token\): ([0-9a-f]{64})$`)
+	shown := regexp.MustCompile(`^token \(shown once; kept in .*\.token\): ([0-9a-f]{64})$`)
 	for sc.Scan() {
 		line := sc.Text()
 		if m := serving.FindStringSubmatch(line); m != nil {
@@ -237,5 +248,49 @@ func TestRunThroughServer(t *testing.T) {
 	r = exe(t, dir, "", "run", dir, "--agent", "nobody", "hi")
 	if r.code != exitError || !strings.Contains(r.stderr, `unknown agent "nobody"`) {
 		t.Errorf("an unknown agent through the server: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestServeCluster: two serve processes given --cluster run one set of
+// agents: a turn sent to either runs on the process that owns the
+// instance, and both show the one history.
+func TestServeCluster(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Server(t)
+	dir := project(t, testConfig)
+	env := append(childEnv(), runtime.SecretKeyEnv+"="+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	a, tokenA, stopA := startServeWith(t, dir, env, "--cluster", srv.ClientURL(), "--data", filepath.Join(dir, "a"))
+	b, tokenB, stopB := startServeWith(t, dir, env, "--cluster", srv.ClientURL(), "--data", filepath.Join(dir, "b"))
+	call := func(addr, token, method, path, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s %s: %s\n%s", method, path, res.Status, out)
+		}
+		return string(out)
+	}
+	if tokenA == "" || tokenB == "" || tokenA == tokenB {
+		t.Fatalf("tokens %q and %q: want one each", tokenA, tokenB)
+	}
+	const path = "/v1/agents/second/instances/default"
+	call(b, tokenB, "POST", path+"/messages", `{"text": "first, through b"}`)
+	call(a, tokenA, "POST", path+"/messages", `{"text": "then through a"}`)
+	for _, p := range []struct{ addr, token string }{{a, tokenA}, {b, tokenB}} {
+		h := call(p.addr, p.token, "GET", path+"/history", "")
+		if !strings.Contains(h, "first, through b") || !strings.Contains(h, "then through a") {
+			t.Errorf("history through %s:\n%s", p.addr, h)
+		}
+	}
+	for _, stop := range []func() result{stopA, stopB} {
+		if r := stop(); r.code != exitOK {
+			t.Errorf("serve exited %d:\n%s", r.code, r.stderr)
+		}
 	}
 }

@@ -76,11 +76,18 @@ func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	key := leaseKey(name)
 	rev, err := l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		owner, oerr := l.Owner(ctx, name)
-		if oerr != nil || owner == "" {
-			owner = "?" // it expired or was released since: the caller tries again
+		e, gerr := l.kv.Get(ctx, key)
+		switch {
+		case gerr == nil && string(e.Value()) == l.owner:
+			// Ours still: a renewal that timed out on the way back was
+			// applied, and the revision this process knew went stale.
+			// Nobody else took it, so it is taken again as it is.
+			return &Lease{l: l, name: name, key: key, rev: e.Revision()}, nil
+		case gerr == nil:
+			return nil, &HeldError{Name: name, Owner: string(e.Value())}
 		}
-		return nil, &HeldError{Name: name, Owner: owner}
+		// It expired or was released since: the caller tries again.
+		return nil, &HeldError{Name: name, Owner: "?"}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: lease on %q: %w", name, err)
