@@ -53,10 +53,11 @@ type node struct {
 	// member is this process's.
 	members *cluster.Leases
 	member  *cluster.Lease
-	name    string // this process's, in leases and subjects
-	prefix  string // of every process's subjects: "<cluster>.node."
-	events  string // of the events' subjects: "<cluster>.events."
-	unbus   func() // ends the publishing of this process's events
+	waits   *cluster.Waits // the cluster's wait-for graph of agent requests
+	name    string         // this process's, in leases and subjects
+	prefix  string         // of every process's subjects: "<cluster>.node."
+	events  string         // of the events' subjects: "<cluster>.events."
+	unbus   func()         // ends the publishing of this process's events
 	subs    []*nats.Subscription
 
 	mu      sync.Mutex
@@ -133,7 +134,12 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 		nc.Close()
 		return err
 	}
-	n := &node{r: r, nc: nc, leases: leases, members: members, name: self, prefix: name + ".node.", events: name + ".events.",
+	waits, err := cluster.OpenWaits(ctx, nc, js, name+"_waits")
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	n := &node{r: r, nc: nc, leases: leases, members: members, waits: waits, name: self, prefix: name + ".node.", events: name + ".events.",
 		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
 	r.node = n
 	r.tasks.api.remote = n.deliverAnswer
@@ -1152,4 +1158,39 @@ func (n *node) receiveEvent(m *nats.Msg) {
 		return // its own, back
 	}
 	n.r.bus.Publish(ev)
+}
+
+// waitFor records in the cluster's wait-for graph that a turn of self
+// waits (at most timeout) for one of to, unless to's turns already wait,
+// directly or through others and on any process, for self's: the cycle of
+// two independent turns calling each other, which the chain a call carries
+// cannot see. done takes the edge away.
+func (n *node) waitFor(ctx context.Context, self, to string, timeout time.Duration) (done func(), err error) {
+	wctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	remove, err := n.waits.Add(wctx, self, to, timeout)
+	if err != nil {
+		return nil, err
+	}
+	done = func() {
+		n.releasing.Add(1)
+		go func() {
+			defer n.releasing.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+			defer cancel()
+			if err := remove(ctx); err != nil {
+				n.r.logger.Warn("cluster: removing a wait from the wait-for graph failed; it expires on its own", "from", self, "to", to, "err", err)
+			}
+		}()
+	}
+	path, err := n.waits.Path(wctx, to, self)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	if path != nil {
+		done()
+		return nil, fmt.Errorf("%w: %s → %s (a turn of %s waits for %s already)", ErrCycle, self, strings.Join(path, " → "), to, self)
+	}
+	return done, nil
 }

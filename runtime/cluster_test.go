@@ -36,13 +36,16 @@ var clusterKey = []byte("0123456789abcdef0123456789abcdef")
 type relayCfg struct {
 	Target string `yaml:"target"`
 	Block  bool   `yaml:"block"`
+	// Meet makes the turn wait, before it asks its target, until as many
+	// turns of the cluster have met (testCluster.meet).
+	Meet bool `yaml:"meet"`
 }
 
 // relay is an extension that marks each turn with the process it ran on
 // ("ran on p1"), and asks its target agent (ctx.agents.request) before the
 // model answers, unless the input is "warm up": a warm-up turn makes its
 // process own the instance.
-func relay(process string, blocked chan<- string, took func(time.Duration)) extensions.Factory {
+func relay(process string, blocked chan<- string, took func(time.Duration), meet func(context.Context) error) extensions.Factory {
 	return func(cfg extensions.Config) (extensions.Extension, error) {
 		var c relayCfg
 		if err := cfg.Decode(&c); err != nil {
@@ -61,6 +64,11 @@ func relay(process string, blocked chan<- string, took func(time.Duration)) exte
 					<-ctx.Done()
 					blocked <- process
 					return nil, ctx.Err()
+				}
+				if c.Meet {
+					if err := meet(ctx); err != nil {
+						return nil, err
+					}
 				}
 				if c.Target != "" {
 					start := time.Now()
@@ -92,6 +100,8 @@ type testCluster struct {
 
 	mu    sync.Mutex
 	calls []time.Duration // how long each agent request took, as its caller saw it
+	met   int             // the turns that reached meet
+	all   chan struct{}   // closed when two have
 }
 
 // newCluster starts n runtimes ("p1", "p2", ...) on cfg, under a cluster
@@ -120,7 +130,7 @@ func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string
 		file := parseConfig(t, dir, modelLine+cfg+fmt.Sprintf("cluster: {url: %q, name: %s, lease_ttl: 2s, replicas: %d}\n", urls, bucket, replicas))
 		opts := []runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc),
 			runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm-"+name)),
-			runtime.WithExtension("relay", relay(name, c.blocked, c.took))}
+			runtime.WithExtension("relay", relay(name, c.blocked, c.took, c.meet))}
 		if os.Getenv("GANGLION_TEST_CLUSTER_LOG") != "" { // to debug a cluster test
 			opts = append(opts, runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("process", name)))
 		}
@@ -142,6 +152,25 @@ func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string
 var benchRuns atomic.Int64
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// meet waits until two turns of the cluster have called it.
+func (c *testCluster) meet(ctx context.Context) error {
+	c.mu.Lock()
+	if c.all == nil {
+		c.all = make(chan struct{})
+	}
+	if c.met++; c.met == 2 {
+		close(c.all)
+	}
+	all := c.all
+	c.mu.Unlock()
+	select {
+	case <-all:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 func (c *testCluster) took(d time.Duration) {
 	c.mu.Lock()
@@ -272,6 +301,36 @@ agents:
 	}
 	if h := c.history(0, "critic", "k"); countLines(h, "ran on p2") != 2 {
 		t.Errorf("critic's turn did not run on p2:\n%s", strings.Join(h, "\n"))
+	}
+}
+
+// TestClusterIndependentTurnsCycle: two turns started independently, one
+// on each process, each ask the other's instance: no chain of calls links
+// them, and the cluster's wait-for graph catches the cycle at once instead
+// of letting both wait for their timeout.
+func TestClusterIndependentTurnsCycle(t *testing.T) {
+	c := newCluster(t, 2, `
+agents:
+  - name: worker
+    extensions: [{name: relay, config: {target: critic, meet: true}}]
+  - name: critic
+    extensions: [{name: relay, config: {target: worker, meet: true}}]
+`)
+	c.mustSend(0, "worker", "k", "warm up")
+	c.mustSend(1, "critic", "k", "warm up")
+	errs := make(chan error, 2)
+	go func() { _, err := c.send(0, "worker", "k", "go"); errs <- err }()
+	go func() { _, err := c.send(1, "critic", "k", "go"); errs <- err }()
+	graph := false
+	for range 2 {
+		err := <-errs
+		if !errors.Is(err, runtime.ErrCycle) || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v; want ErrCycle, at once", err)
+		}
+		graph = graph || strings.Contains(err.Error(), "waits for")
+	}
+	if !graph {
+		t.Error("no turn was refused by the wait-for graph (\"… waits for … already\")")
 	}
 }
 

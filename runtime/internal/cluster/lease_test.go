@@ -18,8 +18,15 @@ import (
 // jetStream starts a JetStream server on loopback for the test and
 // returns a client of it for each of n processes.
 func jetStream(t *testing.T, n int) []jetstream.JetStream {
+	_, js := connect(t, n)
+	return js
+}
+
+// connect is jetStream with the clients' connections.
+func connect(t *testing.T, n int) ([]*nats.Conn, []jetstream.JetStream) {
 	t.Helper()
 	s := natstest.Server(t)
+	var ncs []*nats.Conn
 	var out []jetstream.JetStream
 	for range n {
 		nc, err := nats.Connect(s.ClientURL())
@@ -31,9 +38,9 @@ func jetStream(t *testing.T, n int) []jetstream.JetStream {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, js)
+		ncs, out = append(ncs, nc), append(out, js)
 	}
-	return out
+	return ncs, out
 }
 
 func openLeases(t *testing.T, js jetstream.JetStream, owner string) *Leases {
