@@ -124,6 +124,19 @@
 // A [Runtime] is safe for concurrent use. Turns of one instance run one at
 // a time in arrival order; turns of different instances run in parallel.
 //
+// # Cluster mode
+//
+// A config with a cluster block ([config.Cluster]) makes several processes
+// run it as one system over NATS JetStream: they share the store
+// ([store.OpenJetStream]); each instance's turns run on the one process
+// that holds its lease, wherever they are sent from (Send, Ask, agent
+// calls, delegated tasks, the answers to pending items); events reach
+// every process's bus, marked with the process they happened on
+// (events.Event.Process); and a process that dies has its instances and
+// their tasks taken over by the others once its leases expire. Every
+// process needs the same [SecretKeyEnv]. RATIONALE.md, "Cluster mode: one
+// owner per instance", says how, and what is not done yet.
+//
 // # Errors
 //
 // Send returns [ErrClosed] after Close, an error wrapping [ErrUnknownAgent]
