@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+)
+
+// This file holds the leases: which process owns an instance, and for
+// how long.
+
+// leaseName is the name of an instance's lease.
+func leaseName(agent, key string) string { return agent + "/" + key }
+
+// own makes sure this process holds inst's lease, taking it if nobody
+// does, and fails with an error matching errMoved if another process
+// holds it. The caller holds inst's turn slot.
+func (r *Runtime) own(ctx context.Context, inst *instance) error {
+	n := r.node
+	if n == nil {
+		return nil
+	}
+	inst.used.Store(time.Now().UnixNano())
+	if inst.lease != nil && inst.lease.Held() {
+		return nil
+	}
+	if inst.lease != nil {
+		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
+		n.forget(inst, inst.lease)
+		inst.lease = nil
+	}
+	// What this process read before may have changed on another.
+	inst.unload()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
+	defer cancel()
+	l, err := n.leases.Acquire(lctx, leaseName(inst.agent.name, inst.key))
+	if err != nil {
+		if he := (*cluster.HeldError)(nil); errors.As(err, &he) {
+			return fmt.Errorf("agent %q instance %q: %w (%s)", inst.agent.name, inst.key, errMoved, he.Owner)
+		}
+		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.agent.name, inst.key, err)
+	}
+	inst.lease = l
+	n.mu.Lock()
+	n.held[inst] = l
+	n.mu.Unlock()
+	// The tasks of the instance may have changed while another process
+	// owned it.
+	r.tasks.mu.Lock()
+	for id, t := range r.tasks.cache {
+		if t.Agent == inst.agent.name && t.Instance == inst.key {
+			delete(r.tasks.cache, id)
+		}
+	}
+	r.tasks.mu.Unlock()
+	return nil
+}
+
+// forget stops renewing l, inst's lease, and gives it up in the
+// background unless it was lost.
+func (n *node) forget(inst *instance, l *cluster.Lease) {
+	n.mu.Lock()
+	if n.held[inst] == l {
+		delete(n.held, inst)
+	}
+	n.mu.Unlock()
+	if !l.Held() {
+		return
+	}
+	n.releasing.Add(1)
+	go func() {
+		defer n.releasing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+		defer cancel()
+		if err := l.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLost) {
+			n.r.logger.Warn("cluster: giving up a lease failed; it expires on its own", "lease", l.Name(), "err", err)
+		}
+	}()
+}
+
+// evicted gives up the lease of an instance that left the cache.
+func (n *node) evicted(inst *instance) {
+	n.mu.Lock()
+	l := n.held[inst]
+	n.mu.Unlock()
+	if l != nil {
+		n.forget(inst, l)
+	}
+}
+
+// renewLoop renews the leases held three times per TTL, and gives up
+// those of instances idle for a whole TTL.
+func (n *node) renewLoop() {
+	defer close(n.done)
+	ttl := n.leases.TTL()
+	t := time.NewTicker(ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+		n.renewMembership()
+		n.mu.Lock()
+		orphans := time.Now().Before(n.orphans)
+		n.mu.Unlock()
+		if orphans && n.recovering.CompareAndSwap(false, true) {
+			go func() {
+				defer n.recovering.Store(false)
+				n.r.recoverOrphans()
+			}()
+		}
+		n.mu.Lock()
+		held := make(map[*instance]*cluster.Lease, len(n.held))
+		for in, l := range n.held {
+			held[in] = l
+		}
+		n.mu.Unlock()
+		idleSince := time.Now().Add(-ttl).UnixNano()
+		var renew []*cluster.Lease
+		for in, l := range held {
+			if in.used.Load() < idleSince && in.tryAcquire() {
+				// Idle, no turn runs or waits, and nothing writes its
+				// tasks: let it go, so that another process may take it
+				// without waiting.
+				n.mu.Lock()
+				pinned := in.pins > 0
+				if !pinned && n.held[in] == l {
+					delete(n.held, in)
+				}
+				n.mu.Unlock()
+				if !pinned {
+					if in.lease == l {
+						in.lease = nil
+						in.unload()
+					}
+					in.release()
+					n.forget(in, l)
+					continue
+				}
+				in.release()
+			}
+			renew = append(renew, l)
+		}
+		n.renew(renew)
+	}
+}
+
+// renewers bounds the renewals in flight: one after the other, a
+// thousand leases at a third of a millisecond each would outlast a short
+// TTL.
+const renewers = 64
+
+// renew renews leases, renewers at a time.
+func (n *node) renew(leases []*cluster.Lease) {
+	var wg sync.WaitGroup
+	next := make(chan *cluster.Lease)
+	for range min(renewers, len(leases)) {
+		wg.Go(func() {
+			for l := range next {
+				ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+				err := l.Renew(ctx)
+				cancel()
+				switch {
+				case errors.Is(err, cluster.ErrLost):
+					n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
+				case err != nil:
+					n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
+				}
+			}
+		})
+	}
+	for _, l := range leases {
+		next <- l
+	}
+	close(next)
+	wg.Wait()
+}
+
+// holds reports whether this process holds the lease of agent's
+// instance key.
+func (n *node) holds(agent, key string) bool {
+	n.r.cache.mu.Lock()
+	in := n.r.cache.instances[instanceID{agent, key}]
+	n.r.cache.mu.Unlock()
+	if in == nil {
+		return false
+	}
+	n.mu.Lock()
+	l := n.held[in]
+	n.mu.Unlock()
+	return l != nil && l.Held()
+}
+
+// pin keeps this process's lease of agent's instance key, if it holds it,
+// from being given up as idle until unpin: the caller writes what the
+// owner alone writes (a task of the instance) outside a turn.
+func (n *node) pin(agent, key string) (unpin func(), ok bool) {
+	r := n.r
+	r.cache.mu.Lock()
+	in := r.cache.instances[instanceID{agent, key}]
+	if in != nil {
+		in.refs++ // not evicted while pinned
+	}
+	r.cache.mu.Unlock()
+	if in == nil {
+		return nil, false
+	}
+	n.mu.Lock()
+	l := n.held[in]
+	ok = l != nil && l.Held()
+	if ok {
+		in.pins++
+	}
+	n.mu.Unlock()
+	if !ok {
+		r.unhold(in)
+		return nil, false
+	}
+	return func() {
+		n.mu.Lock()
+		in.pins--
+		n.mu.Unlock()
+		r.unhold(in)
+	}, true
+}
+
+// owner returns the process that owns agent's instance key: mine when it
+// is this one, "" when nobody owns it.
+func (n *node) owner(ctx context.Context, agent, key string) (owner string, mine bool, err error) {
+	if n.holds(agent, key) {
+		return n.name, true, nil
+	}
+	owner, err = n.leases.Owner(ctx, leaseName(agent, key))
+	if err != nil {
+		return "", false, err
+	}
+	return owner, owner == n.name, nil
+}
+
+// takeLease takes the lease of agent's instance key, which nobody owns,
+// for this process, waiting at most leaseTimeout for a turn of it that
+// runs here to end.
+func (r *Runtime) takeLease(ctx context.Context, agent, key string) error {
+	a, ok := r.agents.byName[agent]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, agent)
+	}
+	inst := r.instance(a, key)
+	defer r.unhold(inst)
+	wctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	if err := inst.acquire(wctx); err != nil {
+		return fmt.Errorf("agent %q instance %q: %w (waiting for its turn here: %v)", agent, key, errMoved, err)
+	}
+	defer inst.release()
+	return r.own(ctx, inst)
+}

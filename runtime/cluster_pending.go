@@ -1,0 +1,93 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// This file applies a human's action on a pending item on the process
+// that owns its instance.
+
+// remoteAct is a human's action on a pending item, routed to the process
+// that owns the item's instance. A provided value travels sealed with the
+// key every process shares, never in clear.
+type remoteAct struct {
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	Value  string `json:"value,omitempty"`
+	Sealed []byte `json:"sealed,omitempty"` // Value, of a provide
+	Reason string `json:"reason,omitempty"`
+}
+
+// actAAD binds a sealed value to the item it answers.
+func actAAD(id string) string { return "cluster-act/" + id }
+
+// act applies a human's action to item id on the process that owns its
+// instance: here when this one does or nobody does.
+func (n *node) act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	var res *pipeline.TurnResult
+	waited, err := n.whileMoved(ctx, func() error {
+		it, err := n.r.ledger.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		owner, mine, err := n.owner(ctx, it.Agent, it.Instance)
+		switch {
+		case err != nil:
+			return fmt.Errorf("pending item %q: %w", id, err)
+		case mine || owner == "":
+			res, err = n.r.actHere(ctx, id, act)
+		default:
+			res, err = n.forwardAct(ctx, owner, id, act)
+		}
+		return err
+	})
+	if waited {
+		return nil, fmt.Errorf("pending item %q: %w", id, err)
+	}
+	return res, err
+}
+
+// forwardAct applies the action on owner.
+func (n *node) forwardAct(ctx context.Context, owner, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	req := remoteAct{ID: id, Kind: string(act.Kind), Value: act.Value, Reason: act.Reason}
+	if act.Kind == extensions.ActionProvide {
+		sealed, err := n.r.keyring.Seal([]byte(act.Value), actAAD(id))
+		if err != nil {
+			return nil, fmt.Errorf("pending item %q: %w", id, err)
+		}
+		req.Value, req.Sealed = "", sealed
+	}
+	rep, err := n.call(ctx, owner, ".act", req)
+	switch {
+	case errors.Is(err, errOwnerLeft):
+		return nil, fmt.Errorf("pending item %q: %w; see whether the item is still open", id, err)
+	case err != nil:
+		return nil, fmt.Errorf("pending item %q: %w", id, err)
+	}
+	return rep.Result, replyError(rep)
+}
+
+// serveAct applies an action routed here; a process that no longer owns
+// the item's instance says so, and the sender looks again.
+func (n *node) serveAct(m *nats.Msg) {
+	handle(n, m, func(req remoteAct) remoteReply {
+		act := extensions.Action{Kind: extensions.ActionKind(req.Kind), Value: req.Value, Reason: req.Reason}
+		if req.Sealed != nil {
+			v, err := n.r.keyring.Open(req.Sealed, actAAD(req.ID))
+			if err != nil {
+				return remoteReply{Error: fmt.Sprintf("pending item %q: the provided value cannot be opened here: do all processes share one %s?", req.ID, SecretKeyEnv)}
+			}
+			act.Value = string(v)
+		}
+		// The sender gave up when its own wait ended; the action is the
+		// human's, and runs to its end here.
+		return resultReply(n.r.actHere(n.r.tasks.bg, req.ID, act))
+	})
+}
