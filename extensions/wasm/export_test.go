@@ -10,3 +10,6 @@ func OnRunaway(x *Extension, f func(msg string)) { x.onRunaway = f }
 // DefaultMemoryLimit is the memory cap of an instance whose [Limits] leave
 // it zero.
 const DefaultMemoryLimit = defaultMemoryLimit
+
+// BackoffAfter is how many crashed calls in a row make an extension back off.
+const BackoffAfter = backoffAfter
