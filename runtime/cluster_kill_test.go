@@ -98,6 +98,38 @@ func runClusterNode(cfg string) {
 	select {}
 }
 
+// startClusterChild writes a config of agents (a YAML list) and a model
+// that plays script, in a cluster of leases of a second on a NATS server
+// of its own, and starts the test binary as a process of that cluster in
+// the role the environment variable role names (TestMain). It returns the
+// config's path, the directory where the process's tools leave marks, and
+// the process, killed when the test ends.
+func startClusterChild(t *testing.T, role, script, agents string) (cfg, marks string, child *exec.Cmd) {
+	t.Helper()
+	srv := natstest.Server(t)
+	dir := t.TempDir()
+	marks = t.TempDir()
+	writeFile(t, filepath.Join(dir, "script.yaml"), script)
+	cfg = filepath.Join(dir, "ganglion.yaml")
+	writeFile(t, cfg, modelLine+fmt.Sprintf("agents:%s\ncluster: {url: %q, lease_ttl: %s}\n", agents, srv.ClientURL(), clusterChildTTL))
+	child = exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), role+"="+cfg, clusterMarksEnv+"="+marks)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if child.ProcessState == nil {
+			child.Process.Kill() // stopped or not
+			child.Wait()
+		}
+	})
+	return cfg, marks, child
+}
+
+// clusterChildTTL is the lease TTL of startClusterChild's cluster.
+const clusterChildTTL = time.Second
+
 // awaitFile waits for path to exist.
 func awaitFile(t *testing.T, path string, child *exec.Cmd) {
 	t.Helper()
@@ -124,26 +156,11 @@ func TestClusterOwnerKilledMidDelegation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a process")
 	}
-	srv := natstest.Server(t)
-	dir, marks := t.TempDir(), t.TempDir()
-	writeFile(t, filepath.Join(dir, "script.yaml"), killScript)
-	cfg := filepath.Join(dir, "ganglion.yaml")
-	writeFile(t, cfg, modelLine+fmt.Sprintf(`
-agents:
+	cfg, marks, child := startClusterChild(t, clusterNodeEnv, killScript, `
   - name: lead
     tools: [call_agent]
   - name: w
-    tools: [record, block]
-cluster: {url: %q, lease_ttl: 1s}
-`, srv.ClientURL()))
-
-	child := exec.Command(os.Args[0], "-test.run=^$")
-	child.Env = append(os.Environ(), clusterNodeEnv+"="+cfg, clusterMarksEnv+"="+marks)
-	child.Stderr = os.Stderr
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer child.Process.Kill()
+    tools: [record, block]`)
 	awaitFile(t, filepath.Join(marks, "ready"), child)
 
 	rt, err := runtime.New(context.Background(), append(markTools(marks, false),

@@ -25,7 +25,7 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		return nil
 	}
 	inst.used.Store(time.Now().UnixNano())
-	if inst.lease != nil && inst.lease.Held() {
+	if inst.lease != nil && inst.lease.Held() && inst.fence != 0 {
 		return nil
 	}
 	if inst.lease != nil {
@@ -44,7 +44,15 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		}
 		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.agent.name, inst.key, err)
 	}
-	inst.lease = l
+	// The fence is taken after the lease and before the instance is
+	// loaded: what a former owner committed before it is loaded, what it
+	// would commit after it is refused (store.Fence).
+	fence, err := r.store.Fence(lctx, inst.agent.name, inst.key)
+	if err != nil {
+		n.forget(inst, l)
+		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.agent.name, inst.key, err)
+	}
+	inst.lease, inst.fence = l, fence
 	n.mu.Lock()
 	n.held[inst] = l
 	n.mu.Unlock()

@@ -3,6 +3,7 @@ package runtime
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -65,6 +66,12 @@ type instance struct {
 	// Unix nanoseconds, so that an idle instance's lease is given up.
 	lease *cluster.Lease
 	used  atomic.Int64
+	// fence is the instance's fence in the store, taken with the lease:
+	// every commit carries it, so that the store refuses what this
+	// process writes once another took the instance over, even if this
+	// one stalled past its lease without knowing. Zero outside a cluster,
+	// and once a commit found the fence passed.
+	fence uint64
 	// pins counts the writers of its tasks outside a turn, which keep its
 	// lease from being given up as idle; guarded by the node's mu.
 	pins int
@@ -176,6 +183,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	}
 	in.metaBuf = in.meta
 	in.unsaved.Meta = &in.metaBuf
+	in.unsaved.Fence = in.fence
 	err := st.Commit(ctx, in.agent.name, in.key, in.unsaved)
 	in.unsaved.Put = in.unsaved.Put[:0]
 	in.unsaved.Delete = in.unsaved.Delete[:0]
@@ -184,6 +192,9 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
 		in.hist.reset()
+		if errors.Is(err, store.ErrFenced) {
+			in.fence = 0 // another process owns the instance: own takes it again, or routes there
+		}
 		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
 	}
 	return nil

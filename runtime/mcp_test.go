@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(clusterNodeEnv); cfg != "" {
 		runClusterNode(cfg) // never returns: the test kills it
 	}
+	if cfg := os.Getenv(clusterStallEnv); cfg != "" {
+		runStalledNode(cfg) // never returns
+	}
 	if cfg := os.Getenv("GANGLION_TEST_MCP_HOST"); cfg != "" {
 		hostTestMCP(cfg) // never returns: the test kills it
 	}

@@ -357,7 +357,16 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 	if b.Empty() {
 		return nil
 	}
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(func(txn *badger.Txn) error {
+		if b.Fence != 0 {
+			latest, err := readFence(txn, agent, key)
+			if err != nil {
+				return err
+			}
+			if latest != b.Fence {
+				return ErrFenced
+			}
+		}
 		for i := range b.Put {
 			r := &b.Put[i]
 			v, err := json.Marshal(r)
@@ -394,6 +403,8 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 		return setTasks(txn, b.Tasks)
 	})
 	switch {
+	case errors.Is(err, ErrFenced):
+		return fencedError(agent, key, b.Fence)
 	case errors.Is(err, badger.ErrTxnTooBig):
 		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction, nothing written: %w",
 			agent, key, len(b.Put), len(b.Delete), err)
@@ -401,6 +412,55 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 	}
 	return nil
+}
+
+// update runs f in a read-write transaction, again as long as it
+// conflicts with another: a fenced commit reads the fence that a
+// concurrent [Store.Fence] writes, and must see the winner's.
+func (s *badgerStore) update(f func(txn *badger.Txn) error) error {
+	for {
+		err := s.db.Update(f)
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+}
+
+// readFence returns the instance's latest fence, zero if none was taken.
+func readFence(txn *badger.Txn, agent, key string) (uint64, error) {
+	item, err := txn.Get(fenceKey(agent, key))
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the fence: %w", err)
+	}
+	var fence uint64
+	err = item.Value(func(v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("corrupt fence: %d bytes, want 8", len(v))
+		}
+		fence = binary.BigEndian.Uint64(v)
+		return nil
+	})
+	return fence, err
+}
+
+// fence implements [Store.Fence].
+func (s *badgerStore) fence(ctx context.Context, agent, key string) (uint64, error) {
+	var fence uint64
+	err := s.update(func(txn *badger.Txn) error {
+		latest, err := readFence(txn, agent, key)
+		if err != nil {
+			return err
+		}
+		fence = latest + 1
+		return txn.Set(fenceKey(agent, key), binary.BigEndian.AppendUint64(nil, fence))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("store: take the fence of agent %q instance %q: %w", agent, key, err)
+	}
+	return fence, nil
 }
 
 // instances implements [Store.Instances]. It reads only the agent's keys, and

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 )
 
 // backend is where a store keeps its data: [NewMemory]'s maps or
@@ -16,6 +17,7 @@ type backend interface {
 	loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error)
 	loadMeta(ctx context.Context, agent, key string) (Meta, bool, error)
 	commit(ctx context.Context, agent, key string, b Batch) error
+	fence(ctx context.Context, agent, key string) (uint64, error)
 	instances(ctx context.Context, agent string) ([]string, error)
 	getState(ctx context.Context, agent, key, extension string) ([]byte, error)
 	setState(ctx context.Context, agent, key, extension string, value []byte) error
@@ -71,6 +73,23 @@ func (s checkedStore) Commit(ctx context.Context, agent, key string, b Batch) er
 		return err
 	}
 	return s.b.commit(ctx, agent, key, b)
+}
+
+// Fence implements [Store].
+func (s checkedStore) Fence(ctx context.Context, agent, key string) (uint64, error) {
+	if err := s.b.begin(); err != nil {
+		return 0, err
+	}
+	defer s.b.end()
+	if err := checked(ctx, validate(agent, key)); err != nil {
+		return 0, err
+	}
+	return s.b.fence(ctx, agent, key)
+}
+
+// fencedError is the error of a commit refused by its fence.
+func fencedError(agent, key string, fence uint64) error {
+	return fmt.Errorf("store: commit agent %q instance %q with fence %d: nothing written: %w: another owner took the instance since", agent, key, fence, ErrFenced)
 }
 
 // Instances implements [Store].

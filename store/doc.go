@@ -32,6 +32,7 @@
 //	---------------------------------------------------------------------------
 //	v                                            schema version, JSON number (1)
 //	i \x00 <agent> \x00 <key>                    instance Meta, JSON
+//	f \x00 <agent> \x00 <key>                    the instance's latest fence, 8 bytes big-endian
 //	m \x00 <agent> \x00 <key> \x00 <seq:8>       one Record, JSON (Seq included)
 //	s \x00 <agent> \x00 <key> \x00 <extension>   extension state, verbatim bytes
 //	c \x00 <agent> \x00 <key> \x00 <name>        sealed secret, verbatim bytes
@@ -44,8 +45,8 @@
 // only that agent's keys. An instance's messages share the prefix
 // "m\x00<agent>\x00<key>\x00" and are read in Seq order by one scan.
 //
-// The t keys, like the c keys below, came after schema version 1 without
-// changing it: older builds never read them.
+// The t and f keys, like the c keys below, came after schema version 1
+// without changing it: older builds never read them.
 //
 // A database without the version key is taken as new only if it is empty;
 // a database with another version is refused.
@@ -69,4 +70,16 @@
 // concurrent LoadInstance sees all of a batch or none of it. Commits to the
 // same instance are not ordered by the store; the runtime runs one turn at a
 // time per instance.
+//
+// # Fencing
+//
+// Where several processes share a store, one owns an instance at a time, by
+// a lease that expires (see the runtime's cluster mode). A lease alone
+// cannot stop an owner that stalled past it from committing afterwards,
+// over what the next owner wrote. So whoever takes an instance over first
+// takes its fence ([Store.Fence]), then loads it, and commits with that
+// fence in [Batch.Fence]; the store applies a batch only while its fence is
+// the instance's latest, atomically with the batch, and refuses it with
+// [ErrFenced] once a later one was taken. A single process owning its store
+// leaves Fence zero and commits unconditionally.
 package store

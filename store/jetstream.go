@@ -45,8 +45,9 @@ func WithReplicas(n int) JetStreamOption {
 //
 // The store does not decide which process runs an instance's turns: two
 // runtimes that commit to one instance at once would interleave its
-// sequence numbers. Until the runtime's cluster mode holds a lease per
-// instance, give each process its own instances (or its own bucket).
+// sequence numbers. The runtime's cluster mode holds a lease per instance
+// and commits with the instance's fence ([Store.Fence]), which the server
+// checks atomically with the batch (jetstream_fence.go).
 //
 // # Layout and atomicity
 //
@@ -64,6 +65,7 @@ func WithReplicas(n int) JetStreamOption {
 //	pindex.AGENT.INSTANCE.ID         the same, to list an instance's
 //	task.ID                          a TaskRecord
 //	tindex.AGENT.INSTANCE.ID         the same, to list an instance's
+//	fence.AGENT.INSTANCE             the instance's latest fence
 //
 // A pending item or task is kept twice, under its ID and under its
 // instance, written together in one batch, so that a lookup by ID and a
@@ -566,7 +568,8 @@ func (b *batch) del(key string) {
 
 // pubAck is the server's answer to a batch's commit.
 type pubAck struct {
-	Count int `json:"count"`
+	Seq   uint64 `json:"seq"`
+	Count int    `json:"count"`
 	Error *struct {
 		Code        int    `json:"code"`
 		ErrCode     int    `json:"err_code"`
@@ -591,7 +594,7 @@ func (b *batch) commit(ctx context.Context) error {
 	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		err := b.publish(ctx)
 		var ae *apiError
-		busy := errors.As(err, &ae) && ae.errCode == errTooManyBatches
+		busy := errors.As(err, &ae) && (ae.errCode == errTooManyBatches || ae.errCode == errSubjectInFlight)
 		// No responders: the stream has no leader for a moment (it was
 		// just created, or its leader moved); a new batch is tried.
 		leaderless := errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline)
@@ -681,7 +684,13 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 		}
 	}
+	if b.Fence != 0 {
+		bt.fenced(agent, key, b.Fence)
+	}
 	if err := bt.commit(ctx); err != nil {
+		if b.Fence != 0 && isWrongLast(err) {
+			return fencedError(agent, key, b.Fence)
+		}
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 	}
 	return nil

@@ -19,6 +19,7 @@ const (
 	kindPending byte = 'p' // one pending item, by ID
 	kindSecret  byte = 'c' // one sealed secret of an instance
 	kindTask    byte = 't' // one delegation task, by ID
+	kindFence   byte = 'f' // an instance's latest fence
 )
 
 // sep separates the parts of a key. Names cannot contain it.
@@ -48,6 +49,8 @@ func (k storeKey) encode() []byte {
 		return bytes.Clone(versionKey)
 	case kindMeta:
 		return metaKey(k.agent, k.instance)
+	case kindFence:
+		return fenceKey(k.agent, k.instance)
 	case kindMessage:
 		return messageKey(k.agent, k.instance, k.seq)
 	case kindState:
@@ -79,6 +82,11 @@ func instancePrefix(kind byte, agent, instance string, extra int) []byte {
 // metaKey is i\x00<agent>\x00<instance>.
 func metaKey(agent, instance string) []byte {
 	return instancePrefix(kindMeta, agent, instance, 0)
+}
+
+// fenceKey is f\x00<agent>\x00<instance>.
+func fenceKey(agent, instance string) []byte {
+	return instancePrefix(kindFence, agent, instance, 0)
 }
 
 // messagePrefix is m\x00<agent>\x00<instance>\x00, the prefix of the
@@ -155,7 +163,7 @@ func decodeKey(b []byte) (storeKey, error) {
 		}
 		return k, nil
 	}
-	if kind != kindMeta && kind != kindMessage && kind != kindState && kind != kindSecret {
+	if kind != kindMeta && kind != kindFence && kind != kindMessage && kind != kindState && kind != kindSecret {
 		return bad("unknown kind")
 	}
 	if len(b) < 2 || b[1] != sep {
@@ -172,7 +180,7 @@ func decodeKey(b []byte) (storeKey, error) {
 	}
 	rest = rest[i+1:]
 	switch kind {
-	case kindMeta:
+	case kindMeta, kindFence:
 		k.instance = string(rest)
 	case kindMessage:
 		if len(rest) < 1+seqLen || rest[len(rest)-seqLen-1] != sep {

@@ -15,6 +15,7 @@ func TestKeyLayout(t *testing.T) {
 	}{
 		{"version", storeKey{kind: kindVersion}, "v"},
 		{"meta", storeKey{kind: kindMeta, agent: "support", instance: "t-1"}, "i\x00support\x00t-1"},
+		{"fence", storeKey{kind: kindFence, agent: "support", instance: "t-1"}, "f\x00support\x00t-1"},
 		{"message", storeKey{kind: kindMessage, agent: "a", instance: "k", seq: 0x0102030405060708},
 			"m\x00a\x00k\x00\x01\x02\x03\x04\x05\x06\x07\x08"},
 		{"message seq 0", storeKey{kind: kindMessage, agent: "a", instance: "k"}, "m\x00a\x00k\x00\x00\x00\x00\x00\x00\x00\x00\x00"},
@@ -130,6 +131,7 @@ func FuzzKeys(f *testing.F) {
 		keys := []storeKey{
 			{kind: kindMeta, agent: agent, instance: instance},
 			{kind: kindMessage, agent: agent, instance: instance, seq: seq},
+			{kind: kindFence, agent: agent, instance: instance},
 		}
 		if ValidateName("extension name", extension) == nil {
 			keys = append(keys, storeKey{kind: kindState, agent: agent, instance: instance, extension: extension})

@@ -20,6 +20,7 @@ type memoryStore struct {
 	// secrets are kept apart from agents so that they do not make an
 	// instance exist (see Store.Instances). No inner map is empty.
 	secrets map[instanceID]map[string][]byte // instance → name → sealed value
+	fences  map[instanceID]uint64            // the latest fence of each instance
 }
 
 // instanceID names an instance.
@@ -241,6 +242,9 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 	if b.Empty() {
 		return nil
 	}
+	if latest := m.fences[instanceID{agent, key}]; b.Fence != 0 && b.Fence != latest {
+		return fencedError(agent, key, b.Fence)
+	}
 	in := m.obtain(agent, key)
 	for _, r := range b.Put {
 		in.put(r)
@@ -261,6 +265,21 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 		m.pending[r.ID] = r
 	}
 	return nil
+}
+
+// fence implements [Store.Fence].
+func (m *memoryStore) fence(ctx context.Context, agent, key string) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agents == nil {
+		return 0, ErrClosed
+	}
+	if m.fences == nil {
+		m.fences = map[instanceID]uint64{}
+	}
+	id := instanceID{agent, key}
+	m.fences[id]++
+	return m.fences[id], nil
 }
 
 // instances implements [Store.Instances]. It returns nil when agent has no

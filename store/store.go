@@ -13,6 +13,11 @@ import (
 // ErrClosed is returned by every method of a closed store.
 var ErrClosed = errors.New("store: closed")
 
+// ErrFenced is matched by the error of a commit whose [Batch.Fence] is no
+// longer the instance's latest fence: another owner took the instance
+// since, and nothing of the batch was written.
+var ErrFenced = errors.New("store: fenced")
+
 // Meta is what a store keeps about an instance besides its messages.
 type Meta struct {
 	// Turns counts the turns started in the instance.
@@ -55,6 +60,11 @@ type Batch struct {
 	// that waits for the answer are committed together, so a crash cannot
 	// leave one without the other (see [Store.PutPending]).
 	Pending []PendingRecord
+	// Fence, if not zero, makes the commit conditional: it is applied only
+	// while Fence is the instance's latest fence ([Store.Fence]), and
+	// otherwise fails with an error matching [ErrFenced], writing nothing.
+	// Zero commits unconditionally, as one process owning its store does.
+	Fence uint64
 }
 
 // check refuses a batch that cannot be stored as it is.
@@ -94,8 +104,15 @@ type Store interface {
 	// grow with its history; found is false (and meta zero) when no meta
 	// is stored for it.
 	LoadMeta(ctx context.Context, agent, key string) (meta Meta, found bool, err error)
-	// Commit applies b atomically.
+	// Commit applies b atomically, if b.Fence allows it.
 	Commit(ctx context.Context, agent, key string, b Batch) error
+	// Fence takes a new fence of the instance, greater than every one
+	// taken before, and returns it: from then on a commit to the instance
+	// with an older [Batch.Fence] fails with [ErrFenced]. Whoever takes an
+	// instance over takes its fence before it loads the instance, so that
+	// a former owner that stalled past its lease cannot write over what
+	// the new owner writes. A fence alone does not make an instance exist.
+	Fence(ctx context.Context, agent, key string) (uint64, error)
 	// Instances lists the instance keys of agent that have meta, records or
 	// state stored, sorted. Secrets alone do not list an instance: they are
 	// kept for it, but do not make it exist.

@@ -314,6 +314,8 @@ var conformance = []struct {
 	{"closed store", testClosed},
 	{"cancelled context", testCancelled},
 	{"concurrent commits", testConcurrentCommits},
+	{"fencing", testFencing},
+	{"a fenced takeover", testFencedTakeover},
 }
 
 // testAtomicCommit loads an instance while another goroutine commits to it,
@@ -460,6 +462,8 @@ func testInvalidNames(t *testing.T, s store.Store) {
 			`store: invalid instance key "` + longKey[:80] + `"...: 257 bytes long ` + keyRule},
 		{"commit: empty key", func() error { return s.Commit(ctx, "a", "", store.Batch{}) },
 			`store: invalid instance key "": empty ` + keyRule},
+		{"fence: empty key", func() error { _, err := s.Fence(ctx, "a", ""); return err },
+			`store: invalid instance key "": empty ` + keyRule},
 		{"instances: non-ASCII agent", func() error { _, err := s.Instances(ctx, "agént"); return err },
 			`store: invalid agent name "agént": character "é" at offset 2 not allowed ` + nameRule},
 		{"get state: empty extension", func() error { _, err := s.GetState(ctx, "a", "k", ""); return err },
@@ -509,6 +513,7 @@ func testClosed(t *testing.T, s store.Store) {
 		{"LoadMeta", func() error { _, _, err := s.LoadMeta(ctx, "a", "k"); return err }},
 		{"Commit", func() error { return s.Commit(ctx, "a", "k", store.Batch{Meta: meta(2, 0)}) }},
 		{"Commit empty", func() error { return s.Commit(ctx, "a", "k", store.Batch{}) }},
+		{"Fence", func() error { _, err := s.Fence(ctx, "a", "k"); return err }},
 		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
 		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
 		{"SetState", func() error { return s.SetState(ctx, "a", "k", "e", []byte("x")) }},
@@ -543,6 +548,7 @@ func testCancelled(t *testing.T, s store.Store) {
 		{"LoadInstance", func() error { _, _, _, err := s.LoadInstance(ctx, "a", "k"); return err }},
 		{"LoadMeta", func() error { _, _, err := s.LoadMeta(ctx, "a", "k"); return err }},
 		{"Commit", func() error { return s.Commit(ctx, "a", "k", store.Batch{Meta: meta(1, 0)}) }},
+		{"Fence", func() error { _, err := s.Fence(ctx, "a", "k"); return err }},
 		{"Instances", func() error { _, err := s.Instances(ctx, "a"); return err }},
 		{"GetState", func() error { _, err := s.GetState(ctx, "a", "k", "e"); return err }},
 		{"SetState", func() error { return s.SetState(ctx, "a", "k", "e", []byte("x")) }},
