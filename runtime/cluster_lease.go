@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // This file holds the leases: which process owns an instance, and for
@@ -25,7 +27,7 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		return nil
 	}
 	inst.used.Store(time.Now().UnixNano())
-	if inst.lease != nil && inst.lease.Held() && inst.fence != 0 {
+	if inst.lease != nil && inst.lease.Held() && inst.fence.Load() != lostFence {
 		return nil
 	}
 	if inst.lease != nil {
@@ -52,7 +54,8 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		n.forget(inst, l)
 		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.agent.name, inst.key, err)
 	}
-	inst.lease, inst.fence = l, fence
+	inst.lease = l
+	inst.fence.Store(fence)
 	n.mu.Lock()
 	n.held[inst] = l
 	n.mu.Unlock()
@@ -66,6 +69,42 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 	}
 	r.tasks.mu.Unlock()
 	return nil
+}
+
+// lostFence is an instance's fence once a commit found that another
+// process took a later one: no store hands it out, so every commit that
+// carries it is refused until own takes the instance again.
+const lostFence = math.MaxUint64
+
+// movedIfFenced makes err, if a commit's fence refused it, match errMoved
+// too: nothing was written, and the write may go to the new owner.
+func movedIfFenced(err error) error {
+	if errors.Is(err, store.ErrFenced) {
+		return fmt.Errorf("%w: %w", errMoved, err)
+	}
+	return err
+}
+
+// taskFence is the fence of the instance whose tasks put are, for a
+// commit of them: zero outside a cluster, or if they are not all one
+// instance's, or if that instance is not cached here.
+func (r *Runtime) taskFence(put []*Task) uint64 {
+	if r.node == nil || len(put) == 0 {
+		return 0
+	}
+	id := instanceID{put[0].Agent, put[0].Instance}
+	for _, t := range put[1:] {
+		if (instanceID{t.Agent, t.Instance}) != id {
+			return 0
+		}
+	}
+	r.cache.mu.Lock()
+	in := r.cache.instances[id]
+	r.cache.mu.Unlock()
+	if in == nil {
+		return 0
+	}
+	return in.fence.Load()
 }
 
 // forget stops renewing l, inst's lease, and gives it up in the

@@ -65,7 +65,7 @@ func (n *node) reportTo(ctx context.Context, parent *Task, resp DelegationRespon
 			return fmt.Errorf("task %s: reporting to task %s: %w (the lease of %s/%s was given up meanwhile)", resp.ChildTaskID, parent.ID, errMoved, parent.Agent, parent.Instance)
 		}
 		defer unpin()
-		return n.r.applyReport(ctx, parent.ID, resp)
+		return movedIfFenced(n.r.applyReport(ctx, parent.ID, resp))
 	}
 	rctx, cancel := context.WithTimeout(ctx, n.r.calls.timeout)
 	defer cancel()
@@ -87,7 +87,7 @@ func (n *node) serveReport(m *nats.Msg) {
 			return errorReply(fmt.Errorf("task %s: %w (not %s)", req.Parent, errMoved, n.name))
 		}
 		defer unpin()
-		return resultReply(nil, n.r.applyReport(n.r.tasks.bg, req.Parent, req.Response))
+		return resultReply(nil, movedIfFenced(n.r.applyReport(n.r.tasks.bg, req.Parent, req.Response)))
 	})
 }
 

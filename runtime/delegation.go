@@ -47,19 +47,19 @@ const (
 type delegations struct {
 	channels map[string]Channel
 	api      *apiChannel
-	outputs  string                          // where long reports are saved, absolute
-	mu       sync.Mutex                      // serialises changes to stored tasks; guards cache
-	cache    map[string]*Task                // parents waiting for reports, as stored (completeTask)
-	trees    map[string]*tree                // root task → its budget and spending (budget.go); guarded by mu
-	reportMu sync.Mutex                      // guards reports
-	reports  map[string][]DelegationResponse // parent → reports waiting for its next write
-	flightMu sync.Mutex                      // guards inFlight, again, blocked and idle
-	inFlight map[string]bool                 // tasks whose turn a goroutine runs
-	again    map[string]bool                 // tasks asked to run while in flight: run again after
-	blocked  map[instanceID]bool             // paused instances that tasks wait for
-	nBlocked atomic.Int32                    // len(blocked), read without the lock by every turn
-	idle     chan struct{}                   // closed when inFlight empties; nil if nobody waits
-	bg       context.Context                 // task turns run under it; Close cancels it
+	outputs  string                     // where long reports are saved, absolute
+	mu       sync.Mutex                 // serialises changes to stored tasks; guards cache
+	cache    map[string]*Task           // parents waiting for reports, as stored (completeTask)
+	trees    map[string]*tree           // root task → its budget and spending (budget.go); guarded by mu
+	reportMu sync.Mutex                 // guards reports
+	reports  map[string][]*queuedReport // parent → reports waiting for its next write
+	flightMu sync.Mutex                 // guards inFlight, again, blocked and idle
+	inFlight map[string]bool            // tasks whose turn a goroutine runs
+	again    map[string]bool            // tasks asked to run while in flight: run again after
+	blocked  map[instanceID]bool        // paused instances that tasks wait for
+	nBlocked atomic.Int32               // len(blocked), read without the lock by every turn
+	idle     chan struct{}              // closed when inFlight empties; nil if nobody waits
+	bg       context.Context            // task turns run under it; Close cancels it
 	cancel   context.CancelFunc
 }
 
@@ -467,22 +467,42 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 // every child reported. In a cluster, the process that owns the parent's
 // instance runs it. The caller does not hold r.tasks.mu.
 func (r *Runtime) applyReport(ctx context.Context, parentID string, resp DelegationResponse) error {
+	q := &queuedReport{resp: resp, done: make(chan error, 1)}
 	r.tasks.reportMu.Lock()
-	r.tasks.reports[parentID] = append(r.tasks.reports[parentID], resp)
+	r.tasks.reports[parentID] = append(r.tasks.reports[parentID], q)
 	r.tasks.reportMu.Unlock()
 
 	r.tasks.mu.Lock()
-	defer r.tasks.mu.Unlock()
 	r.tasks.reportMu.Lock()
-	batch := r.tasks.reports[parentID]
+	queued := r.tasks.reports[parentID]
 	delete(r.tasks.reports, parentID)
 	r.tasks.reportMu.Unlock()
-	if len(batch) == 0 {
-		return nil // committed with another child's report
+	if len(queued) > 0 {
+		err := r.commitReports(ctx, parentID, queued)
+		for _, q := range queued {
+			q.done <- err
+		}
 	}
-	done := make([]string, len(batch))
-	for i, b := range batch {
-		done[i] = b.ChildTaskID
+	r.tasks.mu.Unlock()
+	// Committed, or not, with the others queued then: by this goroutine
+	// or another that took the queue first.
+	return <-q.done
+}
+
+// queuedReport is a report waiting for its parent's next write, and the
+// outcome of that write.
+type queuedReport struct {
+	resp DelegationResponse
+	done chan error // buffered
+}
+
+// commitReports adds the queued reports to their parent, parentID, and
+// deletes their children, in one commit. The caller holds r.tasks.mu.
+func (r *Runtime) commitReports(ctx context.Context, parentID string, queued []*queuedReport) error {
+	batch := make([]DelegationResponse, len(queued))
+	done := make([]string, len(queued))
+	for i, q := range queued {
+		batch[i], done[i] = q.resp, q.resp.ChildTaskID
 	}
 	cached, ok := r.tasks.cache[parentID]
 	if !ok {

@@ -67,11 +67,12 @@ type instance struct {
 	lease *cluster.Lease
 	used  atomic.Int64
 	// fence is the instance's fence in the store, taken with the lease:
-	// every commit carries it, so that the store refuses what this
-	// process writes once another took the instance over, even if this
-	// one stalled past its lease without knowing. Zero outside a cluster,
-	// and once a commit found the fence passed.
-	fence uint64
+	// every commit of the instance and of its tasks carries it, so that
+	// the store refuses what this process writes once another took the
+	// instance over, even if this one stalled past its lease without
+	// knowing. Zero outside a cluster; lostFence once a commit found it
+	// passed. Read by reports outside the instance's turns.
+	fence atomic.Uint64
 	// pins counts the writers of its tasks outside a turn, which keep its
 	// lease from being given up as idle; guarded by the node's mu.
 	pins int
@@ -183,7 +184,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	}
 	in.metaBuf = in.meta
 	in.unsaved.Meta = &in.metaBuf
-	in.unsaved.Fence = in.fence
+	in.unsaved.Fence = in.fence.Load()
 	err := st.Commit(ctx, in.agent.name, in.key, in.unsaved)
 	in.unsaved.Put = in.unsaved.Put[:0]
 	in.unsaved.Delete = in.unsaved.Delete[:0]
@@ -193,7 +194,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		in.loaded = false
 		in.hist.reset()
 		if errors.Is(err, store.ErrFenced) {
-			in.fence = 0 // another process owns the instance: own takes it again, or routes there
+			in.fence.Store(lostFence) // another process owns the instance: own takes it again, or routes there
 		}
 		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
 	}

@@ -158,7 +158,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
 	r.tasks.cache, r.tasks.trees = map[string]*Task{}, map[string]*tree{}
-	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]DelegationResponse{}
+	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]*queuedReport{}
 	r.tasks.api = &apiChannel{}
 	r.tasks.channels = map[string]Channel{ChannelAPI: r.tasks.api}
 	for name, ch := range o.channels {

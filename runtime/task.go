@@ -335,7 +335,13 @@ func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) e
 		}
 		recs[i] = rec
 	}
-	err := r.store.CommitTasks(ctx, recs, del)
+	var err error
+	if f := r.taskFence(put); f != 0 {
+		// The owner of the tasks' instance writes them, under its fence.
+		err = r.store.Commit(ctx, put[0].Agent, put[0].Instance, store.Batch{Tasks: recs, DeleteTasks: del, Fence: f})
+	} else {
+		err = r.store.CommitTasks(ctx, recs, del)
+	}
 	for _, t := range put {
 		if _, ok := r.tasks.cache[t.ID]; ok {
 			if err != nil {

@@ -400,6 +400,11 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 				return fmt.Errorf("write pending item %q: %w", r.ID, err)
 			}
 		}
+		for _, id := range b.DeleteTasks {
+			if err := txn.Delete(taskKey(id)); err != nil {
+				return fmt.Errorf("delete task %q: %w", id, err)
+			}
+		}
 		return setTasks(txn, b.Tasks)
 	})
 	switch {

@@ -125,3 +125,52 @@ func testFencedTakeover(t *testing.T, s store.Store) {
 	want := append(records, rec(wrote, "new"))
 	wantInstance(t, s, "a", "k", meta(2, wrote+1), want)
 }
+
+// testTasksInBatch: a batch adds a report to a parent's task and deletes
+// the child's in one commit, under the parent's instance's fence, as a
+// parent's owner does; a fenced one changes neither.
+func testTasksInBatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	task := func(id, agent, data string) store.TaskRecord {
+		return store.TaskRecord{ID: id, Agent: agent, Instance: "k", Data: json.RawMessage(data)}
+	}
+	if err := s.CommitTasks(ctx, []store.TaskRecord{task("p", "lead", `{"pending":2}`), task("c1", "w", `{}`), task("c2", "w", `{}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantTasks := func(want string) {
+		t.Helper()
+		var got []string
+		for _, id := range []string{"p", "c1", "c2"} {
+			r, found, err := s.GetTask(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if found {
+				got = append(got, id+"="+string(r.Data))
+			}
+		}
+		if g := fmt.Sprint(got); g != want {
+			t.Fatalf("tasks %s, want %s", g, want)
+		}
+	}
+	old := fence(t, s, "lead", "k")
+	f := fence(t, s, "lead", "k")
+	err := s.Commit(ctx, "lead", "k", store.Batch{Tasks: []store.TaskRecord{task("p", "lead", `{"pending":1}`)}, DeleteTasks: []string{"c1"}, Fence: old})
+	wantFenced(t, err, "lead", "k", old)
+	wantTasks(`[p={"pending":2} c1={} c2={}]`)
+
+	commit(t, s, "lead", "k", store.Batch{Tasks: []store.TaskRecord{task("p", "lead", `{"pending":1}`)}, DeleteTasks: []string{"c1", "gone"}, Fence: f})
+	wantTasks(`[p={"pending":1} c2={}]`)
+	if (&store.Batch{DeleteTasks: []string{"c2"}}).Empty() {
+		t.Error("a batch that deletes a task is Empty")
+	}
+	commit(t, s, "lead", "k", store.Batch{DeleteTasks: []string{"c2"}})
+	wantTasks(`[p={"pending":1}]`)
+	err = s.Commit(ctx, "lead", "k", store.Batch{Tasks: []store.TaskRecord{task("p", "lead", `{}`)}, DeleteTasks: []string{"p"}})
+	if want := `store: task "p" is both put and deleted`; err == nil || err.Error() != want {
+		t.Fatalf("put and delete of one task: %v, want %q", err, want)
+	}
+	wantTasks(`[p={"pending":1}]`)
+	// Tasks alone do not make their instance exist.
+	wantInstances(t, s, "lead")
+}

@@ -679,6 +679,11 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 		}
 	}
+	for _, id := range b.DeleteTasks {
+		if err := s.delIndexed(ctx, bt, taskKind, id); err != nil {
+			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
+		}
+	}
 	for i := range b.Tasks {
 		if err := s.putIndexed(ctx, bt, taskKind, (*PendingRecord)(&b.Tasks[i])); err != nil {
 			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)

@@ -256,6 +256,9 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 		in.meta, in.hasMeta = *b.Meta, true
 	}
 	m.prune(agent, key, in)
+	for _, id := range b.DeleteTasks {
+		delete(m.tasks, id)
+	}
 	m.putTasks(b.Tasks)
 	if len(b.Pending) > 0 && m.pending == nil {
 		m.pending = map[string]PendingRecord{}

@@ -55,6 +55,11 @@ type Batch struct {
 	// with their IDs: a turn's call_agent results and the tasks they
 	// create are committed together (see [Store.CommitTasks]).
 	Tasks []TaskRecord
+	// DeleteTasks removes the delegation tasks with these IDs, as
+	// [Store.CommitTasks] does: a missing one is no error, an ID also in
+	// Tasks is refused. A parent's owner adds a child's report and deletes
+	// the child in one commit, under the parent's instance's fence.
+	DeleteTasks []string
 	// Pending are pending items stored with the changes, replacing those
 	// with their IDs: the message that asks a human something and the item
 	// that waits for the answer are committed together, so a crash cannot
@@ -79,12 +84,12 @@ func (b *Batch) check() error {
 			return err
 		}
 	}
-	return checkTasks(b.Tasks, nil)
+	return checkTasks(b.Tasks, b.DeleteTasks)
 }
 
 // Empty reports whether b changes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0 && len(b.Pending) == 0
+	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0 && len(b.DeleteTasks) == 0 && len(b.Pending) == 0
 }
 
 // Store persists instances: their history, their meta, their extensions'

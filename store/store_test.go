@@ -316,6 +316,7 @@ var conformance = []struct {
 	{"concurrent commits", testConcurrentCommits},
 	{"fencing", testFencing},
 	{"a fenced takeover", testFencedTakeover},
+	{"tasks in a batch", testTasksInBatch},
 }
 
 // testAtomicCommit loads an instance while another goroutine commits to it,
