@@ -85,26 +85,54 @@ func movedIfFenced(err error) error {
 	return err
 }
 
-// taskFence is the fence of the instance whose tasks put are, for a
-// commit of them: zero outside a cluster, or if they are not all one
-// instance's, or if that instance is not cached here.
-func (r *Runtime) taskFence(put []*Task) uint64 {
-	if r.node == nil || len(put) == 0 {
+// fence is the fence of agent's instance key for a write of what its
+// owner alone writes: zero outside a cluster, or if the instance is not
+// cached here (nor owned, then).
+func (r *Runtime) fence(agent, key string) uint64 {
+	if r.node == nil {
 		return 0
 	}
-	id := instanceID{put[0].Agent, put[0].Instance}
-	for _, t := range put[1:] {
-		if (instanceID{t.Agent, t.Instance}) != id {
-			return 0
-		}
-	}
 	r.cache.mu.Lock()
-	in := r.cache.instances[id]
+	in := r.cache.instances[instanceID{agent, key}]
 	r.cache.mu.Unlock()
 	if in == nil {
 		return 0
 	}
 	return in.fence.Load()
+}
+
+// taskFence is the fence of the instance whose tasks put are, for a
+// commit of them: zero as for fence, or if they are not all one
+// instance's.
+func (r *Runtime) taskFence(put []*Task) uint64 {
+	if len(put) == 0 {
+		return 0
+	}
+	for _, t := range put[1:] {
+		if t.Agent != put[0].Agent || t.Instance != put[0].Instance {
+			return 0
+		}
+	}
+	return r.fence(put[0].Agent, put[0].Instance)
+}
+
+// ownedState is the extensions' state store: in a cluster, the state of
+// an instance this process owns is written under the instance's fence,
+// so that an extension of an owner that stalled past its lease cannot
+// write over what the next owner's wrote.
+type ownedState struct{ r *Runtime }
+
+// GetState implements [extensions.StateStore].
+func (s ownedState) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+	return s.r.store.GetState(ctx, agent, key, extension)
+}
+
+// SetState implements [extensions.StateStore].
+func (s ownedState) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
+	if f := s.r.fence(agent, key); f != 0 {
+		return s.r.store.Commit(ctx, agent, key, store.Batch{State: map[string][]byte{extension: value}, Fence: f})
+	}
+	return s.r.store.SetState(ctx, agent, key, extension, value)
 }
 
 // forget stops renewing l, inst's lease, and gives it up in the

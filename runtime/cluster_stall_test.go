@@ -2,15 +2,18 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -31,29 +34,66 @@ agents:
         - text: "the stalled owner answered"
 `
 
-// slowTool is slow: in the process to be stalled, it says it started in
-// marks/slow and returns once marks/go exists; anywhere else it says it
-// ran where it should not have.
-func slowTool(marks string, stalls bool) runtime.Option {
+// slowTool is slow, which says on which owner it ran.
+func slowTool(process string) runtime.Option {
 	return runtime.WithTool(pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "slow", Description: "Takes its time.", Category: pipeline.CategoryOther},
-		Func: func(ctx context.Context, _ *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			if !stalls {
-				return &pipeline.ToolResult{Content: "slow ran on the second owner"}, nil
-			}
-			if err := os.WriteFile(filepath.Join(marks, "slow"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
-				return nil, err
-			}
-			for {
-				if _, err := os.Stat(filepath.Join(marks, "go")); err == nil {
-					return &pipeline.ToolResult{Content: "slow result"}, nil
-				}
-				select {
-				case <-ctx.Done():
-					return nil, ctx.Err()
-				case <-time.After(10 * time.Millisecond):
-				}
-			}
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			return &pipeline.ToolResult{Content: "slow ran on the " + process + " owner"}, nil
 		}})
+}
+
+// stall waits, in the process to be stalled, until marks/go exists, once
+// it said it started in marks/slow.
+func stall(ctx context.Context, marks string) error {
+	if err := os.WriteFile(filepath.Join(marks, "slow"), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(marks, "go")); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// tally is an extension that keeps, in the instance's state, the process
+// and the last thing it saw there: a turn starting, or a tool call about
+// to run. In the process to be stalled (marks not empty), it stalls
+// before it writes the tool call.
+func tally(process, marks string) runtime.Option {
+	return runtime.WithExtension("tally", func(extensions.Config) (extensions.Extension, error) {
+		return extensions.Func(func(api *extensions.API) error {
+			set := func(ctx context.Context, key, last string) error {
+				v, err := json.Marshal(map[string]string{"by": process, "last": last})
+				if err != nil {
+					return err
+				}
+				return api.State.Set(ctx, key, v)
+			}
+			api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+				if err := set(ctx, t.InstanceKey(), "turn "+t.Input().Text); err != nil {
+					return nil, err
+				}
+				return t.Next(ctx)
+			})
+			api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+				if marks != "" {
+					if err := stall(ctx, marks); err != nil {
+						return nil, err
+					}
+				}
+				if err := set(ctx, c.InstanceKey(), "tool "+c.Name()); err != nil {
+					return nil, err
+				}
+				return c.Next(ctx)
+			})
+			return nil
+		}), nil
+	})
 }
 
 // runStalledNode is the process TestClusterStalledOwnerIsFenced stalls: it
@@ -61,7 +101,7 @@ func slowTool(marks string, stalls bool) runtime.Option {
 // to marks/outcome.
 func runStalledNode(cfg string) {
 	marks := os.Getenv(clusterMarksEnv)
-	rt, err := runtime.New(context.Background(), slowTool(marks, true),
+	rt, err := runtime.New(context.Background(), slowTool("stalled"), tally("stalled", marks),
 		runtime.WithConfigFile(cfg), runtime.WithSecretKey(clusterKey))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stalled node:", err)
@@ -85,21 +125,23 @@ func runStalledNode(cfg string) {
 // stalls (SIGSTOP) in a tool call of a turn, past its lease. Another
 // process takes the instance over and runs a turn of it. When the stalled
 // process resumes, its turn's next commit is refused by the instance's
-// fence, so the history the second owner wrote stays whole: a lease that
-// expired stops a process's renewals, the fence its writes.
+// fence, so the history and the extension state the second owner wrote
+// stay whole: a lease that expired stops a process's renewals, the fence
+// its writes.
 func TestClusterStalledOwnerIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts, stops and resumes a process")
 	}
 	cfg, marks, child := startClusterChild(t, clusterStallEnv, stallScript, `
   - name: w
-    tools: [slow]`)
+    tools: [slow]
+    extensions: [{name: tally}]`)
 	awaitFile(t, filepath.Join(marks, "slow"), child)
 	if err := child.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 
-	rt, err := runtime.New(context.Background(), slowTool(marks, false),
+	rt, err := runtime.New(context.Background(), slowTool("second"), tally("second", ""),
 		runtime.WithConfigFile(cfg), runtime.WithSecretKey(clusterKey))
 	if err != nil {
 		t.Fatal(err)
@@ -123,11 +165,17 @@ func TestClusterStalledOwnerIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `failed: agent "w" instance "k" turn-1: save instance w/k: store: commit agent "w" instance "k" with fence `
-	if !strings.HasPrefix(string(outcome), want) || !strings.HasSuffix(string(outcome), ": nothing written: store: fenced: another owner took the instance since") {
-		t.Errorf("the stalled owner's turn: %s\nwant: %s<fence>: nothing written: store: fenced: another owner took the instance since", outcome, want)
+	// Its first write after it resumed, tally's, was refused (the state
+	// below shows it), which failed the tool call; then the commit of the
+	// failed call was refused, which failed the turn.
+	want := regexp.MustCompile(`^failed: agent "w" instance "k" turn-1: save instance w/k: store: commit agent "w" instance "k" with fence \d+: nothing written: store: fenced: another owner took the instance since$`)
+	if !want.Match(outcome) {
+		t.Errorf("the stalled owner's turn: %s\nwant: %s", outcome, want)
 	}
 	child.Wait()
+	if st, err := rt.ExtensionState(ctx, "w", "k", "tally"); err != nil || string(st) != `{"by":"second","last":"turn take over"}` {
+		t.Errorf("tally's state: %s, %v; want the second owner's", st, err)
+	}
 
 	after := historyLines(t, rt, "w", "k")
 	if strings.Join(after, "\n") != strings.Join(before, "\n") {

@@ -36,6 +36,9 @@ type badgerStore struct {
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
 	closed bool
+	// fenceMu serialises the fenced commits and the taking of fences
+	// (update).
+	fenceMu sync.Mutex
 }
 
 // BadgerOption configures [OpenBadger].
@@ -145,7 +148,8 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 		WithLogger(logger).
 		WithSyncWrites(c.syncWrites).
 		// Commits write blindly and never read in their transaction, so
-		// there is nothing to detect.
+		// there is nothing to detect; fenced ones are serialised apart
+		// (update).
 		WithDetectConflicts(false).
 		// Badger's metrics are process-wide expvars; nothing reads them.
 		WithMetricsEnabled(false)
@@ -357,7 +361,7 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 	if b.Empty() {
 		return nil
 	}
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(b.Fence != 0, func(txn *badger.Txn) error {
 		if b.Fence != 0 {
 			latest, err := readFence(txn, agent, key)
 			if err != nil {
@@ -400,6 +404,17 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 				return fmt.Errorf("write pending item %q: %w", r.ID, err)
 			}
 		}
+		for ext, v := range b.State {
+			var err error
+			if v == nil {
+				err = txn.Delete(stateKey(agent, key, ext))
+			} else {
+				err = txn.Set(stateKey(agent, key, ext), bytes.Clone(v)) // kept until the commit
+			}
+			if err != nil {
+				return fmt.Errorf("write the state of extension %q: %w", ext, err)
+			}
+		}
 		for _, id := range b.DeleteTasks {
 			if err := txn.Delete(taskKey(id)); err != nil {
 				return fmt.Errorf("delete task %q: %w", id, err)
@@ -419,16 +434,17 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 	return nil
 }
 
-// update runs f in a read-write transaction, again as long as it
-// conflicts with another: a fenced commit reads the fence that a
-// concurrent [Store.Fence] writes, and must see the winner's.
-func (s *badgerStore) update(f func(txn *badger.Txn) error) error {
-	for {
-		err := s.db.Update(f)
-		if !errors.Is(err, badger.ErrConflict) {
-			return err
-		}
+// update runs f in a read-write transaction. A fenced one (fenced true)
+// reads the fence that [Store.Fence] writes: the database detects no
+// conflicts (commits write blindly), so those two hold fenceMu, which
+// makes the fence's read and the commit one step. Badger is one
+// process's, so a mutex of the process is enough.
+func (s *badgerStore) update(fenced bool, f func(txn *badger.Txn) error) error {
+	if fenced {
+		s.fenceMu.Lock()
+		defer s.fenceMu.Unlock()
 	}
+	return s.db.Update(f)
 }
 
 // readFence returns the instance's latest fence, zero if none was taken.
@@ -454,7 +470,7 @@ func readFence(txn *badger.Txn, agent, key string) (uint64, error) {
 // fence implements [Store.Fence].
 func (s *badgerStore) fence(ctx context.Context, agent, key string) (uint64, error) {
 	var fence uint64
-	err := s.update(func(txn *badger.Txn) error {
+	err := s.update(true, func(txn *badger.Txn) error {
 		latest, err := readFence(txn, agent, key)
 		if err != nil {
 			return err

@@ -174,3 +174,39 @@ func testTasksInBatch(t *testing.T, s store.Store) {
 	// Tasks alone do not make their instance exist.
 	wantInstances(t, s, "lead")
 }
+
+// testStateInBatch: a batch sets and deletes extensions' state with the
+// rest of an instance's changes, under its fence; a fenced one changes no
+// state.
+func testStateInBatch(t *testing.T, s store.Store) {
+	ctx := context.Background()
+	if err := s.SetState(ctx, "a", "k", "gone", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	old := fence(t, s, "a", "k")
+	f := fence(t, s, "a", "k")
+	value := []byte(`{"n":1}`)
+	err := s.Commit(ctx, "a", "k", store.Batch{State: map[string][]byte{"memo": value, "gone": nil}, Fence: old})
+	wantFenced(t, err, "a", "k", old)
+	wantState(t, s, "a", "k", "memo", nil)
+	wantState(t, s, "a", "k", "gone", []byte("x"))
+
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "hi")}, Meta: meta(1, 1),
+		State: map[string][]byte{"memo": value, "gone": nil, "empty": {}}, Fence: f})
+	value[2] = 'X' // the store keeps its own copy
+	wantState(t, s, "a", "k", "memo", []byte(`{"n":1}`))
+	wantState(t, s, "a", "k", "gone", nil)
+	wantState(t, s, "a", "k", "empty", []byte{})
+	wantInstance(t, s, "a", "k", meta(1, 1), []store.Record{rec(0, "hi")})
+
+	// State alone lists an instance, as SetState's does.
+	commit(t, s, "a", "k2", store.Batch{State: map[string][]byte{"memo": []byte("1")}})
+	wantInstances(t, s, "a", "k", "k2")
+	commit(t, s, "a", "k2", store.Batch{State: map[string][]byte{"memo": nil}})
+	wantInstances(t, s, "a", "k")
+
+	err = s.Commit(ctx, "a", "k", store.Batch{State: map[string][]byte{"ext/1": []byte("1")}})
+	if want := `store: invalid extension name "ext/1": character "/" at offset 3 not allowed ` + nameRule; err == nil || err.Error() != want {
+		t.Fatalf("a state of a bad extension name: %v\nwant: %s", err, want)
+	}
+}

@@ -674,6 +674,13 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 	if b.Meta != nil {
 		bt.putJSON(jsMetaKey(agent, key), "the meta", b.Meta)
 	}
+	for ext, v := range b.State {
+		if v == nil {
+			bt.del(jsStateKey(agent, key, ext))
+		} else {
+			bt.put(jsStateKey(agent, key, ext), fmt.Sprintf("the state of extension %q", ext), bytes.Clone(v))
+		}
+	}
 	for i := range b.Pending {
 		if err := s.putIndexed(ctx, bt, pendingKind, &b.Pending[i]); err != nil {
 			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)

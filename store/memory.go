@@ -255,6 +255,16 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 	if b.Meta != nil {
 		in.meta, in.hasMeta = *b.Meta, true
 	}
+	for ext, v := range b.State {
+		switch {
+		case v == nil:
+			delete(in.state, ext)
+		case in.state == nil:
+			in.state = map[string][]byte{ext: bytes.Clone(v)}
+		default:
+			in.state[ext] = bytes.Clone(v)
+		}
+	}
 	m.prune(agent, key, in)
 	for _, id := range b.DeleteTasks {
 		delete(m.tasks, id)

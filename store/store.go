@@ -65,6 +65,11 @@ type Batch struct {
 	// that waits for the answer are committed together, so a crash cannot
 	// leave one without the other (see [Store.PutPending]).
 	Pending []PendingRecord
+	// State replaces the state of the extensions it names, as
+	// [Store.SetState] does: a nil value deletes it, an empty non-nil one
+	// is stored. An owner writes an extension's state of its instance
+	// under the instance's fence. The store does not keep the values.
+	State map[string][]byte
 	// Fence, if not zero, makes the commit conditional: it is applied only
 	// while Fence is the instance's latest fence ([Store.Fence]), and
 	// otherwise fails with an error matching [ErrFenced], writing nothing.
@@ -84,12 +89,17 @@ func (b *Batch) check() error {
 			return err
 		}
 	}
+	for ext := range b.State {
+		if err := ValidateName("extension name", ext); err != nil {
+			return err
+		}
+	}
 	return checkTasks(b.Tasks, b.DeleteTasks)
 }
 
 // Empty reports whether b changes nothing.
 func (b *Batch) Empty() bool {
-	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0 && len(b.DeleteTasks) == 0 && len(b.Pending) == 0
+	return len(b.Put) == 0 && len(b.Delete) == 0 && b.Meta == nil && len(b.Tasks) == 0 && len(b.DeleteTasks) == 0 && len(b.Pending) == 0 && len(b.State) == 0
 }
 
 // Store persists instances: their history, their meta, their extensions'

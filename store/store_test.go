@@ -317,6 +317,7 @@ var conformance = []struct {
 	{"fencing", testFencing},
 	{"a fenced takeover", testFencedTakeover},
 	{"tasks in a batch", testTasksInBatch},
+	{"state in a batch", testStateInBatch},
 }
 
 // testAtomicCommit loads an instance while another goroutine commits to it,
