@@ -14,7 +14,9 @@ import (
 // started it (config.Budget). Each task records what its own turns spent
 // and, once its children report, what theirs did (Task.Spent); the runtime
 // keeps the tree's total in memory, seeded from the stored tasks the first
-// time a tree is met in a process. A spent budget refuses call_agent, and
+// time a tree is met in a process; in a cluster, it also adds to the
+// tree's counters that every process shares, and reads their sums before
+// it judges (cluster_budget.go). A spent budget refuses call_agent, and
 // ends each of the tree's tasks at its next turn, which fails the root
 // task with the budget's message.
 
@@ -91,6 +93,17 @@ func (r *Runtime) tree(ctx context.Context, t *Task) (*tree, error) {
 		return tr, nil
 	}
 	tr := &tree{root: root, agent: t.Agent}
+	if r.node != nil {
+		// The cluster's counters hold what the tree spent (readSpent).
+		if t.ID != root {
+			if rt, err := r.Task(ctx, root); err == nil {
+				tr.agent = rt.Agent
+			}
+		}
+		tr.budget = r.budgetOf(tr.agent)
+		r.tasks.trees[root] = tr
+		return tr, nil
+	}
 	ts, err := r.Tasks(ctx, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("task %s: reading its tree's spending: %w", root, err)
@@ -156,6 +169,7 @@ func (r *Runtime) checkDelegation(ts *turnState) error {
 		if tr, err = r.tree(ts.storeCtx, &t); err != nil {
 			return err
 		}
+		r.readSpent(ts.storeCtx, tr)
 	}
 	if n := tr.spent.Delegations + made; n >= tr.budget.Delegations {
 		r.publishBudget(ts.agent.name, ts.inst.key, ts.turnID, tr, "delegations")
@@ -174,7 +188,36 @@ func (r *Runtime) spend(ctx context.Context, t *Task, s Spend) {
 		r.logger.Warn("a task's spending was not counted against its budget", "task", t.ID, "err", err)
 		return
 	}
+	r.addSpent(ctx, tr, s)
+}
+
+// addSpent adds s to what tree tr spent: in a cluster, also to the
+// counters every process reads (in the background: see addSpend). The
+// caller holds r.tasks.mu.
+func (r *Runtime) addSpent(ctx context.Context, tr *tree, s Spend) {
 	tr.spent.add(s)
+	if r.node != nil {
+		r.node.addSpend(tr.root, s)
+	}
+}
+
+// readSpent brings what tree tr spent up to date before it is judged: in
+// a cluster, other processes spend on it too. The caller holds
+// r.tasks.mu, which readSpent lets go while it reads.
+func (r *Runtime) readSpent(ctx context.Context, tr *tree) {
+	if r.node == nil {
+		return
+	}
+	r.tasks.mu.Unlock()
+	sums, err := r.node.readSpent(ctx, tr.root)
+	r.tasks.mu.Lock()
+	if err != nil {
+		r.logger.Warn("a task tree's spending in the cluster was not read; judging it by this process's count", "task", tr.root, "err", err)
+		return
+	}
+	// This process's additions still on their way are in its own count,
+	// not yet in the sums: the larger of the two is the closer.
+	tr.spent = Spend{Delegations: max(tr.spent.Delegations, sums.Delegations), Turns: max(tr.spent.Turns, sums.Turns), Tokens: max(tr.spent.Tokens, sums.Tokens)}
 }
 
 // overBudget returns why task t may not start another turn, or nil. The
@@ -186,6 +229,7 @@ func (r *Runtime) overBudget(ctx context.Context, t *Task) error {
 	if err != nil {
 		return nil // counted from the next start on; the turn may run
 	}
+	r.readSpent(ctx, tr)
 	if err := tr.spentErr(); err != nil {
 		r.publishBudget(t.Agent, t.Instance, "", tr, "")
 		return err

@@ -48,11 +48,12 @@ type node struct {
 	// member is this process's.
 	members *cluster.Leases
 	member  *cluster.Lease
-	waits   *cluster.Waits // the cluster's wait-for graph of agent requests
-	name    string         // this process's, in leases and subjects
-	prefix  string         // of every process's subjects: "<cluster>.node."
-	events  string         // of the events' subjects: "<cluster>.events."
-	unbus   func()         // ends the publishing of this process's events
+	waits   *cluster.Waits    // the cluster's wait-for graph of agent requests
+	budgets *cluster.Counters // what each task tree spent, across processes (cluster_budget.go)
+	name    string            // this process's, in leases and subjects
+	prefix  string            // of every process's subjects: "<cluster>.node."
+	events  string            // of the events' subjects: "<cluster>.events."
+	unbus   func()            // ends the publishing of this process's events
 	subs    []*nats.Subscription
 
 	mu      sync.Mutex
@@ -73,6 +74,7 @@ type node struct {
 	done      chan struct{}  // closed when it has ended
 	handlers  sync.WaitGroup // routed requests being answered
 	releasing sync.WaitGroup // leases being given up in the background
+	adding    sync.WaitGroup // additions to task budgets' counters (cluster_budget.go)
 }
 
 // Defaults of the config's cluster block.
@@ -132,7 +134,12 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 		nc.Close()
 		return err
 	}
-	n := &node{r: r, nc: nc, leases: leases, members: members, waits: waits, name: self, prefix: name + ".node.", events: name + ".events.",
+	budgets, err := cluster.OpenCounters(ctx, nc, js, name+"_budgets", c.Replicas, budgetCountersAge)
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	n := &node{r: r, nc: nc, leases: leases, members: members, waits: waits, budgets: budgets, name: self, prefix: name + ".node.", events: name + ".events.",
 		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
 	r.node = n
 	r.tasks.api.remote = n.deliverAnswer
@@ -262,6 +269,7 @@ func (n *node) shutdown() error {
 	if n.member != nil {
 		n.forget(nil, n.member)
 	}
+	n.adding.Wait()
 	n.releasing.Wait()
 	return errors.Join(errs...)
 }

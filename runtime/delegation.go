@@ -439,6 +439,11 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 			delete(r.tasks.trees, t.ID) // the tree has ended: nothing more to spend
 		}
 		r.tasks.mu.Unlock()
+		if err == nil && r.node != nil {
+			if ferr := r.node.budgets.Forget(ctx, t.ID); ferr != nil {
+				r.logger.Warn("the counters of an ended task tree were not deleted; they expire on their own", "task", t.ID, "err", ferr)
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}

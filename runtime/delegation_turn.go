@@ -52,7 +52,7 @@ func (taskHook) committed(ts *turnState, err error) {
 	}
 	if err != nil {
 		if tr := ts.agent.rt.tasks.trees[ts.task.stagedRoot]; ts.task.staged > 0 && tr != nil {
-			tr.spent.Delegations -= ts.task.staged
+			ts.agent.rt.addSpent(ts.storeCtx, tr, Spend{Delegations: -ts.task.staged})
 		}
 		clear(ts.task.children[ts.task.nChildren:])
 		ts.task.children, ts.task.id = ts.task.children[:ts.task.nChildren], ts.task.stagedTask

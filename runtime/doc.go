@@ -133,9 +133,12 @@
 // calls, delegated tasks, the answers to pending items); events reach
 // every process's bus, marked with the process they happened on
 // (events.Event.Process); and a process that dies has its instances and
-// their tasks taken over by the others once its leases expire. Every
-// process needs the same [SecretKeyEnv]. RATIONALE.md, "Cluster mode: one
-// owner per instance", says how, and what is not done yet.
+// their tasks taken over by the others once its leases expire. A former
+// owner that stalled past its lease cannot write over the new owner's: its
+// commits carry the instance's fence (store.Store.Fence), which the new
+// owner raised. Task budgets add up across processes. Every process needs
+// the same [SecretKeyEnv]. RATIONALE.md, "Cluster mode: one owner per
+// instance", says how, and what is not done yet.
 //
 // # Errors
 //

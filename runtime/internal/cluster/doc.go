@@ -1,6 +1,7 @@
 // Package cluster holds what lets several processes run one set of agents
-// over NATS JetStream: for now, leases, which give each instance one
-// owning process at a time.
+// over NATS JetStream: leases, which give each instance one owning process
+// at a time; the wait-for graph of agent requests (Waits); and counters
+// every process adds to (Counters), which count task budgets.
 //
 // A lease is a key of a key-value bucket whose value names its owner and
 // whose message carries a time to live (JetStream per-message TTL, server

@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// This file counts a task tree's spending across the processes of a
+// cluster. One process counts a tree in memory (budget.go); in a cluster
+// its tasks run on several, so each addition also goes to the cluster's
+// counters of the tree (runtime/internal/cluster, Counters), whose sums
+// every process reads before it judges the budget.
+
+// budgetCountersAge is how long the counters of a tree nothing spends on
+// are kept: a tree that ends forgets its counters at once; one whose
+// root was lost stops counting after this.
+const budgetCountersAge = 7 * 24 * time.Hour
+
+// The counters of a tree, one per field of Spend.
+const (
+	counterDelegations = "delegations"
+	counterTurns       = "turns"
+	counterTokens      = "tokens"
+)
+
+// addSpend adds s to the counters of the tree of root task root. The
+// additions run in the background, so that a turn's end does not wait
+// for them under the tasks' lock: until one is answered, another process
+// reading the sums misses it, as it would had it been made a moment
+// later. Close waits for them.
+func (n *node) addSpend(root string, s Spend) {
+	for _, f := range []struct {
+		name  string
+		delta int64
+	}{
+		{counterDelegations, int64(s.Delegations)},
+		{counterTurns, int64(s.Turns)},
+		{counterTokens, s.Tokens},
+	} {
+		if f.delta == 0 {
+			continue
+		}
+		n.adding.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+			defer cancel()
+			if _, err := n.budgets.Add(ctx, root, f.name, f.delta); err != nil {
+				n.r.logger.Warn("a task tree's spending was not counted in the cluster; this process counts it alone", "task", root, "counter", f.name, "add", f.delta, "err", err)
+			}
+		})
+	}
+}
+
+// readSpent returns the cluster's sums of the tree of root task root.
+func (n *node) readSpent(ctx context.Context, root string) (Spend, error) {
+	var (
+		wg   sync.WaitGroup
+		sums [3]int64
+		errs [3]error
+	)
+	for i, name := range []string{counterDelegations, counterTurns, counterTokens} {
+		wg.Go(func() { sums[i], errs[i] = n.budgets.Get(ctx, root, name) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
+		return Spend{}, err
+	}
+	return Spend{Delegations: int(sums[0]), Turns: int(sums[1]), Tokens: sums[2]}, nil
+}
