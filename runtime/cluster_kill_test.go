@@ -102,9 +102,9 @@ func runClusterNode(cfg string) {
 // that plays script, in a cluster of leases of a second on a NATS server
 // of its own, and starts the test binary as a process of that cluster in
 // the role the environment variable role names (TestMain). It returns the
-// config's path, the directory where the process's tools leave marks, and
-// the process, killed when the test ends.
-func startClusterChild(t *testing.T, role, script, agents string) (cfg, marks string, child *exec.Cmd) {
+// config's path, the directory where the process's tools leave marks, the
+// process, killed when the test ends, and the NATS server's URL.
+func startClusterChild(t *testing.T, role, script, agents string) (cfg, marks string, child *exec.Cmd, url string) {
 	t.Helper()
 	srv := natstest.Server(t)
 	dir := t.TempDir()
@@ -124,7 +124,7 @@ func startClusterChild(t *testing.T, role, script, agents string) (cfg, marks st
 			child.Wait()
 		}
 	})
-	return cfg, marks, child
+	return cfg, marks, child, srv.ClientURL()
 }
 
 // clusterChildTTL is the lease TTL of startClusterChild's cluster.
@@ -156,7 +156,7 @@ func TestClusterOwnerKilledMidDelegation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts and kills a process")
 	}
-	cfg, marks, child := startClusterChild(t, clusterNodeEnv, killScript, `
+	cfg, marks, child, _ := startClusterChild(t, clusterNodeEnv, killScript, `
   - name: lead
     tools: [call_agent]
   - name: w

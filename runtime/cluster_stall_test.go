@@ -16,6 +16,9 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clusterStallEnv names the config of the cluster process that
@@ -132,7 +135,7 @@ func TestClusterStalledOwnerIsFenced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts, stops and resumes a process")
 	}
-	cfg, marks, child := startClusterChild(t, clusterStallEnv, stallScript, `
+	cfg, marks, child, url := startClusterChild(t, clusterStallEnv, stallScript, `
   - name: w
     tools: [slow]
     extensions: [{name: tally}]`)
@@ -147,9 +150,9 @@ func TestClusterStalledOwnerIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	time.Sleep(3 * clusterChildTTL) // the stalled process's leases expire
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	awaitNoOwner(ctx, t, url, "w/k") // the stalled process's lease expired
 	res, err := rt.Send(ctx, "w", "k", runtime.UserMessage("take over"))
 	if err != nil || res.Response.Content != "the second owner answered" {
 		t.Fatalf("the second owner's turn: %+v, %v", res, err)
@@ -205,4 +208,37 @@ func historyLines(t *testing.T, rt *runtime.Runtime, agent, key string) []string
 		lines[i] = string(m.Role) + ": " + m.Content
 	}
 	return lines
+}
+
+// awaitNoOwner waits until nobody holds the lease of instance (agent/key)
+// in the default cluster on the NATS server at url.
+func awaitNoOwner(ctx context.Context, t *testing.T, url, instance string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := cluster.Open(ctx, js, "ganglion_leases", "observer", clusterChildTTL, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		owner, err := leases.Owner(ctx, instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s is still %s's: %v", instance, owner, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
