@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,7 +260,7 @@ func (in *instance) add(p *pipeline.Message) {
 	seq := in.meta.NextSeq
 	in.meta.NextSeq++
 	if p.ID == "" {
-		p.ID = "msg-" + strconv.FormatUint(seq, 10)
+		p.ID = messageIDOf(seq)
 	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = in.agent.rt.now()

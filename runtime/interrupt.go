@@ -64,7 +64,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 			}
 		}
 	}
-	turnID := "turn-" + strconv.FormatInt(in.meta.Turns, 10)
+	turnID := turnIDOf(uint64(in.meta.Turns))
 	var names []string
 	for _, c := range calls {
 		if c.ID == "" || index[c.ID] < 0 {

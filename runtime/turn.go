@@ -121,7 +121,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		// IDs stay unique across restarts.
 		inst.metaDirty = true
 		turn = inst.meta.Turns
-		ts.turnID = "turn-" + strconv.FormatInt(turn, 10)
+		ts.turnID = turnIDOf(uint64(turn))
 	}
 	ts.storeCtx = context.WithoutCancel(ctx)
 	ts.conv.in, ts.conv.ts = inst, ts

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// cachedIDs is how many message and turn IDs are built once and shared.
+const cachedIDs = 4096
+
+// messageIDOf and turnIDOf name a message ("msg-7") and a turn ("turn-3") of an
+// instance by their number. The first cachedIDs of each are built once
+// and shared by every instance, since each instance counts from zero: a
+// turn's messages and the turn itself need no allocation for their IDs
+// (about 100 KB for each table).
+var (
+	messageIDOf = idTable("msg-")
+	turnIDOf    = idTable("turn-")
+)
+
+// idTable returns the namer of IDs prefix followed by a number.
+func idTable(prefix string) func(n uint64) string {
+	var (
+		once  sync.Once
+		table []string
+	)
+	return func(n uint64) string {
+		if n >= cachedIDs {
+			return prefix + strconv.FormatUint(n, 10)
+		}
+		once.Do(func() {
+			// One string holds them all; each ID is a slice of it.
+			var b strings.Builder
+			ends := make([]int, cachedIDs)
+			for i := range cachedIDs {
+				b.WriteString(prefix)
+				b.WriteString(strconv.Itoa(i))
+				ends[i] = b.Len()
+			}
+			all := b.String()
+			table = make([]string, cachedIDs)
+			start := 0
+			for i, end := range ends {
+				table[i], start = all[start:end], end
+			}
+		})
+		return table[n]
+	}
+}
