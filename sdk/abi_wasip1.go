@@ -70,7 +70,13 @@ func importLastError(buf unsafe.Pointer, n uint32) int32
 // wasmHost calls the imports.
 type wasmHost struct{}
 
-func newHost() abi { return wasmHost{} }
+// host is the module ganglion this guest talks to. In a guest it is the
+// concrete wasmHost, not the abi interface: a method call through an
+// interface is an indirect call in WebAssembly, which costs every host
+// call of every hook.
+var host wasmHost
+
+var _ abi = host
 
 // ptr is b's address in linear memory (nil for an empty b, which the host
 // reads as nothing). Go's heap does not move, and a pointer argument keeps

@@ -53,8 +53,8 @@ func kindName(kind int32) string {
 }
 
 // abi is the host's module ganglion, one method per import. In a wasip1
-// guest it calls the imports; elsewhere every call fails (see newHost),
-// and the package's tests put a fake in its place.
+// guest host calls the imports; elsewhere every call fails (noHost), and
+// the package's tests may put a fake in its place.
 type abi interface {
 	manifest(b []byte) int32
 	register(kind int32, spec []byte) int32
@@ -77,9 +77,6 @@ type abi interface {
 	setError(msg string) int32
 	lastError(buf []byte) int32
 }
-
-// host is the module ganglion this guest talks to.
-var host = newHost()
 
 // A guest runs one call at a time (a hook, or a hook nested in another's
 // next), so one reusable buffer serves every read. A value read into it
