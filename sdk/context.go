@@ -42,12 +42,31 @@ func (c *hook) handle() int32 { return c.h }
 // text reads a text field; a refusal panics (see the package doc's
 // # Errors).
 func (c *hook) text(field int32) string {
-	s, err := readString(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	b, err := read(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
 	if err != nil {
 		panic(err)
 	}
-	return s
+	if int(field) >= len(lastText) || len(b) > maxLastText {
+		return string(b)
+	}
+	if last := lastText[field]; last == string(b) {
+		return last
+	}
+	lastText[field] = string(b)
+	return lastText[field]
 }
+
+// lastText is, by field, the last value text returned. A guest reads the
+// same values again and again (a turn's input text at each of its steps,
+// in each extension; a tool's name at each call), and allocating a string
+// is a good part of a hook's cost in a Go guest: a value equal to the last
+// one comes back as that same string. Strings are immutable, so sharing
+// one is safe; one call runs at a time in a guest.
+var lastText [fieldIdempotencyKey + 1]string
+
+// maxLastText is the longest value lastText keeps, so that one long
+// input is not kept alive by the cache.
+const maxLastText = 4 << 10
 
 // raw reads a field as bytes of its own.
 func (c *hook) raw(field int32) []byte {
