@@ -34,6 +34,7 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
 		n.forget(inst, inst.lease)
 		inst.lease = nil
+		inst.fence.Store(0) // not this process's until it takes the lease again
 	}
 	// What this process read before may have changed on another.
 	inst.unload()
@@ -86,8 +87,8 @@ func movedIfFenced(err error) error {
 }
 
 // fence is the fence of agent's instance key for a write of what its
-// owner alone writes: zero outside a cluster, or if the instance is not
-// cached here (nor owned, then).
+// owner alone writes: zero outside a cluster, or if this process does not
+// hold the instance's lease (it is not cached here, or was given up).
 func (r *Runtime) fence(agent, key string) uint64 {
 	if r.node == nil {
 		return 0
@@ -212,6 +213,7 @@ func (n *node) renewLoop() {
 				if !pinned {
 					if in.lease == l {
 						in.lease = nil
+						in.fence.Store(0)
 						in.unload()
 					}
 					in.release()

@@ -69,8 +69,9 @@ type instance struct {
 	// every commit of the instance and of its tasks carries it, so that
 	// the store refuses what this process writes once another took the
 	// instance over, even if this one stalled past its lease without
-	// knowing. Zero outside a cluster; lostFence once a commit found it
-	// passed. Read by reports outside the instance's turns.
+	// knowing. Zero outside a cluster and while this process does not
+	// hold the lease; lostFence once a commit found it passed. Read by
+	// reports and state writes outside the instance's turns.
 	fence atomic.Uint64
 	// pins counts the writers of its tasks outside a turn, which keep its
 	// lease from being given up as idle; guarded by the node's mu.
