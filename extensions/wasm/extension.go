@@ -349,9 +349,44 @@ func (x *Extension) release(in *instance, re *reentry) {
 		}
 		return
 	}
+	in.idleSince = x.clock.Load()
 	x.idle = append(x.idle, in)
 	x.mu.Unlock()
 	<-x.slots
+}
+
+// The idle pool shrinks back after a burst: instances idle for
+// trimIdleAfter are closed, down to keepIdle, so that a process whose
+// extensions once ran many calls at once does not keep their memories
+// (a Go guest's is a few MB) for good. An instance costs milliseconds to
+// make again (the guest's runtime starts), which a pause this long makes
+// small.
+const (
+	trimIdleAfter = 10 * time.Second
+	keepIdle      = 1
+)
+
+// trimIdle closes the instances idle since before now-trimIdleAfter, but
+// the keepIdle used last.
+func (x *Extension) trimIdle(now int64) {
+	x.mu.Lock()
+	// idle is a stack: the instances released last are at its end.
+	n := 0
+	for n < len(x.idle)-keepIdle && x.idle[n].idleSince < now-int64(trimIdleAfter) {
+		n++
+	}
+	if n == 0 {
+		x.mu.Unlock()
+		return
+	}
+	old := slices.Clone(x.idle[:n])
+	x.idle = slices.Delete(x.idle, 0, n)
+	x.count -= n
+	x.mu.Unlock()
+	for _, in := range old {
+		in.close()
+	}
+	x.logger.Debug("closed idle instances", "closed", n, "kept", len(x.idle))
 }
 
 // tickClock advances the coarse clock that guest deadlines are read on
@@ -372,7 +407,7 @@ func (x *Extension) tickClock() {
 	const rearmEvery = 100 * time.Millisecond
 	killAfter := time.Duration(goruntime.GOMAXPROCS(0)) * (x.backstopAfter() + time.Second)
 	kill.arm(killAfter)
-	armed := time.Now()
+	armed, trimmed := time.Now(), time.Now()
 	for {
 		select {
 		case <-x.stopClock:
@@ -382,6 +417,10 @@ func (x *Extension) tickClock() {
 			if now.Sub(armed) >= rearmEvery {
 				kill.arm(killAfter)
 				armed = now
+			}
+			if now.Sub(trimmed) >= time.Second {
+				x.trimIdle(now.UnixNano())
+				trimmed = now
 			}
 			var runaway bool
 			x.liveMu.Lock()

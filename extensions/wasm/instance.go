@@ -45,6 +45,10 @@ type instance struct {
 	seen, since int64
 	fired       bool // the backstop fired
 
+	// idleSince is when it went back to the idle pool, on the coarse
+	// clock; guarded by the extension's mu.
+	idleSince int64
+
 	lastErr  string // the last failed host call's message
 	guestErr string // the guest's set_error
 

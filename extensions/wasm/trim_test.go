@@ -1,0 +1,70 @@
+package wasm
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestTrimIdle: after a burst, the instances idle for trimIdleAfter are
+// closed down to keepIdle, the one used last kept; those idle for less
+// stay; and the pool grows again on the next burst.
+func TestTrimIdle(t *testing.T) {
+	ctx := context.Background()
+	e, err := NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	x, err := e.Load(ctx, "noop", filepath.Join("testdata", "noop.wasm"), Limits{}, Grants{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	burst := func(n int) []*instance {
+		t.Helper()
+		var ins []*instance
+		for range n {
+			in, _, err := x.acquire(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ins = append(ins, in)
+		}
+		for _, in := range ins {
+			x.release(in, nil)
+		}
+		return ins
+	}
+	pool := func() (idle, count, live int) {
+		x.mu.Lock()
+		idle, count = len(x.idle), x.count
+		x.mu.Unlock()
+		x.liveMu.Lock()
+		defer x.liveMu.Unlock()
+		return idle, count, len(x.live)
+	}
+	ins := burst(4)
+	now := x.clock.Load()
+	x.trimIdle(now + int64(trimIdleAfter) - int64(time.Millisecond))
+	if idle, count, live := pool(); idle != 4 || count != 4 || live != 4 {
+		t.Fatalf("before trimIdleAfter: %d idle, %d alive, %d tracked; want all 4 kept", idle, count, live)
+	}
+	x.trimIdle(now + int64(trimIdleAfter) + int64(time.Second))
+	if idle, count, live := pool(); idle != keepIdle || count != keepIdle || live != keepIdle {
+		t.Fatalf("after trimIdleAfter: %d idle, %d alive, %d tracked; want %d", idle, count, live, keepIdle)
+	}
+	if x.idle[0] != ins[len(ins)-1] {
+		t.Error("the instance kept is not the one released last")
+	}
+	for _, in := range ins[:len(ins)-1] {
+		if !in.isBroken() {
+			t.Error("a trimmed instance was not closed")
+		}
+	}
+	burst(3)
+	if idle, count, _ := pool(); idle != 3 || count != 3 {
+		t.Fatalf("after another burst: %d idle, %d alive; want 3", idle, count)
+	}
+}
