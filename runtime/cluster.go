@@ -326,11 +326,13 @@ func (n *node) place(agent, key string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	best, bestScore := n.name, uint64(0)
+	name := []byte(leaseName(agent, key))
+	h := fnv.New64a()
 	for _, p := range n.live {
-		h := fnv.New64a()
+		h.Reset()
 		h.Write([]byte(p))
 		h.Write([]byte{0})
-		h.Write([]byte(leaseName(agent, key)))
+		h.Write(name)
 		if s := mix(h.Sum64()); s > bestScore || s == bestScore && p < best {
 			best, bestScore = p, s
 		}

@@ -549,20 +549,9 @@ func (s *badgerStore) getState(ctx context.Context, agent, key, extension string
 	return value, nil
 }
 
-// setState implements [Store.SetState]. The value is stored verbatim.
+// setState implements [Store.SetState]: a commit of the state alone.
 func (s *badgerStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
-	k := stateKey(agent, key, extension)
-	err := s.db.Update(func(txn *badger.Txn) error {
-		if value == nil {
-			return txn.Delete(k)
-		}
-		// Badger keeps the slice until the transaction commits.
-		return txn.Set(k, bytes.Clone(value))
-	})
-	if err != nil {
-		return fmt.Errorf("store: set state of extension %q for agent %q instance %q: %w", extension, agent, key, err)
-	}
-	return nil
+	return s.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
 }
 
 // putSecret implements [Store.PutSecret]. The sealed value is stored verbatim.

@@ -747,21 +747,9 @@ func (s *jsStore) getState(ctx context.Context, agent, key, extension string) ([
 	return v, nil
 }
 
-// setState implements [Store.SetState].
+// setState implements [Store.SetState]: a commit of the state alone.
 func (s *jsStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
-	k := jsStateKey(agent, key, extension)
-	var err error
-	if value == nil {
-		err = s.kv.Delete(ctx, k)
-	} else {
-		bt := &batch{s: s}
-		bt.put(k, "the state", bytes.Clone(value))
-		err = bt.commit(ctx)
-	}
-	if err != nil {
-		return fmt.Errorf("store: set state of %q for agent %q instance %q: %w", extension, agent, key, err)
-	}
-	return nil
+	return s.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
 }
 
 func jsSecretKey(agent, key, name string) string {

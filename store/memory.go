@@ -324,26 +324,9 @@ func (m *memoryStore) getState(ctx context.Context, agent, key, extension string
 	return append([]byte{}, v...), nil
 }
 
-// setState implements [Store.SetState]. It stores a copy of value.
+// setState implements [Store.SetState]: a commit of the state alone.
 func (m *memoryStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.agents == nil {
-		return ErrClosed
-	}
-	if value == nil {
-		if in := m.lookup(agent, key); in != nil {
-			delete(in.state, extension)
-			m.prune(agent, key, in)
-		}
-		return nil
-	}
-	in := m.obtain(agent, key)
-	if in.state == nil {
-		in.state = make(map[string][]byte)
-	}
-	in.state[extension] = append([]byte{}, value...)
-	return nil
+	return m.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
 }
 
 // putSecret implements [Store.PutSecret]. It stores a copy of sealed.

@@ -1,10 +1,11 @@
 package store
 
 import (
-	"github.com/ganglion-dev/ganglion/pipeline"
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
 // TestMemInstanceChunks drives the chunked history of a memInstance with

@@ -382,11 +382,12 @@ func (x *Extension) trimIdle(now int64) {
 	old := slices.Clone(x.idle[:n])
 	x.idle = slices.Delete(x.idle, 0, n)
 	x.count -= n
+	kept := len(x.idle)
 	x.mu.Unlock()
 	for _, in := range old {
 		in.close()
 	}
-	x.logger.Debug("closed idle instances", "closed", n, "kept", len(x.idle))
+	x.logger.Debug("closed idle instances", "closed", n, "kept", kept)
 }
 
 // tickClock advances the coarse clock that guest deadlines are read on

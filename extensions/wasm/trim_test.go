@@ -7,6 +7,49 @@ import (
 	"time"
 )
 
+// TestClockTrimsIdle: the extension's clock goroutine trims the pool by
+// itself once its instances have idled trimIdleAfter (so it waits that
+// long, in parallel with the other tests).
+func TestClockTrimsIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the pool to idle")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	e, err := NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	x, err := e.Load(ctx, "noop", filepath.Join("testdata", "noop.wasm"), Limits{}, Grants{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var ins []*instance
+	for range 3 {
+		in, _, err := x.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins = append(ins, in)
+	}
+	for _, in := range ins {
+		x.release(in, nil)
+	}
+	for deadline := time.Now().Add(trimIdleAfter + 5*time.Second); ; time.Sleep(100 * time.Millisecond) {
+		x.mu.Lock()
+		idle := len(x.idle)
+		x.mu.Unlock()
+		if idle == keepIdle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances still idle %v after the burst, want %d", idle, trimIdleAfter+5*time.Second, keepIdle)
+		}
+	}
+}
+
 // TestTrimIdle: after a burst, the instances idle for trimIdleAfter are
 // closed down to keepIdle, the one used last kept; those idle for less
 // stay; and the pool grows again on the next burst.
