@@ -7,28 +7,28 @@ import (
 	"time"
 )
 
-// TestClockTrimsIdle: the extension's clock goroutine trims the pool by
-// itself once its instances have idled trimIdleAfter (so it waits that
-// long, in parallel with the other tests).
-func TestClockTrimsIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for the pool to idle")
-	}
-	t.Parallel()
-	ctx := context.Background()
+// loadNoop loads testdata/noop.wasm, closed when the test ends.
+func loadNoop(t *testing.T) *Extension {
+	t.Helper()
 	e, err := NewEngine("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	x, err := e.Load(ctx, "noop", filepath.Join("testdata", "noop.wasm"), Limits{}, Grants{})
+	t.Cleanup(func() { e.Close() })
+	x, err := e.Load(context.Background(), "noop", filepath.Join("testdata", "noop.wasm"), Limits{}, Grants{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer x.Close()
+	t.Cleanup(func() { x.Close() })
+	return x
+}
+
+// burst takes n instances of x at once, then gives them back, in order.
+func burst(t *testing.T, x *Extension, n int) []*instance {
+	t.Helper()
 	var ins []*instance
-	for range 3 {
-		in, _, err := x.acquire(ctx)
+	for range n {
+		in, _, err := x.acquire(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,49 +37,14 @@ func TestClockTrimsIdle(t *testing.T) {
 	for _, in := range ins {
 		x.release(in, nil)
 	}
-	for deadline := time.Now().Add(trimIdleAfter + 5*time.Second); ; time.Sleep(100 * time.Millisecond) {
-		x.mu.Lock()
-		idle := len(x.idle)
-		x.mu.Unlock()
-		if idle == keepIdle {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d instances still idle %v after the burst, want %d", idle, trimIdleAfter+5*time.Second, keepIdle)
-		}
-	}
+	return ins
 }
 
 // TestTrimIdle: after a burst, the instances idle for trimIdleAfter are
 // closed down to keepIdle, the one used last kept; those idle for less
 // stay; and the pool grows again on the next burst.
 func TestTrimIdle(t *testing.T) {
-	ctx := context.Background()
-	e, err := NewEngine("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	x, err := e.Load(ctx, "noop", filepath.Join("testdata", "noop.wasm"), Limits{}, Grants{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	burst := func(n int) []*instance {
-		t.Helper()
-		var ins []*instance
-		for range n {
-			in, _, err := x.acquire(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ins = append(ins, in)
-		}
-		for _, in := range ins {
-			x.release(in, nil)
-		}
-		return ins
-	}
+	x := loadNoop(t)
 	pool := func() (idle, count, live int) {
 		x.mu.Lock()
 		idle, count = len(x.idle), x.count
@@ -88,7 +53,7 @@ func TestTrimIdle(t *testing.T) {
 		defer x.liveMu.Unlock()
 		return idle, count, len(x.live)
 	}
-	ins := burst(4)
+	ins := burst(t, x, 4)
 	now := x.clock.Load()
 	x.trimIdle(now + int64(trimIdleAfter) - int64(time.Millisecond))
 	if idle, count, live := pool(); idle != 4 || count != 4 || live != 4 {
@@ -106,8 +71,32 @@ func TestTrimIdle(t *testing.T) {
 			t.Error("a trimmed instance was not closed")
 		}
 	}
-	burst(3)
+	burst(t, x, 3)
 	if idle, count, _ := pool(); idle != 3 || count != 3 {
 		t.Fatalf("after another burst: %d idle, %d alive; want 3", idle, count)
+	}
+}
+
+// TestClockTrimsIdle: the extension's clock goroutine trims the pool by
+// itself once its instances have idled trimIdleAfter (so it waits that
+// long, in parallel with the other tests).
+func TestClockTrimsIdle(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the pool to idle")
+	}
+	t.Parallel()
+	x := loadNoop(t)
+	burst(t, x, 3)
+	wait := trimIdleAfter + 5*time.Second
+	for deadline := time.Now().Add(wait); ; time.Sleep(100 * time.Millisecond) {
+		x.mu.Lock()
+		idle := len(x.idle)
+		x.mu.Unlock()
+		if idle == keepIdle {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d instances still idle %v after the burst, want %d", idle, wait, keepIdle)
+		}
 	}
 }
