@@ -415,8 +415,8 @@ func runHook(kind, h, id int32) (code int32) {
 	return 0
 }
 
-// slab hands out new values of T, allocated 64 at a time: one allocation
-// for 64 hook calls. A value is never handed out twice, so a context kept
+// slab hands out new values of T, allocated 256 at a time: one allocation
+// for 256 hook calls. A value is never handed out twice, so a context kept
 // past its call keeps its own (stale) handle.
 type slab[T any] struct{ free []T }
 

@@ -42,7 +42,7 @@ func (c *hook) handle() int32 { return c.h }
 // text reads a text field; a refusal panics (see the package doc's
 // # Errors).
 func (c *hook) text(field int32) string {
-	b, err := read(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	b, err := c.field(field)
 	if err != nil {
 		panic(err)
 	}
@@ -68,9 +68,20 @@ var lastText [fieldIdempotencyKey + 1]string
 // input is not kept alive by the cache.
 const maxLastText = 4 << 10
 
+// field reads a field into the shared buffer (see read). A value that
+// fits takes one host call and no other: a Go guest pays for each call of
+// its own, and a turn's fields are read at each of its steps.
+func (c *hook) field(field int32) ([]byte, error) {
+	n := host.field(c.h, field, buf)
+	if n >= 0 && int(n) <= len(buf) {
+		return buf[:n], nil
+	}
+	return readFrom(fieldOp(field), n, func(b []byte) int32 { return host.field(c.h, field, b) })
+}
+
 // raw reads a field as bytes of its own.
 func (c *hook) raw(field int32) []byte {
-	b, err := read(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	b, err := c.field(field)
 	if err != nil {
 		panic(err)
 	}
@@ -79,7 +90,7 @@ func (c *hook) raw(field int32) []byte {
 
 // decode reads a JSON field into v.
 func (c *hook) decode(field int32, v any) error {
-	b, err := read(fieldOp(field), func(b []byte) int32 { return host.field(c.h, field, b) })
+	b, err := c.field(field)
 	if err != nil {
 		return err
 	}
@@ -106,12 +117,22 @@ func (c *hook) setJSON(field int32, v any) error {
 	return c.set(field, b)
 }
 
+// fieldOp names a field read in its error ("field INPUT_TEXT"). The names
+// are built once: every read passes its name, and a concatenation at each
+// would be an allocation, a good part of a read's cost in a Go guest.
 func fieldOp(field int32) string {
-	if field > 0 && int(field) < len(fieldNames) {
-		return "field " + fieldNames[field]
+	if field > 0 && int(field) < len(fieldOps) {
+		return fieldOps[field]
 	}
 	return "field " + strconv.Itoa(int(field))
 }
+
+var fieldOps = func() (ops [len(fieldNames)]string) {
+	for i, name := range fieldNames {
+		ops[i] = "field " + name
+	}
+	return ops
+}()
 
 // Agent returns the agent's name.
 func (c *hook) Agent() string { return c.text(fieldAgent) }

@@ -95,22 +95,30 @@ var buf = make([]byte, initialBuf)
 // value. The result may alias the shared buffer: copy it before the next
 // host call. A negative result becomes an [*Error] named op.
 func read(op string, get func(b []byte) int32) ([]byte, error) {
+	return readFrom(op, get(buf), get)
+}
+
+// readFrom is read after the first call, which answered n for the shared
+// buffer.
+func readFrom(op string, n int32, get func(b []byte) int32) ([]byte, error) {
 	b := buf
-	for range 4 {
-		n := get(b)
+	for calls := 1; ; calls++ {
 		if n < 0 {
 			return nil, hostError(op, n)
 		}
 		if int(n) <= len(b) {
 			return b[:n], nil
 		}
+		if calls == 4 {
+			return nil, &Error{Op: op, Code: CodeFailed, Message: "the value kept growing between reads"}
+		}
 		// Too small: nothing was written. Grow and ask again.
 		b = make([]byte, n)
 		if n <= maxKeptBuf {
 			buf = b
 		}
+		n = get(b)
 	}
-	return nil, &Error{Op: op, Code: CodeFailed, Message: "the value kept growing between reads"}
 }
 
 // readString is read, as a string.

@@ -45,3 +45,30 @@ func TestTextReusesTheLastValue(t *testing.T) {
 		t.Errorf("a value over %d bytes: equal %v, shared %v; want it read whole and not kept", maxLastText, a == long && b == long, same(a, b))
 	}
 }
+
+// TestTextReadsDoNotAllocate: reading a field whose value has not changed
+// allocates nothing, in any of the text fields a hook reads at each call.
+// In a Go guest an allocation costs about as much as the host call itself.
+func TestTextReadsDoNotAllocate(t *testing.T) {
+	f := newFake().use(t)
+	clear(lastText[:])
+	f.fields[fieldInputText] = []byte("What is the answer?")
+	f.fields[fieldToolName] = []byte("lookup")
+	f.fields[fieldTurnID] = []byte("turn-1")
+	tests := []struct {
+		name string
+		read func() string
+	}{
+		{"Turn.InputText", (&Turn{conversation: conversation{hook{1}}}).InputText},
+		{"Step.TurnID", (&Step{conversation: conversation{hook{1}}}).TurnID},
+		{"ToolCall.Name", (&ToolCall{hook: hook{1}}).Name},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.read() // the first read keeps the value
+			if n := testing.AllocsPerRun(100, func() { _ = tt.read() }); n != 0 {
+				t.Errorf("%s allocates %v times a read, want 0", tt.name, n)
+			}
+		})
+	}
+}
