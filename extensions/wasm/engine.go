@@ -221,8 +221,7 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 	limits = limits.withDefaults()
 	rt := wazero.NewRuntimeWithConfig(ctx, e.runtimeConfig(limits))
 	x := &Extension{name: name, path: path, rt: rt, limits: limits, grants: grants, logger: e.logger.With("extension", name), config: cfgJSON,
-		stopClock: make(chan struct{}), clockDone: make(chan struct{}),
-		slots: make(chan struct{}, limits.MaxInstances)}
+		stopClock: make(chan struct{}), clockDone: make(chan struct{})}
 	x.clock.Store(time.Now().UnixNano())
 	go x.tickClock() // before the first instance: its init runs under the deadline too
 	ok := false

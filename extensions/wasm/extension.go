@@ -35,11 +35,11 @@ type Extension struct {
 	api      *extensions.API
 	config   []byte // the CONFIG field
 
-	mu     sync.Mutex
-	idle   []*instance
-	count  int // instances alive, idle or busy
-	slots  chan struct{}
-	closed bool
+	mu      sync.Mutex
+	idle    []*instance
+	count   int          // instances alive, idle or busy, or being made: at most MaxInstances
+	waiters []chan grant // calls waiting for an instance, oldest first
+	closed  bool
 
 	stopClock    chan struct{} // closed by Close: stops tickClock
 	clockDone    chan struct{}
@@ -253,7 +253,7 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 	err = in.invoke(f, id)
 	if err == nil {
 		out = f.outcome()
-		x.crashes.Store(0)
+		x.clearCrashes()
 	} else {
 		x.counted(err)
 	}
@@ -284,26 +284,36 @@ func (x *Extension) counted(err error) {
 		x.crashed()
 		return
 	}
-	x.crashes.Store(0)
+	x.clearCrashes()
+}
+
+// clearCrashes ends a run of crashed calls. It reads before it writes:
+// a store is a locked instruction, on every call of every instance, where
+// the count is almost always 0 already.
+func (x *Extension) clearCrashes() {
+	if x.crashes.Load() != 0 {
+		x.crashes.Store(0)
+	}
 }
 
 // acquire returns the instance to run a hook in: the one parked in the
 // caller's next, if no other goroutine re-entered it (parallel tool calls
-// share their step's context), else an idle or new one.
+// share their step's context), else an idle or new one, or, with
+// Limits.MaxInstances busy, the first one released.
+//
+// The pool is one mutex: an idle instance costs a lock, not a semaphore's
+// channel operations as well (they were a fifth of a hook call's host
+// side, BENCHMARKS.md). count never exceeds MaxInstances, so a call finds
+// an idle instance or may make one unless MaxInstances are busy; then it
+// queues, and release hands its instance to the oldest waiter.
 func (x *Extension) acquire(ctx context.Context) (*instance, *reentry, error) {
 	if re, ok := ctx.Value(reentryKey{x}).(*reentry); ok && !re.in.isBroken() && re.claimed.CompareAndSwap(false, true) {
 		return re.in, re, nil
 	}
-	select {
-	case x.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("waiting for an instance: %w", ctx.Err())
-	}
 	x.mu.Lock()
 	if x.closed {
 		x.mu.Unlock()
-		<-x.slots
-		return nil, nil, errors.New("the extension is closed")
+		return nil, nil, errClosed
 	}
 	if n := len(x.idle); n > 0 {
 		in := x.idle[n-1]
@@ -311,48 +321,112 @@ func (x *Extension) acquire(ctx context.Context) (*instance, *reentry, error) {
 		x.mu.Unlock()
 		return in, nil, nil
 	}
-	x.count++
+	if x.count < x.limits.MaxInstances {
+		x.count++
+		x.mu.Unlock()
+		return x.create(ctx)
+	}
+	w := make(chan grant, 1)
+	x.waiters = append(x.waiters, w)
 	x.mu.Unlock()
+	select {
+	case g := <-w:
+		return x.take(ctx, g)
+	case <-ctx.Done():
+	}
+	x.mu.Lock()
+	if i := slices.Index(x.waiters, w); i >= 0 {
+		x.waiters = slices.Delete(x.waiters, i, i+1)
+		x.mu.Unlock()
+	} else {
+		// Granted as the context ended: the grant is on its way (pass
+		// sends after unlocking); hand it on.
+		x.mu.Unlock()
+		if g := <-w; !g.closed {
+			x.pass(g)
+		}
+	}
+	return nil, nil, fmt.Errorf("waiting for an instance: %w", ctx.Err())
+}
+
+// errClosed is a call on a closed extension.
+var errClosed = errors.New("the extension is closed")
+
+// grant is what a waiting call is given: a released instance, or, when
+// in is nil, the right to make one (counted already), or the news that
+// the extension closed.
+type grant struct {
+	in     *instance
+	closed bool
+}
+
+// take runs a hook's call on what it was granted.
+func (x *Extension) take(ctx context.Context, g grant) (*instance, *reentry, error) {
+	switch {
+	case g.closed:
+		return nil, nil, errClosed
+	case g.in != nil:
+		return g.in, nil, nil
+	}
+	return x.create(ctx)
+}
+
+// create makes an instance counted already; if it fails, the count goes
+// to a waiter or back.
+func (x *Extension) create(ctx context.Context) (*instance, *reentry, error) {
 	in, err := x.newInstance(ctx)
 	if err != nil {
-		x.mu.Lock()
-		x.count--
-		x.mu.Unlock()
-		<-x.slots
+		x.pass(grant{})
 		return nil, nil, fmt.Errorf("new instance: %w", err)
 	}
 	return in, nil, nil
 }
 
+// pass gives g to the oldest waiting call, or back to the pool: its
+// instance to the idle ones, or its count back. On a closed extension
+// the instance is closed instead.
+func (x *Extension) pass(g grant) {
+	x.mu.Lock()
+	if len(x.waiters) > 0 && !x.closed {
+		w := x.waiters[0]
+		x.waiters = slices.Delete(x.waiters, 0, 1)
+		x.mu.Unlock()
+		w <- g // buffered: never blocks
+		return
+	}
+	if g.in != nil && !x.closed {
+		g.in.idleSince = x.clock.Load()
+		x.idle = append(x.idle, g.in)
+		x.mu.Unlock()
+		return
+	}
+	x.count--
+	x.mu.Unlock()
+	if g.in != nil {
+		g.in.close()
+	}
+}
+
 // release gives the instance back: to the outer hook it was re-entered
-// from, to the idle pool, or, if it broke, to nobody.
+// from, to a waiting call or the idle pool, or, if it broke, to nobody
+// (a waiting call then makes a new one).
 func (x *Extension) release(in *instance, re *reentry) {
 	if re != nil {
 		re.claimed.Store(false)
 		return
 	}
-	x.mu.Lock()
-	if in.isBroken() || x.closed {
-		x.count--
-		x.mu.Unlock()
-		broken := in.isBroken() && !x.closed
-		in.close()
-		<-x.slots
-		if broken {
-			// A broken instance may leave up to its memory cap (and
-			// wazero's stack, up to 50 MB) as garbage; a module that
-			// crashes call after call would pile it up faster than the
-			// collector's pace returns it. Collecting now bounds what a
-			// module makes the process hold (BENCHMARKS.md). Crashed calls
-			// are rare, and back off.
-			goruntime.GC()
-		}
+	if !in.isBroken() {
+		x.pass(grant{in: in})
 		return
 	}
-	in.idleSince = x.clock.Load()
-	x.idle = append(x.idle, in)
-	x.mu.Unlock()
-	<-x.slots
+	in.close()
+	x.pass(grant{})
+	// A broken instance may leave up to its memory cap (and wazero's
+	// stack, up to 50 MB) as garbage; a module that crashes call after
+	// call would pile it up faster than the collector's pace returns it.
+	// Collecting now bounds what a module makes the process hold
+	// (BENCHMARKS.md). Crashed calls are rare, and back off.
+	goruntime.GC()
 }
 
 // The idle pool shrinks back after a burst: instances idle for
@@ -479,9 +553,12 @@ func (x *Extension) Close() error {
 		return nil
 	}
 	x.closed = true
-	idle := x.idle
-	x.idle = nil
+	idle, waiters := x.idle, x.waiters
+	x.idle, x.waiters = nil, nil
 	x.mu.Unlock()
+	for _, w := range waiters {
+		w <- grant{closed: true}
+	}
 	close(x.stopClock)
 	if x.clockDone != nil {
 		<-x.clockDone

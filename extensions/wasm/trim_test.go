@@ -26,14 +26,7 @@ func loadNoop(t *testing.T) *Extension {
 // burst takes n instances of x at once, then gives them back, in order.
 func burst(t *testing.T, x *Extension, n int) []*instance {
 	t.Helper()
-	var ins []*instance
-	for range n {
-		in, _, err := x.acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ins = append(ins, in)
-	}
+	ins := take(t, x, n)
 	for _, in := range ins {
 		x.release(in, nil)
 	}
