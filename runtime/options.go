@@ -42,6 +42,7 @@ type options struct {
 	providers    map[string]ProviderFactory
 	now          func() time.Time
 	syncWrites   bool
+	storeOpts    []store.BadgerOption
 	maxInstances int
 
 	wasmCache     string
@@ -134,6 +135,14 @@ func WithConfigFile(path string) Option { return optionFunc(func(o *options) { o
 // config's data setting. Default: the config's data, which defaults to
 // .ganglion/data next to the config file.
 func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dataDir = dir }) }
+
+// WithStoreOptions adds opts to those the runtime opens its badger store
+// in the data directory with, after the config's store sizes: to size it
+// ([store.WithMemTableSize], [store.WithBlockCacheSize]). They do not
+// apply to a store given with [WithStore], [WithMemoryStore] or a cluster's.
+func WithStoreOptions(opts ...store.BadgerOption) Option {
+	return optionFunc(func(o *options) { o.storeOpts = append(o.storeOpts, opts...) })
+}
 
 // WithStore uses st for persistence. The runtime does not close it.
 func WithStore(st store.Store) Option { return optionFunc(func(o *options) { o.store = st }) }

@@ -314,7 +314,8 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	if dir == "" {
 		dir = defaultDataDir
 	}
-	st, err := store.OpenBadger(dir, store.WithLogger(r.logger), store.WithSyncWrites(o.syncWrites))
+	opts := append([]store.BadgerOption{store.WithLogger(r.logger), store.WithSyncWrites(o.syncWrites)}, cfg.Store.Options()...)
+	st, err := store.OpenBadger(dir, append(opts, o.storeOpts...)...)
 	if err != nil {
 		return "", err
 	}

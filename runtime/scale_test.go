@@ -20,6 +20,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // scaleGuests is gonoop, a Go guest whose middleware reads a field and
@@ -29,7 +30,7 @@ var scaleGuests guesttest.Set
 // scaleRuntime is a runtime on badger whose agent has three extensions
 // on every hook: two native pass-through ones and a Go-guest WASM one,
 // keeping up to cache instances in memory (0: the default).
-func scaleRuntime(tb testing.TB, cache int) *runtime.Runtime {
+func scaleRuntime(tb testing.TB, cache int, more ...runtime.Option) *runtime.Runtime {
 	tb.Helper()
 	mods, wasmCache := scaleGuests.Build(tb, "../extensions/wasm/testdata/gonoop")
 	script, err := scripted.Parse("bench.yaml", []byte(benchScript))
@@ -51,7 +52,7 @@ agents:
 	if cache > 0 {
 		opts = append(opts, runtime.WithInstanceCache(cache))
 	}
-	rt, err := runtime.New(context.Background(), opts...)
+	rt, err := runtime.New(context.Background(), append(opts, more...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -145,16 +146,21 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // cache=all keeps every instance in memory.
 func BenchmarkIdleInstances(b *testing.B) {
 	const n = 10_000
+	// store=small is Badger sized for many idle instances in little
+	// memory (store.WithMemTableSize): 8 MiB memtables, commits of at most
+	// about 1.2 MB, and an 8 MiB block cache.
+	small := runtime.WithStoreOptions(store.WithMemTableSize(8<<20), store.WithBlockCacheSize(8<<20))
 	for _, bc := range []struct {
 		name  string
 		cache int
-	}{{"cache=default", 0}, {"cache=all", n}} {
+		opts  []runtime.Option
+	}{{"cache=default", 0, nil}, {"cache=all", n, nil}, {"cache=default,store=small", 0, []runtime.Option{small}}} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				base := heapMB()
 				b.ReportMetric(rssMB(), "MB-RSS-before")
-				rt := scaleRuntime(b, bc.cache)
+				rt := scaleRuntime(b, bc.cache, bc.opts...)
 				b.StartTimer()
 				turnAll(b, rt, n, 5, 2*goruntime.GOMAXPROCS(0))
 				b.StopTimer()

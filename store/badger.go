@@ -48,8 +48,10 @@ type BadgerOption interface {
 }
 
 type badgerConfig struct {
-	logger     *slog.Logger
-	syncWrites bool
+	logger         *slog.Logger
+	syncWrites     bool
+	memTableSize   int64 // 0: Badger's default
+	blockCacheSize int64 // 0: Badger's default
 }
 
 type badgerOptionFunc func(*badgerConfig)
@@ -70,6 +72,38 @@ func WithLogger(logger *slog.Logger) BadgerOption {
 // It has no effect in memory.
 func WithSyncWrites(on bool) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.syncWrites = on })
+}
+
+// The smallest sizes [WithMemTableSize] and [WithBlockCacheSize] take. A
+// commit must hold a record of up to 1 MiB, which Badger keeps in its
+// tables rather than in its value log, and takes up to 15 % of a memtable.
+const (
+	minMemTableSize   = 8 << 20
+	minBlockCacheSize = 1 << 20
+)
+
+// WithMemTableSize sets the size of each of Badger's memtables, where
+// commits are kept in memory until they are written to disk in a table
+// (default 64 MiB, at least 8 MiB).
+//
+// It sets most of the memory the store holds, and the largest commit it
+// takes. An idle process holds one memtable, allocated whole, and the part
+// of its log written so far; while tables are being written, up to five.
+// One commit may be at most about 15 % of a memtable (about 9.6 MB at the
+// default, 1.2 MB at 8 MiB): a larger one fails with an error matching
+// [badger.ErrTxnTooBig], and writes nothing. A smaller memtable suits many
+// agents in little memory whose turns never commit large tool results.
+func WithMemTableSize(bytes int64) BadgerOption {
+	return badgerOptionFunc(func(c *badgerConfig) { c.memTableSize = bytes })
+}
+
+// WithBlockCacheSize sets the size of the cache of table blocks read back
+// from disk (default 256 MiB, at least 1 MiB): instances loaded
+// again after they left the runtime's cache, and the reads of meta, tasks
+// and pending items. The operating system's page cache holds the tables
+// too, compressed, so a small cache costs decompressing them again.
+func WithBlockCacheSize(bytes int64) BadgerOption {
+	return badgerOptionFunc(func(c *badgerConfig) { c.blockCacheSize = bytes })
 }
 
 // OpenBadger opens the store in directory dir, creating the directory and
@@ -139,6 +173,20 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 	var c badgerConfig
 	for _, o := range opts {
 		o.apply(&c)
+	}
+	for _, size := range []struct {
+		name     string
+		n, least int64
+	}{{"memtable size", c.memTableSize, minMemTableSize}, {"block cache size", c.blockCacheSize, minBlockCacheSize}} {
+		if size.n != 0 && size.n < size.least {
+			return nil, fmt.Errorf("%s %d bytes is below the minimum of %d (%d MiB)", size.name, size.n, size.least, size.least>>20)
+		}
+	}
+	if c.memTableSize != 0 {
+		bopts = bopts.WithMemTableSize(c.memTableSize)
+	}
+	if c.blockCacheSize != 0 {
+		bopts = bopts.WithBlockCacheSize(c.blockCacheSize)
 	}
 	var logger badger.Logger // nil: Badger logs nothing
 	if c.logger != nil {
@@ -350,8 +398,8 @@ func corrupt(key []byte, err error) error {
 //
 // # Errors
 //
-// A batch that does not fit in one transaction (about 10 MB of encoded
-// records) fails with an error matching [badger.ErrTxnTooBig], as does a
+// A batch that does not fit in one transaction (about 15 % of the memtable
+// size of [WithMemTableSize] in encoded records, 9.6 MB by default) fails with an error matching [badger.ErrTxnTooBig], as does a
 // record Badger refuses or JSON cannot encode; in every case nothing of the
 // batch is written.
 func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) error {
@@ -426,8 +474,9 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 	case errors.Is(err, ErrFenced):
 		return fencedError(agent, key, b.Fence)
 	case errors.Is(err, badger.ErrTxnTooBig):
-		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction, nothing written: %w",
-			agent, key, len(b.Put), len(b.Delete), err)
+		mt := s.db.Opts().MemTableSize
+		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction (about %d kB with a memtable of %d MiB), nothing written: %w",
+			agent, key, len(b.Put), len(b.Delete), mt*15/100>>10, mt>>20, err)
 	case err != nil:
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 	}

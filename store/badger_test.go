@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -200,7 +201,7 @@ func TestBadgerCommitTooBig(t *testing.T) {
 	if !errors.Is(err, badger.ErrTxnTooBig) {
 		t.Fatalf("got %v, want ErrTxnTooBig", err)
 	}
-	const prefix = `store: commit agent "a" instance "k": batch of 120 puts and 1 deletes too large for one transaction, nothing written: write record `
+	const prefix = `store: commit agent "a" instance "k": batch of 120 puts and 1 deletes too large for one transaction (about 9830 kB with a memtable of 64 MiB), nothing written: write record `
 	const suffix = `: Txn is too big to fit into one request`
 	if msg := err.Error(); !strings.HasPrefix(msg, prefix) || !strings.HasSuffix(msg, suffix) {
 		t.Fatalf("error\n got: %s\nwant: %s<seq>%s", msg, prefix, suffix)
@@ -485,5 +486,87 @@ func TestBadgerCloseStopsGoroutines(t *testing.T) {
 			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestBadgerSizes: the memtable and block cache sizes are Badger's, a
+// memtable's size bounds a commit (a batch over about 15 % of it is
+// refused whole), and a size below the minimum is refused at open.
+func TestBadgerSizes(t *testing.T) {
+	const record = 300 << 10 // encoded, a little more
+	tests := []struct {
+		name    string
+		opts    []store.BadgerOption
+		records int    // in one batch
+		wantErr string // "" if the batch is committed
+		// Badger's sizes
+		memTable, blockCache int64
+	}{
+		{"default: five records of 300 kB", nil, 5, "", 64 << 20, 256 << 20},
+		{"smallest memtable: three records of 300 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 3, "", 8 << 20, 256 << 20},
+		{"smallest memtable: five records of 300 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 5, "Txn is too big to fit into one request", 8 << 20, 256 << 20},
+		{"smallest block cache", []store.BadgerOption{store.WithBlockCacheSize(store.MinBlockCacheSize)}, 5, "", 64 << 20, 1 << 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := store.OpenBadger(dir, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m, c := store.BadgerSizes(s); m != tt.memTable || c != tt.blockCache {
+				t.Errorf("Badger runs with a memtable of %d bytes, a block cache of %d; want %d, %d", m, c, tt.memTable, tt.blockCache)
+			}
+			commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "small")}, Meta: meta(1, 1)})
+			var put []store.Record
+			for seq := range uint64(tt.records) {
+				m := msg(fmt.Sprintf("m%d", seq+1), pipeline.RoleUser, strings.Repeat("x", record))
+				put = append(put, store.Record{Seq: seq + 1, Message: &m})
+			}
+			err = s.Commit(context.Background(), "a", "k", store.Batch{Put: put, Meta: meta(2, uint64(tt.records)+1)})
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("commit: %v", err)
+			}
+			if tt.wantErr != "" {
+				if !errors.Is(err, badger.ErrTxnTooBig) || !strings.HasSuffix(err.Error(), tt.wantErr) {
+					t.Fatalf("commit: %v; want ErrTxnTooBig, ending %q", err, tt.wantErr)
+				}
+				put = nil
+			}
+			// What was committed is read back, after a reopen.
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = store.OpenBadger(dir, tt.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeStore(t, s)
+			want, wantMeta := append([]store.Record{rec(0, "small")}, put...), meta(2, uint64(tt.records)+1)
+			if put == nil {
+				wantMeta = meta(1, 1)
+			}
+			wantInstance(t, s, "a", "k", wantMeta, want)
+		})
+	}
+}
+
+func TestBadgerSizesRefused(t *testing.T) {
+	tests := []struct {
+		opt  store.BadgerOption
+		want string
+	}{
+		{store.WithMemTableSize(4 << 20), "memtable size 4194304 bytes is below the minimum of 8388608 (8 MiB)"},
+		{store.WithBlockCacheSize(-1), "block cache size -1 bytes is below the minimum of 1048576 (1 MiB)"},
+	}
+	for _, tt := range tests {
+		dir := t.TempDir()
+		s, err := store.OpenBadger(dir, tt.opt)
+		if want := fmt.Sprintf("store: open data directory %q: %s", dir, tt.want); err == nil || err.Error() != want {
+			if s != nil {
+				s.Close()
+			}
+			t.Errorf("OpenBadger: %v; want %s", err, want)
+		}
 	}
 }

@@ -9,3 +9,16 @@ func OpenBadgerInMemory(opts ...BadgerOption) (Store, error) {
 	}
 	return checkedStore{s}, nil
 }
+
+// BadgerSizes returns the memtable and block cache sizes Badger runs a
+// store of OpenBadger with.
+func BadgerSizes(s Store) (memTable, blockCache int64) {
+	o := s.(checkedStore).b.(*badgerStore).db.Opts()
+	return o.MemTableSize, o.BlockCacheSize
+}
+
+// The smallest sizes of WithMemTableSize and WithBlockCacheSize.
+const (
+	MinMemTableSize   = minMemTableSize
+	MinBlockCacheSize = minBlockCacheSize
+)

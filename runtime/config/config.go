@@ -20,6 +20,8 @@ type File struct {
 	// ".ganglion/data" next to the config file, so that the same config
 	// has the same history from wherever it is run.
 	Data string `yaml:"data"`
+	// Store sizes the badger store in Data. Nil: Badger's defaults.
+	Store *Store `yaml:"store"`
 	// Model is the default model of every agent that names none.
 	Model *Model `yaml:"model"`
 	// Agents are the agents, in order; the first is the CLI's default.

@@ -109,6 +109,7 @@ func (f *File) Validate(k Known) error {
 	v.webhooks(f.Webhooks)
 	v.mcpServers()
 	v.cluster(f.Cluster)
+	v.store(f.Store)
 	v.budget(f.TaskBudget, "$.task_budget", "")
 	// A key pasted as api_key_env is masked in every excerpt, keeping its
 	// length so that carets stay in place.

@@ -210,6 +210,22 @@ agent_calls: {timeout: 2h}
 agents:
   - name: assistant
 `, `ganglion.yaml:2:24: agent_calls: timeout must be a positive duration of at most 1h, such as 15s or 2m, got "2h"`},
+	{"store_memtable_small", `model: {provider: scripted, script: s.yaml}
+store: {memtable_size: 4MiB}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:24: store: memtable_size must be at least 8.0 MiB, got "4MiB"`},
+	{"store_block_cache_not_a_size", `model: {provider: scripted, script: s.yaml}
+store: {block_cache_size: lots}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:27: store: block_cache_size must be a size such as 64MiB (at most 4GiB), got "lots"`},
+	{"store_with_cluster", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://127.0.0.1:4222"}
+store: {memtable_size: 16MiB}
+agents:
+  - name: assistant
+`, `ganglion.yaml:3:9: store: sizes the badger store of the data directory, which a cluster does not use (its data is in JetStream)`},
 	{"cluster_url_missing", `model: {provider: scripted, script: s.yaml}
 cluster: {name: prod}
 agents:

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"github.com/dustin/go-humanize"
+
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+// The smallest sizes the store takes (see [store.WithMemTableSize] and
+// [store.WithBlockCacheSize]); it refuses smaller ones too, with less
+// precise positions.
+const (
+	minMemTableSize   = 8 << 20
+	minBlockCacheSize = 1 << 20
+)
+
+// Store sizes the badger store of the data directory. Its memtable and its
+// block cache are most of the memory a process holds at rest; Badger's
+// defaults suit a large database more than an agent runtime with many
+// idle instances.
+type Store struct {
+	// MemtableSize is the size of each memtable, where commits are kept
+	// until they are written to disk: bytes, or a size such as "16MiB".
+	// Default 64MiB, at least 8MiB. It bounds a commit: a step's messages
+	// (its tool results included) may take at most about 15 % of it, else
+	// the step fails without writing anything.
+	MemtableSize string `yaml:"memtable_size"`
+	// BlockCacheSize is the size of the cache of table blocks read back
+	// from disk (instances loaded again after they left the runtime's
+	// cache). Default 256MiB, at least 1MiB.
+	BlockCacheSize string `yaml:"block_cache_size"`
+}
+
+// Options returns the options of [store.OpenBadger] s sets: none for a nil
+// s. s must be valid (see [File.Validate]).
+func (s *Store) Options() []store.BadgerOption {
+	if s == nil {
+		return nil
+	}
+	var opts []store.BadgerOption
+	if n, _ := ParseSize("memtable_size", s.MemtableSize); n > 0 {
+		opts = append(opts, store.WithMemTableSize(int64(n)))
+	}
+	if n, _ := ParseSize("block_cache_size", s.BlockCacheSize); n > 0 {
+		opts = append(opts, store.WithBlockCacheSize(int64(n)))
+	}
+	return opts
+}
+
+func (v *validator) store(s *Store) {
+	if s == nil {
+		return
+	}
+	if v.f.Cluster != nil {
+		v.errorf("$.store", "store: sizes the badger store of the data directory, which a cluster does not use (its data is in JetStream)")
+	}
+	for _, size := range []struct {
+		field, val string
+		least      int64
+	}{{"memtable_size", s.MemtableSize, minMemTableSize}, {"block_cache_size", s.BlockCacheSize, minBlockCacheSize}} {
+		n, err := ParseSize(size.field, size.val)
+		switch {
+		case err != nil:
+			v.errorf("$.store."+size.field, "store: %v", err)
+		case n != 0 && int64(n) < size.least:
+			v.errorf("$.store."+size.field, "store: %s must be at least %s, got %q", size.field, humanize.IBytes(uint64(size.least)), size.val)
+		}
+	}
+}
