@@ -35,7 +35,7 @@ func (x *Extension) hostModule(ctx context.Context) error {
 		for i := range params {
 			params[i] = i32
 		}
-		b.NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, _ api.Module, stack []uint64) {
+		b.NewFunctionBuilder().WithGoFunction(api.GoFunc(func(ctx context.Context, stack []uint64) {
 			kc, ok := ctx.(*hostCtx)
 			if !ok {
 				stack[0] = api.EncodeI32(codeFailed)
