@@ -399,9 +399,10 @@ func corrupt(key []byte, err error) error {
 // # Errors
 //
 // A batch that does not fit in one transaction (about 15 % of the memtable
-// size of [WithMemTableSize] in encoded records, 9.6 MB by default) fails with an error matching [badger.ErrTxnTooBig], as does a
-// record Badger refuses or JSON cannot encode; in every case nothing of the
-// batch is written.
+// size of [WithMemTableSize] in encoded records, 9.6 MB by default) fails
+// with an error matching [badger.ErrTxnTooBig], as does a record Badger
+// refuses or JSON cannot encode; in every case nothing of the batch is
+// written.
 func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) error {
 	if err := b.check(); err != nil {
 		return err
