@@ -242,7 +242,7 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 	if b.Empty() {
 		return nil
 	}
-	if latest := m.fences[instanceID{agent, key}]; b.Fence != 0 && b.Fence != latest {
+	if b.Fence != 0 && b.Fence != m.fences[instanceID{agent, key}] {
 		return fencedError(agent, key, b.Fence)
 	}
 	in := m.obtain(agent, key)
