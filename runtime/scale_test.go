@@ -143,7 +143,9 @@ func percentile(d []time.Duration, p float64) time.Duration {
 // workers: the process's resident memory (MB-RSS), the Go heap, and the
 // heap per instance. cache=default keeps the runtime's default instance
 // cache (1,024 in memory, the rest in the store, loaded when used);
-// cache=all keeps every instance in memory.
+// cache=all keeps every instance in memory. Idle is measured 12 s after
+// the burst and again a minute after (-idle-1m), so a case takes a
+// minute and more.
 func BenchmarkIdleInstances(b *testing.B) {
 	const n = 10_000
 	// store=small is Badger sized for many idle instances in little
@@ -174,6 +176,11 @@ func BenchmarkIdleInstances(b *testing.B) {
 				time.Sleep(12 * time.Second)
 				b.ReportMetric(rssMB(), "MB-RSS-idle")
 				b.ReportMetric(heapMB(), "MB-heap-idle")
+				// After a minute with no call, the WASM extension keeps
+				// no instance at all.
+				time.Sleep(50 * time.Second)
+				b.ReportMetric(rssMB(), "MB-RSS-idle-1m")
+				b.ReportMetric(heapMB(), "MB-heap-idle-1m")
 				if f := os.Getenv("GANGLION_HEAP_PROFILE"); f != "" {
 					pf, _ := os.Create(f + "." + bc.name)
 					pprof.WriteHeapProfile(pf)

@@ -17,8 +17,9 @@
 // an idle one, or a new one up to [Limits].MaxInstances, or re-enters the
 // instance its outer hook is parked in (parallel tool calls each take their
 // own). With MaxInstances busy, calls wait, and each instance released goes
-// to the one waiting longest. After a burst, the pool shrinks back: instances idle for 10 s are
-// closed, but the one used last, so that their memories are given back.
+// to the one waiting longest. After a burst, the pool shrinks back:
+// instances idle for 10 s are closed, but the one used last, so that their
+// memories are given back; after a minute with no call, that one too.
 //
 // # Sandbox
 //

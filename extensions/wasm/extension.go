@@ -434,19 +434,27 @@ func (x *Extension) release(in *instance, re *reentry) {
 // extensions once ran many calls at once does not keep their memories
 // (a Go guest's is a few MB) for good. An instance costs milliseconds to
 // make again (the guest's runtime starts), which a pause this long makes
-// small.
+// small. An extension that ran no call for dropIdleAfter keeps none: a
+// Go guest's instance holds 4 to 8 MB, and the first call after a quiet
+// minute pays its 2 to 6 ms (BENCHMARKS.md, issue 19).
 const (
 	trimIdleAfter = 10 * time.Second
 	keepIdle      = 1
+	dropIdleAfter = time.Minute
 )
 
 // trimIdle closes the instances idle since before now-trimIdleAfter, but
-// the keepIdle used last.
+// the keepIdle used last, or all of them if none is busy and the last was
+// released before now-dropIdleAfter.
 func (x *Extension) trimIdle(now int64) {
 	x.mu.Lock()
 	// idle is a stack: the instances released last are at its end.
+	keep := keepIdle
+	if last := len(x.idle) - 1; last >= 0 && len(x.idle) == x.count && x.idle[last].idleSince < now-int64(dropIdleAfter) {
+		keep = 0
+	}
 	n := 0
-	for n < len(x.idle)-keepIdle && x.idle[n].idleSince < now-int64(trimIdleAfter) {
+	for n < len(x.idle)-keep && x.idle[n].idleSince < now-int64(trimIdleAfter) {
 		n++
 	}
 	if n == 0 {

@@ -70,6 +70,45 @@ func TestTrimIdle(t *testing.T) {
 	}
 }
 
+// TestTrimIdleDropsAll: an extension that ran no call for dropIdleAfter
+// keeps no instance, unless one is busy; the next call makes one.
+func TestTrimIdleDropsAll(t *testing.T) {
+	tests := []struct {
+		name      string
+		busy      int // instances still running a call
+		wantIdle  int
+		wantCount int
+	}{
+		{"none busy", 0, 0, 0},
+		{"one busy", 1, keepIdle, keepIdle + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			x := loadNoop(t)
+			busy := take(t, x, tt.busy)
+			burst(t, x, 3)
+			x.trimIdle(x.clock.Load() + int64(dropIdleAfter) + int64(time.Second))
+			if count, idle, _ := poolState(x); idle != tt.wantIdle || count != tt.wantCount {
+				t.Fatalf("after dropIdleAfter: %d idle, %d alive; want %d, %d", idle, count, tt.wantIdle, tt.wantCount)
+			}
+			x.liveMu.Lock()
+			live := len(x.live)
+			x.liveMu.Unlock()
+			if live != tt.wantCount {
+				t.Errorf("%d instances tracked, want %d", live, tt.wantCount)
+			}
+			for _, in := range busy {
+				x.release(in, nil)
+			}
+			in, _, err := x.acquire(context.Background())
+			if err != nil || in.isBroken() {
+				t.Fatalf("acquire after the drop: %v", err)
+			}
+			x.release(in, nil)
+		})
+	}
+}
+
 // TestClockTrimsIdle: the extension's clock goroutine trims the pool by
 // itself once its instances have idled trimIdleAfter (so it waits that
 // long, in parallel with the other tests).
