@@ -128,12 +128,11 @@ func (s ownedState) GetState(ctx context.Context, agent, key, extension string) 
 	return s.r.store.GetState(ctx, agent, key, extension)
 }
 
-// SetState implements [extensions.StateStore].
+// SetState implements [extensions.StateStore]: a commit of the state
+// alone, under the instance's fence (none outside a cluster, or for an
+// instance this process does not own).
 func (s ownedState) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
-	if f := s.r.fence(agent, key); f != 0 {
-		return s.r.store.Commit(ctx, agent, key, store.Batch{State: map[string][]byte{extension: value}, Fence: f})
-	}
-	return s.r.store.SetState(ctx, agent, key, extension, value)
+	return s.r.store.Commit(ctx, agent, key, store.Batch{State: map[string][]byte{extension: value}, Fence: s.r.fence(agent, key)})
 }
 
 // forget stops renewing l, inst's lease, and gives it up in the

@@ -21,30 +21,27 @@ var (
 
 // idTable returns the namer of IDs prefix followed by a number.
 func idTable(prefix string) func(n uint64) string {
-	var (
-		once  sync.Once
-		table []string
-	)
+	table := sync.OnceValue(func() []string {
+		// One string holds them all; each ID is a slice of it.
+		var b strings.Builder
+		ends := make([]int, cachedIDs)
+		for i := range cachedIDs {
+			b.WriteString(prefix)
+			b.WriteString(strconv.Itoa(i))
+			ends[i] = b.Len()
+		}
+		all := b.String()
+		ids := make([]string, cachedIDs)
+		start := 0
+		for i, end := range ends {
+			ids[i], start = all[start:end], end
+		}
+		return ids
+	})
 	return func(n uint64) string {
 		if n >= cachedIDs {
 			return prefix + strconv.FormatUint(n, 10)
 		}
-		once.Do(func() {
-			// One string holds them all; each ID is a slice of it.
-			var b strings.Builder
-			ends := make([]int, cachedIDs)
-			for i := range cachedIDs {
-				b.WriteString(prefix)
-				b.WriteString(strconv.Itoa(i))
-				ends[i] = b.Len()
-			}
-			all := b.String()
-			table = make([]string, cachedIDs)
-			start := 0
-			for i, end := range ends {
-				table[i], start = all[start:end], end
-			}
-		})
-		return table[n]
+		return table()[n]
 	}
 }

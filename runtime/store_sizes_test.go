@@ -39,7 +39,7 @@ agents:
 	}{
 		{"default", "", nil, ""},
 		{"config", "store: {memtable_size: 8MiB, block_cache_size: 8MiB}\n", nil, "too large for one transaction"},
-		{"option", "", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(8 << 20))}, "too large for one transaction"},
+		{"option", "", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(store.MinMemTableSize))}, "too large for one transaction"},
 		{"the option after the config", "store: {memtable_size: 8MiB}\n", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(64 << 20))}, ""},
 	}
 	for _, tt := range tests {

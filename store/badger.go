@@ -78,13 +78,13 @@ func WithSyncWrites(on bool) BadgerOption {
 // commit must hold a record of up to 1 MiB, which Badger keeps in its
 // tables rather than in its value log, and takes up to 15 % of a memtable.
 const (
-	minMemTableSize   = 8 << 20
-	minBlockCacheSize = 1 << 20
+	MinMemTableSize   = 8 << 20
+	MinBlockCacheSize = 1 << 20
 )
 
 // WithMemTableSize sets the size of each of Badger's memtables, where
 // commits are kept in memory until they are written to disk in a table
-// (default 64 MiB, at least 8 MiB).
+// (default 64 MiB, at least [MinMemTableSize]).
 //
 // It sets most of the memory the store holds, and the largest commit it
 // takes. An idle process holds one memtable, allocated whole, and the part
@@ -98,7 +98,7 @@ func WithMemTableSize(bytes int64) BadgerOption {
 }
 
 // WithBlockCacheSize sets the size of the cache of table blocks read back
-// from disk (default 256 MiB, at least 1 MiB): instances loaded
+// from disk (default 256 MiB, at least [MinBlockCacheSize]): instances loaded
 // again after they left the runtime's cache, and the reads of meta, tasks
 // and pending items. The operating system's page cache holds the tables
 // too, compressed, so a small cache costs decompressing them again.
@@ -177,7 +177,7 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 	for _, size := range []struct {
 		name     string
 		n, least int64
-	}{{"memtable size", c.memTableSize, minMemTableSize}, {"block cache size", c.blockCacheSize, minBlockCacheSize}} {
+	}{{"memtable size", c.memTableSize, MinMemTableSize}, {"block cache size", c.blockCacheSize, MinBlockCacheSize}} {
 		if size.n != 0 && size.n < size.least {
 			return nil, fmt.Errorf("%s %d bytes is below the minimum of %d (%d MiB)", size.name, size.n, size.least, size.least>>20)
 		}
@@ -597,11 +597,6 @@ func (s *badgerStore) getState(ctx context.Context, agent, key, extension string
 		return nil, fmt.Errorf("store: get state of extension %q for agent %q instance %q: %w", extension, agent, key, err)
 	}
 	return value, nil
-}
-
-// setState implements [Store.SetState]: a commit of the state alone.
-func (s *badgerStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
-	return s.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
 }
 
 // putSecret implements [Store.PutSecret]. The sealed value is stored verbatim.

@@ -20,7 +20,6 @@ type backend interface {
 	fence(ctx context.Context, agent, key string) (uint64, error)
 	instances(ctx context.Context, agent string) ([]string, error)
 	getState(ctx context.Context, agent, key, extension string) ([]byte, error)
-	setState(ctx context.Context, agent, key, extension string, value []byte) error
 	putSecret(ctx context.Context, agent, key, name string, sealed []byte) error
 	getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error)
 	listSecrets(ctx context.Context, agent, key string) ([]string, error)
@@ -125,7 +124,8 @@ func (s checkedStore) SetState(ctx context.Context, agent, key, extension string
 	if err := checked(ctx, validateState(agent, key, extension)); err != nil {
 		return err
 	}
-	return s.b.setState(ctx, agent, key, extension, value)
+	// A commit of the state alone, which a batch's State also writes.
+	return s.b.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
 }
 
 // PutSecret implements [Store].

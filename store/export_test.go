@@ -16,9 +16,3 @@ func BadgerSizes(s Store) (memTable, blockCache int64) {
 	o := s.(checkedStore).b.(*badgerStore).db.Opts()
 	return o.MemTableSize, o.BlockCacheSize
 }
-
-// The smallest sizes of WithMemTableSize and WithBlockCacheSize.
-const (
-	MinMemTableSize   = minMemTableSize
-	MinBlockCacheSize = minBlockCacheSize
-)

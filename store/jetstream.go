@@ -747,11 +747,6 @@ func (s *jsStore) getState(ctx context.Context, agent, key, extension string) ([
 	return v, nil
 }
 
-// setState implements [Store.SetState]: a commit of the state alone.
-func (s *jsStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
-	return s.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
-}
-
 func jsSecretKey(agent, key, name string) string {
 	return jsInstance("secret", agent, key) + "." + enc(name)
 }

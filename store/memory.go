@@ -324,11 +324,6 @@ func (m *memoryStore) getState(ctx context.Context, agent, key, extension string
 	return append([]byte{}, v...), nil
 }
 
-// setState implements [Store.SetState]: a commit of the state alone.
-func (m *memoryStore) setState(ctx context.Context, agent, key, extension string, value []byte) error {
-	return m.commit(ctx, agent, key, Batch{State: map[string][]byte{extension: value}})
-}
-
 // putSecret implements [Store.PutSecret]. It stores a copy of sealed.
 func (m *memoryStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	sealed = bytes.Clone(sealed)

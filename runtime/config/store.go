@@ -6,14 +6,6 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// The smallest sizes the store takes (see [store.WithMemTableSize] and
-// [store.WithBlockCacheSize]); it refuses smaller ones too, with less
-// precise positions.
-const (
-	minMemTableSize   = 8 << 20
-	minBlockCacheSize = 1 << 20
-)
-
 // Store sizes the badger store of the data directory. Its memtable and its
 // block cache are most of the memory a process holds at rest; Badger's
 // defaults suit a large database more than an agent runtime with many
@@ -57,7 +49,7 @@ func (v *validator) store(s *Store) {
 	for _, size := range []struct {
 		field, val string
 		least      int64
-	}{{"memtable_size", s.MemtableSize, minMemTableSize}, {"block_cache_size", s.BlockCacheSize, minBlockCacheSize}} {
+	}{{"memtable_size", s.MemtableSize, store.MinMemTableSize}, {"block_cache_size", s.BlockCacheSize, store.MinBlockCacheSize}} {
 		n, err := ParseSize(size.field, size.val)
 		switch {
 		case err != nil:

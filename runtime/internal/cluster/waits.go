@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -71,8 +72,9 @@ func (w *Waits) Path(ctx context.Context, from, to string) ([]string, error) {
 		if n == to {
 			var path []string
 			for ; n != ""; n = prev[n] {
-				path = append([]string{n}, path...)
+				path = append(path, n)
 			}
+			slices.Reverse(path)
 			return path, nil
 		}
 		next, err := w.edges(ctx, n)
@@ -99,6 +101,7 @@ func (w *Waits) edges(ctx context.Context, from string) ([]string, error) {
 		return nil, err
 	}
 	inbox := w.nc.NewRespInbox()
+	// A batched direct get answers at most 1,024 messages, then its end.
 	answers := make(chan *nats.Msg, 1026)
 	sub, err := w.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
