@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -13,34 +14,28 @@ import (
 )
 
 // TestStoreSizes: the badger store's sizes, from the config or an option,
-// reach the store the runtime opens. A memtable's size bounds a commit, so
-// a step whose two tool results are 700 kB each is committed with the
-// default memtable, and refused whole with the smallest one.
+// reach the store the runtime opens. A memtable's size bounds a commit in
+// records under 16 kB (larger ones are kept in Badger's value log and
+// count a few bytes): a step whose two tool results are 700 kB each is
+// committed with any memtable, one with a hundred results of 15 kB is
+// refused whole with the smallest.
 func TestStoreSizes(t *testing.T) {
-	const script = `
-agents:
-  assistant:
-    fallback:
-      steps:
-        - tool_calls: [{name: big, id: a}, {name: big, id: b}]
-        - text: "Read them both."
-`
-	big := pipeline.Tool{
-		ToolSpec: pipeline.ToolSpec{Name: "big", Description: "Returns 700 kB.", Category: pipeline.CategoryRead},
-		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			return &pipeline.ToolResult{Content: strings.Repeat("x", 700<<10)}, nil
-		},
-	}
+	small := []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(store.MinMemTableSize))}
 	tests := []struct {
 		name    string
 		yaml    string // added to the config
 		opts    []runtime.Option
+		results int    // tool calls in the step
+		size    int    // of each result
 		wantErr string // "" if the turn commits
 	}{
-		{"default", "", nil, ""},
-		{"config", "store: {memtable_size: 8MiB, block_cache_size: 8MiB}\n", nil, "too large for one transaction"},
-		{"option", "", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(store.MinMemTableSize))}, "too large for one transaction"},
-		{"the option after the config", "store: {memtable_size: 8MiB}\n", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(64 << 20))}, ""},
+		{"default, two of 700 kB", "", nil, 2, 700 << 10, ""},
+		{"default, a hundred of 15 kB", "", nil, 100, 15 << 10, ""},
+		{"config, two of 700 kB", "store: {memtable_size: 8MiB, block_cache_size: 8MiB}\n", nil, 2, 700 << 10, ""},
+		{"config, a hundred of 15 kB", "store: {memtable_size: 8MiB, block_cache_size: 8MiB}\n", nil, 100, 15 << 10, "too large for one transaction (about 1228 kB of records under 16 kB with a memtable of 8 MiB)"},
+		{"option, two of 700 kB", "", small, 2, 700 << 10, ""},
+		{"option, a hundred of 15 kB", "", small, 100, 15 << 10, "too large for one transaction"},
+		{"the option after the config", "store: {memtable_size: 8MiB}\n", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(64 << 20))}, 100, 15 << 10, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,9 +44,21 @@ agents:
 			if err != nil {
 				t.Fatal(err)
 			}
-			model, err := scripted.Parse("s.yaml", []byte(script))
+			var script strings.Builder
+			script.WriteString("agents:\n  assistant:\n    fallback:\n      steps:\n        - tool_calls:\n")
+			for i := range tt.results {
+				fmt.Fprintf(&script, "            - {name: big, id: c%d}\n", i)
+			}
+			script.WriteString("        - text: \"Read them all.\"\n")
+			model, err := scripted.Parse("s.yaml", []byte(script.String()))
 			if err != nil {
 				t.Fatal(err)
+			}
+			big := pipeline.Tool{
+				ToolSpec: pipeline.ToolSpec{Name: "big", Description: "Returns a large text.", Category: pipeline.CategoryRead},
+				Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+					return &pipeline.ToolResult{Content: strings.Repeat("x", tt.size)}, nil
+				},
 			}
 			rt, err := runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(cfg), runtime.WithDataDir(dir + "/data"),
 				runtime.WithModel(model), runtime.WithTool(big)}, tt.opts...)...)
@@ -59,14 +66,14 @@ agents:
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			res, err := rt.Send(context.Background(), "assistant", "k", runtime.UserMessage("Read both."))
+			res, err := rt.Send(context.Background(), "assistant", "k", runtime.UserMessage("Read them."))
 			msgs, herr := rt.History(context.Background(), "assistant", "k")
 			if herr != nil {
 				t.Fatal(herr)
 			}
 			if tt.wantErr == "" {
-				if err != nil || res.Response.Content != "Read them both." || len(msgs) != 5 {
-					t.Fatalf("turn: %v, %d messages stored; want it answered and 5 messages", err, len(msgs))
+				if want := tt.results + 3; err != nil || res.Response.Content != "Read them all." || len(msgs) != want {
+					t.Fatalf("turn: %v, %d messages stored; want it answered and %d messages", err, len(msgs), want)
 				}
 				return
 			}

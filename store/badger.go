@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -39,6 +40,12 @@ type badgerStore struct {
 	// fenceMu serialises the fenced commits and the taking of fences
 	// (update).
 	fenceMu sync.Mutex
+
+	// stopGC ends the value log's collector (collectValueLog), gcDone
+	// says it ended; both nil in memory, where there is no value log.
+	stopGC   chan struct{}
+	gcDone   chan struct{}
+	stopOnce sync.Once
 }
 
 // BadgerOption configures [OpenBadger].
@@ -52,7 +59,31 @@ type badgerConfig struct {
 	syncWrites     bool
 	memTableSize   int64 // 0: Badger's default
 	blockCacheSize int64 // 0: Badger's default
+
+	// For tests: the value log's file size and how often it is collected
+	// (0: valueLogFileSize, valueLogGCEvery).
+	valueLogFileSize int64
+	valueLogGCEvery  time.Duration
 }
+
+// On disk, a value of valueThreshold bytes or more (a large tool result,
+// a large state) is kept in Badger's value log, and its tables hold a
+// pointer to it. So it counts a few bytes against the bound of one
+// commit (a share of the memtable, WithMemTableSize), not its size:
+// without this, Badger's default of 1 MiB let a step's two large tool
+// results fail its commit. Badger refuses a threshold over that bound.
+//
+// The value log is written in files of valueLogFileSize. A value
+// overwritten or removed (a state each turn, a replaced message) leaves
+// garbage in its file, which Badger reclaims only when asked, and never
+// in the file being written: every valueLogGCEvery, collectValueLog
+// rewrites the files at least valueLogDiscard garbage.
+const (
+	valueThreshold   = 16 << 10
+	valueLogFileSize = 64 << 20
+	valueLogGCEvery  = 5 * time.Minute
+	valueLogDiscard  = 0.5
+)
 
 type badgerOptionFunc func(*badgerConfig)
 
@@ -75,8 +106,9 @@ func WithSyncWrites(on bool) BadgerOption {
 }
 
 // The smallest sizes [WithMemTableSize] and [WithBlockCacheSize] take. A
-// commit must hold a record of up to 1 MiB, which Badger keeps in its
-// tables rather than in its value log, and takes up to 15 % of a memtable.
+// commit takes up to 15 % of a memtable in records under 16 kB (larger
+// ones are in the value log and count a few bytes): at 8 MiB, 1.2 MB, some
+// 75 tool results just under 16 kB in one step.
 const (
 	MinMemTableSize   = 8 << 20
 	MinBlockCacheSize = 1 << 20
@@ -89,10 +121,11 @@ const (
 // It sets most of the memory the store holds, and the largest commit it
 // takes. An idle process holds one memtable, allocated whole, and the part
 // of its log written so far; while tables are being written, up to five.
-// One commit may be at most about 15 % of a memtable (about 9.6 MB at the
-// default, 1.2 MB at 8 MiB): a larger one fails with an error matching
-// [badger.ErrTxnTooBig], and writes nothing. A smaller memtable suits many
-// agents in little memory whose turns never commit large tool results.
+// One commit may hold at most about 15 % of a memtable in records under
+// 16 kB (about 9.6 MB at the default, 1.2 MB at 8 MiB); a larger record
+// counts a few bytes, as Badger keeps it in its value log. A larger
+// commit fails with an error matching [badger.ErrTxnTooBig], and writes
+// nothing. A smaller memtable suits many agents in little memory.
 func WithMemTableSize(bytes int64) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.memTableSize = bytes })
 }
@@ -139,6 +172,15 @@ func WithBlockCacheSize(bytes int64) BadgerOption {
 // lost if the machine loses power or the kernel crashes. With sync writes,
 // every commit waits for the disk, which costs a few milliseconds per commit
 // on most drives.
+//
+// # Disk space
+//
+// A value of 16 kB or more (a large tool result or state) is written to
+// Badger's value log, in files of 64 MiB. One overwritten or removed is
+// garbage there until the store collects it: every five minutes, the
+// files at least half garbage are rewritten with only their live values,
+// as Badger's compactions count it. Until a file is full, and Badger has
+// compacted the tables that pointed into it, its garbage stays.
 //
 // # Concurrency
 //
@@ -188,6 +230,12 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 	if c.blockCacheSize != 0 {
 		bopts = bopts.WithBlockCacheSize(c.blockCacheSize)
 	}
+	if !bopts.InMemory {
+		// In memory there is no value log: Badger keeps every value in
+		// its tables, and refuses one of its threshold or more.
+		bopts = bopts.WithValueThreshold(valueThreshold).
+			WithValueLogFileSize(cmp.Or(c.valueLogFileSize, valueLogFileSize))
+	}
 	var logger badger.Logger // nil: Badger logs nothing
 	if c.logger != nil {
 		logger = badgerLogger{c.logger}
@@ -235,7 +283,60 @@ retry:
 		_ = db.Close()
 		return nil, err
 	}
-	return &badgerStore{db: db, dir: dir}, nil
+	s := &badgerStore{db: db, dir: dir}
+	if !bopts.InMemory {
+		s.stopGC, s.gcDone = make(chan struct{}), make(chan struct{})
+		go s.collectValueLog(cmp.Or(c.valueLogGCEvery, valueLogGCEvery), c.logger)
+	}
+	return s, nil
+}
+
+// collectValueLog reclaims the value log's garbage every period until
+// the store closes. Badger picks the file with the most garbage, by the
+// counts its compactions keep, and rewrites what is live in it; a round
+// repeats while a file qualifies. A failure is logged and tried again next
+// period: the garbage only waits.
+func (s *badgerStore) collectValueLog(every time.Duration, logger *slog.Logger) {
+	defer close(s.gcDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopGC:
+			return
+		case <-t.C:
+		}
+		if _, err := s.gcValueLog(); err != nil && logger != nil {
+			logger.Warn("store: collecting the value log's garbage", "dir", s.dir, "err", err)
+		}
+	}
+}
+
+// gcValueLog runs rounds of Badger's value log collection until no file
+// has valueLogDiscard garbage, and returns how many files it rewrote.
+// It holds the store open: Close waits for the file being rewritten.
+func (s *badgerStore) gcValueLog() (rewritten int, err error) {
+	for {
+		if s.begin() != nil {
+			return rewritten, nil // closed: nothing left to do
+		}
+		err := s.db.RunValueLogGC(valueLogDiscard)
+		s.end()
+		// ErrNoRewrite: no file has the garbage; ErrRejected: a
+		// collection is running already.
+		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+			return rewritten, nil
+		}
+		if err != nil {
+			return rewritten, err
+		}
+		rewritten++
+		select {
+		case <-s.stopGC:
+			return rewritten, nil
+		default:
+		}
+	}
 }
 
 // maxEmptyFileRetries bounds how many times openBadger opens a directory
@@ -399,7 +500,8 @@ func corrupt(key []byte, err error) error {
 // # Errors
 //
 // A batch that does not fit in one transaction (about 15 % of the memtable
-// size of [WithMemTableSize] in encoded records, 9.6 MB by default) fails
+// size of [WithMemTableSize] in encoded records under 16 kB, 9.6 MB by
+// default; a larger record counts a few bytes) fails
 // with an error matching [badger.ErrTxnTooBig], as does a record Badger
 // refuses or JSON cannot encode; in every case nothing of the batch is
 // written.
@@ -475,13 +577,23 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 	case errors.Is(err, ErrFenced):
 		return fencedError(agent, key, b.Fence)
 	case errors.Is(err, badger.ErrTxnTooBig):
-		mt := s.db.Opts().MemTableSize
-		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction (about %d kB with a memtable of %d MiB), nothing written: %w",
-			agent, key, len(b.Put), len(b.Delete), mt*15/100>>10, mt>>20, err)
+		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction (%s), nothing written: %w",
+			agent, key, len(b.Put), len(b.Delete), s.commitBound(), err)
 	case err != nil:
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 	}
 	return nil
+}
+
+// commitBound says how much one commit holds, for its error.
+func (s *badgerStore) commitBound() string {
+	o := s.db.Opts()
+	bound := fmt.Sprintf("about %d kB", o.MemTableSize*15/100>>10)
+	if !o.InMemory {
+		// In memory there is no value log: every record counts whole.
+		bound += fmt.Sprintf(" of records under %d kB", o.ValueThreshold>>10)
+	}
+	return bound + fmt.Sprintf(" with a memtable of %d MiB", o.MemTableSize>>20)
 }
 
 // update runs f in a read-write transaction. A fenced one (fenced true)
@@ -659,6 +771,10 @@ func (s *badgerStore) listSecrets(ctx context.Context, agent, key string) ([]str
 // Close waits for the calls in progress, then closes the database and
 // releases the directory. Later calls, Close included, fail with [ErrClosed].
 func (s *badgerStore) close() error {
+	if s.stopGC != nil {
+		s.stopOnce.Do(func() { close(s.stopGC) })
+		<-s.gcDone
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

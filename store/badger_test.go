@@ -493,19 +493,25 @@ func TestBadgerCloseStopsGoroutines(t *testing.T) {
 // memtable's size bounds a commit (a batch over about 15 % of it is
 // refused whole), and a size below the minimum is refused at open.
 func TestBadgerSizes(t *testing.T) {
-	const record = 300 << 10 // encoded, a little more
+	const (
+		large = 300 << 10 // kept in the value log: a pointer counts against a commit
+		small = 15 << 10  // kept in the tables: counts whole
+	)
 	tests := []struct {
 		name    string
 		opts    []store.BadgerOption
-		records int    // in one batch
-		wantErr string // "" if the batch is committed
+		records int // in one batch
+		size    int // of each record's content
+		wantErr string
 		// Badger's sizes
 		memTable, blockCache int64
 	}{
-		{"default: five records of 300 kB", nil, 5, "", 64 << 20, 256 << 20},
-		{"smallest memtable: three records of 300 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 3, "", 8 << 20, 256 << 20},
-		{"smallest memtable: five records of 300 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 5, "Txn is too big to fit into one request", 8 << 20, 256 << 20},
-		{"smallest block cache", []store.BadgerOption{store.WithBlockCacheSize(store.MinBlockCacheSize)}, 5, "", 64 << 20, 1 << 20},
+		{"default: five records of 300 kB", nil, 5, large, "", 64 << 20, 256 << 20},
+		{"default: a hundred records of 15 kB", nil, 100, small, "", 64 << 20, 256 << 20},
+		{"smallest memtable: five records of 300 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 5, large, "", 8 << 20, 256 << 20},
+		{"smallest memtable: fifty records of 15 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 50, small, "", 8 << 20, 256 << 20},
+		{"smallest memtable: a hundred records of 15 kB", []store.BadgerOption{store.WithMemTableSize(store.MinMemTableSize)}, 100, small, "Txn is too big to fit into one request", 8 << 20, 256 << 20},
+		{"smallest block cache", []store.BadgerOption{store.WithBlockCacheSize(store.MinBlockCacheSize)}, 5, large, "", 64 << 20, 1 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -520,7 +526,7 @@ func TestBadgerSizes(t *testing.T) {
 			commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "small")}, Meta: meta(1, 1)})
 			var put []store.Record
 			for seq := range uint64(tt.records) {
-				m := msg(fmt.Sprintf("m%d", seq+1), pipeline.RoleUser, strings.Repeat("x", record))
+				m := msg(fmt.Sprintf("m%d", seq+1), pipeline.RoleUser, strings.Repeat("x", tt.size))
 				put = append(put, store.Record{Seq: seq + 1, Message: &m})
 			}
 			err = s.Commit(context.Background(), "a", "k", store.Batch{Put: put, Meta: meta(2, uint64(tt.records)+1)})
