@@ -18,9 +18,9 @@ import (
 // records under 16 kB (larger ones are kept in Badger's value log and
 // count a few bytes): a step whose two tool results are 700 kB each is
 // committed with any memtable, one with a hundred results of 15 kB is
-// refused whole with the smallest.
+// refused whole with the default (and smallest), taken with 64 MiB.
 func TestStoreSizes(t *testing.T) {
-	small := []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(store.MinMemTableSize))}
+	large := []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(64 << 20))}
 	tests := []struct {
 		name    string
 		yaml    string // added to the config
@@ -30,12 +30,11 @@ func TestStoreSizes(t *testing.T) {
 		wantErr string // "" if the turn commits
 	}{
 		{"default, two of 700 kB", "", nil, 2, 700 << 10, ""},
-		{"default, a hundred of 15 kB", "", nil, 100, 15 << 10, ""},
-		{"config, two of 700 kB", "store: {memtable_size: 8MiB, block_cache_size: 8MiB}\n", nil, 2, 700 << 10, ""},
-		{"config, a hundred of 15 kB", "store: {memtable_size: 8MiB, block_cache_size: 8MiB}\n", nil, 100, 15 << 10, "too large for one transaction (about 1228 kB of records under 16 kB with a memtable of 8 MiB)"},
-		{"option, two of 700 kB", "", small, 2, 700 << 10, ""},
-		{"option, a hundred of 15 kB", "", small, 100, 15 << 10, "too large for one transaction"},
-		{"the option after the config", "store: {memtable_size: 8MiB}\n", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(64 << 20))}, 100, 15 << 10, ""},
+		{"default, a hundred of 15 kB", "", nil, 100, 15 << 10, "too large for one transaction (about 1228 kB of records under 16 kB with a memtable of 8 MiB)"},
+		{"config, two of 700 kB", "store: {memtable_size: 64MiB, block_cache_size: 64MiB}\n", nil, 2, 700 << 10, ""},
+		{"config, a hundred of 15 kB", "store: {memtable_size: 64MiB, block_cache_size: 64MiB}\n", nil, 100, 15 << 10, ""},
+		{"option, a hundred of 15 kB", "", large, 100, 15 << 10, ""},
+		{"the option after the config", "store: {memtable_size: 64MiB}\n", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(store.MinMemTableSize))}, 100, 15 << 10, "too large for one transaction"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

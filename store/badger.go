@@ -66,6 +66,15 @@ type badgerConfig struct {
 	valueLogGCEvery  time.Duration
 }
 
+// On disk the store sizes Badger for many agents in little memory rather
+// than for a database server: Badger's defaults, a 64 MiB memtable and a
+// 256 MiB block cache, were most of an idle process's memory (RATIONALE.md,
+// "The badger store is sized for many agents in little memory").
+const (
+	defaultMemTableSize   = 8 << 20
+	defaultBlockCacheSize = 8 << 20
+)
+
 // On disk, a value of valueThreshold bytes or more (a large tool result,
 // a large state) is kept in Badger's value log, and its tables hold a
 // pointer to it. So it counts a few bytes against the bound of one
@@ -116,24 +125,26 @@ const (
 
 // WithMemTableSize sets the size of each of Badger's memtables, where
 // commits are kept in memory until they are written to disk in a table
-// (default 64 MiB, at least [MinMemTableSize]).
+// (default and least [MinMemTableSize], 8 MiB; Badger's own is 64 MiB).
 //
 // It sets most of the memory the store holds, and the largest commit it
 // takes. An idle process holds one memtable, allocated whole, and the part
 // of its log written so far; while tables are being written, up to five.
+// A larger memtable buys throughput: about 10 % more turns a second at
+// 64 MiB, where the store writes and compacts fewer, larger tables.
 // One commit may hold at most about 15 % of a memtable in records under
-// 16 kB (about 9.6 MB at the default, 1.2 MB at 8 MiB); a larger record
+// 16 kB (about 1.2 MB at the default, 9.6 MB at 64 MiB); a larger record
 // counts a few bytes, as Badger keeps it in its value log. A larger
 // commit fails with an error matching [badger.ErrTxnTooBig], and writes
-// nothing. A smaller memtable suits many agents in little memory.
+// nothing.
 func WithMemTableSize(bytes int64) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.memTableSize = bytes })
 }
 
 // WithBlockCacheSize sets the size of the cache of table blocks read back
-// from disk (default 256 MiB, at least [MinBlockCacheSize]): instances loaded
-// again after they left the runtime's cache, and the reads of meta, tasks
-// and pending items. The operating system's page cache holds the tables
+// from disk (default 8 MiB, at least [MinBlockCacheSize]; Badger's own is
+// 256 MiB): instances loaded again after they left the runtime's cache,
+// and the reads of meta, tasks and pending items. The operating system's page cache holds the tables
 // too, compressed, so a small cache costs decompressing them again.
 func WithBlockCacheSize(bytes int64) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.blockCacheSize = bytes })
@@ -224,17 +235,20 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 			return nil, fmt.Errorf("%s %d bytes is below the minimum of %d (%d MiB)", size.name, size.n, size.least, size.least>>20)
 		}
 	}
+	if !bopts.InMemory {
+		// In memory (tests only) Badger keeps its sizes, and there is no
+		// value log: it keeps every value in its tables, and refuses one
+		// of its threshold or more.
+		c.memTableSize = cmp.Or(c.memTableSize, defaultMemTableSize)
+		c.blockCacheSize = cmp.Or(c.blockCacheSize, defaultBlockCacheSize)
+		bopts = bopts.WithValueThreshold(valueThreshold).
+			WithValueLogFileSize(cmp.Or(c.valueLogFileSize, valueLogFileSize))
+	}
 	if c.memTableSize != 0 {
 		bopts = bopts.WithMemTableSize(c.memTableSize)
 	}
 	if c.blockCacheSize != 0 {
 		bopts = bopts.WithBlockCacheSize(c.blockCacheSize)
-	}
-	if !bopts.InMemory {
-		// In memory there is no value log: Badger keeps every value in
-		// its tables, and refuses one of its threshold or more.
-		bopts = bopts.WithValueThreshold(valueThreshold).
-			WithValueLogFileSize(cmp.Or(c.valueLogFileSize, valueLogFileSize))
 	}
 	var logger badger.Logger // nil: Badger logs nothing
 	if c.logger != nil {
@@ -500,7 +514,7 @@ func corrupt(key []byte, err error) error {
 // # Errors
 //
 // A batch that does not fit in one transaction (about 15 % of the memtable
-// size of [WithMemTableSize] in encoded records under 16 kB, 9.6 MB by
+// size of [WithMemTableSize] in encoded records under 16 kB, 1.2 MB by
 // default; a larger record counts a few bytes) fails
 // with an error matching [badger.ErrTxnTooBig], as does a record Badger
 // refuses or JSON cannot encode; in every case nothing of the batch is

@@ -16,9 +16,9 @@
 //	# ganglion.yaml
 //	workspace: ./workspace       # default: "workspace" next to this file
 //	data: ./.ganglion/data       # default: .ganglion/data next to this file
-//	store:                       # badger's sizes (see Store); default Badger's own
-//	  memtable_size: 16MiB       # 64MiB; bounds a commit to about 15 % of it
-//	  block_cache_size: 16MiB    # 256MiB
+//	store:                       # badger's sizes (see Store)
+//	  memtable_size: 64MiB       # 8MiB; bounds a commit to about 15 % of it
+//	  block_cache_size: 64MiB    # 8MiB
 //	model:                       # the default model of every agent
 //	  provider: scripted
 //	  script: replies.yaml
