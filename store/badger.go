@@ -40,6 +40,11 @@ type badgerStore struct {
 	// fenceMu serialises the fenced commits and the taking of fences
 	// (update).
 	fenceMu sync.Mutex
+	// writes is held for reading by every write (update), for writing
+	// while the value log is collected: Badger's collection reads its
+	// memtable's latest version unlocked (DB.MaxVersion), which a write
+	// changes, a data race. So writes wait for a file's rewrite.
+	writes sync.RWMutex
 
 	// stopGC ends the value log's collector (collectValueLog), gcDone
 	// says it ended; both nil in memory, where there is no value log.
@@ -191,7 +196,8 @@ func WithBlockCacheSize(bytes int64) BadgerOption {
 // garbage there until the store collects it: every five minutes, the
 // files at least half garbage are rewritten with only their live values,
 // as Badger's compactions count it. Until a file is full, and Badger has
-// compacted the tables that pointed into it, its garbage stays.
+// compacted the tables that pointed into it, its garbage stays. Writes
+// wait while a file is rewritten (Badger's collection races with them).
 //
 // # Concurrency
 //
@@ -334,7 +340,9 @@ func (s *badgerStore) gcValueLog() (rewritten int, err error) {
 		if s.begin() != nil {
 			return rewritten, nil // closed: nothing left to do
 		}
+		s.writes.Lock()
 		err := s.db.RunValueLogGC(valueLogDiscard)
+		s.writes.Unlock()
 		s.end()
 		// ErrNoRewrite: no file has the garbage; ErrRejected: a
 		// collection is running already.
@@ -616,6 +624,8 @@ func (s *badgerStore) commitBound() string {
 // makes the fence's read and the commit one step. Badger is one
 // process's, so a mutex of the process is enough.
 func (s *badgerStore) update(fenced bool, f func(txn *badger.Txn) error) error {
+	s.writes.RLock()
+	defer s.writes.RUnlock()
 	if fenced {
 		s.fenceMu.Lock()
 		defer s.fenceMu.Unlock()
@@ -729,7 +739,7 @@ func (s *badgerStore) getState(ctx context.Context, agent, key, extension string
 func (s *badgerStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	// Badger keeps the slice until the transaction commits.
 	v := bytes.Clone(sealed)
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(secretKey(agent, key, name), v) }); err != nil {
+	if err := s.update(false, func(txn *badger.Txn) error { return txn.Set(secretKey(agent, key, name), v) }); err != nil {
 		return fmt.Errorf("store: put secret %q of agent %q instance %q: %w", name, agent, key, err)
 	}
 	return nil

@@ -98,7 +98,7 @@ func (s *badgerStore) putPending(ctx context.Context, r PendingRecord) error {
 	if err != nil {
 		return fmt.Errorf("store: encode pending item %q: %w", r.ID, err)
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(pendingKey(r.ID), v) }); err != nil {
+	if err := s.update(false, func(txn *badger.Txn) error { return txn.Set(pendingKey(r.ID), v) }); err != nil {
 		return fmt.Errorf("store: put pending item %q: %w", r.ID, err)
 	}
 	return nil

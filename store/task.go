@@ -88,7 +88,7 @@ func checkTasks(put []TaskRecord, del []string) error {
 
 // commitTasks implements [Store.CommitTasks], in one Badger transaction.
 func (s *badgerStore) commitTasks(ctx context.Context, put []TaskRecord, del []string) error {
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(false, func(txn *badger.Txn) error {
 		for _, id := range del {
 			if err := txn.Delete(taskKey(id)); err != nil {
 				return err
