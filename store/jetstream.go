@@ -219,86 +219,6 @@ func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
 // while it reads them.
 const maxSnapshotWait = 5 * time.Second
 
-// each calls f with every live entry whose key matches one of filters,
-// read through a watch: for any number of keys, but without isolation
-// from commits (snapshot has it, up to 1,024 keys).
-//
-// A watch delivers each key's latest value as it reaches it, so a commit
-// that lands during the watch could show some of its values and not
-// others. each narrows that: it takes the stream's last sequence first,
-// and an entry newer than that sequence means a key changed in between,
-// so it watches again after a short wait. A commit can still split a
-// read (the sequence need not fall between two commits, and a watch can
-// end before a value stored after it began).
-func (s *jsStore) each(ctx context.Context, filters []string, f func(jetstream.KeyValueEntry) error) error {
-	deadline := time.Now().Add(maxSnapshotWait)
-	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		info, err := s.stream.Info(ctx)
-		if err != nil {
-			return err
-		}
-		entries, fresh, err := s.watch(ctx, filters, info.State.LastSeq)
-		if err != nil {
-			return err
-		}
-		if fresh {
-			for _, e := range entries {
-				if err := f(e); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the keys %s kept changing while they were read, for %s", strings.Join(filters, ", "), maxSnapshotWait)
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// watch returns the live entries that match filters, and whether none is
-// newer than the stream's sequence last.
-func (s *jsStore) watch(ctx context.Context, filters []string, last uint64) ([]jetstream.KeyValueEntry, bool, error) {
-	w, err := s.kv.WatchFiltered(ctx, slices.Clone(filters)) // it rewrites the slice it is given
-	if err != nil {
-		return nil, false, err
-	}
-	defer w.Stop()
-	var out []jetstream.KeyValueEntry
-	for {
-		select {
-		case e := <-w.Updates():
-			switch {
-			case e == nil:
-				return out, true, nil // every current value is delivered
-			case e.Revision() > last:
-				return nil, false, nil
-			case e.Operation() == jetstream.KeyValuePut:
-				out = append(out, e)
-			}
-		case <-ctx.Done():
-			return nil, false, ctx.Err()
-		}
-	}
-}
-
-// keys returns the live keys that match filter.
-func (s *jsStore) keys(ctx context.Context, filter string) ([]string, error) {
-	l, err := s.kv.ListKeysFiltered(ctx, filter)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for k := range l.Keys() {
-		out = append(out, k)
-	}
-	return out, ctx.Err()
-}
-
 // loadInstance implements [Store.LoadInstance]: the meta and the records
 // as of one point of the stream, never from either side of a commit.
 func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
@@ -373,7 +293,7 @@ func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key str
 		err := s.snapshotGet(ctx, filters, floor, f)
 		switch {
 		case errors.Is(err, errTooManyKeys):
-			return s.each(ctx, filters, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
+			return s.each(ctx, filters, false, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
 		case !errors.Is(err, errNoResponders) && !errors.Is(err, errBehind) || time.Now().After(deadline):
 			return err
 		}
@@ -391,41 +311,58 @@ var errNoResponders = errors.New("no server answers direct gets for the bucket (
 
 // leaderGet returns key's value as the stream's leader has it.
 func (s *jsStore) leaderGet(ctx context.Context, key string) ([]byte, bool, error) {
-	body, err := json.Marshal(struct {
+	m, err := s.leaderMsg(ctx, struct {
 		LastBySubj string `json:"last_by_subj"`
 	}{s.subject + key})
-	if err != nil {
-		return nil, false, err
-	}
-	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream.CachedInfo().Config.Name, body)
-	if err != nil {
-		return nil, false, err
-	}
-	var resp struct {
-		Message *struct {
-			Header []byte `json:"hdrs"`
-			Data   []byte `json:"data"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
-	}
-	if err := json.Unmarshal(m.Data, &resp); err != nil {
-		return nil, false, fmt.Errorf("read %s: %w", key, err)
-	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return nil, false, nil
-	case resp.Error != nil:
-		return nil, false, fmt.Errorf("read %s: %w", key, resp.Error)
-	case resp.Message == nil:
-		return nil, false, fmt.Errorf("read %s: the server answered no message", key)
-	case bytes.Contains(resp.Message.Header, []byte("KV-Operation")):
-		return nil, false, nil // deleted or purged
+	case err != nil:
+		return nil, false, fmt.Errorf("read %s: %w", key, err)
+	case m == nil || bytes.Contains(m.Header, []byte("KV-Operation")):
+		return nil, false, nil // none, deleted or purged
 	}
-	v := resp.Message.Data
+	v := m.Data
 	if v == nil {
 		v = []byte{}
 	}
 	return v, true, nil
+}
+
+// storedMsg is a message of the stream as its leader answers it.
+type storedMsg struct {
+	Subject string `json:"subject"`
+	Seq     uint64 `json:"seq"`
+	Header  []byte `json:"hdrs"`
+	Data    []byte `json:"data"`
+}
+
+// leaderMsg asks the stream's leader for the message req names (by
+// sequence or by subject); nil if there is none. Unlike a direct get, only
+// the leader answers.
+func (s *jsStore) leaderMsg(ctx context.Context, req any) (*storedMsg, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream.CachedInfo().Config.Name, body)
+	if err != nil {
+		return nil, err
+	}
+	var resp struct {
+		Message *storedMsg          `json:"message"`
+		Error   *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(m.Data, &resp); err != nil {
+		return nil, err
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return nil, nil
+	case resp.Error != nil:
+		return nil, resp.Error
+	case resp.Message == nil:
+		return nil, errors.New("the server answered no message")
+	}
+	return resp.Message, nil
 }
 
 // checkReached tells a replica that found no key matching filters from

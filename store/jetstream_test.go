@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,8 +282,8 @@ func TestJetStreamReplicated(t *testing.T) {
 	}
 }
 
-// TestJetStreamReadsSeeCommitsOnReplicas: on three replicas, a read right
-// after a commit sees it, also through a connection to another server,
+// TestJetStreamReadsSeeCommitsOnReplicas: on three replicas, a read or a
+// listing right after a commit sees it, also through a connection to another server,
 // while other writers keep the servers busy. Any replica answers a direct
 // get, and a follower may not have applied the commit yet: a delegation's
 // report turn read its task as it was before its last report, and the
@@ -322,14 +323,33 @@ func TestJetStreamReadsSeeCommitsOnReplicas(t *testing.T) {
 					t.Errorf("%s: read %d after its commit: %s, %v, %v; want %s", id, i, got.Data, found, err, want)
 					return
 				}
-				key := fmt.Sprintf("k%d-%d", g, i)
-				if err := w.Commit(ctx, "a", key, store.Batch{Meta: &store.Meta{NextSeq: uint64(i + 1)}}); err != nil {
+				agent, key := fmt.Sprintf("a%d", g), fmt.Sprintf("k%d", i)
+				if err := w.Commit(ctx, agent, key, store.Batch{Meta: &store.Meta{NextSeq: uint64(i + 1)}}); err != nil {
 					t.Error(err)
 					return
 				}
-				meta, _, found, err := r.LoadInstance(ctx, "a", key)
+				meta, _, found, err := r.LoadInstance(ctx, agent, key)
 				if err != nil || !found || meta.NextSeq != uint64(i+1) {
 					t.Errorf("%s: load %d after its commit: %+v, %v, %v", id, i, meta, found, err)
+					return
+				}
+				// Listings too: they read through a watch, whose consumer
+				// may be on a follower. Each makes a consumer, through the
+				// cluster's meta leader: one in five iterations, so as not
+				// to overload it.
+				if i%5 != 0 {
+					continue
+				}
+				if keys, err := r.Instances(ctx, agent); err != nil || len(keys) != i+1 || !slices.Contains(keys, key) {
+					t.Errorf("%s: instances after commit %d: %d of them, %q among them: %v, %v", id, i, len(keys), key, slices.Contains(keys, key), err)
+					return
+				}
+				if err := w.PutSecret(ctx, agent, key, "K", []byte("sealed")); err != nil {
+					t.Error(err)
+					return
+				}
+				if names, err := r.ListSecrets(ctx, agent, key); err != nil || !slices.Equal(names, []string{"K"}) {
+					t.Errorf("%s: secrets of %s after their put: %q, %v; want [K]", id, key, names, err)
 					return
 				}
 			}
