@@ -76,8 +76,8 @@ type badgerConfig struct {
 // 256 MiB block cache, were most of an idle process's memory (RATIONALE.md,
 // "The badger store is sized for many agents in little memory").
 const (
-	defaultMemTableSize   = 8 << 20
-	defaultBlockCacheSize = 8 << 20
+	defaultMemTableSize   = MinMemTableSize
+	defaultBlockCacheSize = MinBlockCacheSize
 )
 
 // On disk, a value of valueThreshold bytes or more (a large tool result,
@@ -147,10 +147,12 @@ func WithMemTableSize(bytes int64) BadgerOption {
 }
 
 // WithBlockCacheSize sets the size of the cache of table blocks read back
-// from disk (default 8 MiB, at least [MinBlockCacheSize]; Badger's own is
+// from disk (default and least [MinBlockCacheSize], 1 MiB; Badger's own is
 // 256 MiB): instances loaded again after they left the runtime's cache,
-// and the reads of meta, tasks and pending items. The operating system's page cache holds the tables
-// too, compressed, so a small cache costs decompressing them again.
+// and the reads of meta, tasks and pending items. The operating system's
+// page cache holds the tables too, compressed, so a small cache costs
+// decompressing them again; with many instances it held few of the
+// blocks read anyway, and a larger one is memory an idle process keeps.
 func WithBlockCacheSize(bytes int64) BadgerOption {
 	return badgerOptionFunc(func(c *badgerConfig) { c.blockCacheSize = bytes })
 }

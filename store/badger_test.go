@@ -506,12 +506,12 @@ func TestBadgerSizes(t *testing.T) {
 		// Badger's sizes
 		memTable, blockCache int64
 	}{
-		{"default: five records of 300 kB", nil, 5, large, "", 8 << 20, 8 << 20},
-		{"default: fifty records of 15 kB", nil, 50, small, "", 8 << 20, 8 << 20},
-		{"default: a hundred records of 15 kB", nil, 100, small, "Txn is too big to fit into one request", 8 << 20, 8 << 20},
-		{"64 MiB memtable: a hundred records of 15 kB", []store.BadgerOption{store.WithMemTableSize(64 << 20)}, 100, small, "", 64 << 20, 8 << 20},
-		{"64 MiB memtable: five records of 300 kB", []store.BadgerOption{store.WithMemTableSize(64 << 20)}, 5, large, "", 64 << 20, 8 << 20},
-		{"smallest block cache", []store.BadgerOption{store.WithBlockCacheSize(store.MinBlockCacheSize)}, 5, large, "", 8 << 20, 1 << 20},
+		{"default: five records of 300 kB", nil, 5, large, "", 8 << 20, 1 << 20},
+		{"default: fifty records of 15 kB", nil, 50, small, "", 8 << 20, 1 << 20},
+		{"default: a hundred records of 15 kB", nil, 100, small, "Txn is too big to fit into one request", 8 << 20, 1 << 20},
+		{"64 MiB memtable: a hundred records of 15 kB", []store.BadgerOption{store.WithMemTableSize(64 << 20)}, 100, small, "", 64 << 20, 1 << 20},
+		{"64 MiB memtable: five records of 300 kB", []store.BadgerOption{store.WithMemTableSize(64 << 20)}, 5, large, "", 64 << 20, 1 << 20},
+		{"8 MiB block cache", []store.BadgerOption{store.WithBlockCacheSize(8 << 20)}, 5, large, "", 8 << 20, 8 << 20},
 		{"256 MiB block cache", []store.BadgerOption{store.WithBlockCacheSize(256 << 20)}, 5, large, "", 8 << 20, 256 << 20},
 	}
 	for _, tt := range tests {

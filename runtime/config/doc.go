@@ -18,7 +18,7 @@
 //	data: ./.ganglion/data       # default: .ganglion/data next to this file
 //	store:                       # badger's sizes (see Store)
 //	  memtable_size: 64MiB       # 8MiB; bounds a commit to about 15 % of it
-//	  block_cache_size: 64MiB    # 8MiB
+//	  block_cache_size: 64MiB    # 1MiB
 //	model:                       # the default model of every agent
 //	  provider: scripted
 //	  script: replies.yaml

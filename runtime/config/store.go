@@ -7,7 +7,7 @@ import (
 )
 
 // Store sizes the badger store of the data directory. Its memtable and its
-// block cache are most of the memory a process holds at rest. The defaults
+// block cache were most of the memory a process holds at rest. The defaults
 // suit many agents in little memory; larger sizes buy throughput (about
 // 10 % more turns a second with a 64MiB memtable) and larger commits.
 type Store struct {
@@ -20,7 +20,7 @@ type Store struct {
 	MemtableSize string `yaml:"memtable_size"`
 	// BlockCacheSize is the size of the cache of table blocks read back
 	// from disk (instances loaded again after they left the runtime's
-	// cache). Default 8MiB, at least 1MiB.
+	// cache). Default and least 1MiB.
 	BlockCacheSize string `yaml:"block_cache_size"`
 }
 
