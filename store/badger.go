@@ -48,9 +48,8 @@ type badgerStore struct {
 
 	// stopGC ends the value log's collector (collectValueLog), gcDone
 	// says it ended; both nil in memory, where there is no value log.
-	stopGC   chan struct{}
-	gcDone   chan struct{}
-	stopOnce sync.Once
+	stopGC context.CancelFunc
+	gcDone chan struct{}
 }
 
 // BadgerOption configures [OpenBadger].
@@ -62,8 +61,8 @@ type BadgerOption interface {
 type badgerConfig struct {
 	logger         *slog.Logger
 	syncWrites     bool
-	memTableSize   int64 // 0: Badger's default
-	blockCacheSize int64 // 0: Badger's default
+	memTableSize   int64 // 0: the default (defaultMemTableSize on disk, Badger's in memory)
+	blockCacheSize int64 // 0: the default (defaultBlockCacheSize on disk, Badger's in memory)
 
 	// For tests: the value log's file size and how often it is collected
 	// (0: valueLogFileSize, valueLogGCEvery).
@@ -307,8 +306,9 @@ retry:
 	}
 	s := &badgerStore{db: db, dir: dir}
 	if !bopts.InMemory {
-		s.stopGC, s.gcDone = make(chan struct{}), make(chan struct{})
-		go s.collectValueLog(cmp.Or(c.valueLogGCEvery, valueLogGCEvery), c.logger)
+		ctx, stop := context.WithCancel(context.Background())
+		s.stopGC, s.gcDone = stop, make(chan struct{})
+		go s.collectValueLog(ctx, cmp.Or(c.valueLogGCEvery, valueLogGCEvery), c.logger)
 	}
 	return s, nil
 }
@@ -318,27 +318,28 @@ retry:
 // counts its compactions keep, and rewrites what is live in it; a round
 // repeats while a file qualifies. A failure is logged and tried again next
 // period: the garbage only waits.
-func (s *badgerStore) collectValueLog(every time.Duration, logger *slog.Logger) {
+func (s *badgerStore) collectValueLog(ctx context.Context, every time.Duration, logger *slog.Logger) {
 	defer close(s.gcDone)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stopGC:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := s.gcValueLog(); err != nil && logger != nil {
+		if _, err := s.gcValueLog(ctx); err != nil && logger != nil {
 			logger.Warn("store: collecting the value log's garbage", "dir", s.dir, "err", err)
 		}
 	}
 }
 
 // gcValueLog runs rounds of Badger's value log collection until no file
-// has valueLogDiscard garbage, and returns how many files it rewrote.
-// It holds the store open: Close waits for the file being rewritten.
-func (s *badgerStore) gcValueLog() (rewritten int, err error) {
-	for {
+// has valueLogDiscard garbage or ctx ends, and returns how many files it
+// rewrote. It holds the store open: Close waits for the file being
+// rewritten.
+func (s *badgerStore) gcValueLog(ctx context.Context) (rewritten int, err error) {
+	for ctx.Err() == nil {
 		if s.begin() != nil {
 			return rewritten, nil // closed: nothing left to do
 		}
@@ -355,12 +356,8 @@ func (s *badgerStore) gcValueLog() (rewritten int, err error) {
 			return rewritten, err
 		}
 		rewritten++
-		select {
-		case <-s.stopGC:
-			return rewritten, nil
-		default:
-		}
 	}
+	return rewritten, nil
 }
 
 // maxEmptyFileRetries bounds how many times openBadger opens a directory
@@ -798,7 +795,7 @@ func (s *badgerStore) listSecrets(ctx context.Context, agent, key string) ([]str
 // releases the directory. Later calls, Close included, fail with [ErrClosed].
 func (s *badgerStore) close() error {
 	if s.stopGC != nil {
-		s.stopOnce.Do(func() { close(s.stopGC) })
+		s.stopGC() // a second Close stops it again, which does nothing
 		<-s.gcDone
 	}
 	s.mu.Lock()

@@ -1,6 +1,9 @@
 package store
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // OpenBadgerInMemory opens the Badger store in memory for the external
 // tests: see openBadgerInMemory.
@@ -27,7 +30,7 @@ func WithValueLog(fileSize int64, gcEvery time.Duration) BadgerOption {
 
 // GCValueLog runs one collection of the value log now: see gcValueLog.
 func GCValueLog(s Store) (rewritten int, err error) {
-	return s.(checkedStore).b.(*badgerStore).gcValueLog()
+	return s.(checkedStore).b.(*badgerStore).gcValueLog(context.Background())
 }
 
 // FlattenBadger compacts all of Badger's tables into one level, which

@@ -311,9 +311,7 @@ var errNoResponders = errors.New("no server answers direct gets for the bucket (
 
 // leaderGet returns key's value as the stream's leader has it.
 func (s *jsStore) leaderGet(ctx context.Context, key string) ([]byte, bool, error) {
-	m, err := s.leaderMsg(ctx, struct {
-		LastBySubj string `json:"last_by_subj"`
-	}{s.subject + key})
+	m, err := s.leaderLast(ctx, s.subject+key)
 	switch {
 	case err != nil:
 		return nil, false, fmt.Errorf("read %s: %w", key, err)
@@ -335,11 +333,13 @@ type storedMsg struct {
 	Data    []byte `json:"data"`
 }
 
-// leaderMsg asks the stream's leader for the message req names (by
-// sequence or by subject); nil if there is none. Unlike a direct get, only
+// leaderLast asks the stream's leader for the last message on subject,
+// which may have wildcards; nil if there is none. Unlike a direct get, only
 // the leader answers.
-func (s *jsStore) leaderMsg(ctx context.Context, req any) (*storedMsg, error) {
-	body, err := json.Marshal(req)
+func (s *jsStore) leaderLast(ctx context.Context, subject string) (*storedMsg, error) {
+	body, err := json.Marshal(struct {
+		LastBySubj string `json:"last_by_subj"`
+	}{subject})
 	if err != nil {
 		return nil, err
 	}

@@ -73,9 +73,7 @@ func (s *jsStore) mark(ctx context.Context) (last uint64, mark string, err error
 		}
 		return info.State.LastSeq, "", nil
 	}
-	m, err := s.leaderMsg(ctx, struct {
-		LastBySubj string `json:"last_by_subj"`
-	}{s.subject + ">"})
+	m, err := s.leaderLast(ctx, s.subject+">")
 	if err != nil || m == nil {
 		return 0, "", err // none: an empty bucket
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -144,6 +145,7 @@ func TestValueLogCollected(t *testing.T) {
 // TestValueLogCollectedPeriodically: the store collects by itself, and
 // Close stops it.
 func TestValueLogCollectedPeriodically(t *testing.T) {
+	before := goruntime.NumGoroutine()
 	dir := t.TempDir()
 	opts := []store.BadgerOption{store.WithValueLog(1<<20, 10*time.Millisecond)}
 	value := []byte(`"` + strings.Repeat("v", 100<<10) + `"`)
@@ -163,5 +165,12 @@ func TestValueLogCollectedPeriodically(t *testing.T) {
 	}
 	if err := s.Close(); err == nil {
 		t.Fatal("second Close: no error")
+	}
+	// The collector, and Badger's own goroutines, are gone.
+	for deadline := time.Now().Add(5 * time.Second); goruntime.NumGoroutine() > before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before the store, %d after its Close:\n%s", before, goruntime.NumGoroutine(), buf[:goruntime.Stack(buf, true)])
+		}
 	}
 }
