@@ -228,7 +228,7 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 		records []Record
 	)
 	metaKey := jsMetaKey(agent, key)
-	err := s.snapshot(ctx, []string{metaKey, jsInstance("msg", agent, key) + ".*"}, func(k string, v []byte) error {
+	err := s.snapshot(ctx, []string{metaKey, jsInstance("msg", agent, key) + ".*"}, false, func(k string, v []byte) error {
 		if k == metaKey {
 			found = true
 			if err := json.Unmarshal(v, &meta); err != nil {
@@ -267,33 +267,40 @@ var errTooManyKeys = errors.New("more keys than one isolated read returns")
 // snapshot calls f with each live key that matches one of filters, and its
 // value, as of one point of the stream: a commit's values are all seen, or
 // none. It asks the server for the last value of each key in one direct
-// get, which the server isolates from commits. Past 1,024 keys it watches
-// them instead (each), which a commit landing meanwhile can split.
+// get, which the server isolates from commits and answers without making
+// a consumer. Past 1,024 keys it watches them instead (each, with values
+// unless keysOnly), which a commit landing meanwhile can split.
 //
 // Any replica of a replicated bucket answers direct gets, and a follower
 // may not have applied the last commits yet: a read right after a commit,
 // by the process that made it or by one it told, would miss it (a
 // delegation's report turn found its task still waiting, and the task
-// hung). So on a replicated bucket snapshot first asks the leader for the
-// stream's last sequence, and reads again until the replica that answers
-// has reached it: it sees every commit acknowledged before it began.
-func (s *jsStore) snapshot(ctx context.Context, filters []string, f func(key string, value []byte) error) error {
-	var floor uint64
+// hung; a listing of a fresh instance's pending items came back empty).
+// So on a replicated bucket snapshot first asks the leader for its last
+// message (mark), reads that key too, and reads again until the replica
+// that answers has reached the message's sequence: it sees every commit
+// acknowledged before it began. The mark's key makes a replica that has
+// reached it answer something, so "no key matches" can only come from
+// one that has not.
+func (s *jsStore) snapshot(ctx context.Context, filters []string, keysOnly bool, f func(key string, value []byte) error) error {
+	var (
+		floor uint64
+		mark  string
+	)
 	if s.replicated {
-		info, err := s.stream.Info(ctx)
-		if err != nil {
+		var err error
+		if floor, mark, err = s.mark(ctx); err != nil {
 			return err
 		}
-		floor = info.State.LastSeq
 	}
 	// A stream just created on a cluster answers direct gets once its
 	// replicas are up: until then the server says no one responds (503).
 	deadline := time.Now().Add(maxSnapshotWait)
 	for wait := time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
-		err := s.snapshotGet(ctx, filters, floor, f)
+		err := s.snapshotGet(ctx, filters, floor, mark, f)
 		switch {
 		case errors.Is(err, errTooManyKeys):
-			return s.each(ctx, filters, false, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
+			return s.each(ctx, filters, keysOnly, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
 		case !errors.Is(err, errNoResponders) && !errors.Is(err, errBehind) || time.Now().After(deadline):
 			return err
 		}
@@ -365,22 +372,6 @@ func (s *jsStore) leaderLast(ctx context.Context, subject string) (*storedMsg, e
 	return resp.Message, nil
 }
 
-// checkReached tells a replica that found no key matching filters from
-// one that is behind: a filter naming one key is read from the leader,
-// and a value there means the replica missed it. (A read whose filters
-// are all patterns cannot tell, and takes the answer.)
-func (s *jsStore) checkReached(ctx context.Context, filters []string) error {
-	for _, f := range filters {
-		if strings.ContainsAny(f, "*>") {
-			continue
-		}
-		if _, found, err := s.leaderGet(ctx, f); err != nil || found {
-			return cmp.Or(err, errBehind)
-		}
-	}
-	return nil
-}
-
 // errBehind is snapshotGet's error when the replica that answered had not
 // reached the sequence the read must see.
 var errBehind = errors.New("the replica that answered is behind its leader")
@@ -390,10 +381,19 @@ type directGet struct {
 	MultiLast []string `json:"multi_last"`
 }
 
-func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint64, f func(key string, value []byte) error) error {
+// snapshotGet is one try of snapshot: the direct get of filters' keys,
+// and of mark's if no filter has it (its value is then not an answer),
+// from a replica that must have reached sequence floor.
+func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint64, mark string, f func(key string, value []byte) error) error {
 	req := directGet{}
 	for _, k := range filters {
 		req.MultiLast = append(req.MultiLast, s.subject+k)
+	}
+	// The mark is read as a subject of its own only when no filter has
+	// it: its value is then no answer, and skipped.
+	extra := mark != "" && !slices.ContainsFunc(filters, func(f string) bool { return subjectMatches(f, mark) })
+	if extra {
+		req.MultiLast = append(req.MultiLast, s.subject+mark)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -425,10 +425,11 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint6
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
-			if m.Header.Get("KV-Operation") != "" {
-				continue // a deletion or purge: the key is gone
+			key := strings.TrimPrefix(m.Header.Get("Nats-Subject"), s.subject)
+			if m.Header.Get("KV-Operation") != "" || extra && key == mark {
+				continue // a deletion or purge (the key is gone), or the mark
 			}
-			got = append(got, kv{strings.TrimPrefix(m.Header.Get("Nats-Subject"), s.subject), m.Data})
+			got = append(got, kv{key, m.Data})
 		case "204": // the end of the batch: every value is in
 			if up, _ := strconv.ParseUint(m.Header.Get("Nats-UpTo-Sequence"), 10, 64); up < floor {
 				return errBehind
@@ -444,10 +445,9 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint6
 			}
 			return nil
 		case "404":
-			if floor > 0 {
-				// No key matches, as of a replica that says not where it
-				// is: ask for the key a commit made, too, to learn it.
-				return s.checkReached(ctx, filters)
+			if mark != "" {
+				// A replica that has the mark would have answered it.
+				return errBehind
 			}
 			return nil // no key matches
 		case "413":
@@ -709,7 +709,14 @@ func (s *jsStore) getSecret(ctx context.Context, agent, key, name string) ([]byt
 
 // listSecrets implements [Store.ListSecrets].
 func (s *jsStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
-	keys, err := s.keys(ctx, jsInstance("secret", agent, key)+".*")
+	// Read like a snapshot, in one direct get: a listing through a watch
+	// makes a consumer, through the cluster's meta leader, and this one
+	// runs at each load of an instance.
+	var keys []string
+	err := s.snapshot(ctx, []string{jsInstance("secret", agent, key) + ".*"}, true, func(k string, _ []byte) error {
+		keys = append(keys, k)
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: list secrets of agent %q instance %q: %w", agent, key, err)
 	}
@@ -823,7 +830,7 @@ func (s *jsStore) listRecords(ctx context.Context, k recordKind, agent, key stri
 		filter = k.index + "." + enc(agent) + ".*.*"
 	}
 	var out []PendingRecord
-	err := s.snapshot(ctx, []string{filter}, func(k string, v []byte) error {
+	err := s.snapshot(ctx, []string{filter}, false, func(k string, v []byte) error {
 		var r PendingRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("corrupt value at key %q: %w", k, err)

@@ -86,6 +86,27 @@ func openJetStream(t testing.TB) store.Store {
 	return s
 }
 
+// clusterStores opens bucket with three replicas on a cluster of three,
+// once through each server; the connections close with the test.
+func clusterStores(t *testing.T, bucket string) []store.Store {
+	t.Helper()
+	var stores []store.Store
+	for _, u := range strings.Split(natstest.Cluster(t, 3), ",") {
+		nc, err := nats.Connect(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		s, err := store.OpenJetStream(context.Background(), nc, bucket, store.WithReplicas(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeStore(t, s)
+		stores = append(stores, s)
+	}
+	return stores
+}
+
 // TestJetStreamSharedBetweenConnections: two stores on one bucket, as two
 // processes of a cluster would open it, see each other's commits.
 func TestJetStreamSharedBetweenConnections(t *testing.T) {
@@ -291,22 +312,8 @@ func TestJetStreamReplicated(t *testing.T) {
 // that every time; this test holds the store to the contract, but on a
 // quiet machine it rarely catches a follower behind.
 func TestJetStreamReadsSeeCommitsOnReplicas(t *testing.T) {
-	urls := strings.Split(natstest.Cluster(t, 3), ",")
+	stores := clusterStores(t, "fresh")
 	ctx := context.Background()
-	var stores []store.Store
-	for _, u := range urls {
-		nc, err := nats.Connect(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer nc.Close()
-		s, err := store.OpenJetStream(ctx, nc, "fresh", store.WithReplicas(3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		closeStore(t, s)
-		stores = append(stores, s)
-	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -333,10 +340,12 @@ func TestJetStreamReadsSeeCommitsOnReplicas(t *testing.T) {
 					t.Errorf("%s: load %d after its commit: %+v, %v, %v", id, i, meta, found, err)
 					return
 				}
-				// Listings too: they read through a watch, whose consumer
-				// may be on a follower. Each makes a consumer, through the
-				// cluster's meta leader: one in five iterations, so as not
-				// to overload it.
+				// Listings too. Instances reads through a watch, whose
+				// consumer may be on a follower, and makes that consumer
+				// through the cluster's meta leader: one in five
+				// iterations, so as not to overload it. (The other
+				// listings are direct gets, read at every iteration by
+				// TestJetStreamListingsSeeCommitsOnReplicas.)
 				if i%5 != 0 {
 					continue
 				}

@@ -99,7 +99,7 @@ func meta(turns int64, next uint64) *store.Meta {
 	return &store.Meta{Turns: turns, NextSeq: next, CreatedAt: t0, UpdatedAt: t0.Add(time.Duration(turns) * time.Second)}
 }
 
-func commit(t *testing.T, s store.Store, agent, key string, b store.Batch) {
+func commit(t testing.TB, s store.Store, agent, key string, b store.Batch) {
 	t.Helper()
 	if err := s.Commit(context.Background(), agent, key, b); err != nil {
 		t.Fatalf("commit %s/%s: %v", agent, key, err)
