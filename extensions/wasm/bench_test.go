@@ -260,12 +260,18 @@ func nativeReader(extensions.Config) (extensions.Extension, error) {
 // BenchmarkWASMTurn is a full turn on the scripted model (two model calls,
 // one tool call, in-memory store) through three extensions hooked on turn,
 // step and toolCall, each reading one context field and calling next: Go
-// guests, and their native twins for comparison.
+// guests, and their native twins for comparison; and three noop.wat guests,
+// which read nothing, for the host's share.
 func BenchmarkWASMTurn(b *testing.B) {
 	dir := b.TempDir()
-	wasmPath := filepath.Join(dir, "gonoop.wasm")
-	if err := os.WriteFile(wasmPath, goNoop(b), 0o644); err != nil {
+	noop, err := os.ReadFile(filepath.Join("testdata", "noop.wasm"))
+	if err != nil {
 		b.Fatal(err)
+	}
+	for file, code := range map[string][]byte{"gonoop.wasm": goNoop(b), "noop.wasm": noop} {
+		if err := os.WriteFile(filepath.Join(dir, file), code, 0o644); err != nil {
+			b.Fatal(err)
+		}
 	}
 	script, err := scripted.Parse("bench.yaml", []byte(turnScript))
 	if err != nil {
@@ -274,6 +280,8 @@ func BenchmarkWASMTurn(b *testing.B) {
 	for _, bc := range []struct{ name, exts string }{
 		{"native", "[{name: r1}, {name: r2}, {name: r3}]"},
 		{"go", "[{wasm: gonoop.wasm, name: g1, config: {read: true}}, {wasm: gonoop.wasm, name: g2, config: {read: true}}, {wasm: gonoop.wasm, name: g3, config: {read: true}}]"},
+		// The host's share: guests in WebAssembly text that only call next.
+		{"wat", "[{wasm: noop.wasm, name: w1}, {wasm: noop.wasm, name: w2}, {wasm: noop.wasm, name: w3}]"},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte("agents:\n  - name: bench\n    tools: [lookup]\n    extensions: "+bc.exts+"\n"))
