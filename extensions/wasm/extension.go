@@ -54,6 +54,10 @@ type Extension struct {
 	live   map[*instance]struct{} // every instance, for the backstop
 	// onRunaway replaces the backstop's panic (a test seam).
 	onRunaway func(msg string)
+	// onGrant runs as pass hands a grant to a waiting call, before the
+	// call can receive it; onLateGrant as a call whose context ended
+	// finds itself granted (test seams, for the race between the two).
+	onGrant, onLateGrant func()
 
 	logMu      sync.Mutex
 	logTokens  int64 // bytes the guest may still log now (see allowLog)
@@ -342,6 +346,9 @@ func (x *Extension) acquire(ctx context.Context) (*instance, *reentry, error) {
 		// Granted as the context ended: the grant is on its way (pass
 		// sends after unlocking); hand it on.
 		x.mu.Unlock()
+		if x.onLateGrant != nil {
+			x.onLateGrant()
+		}
 		if g := <-w; !g.closed {
 			x.pass(g)
 		}
@@ -391,6 +398,9 @@ func (x *Extension) pass(g grant) {
 		w := x.waiters[0]
 		x.waiters = slices.Delete(x.waiters, 0, 1)
 		x.mu.Unlock()
+		if x.onGrant != nil {
+			x.onGrant()
+		}
 		w <- g // buffered: never blocks
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,5 +194,75 @@ func TestPoolUnderContention(t *testing.T) {
 	}
 	if count, idle, waiters := poolState(x); count > max || idle != count || waiters != 0 {
 		t.Errorf("afterwards the pool holds %d instances, %d idle, %d waiters; want at most %d, all idle, none waiting", count, idle, waiters, max)
+	}
+}
+
+// TestPoolGrantAsContextEnds: a call whose context ends just as an
+// instance (or the right to make one) is handed to it passes the grant on,
+// to the next waiting call or back to the pool: nothing is kept or lost.
+// The seams order the race: the context ends first, and the grant reaches
+// the call only once it has found itself granted.
+func TestPoolGrantAsContextEnds(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		broken      bool // the released instance is broken: the grant is the right to make one
+		nextWaiting bool // another call waits behind the one whose context ends
+	}{
+		{"instance to the pool", false, false},
+		{"instance to the next call", false, true},
+		{"right to make one to the pool", true, false},
+		{"right to make one to the next call", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := loadPool(t, 1)
+			held := take(t, x, 1)[0]
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			first := waitFor(t, ctx, x)
+			var next <-chan acquired
+			if tc.nextWaiting {
+				next = waitFor(t, context.Background(), x)
+			}
+			late := make(chan struct{})
+			var once sync.Once
+			x.onGrant = func() {
+				once.Do(func() {
+					cancel()
+					<-late // the call has taken ctx.Done, and found itself granted
+				})
+			}
+			x.onLateGrant = func() { close(late) }
+			if tc.broken {
+				held.broken.Store(true)
+			}
+			x.release(held, nil)
+			a := <-first
+			if a.in != nil || !errors.Is(a.err, context.Canceled) || !strings.Contains(a.err.Error(), "waiting for an instance") {
+				t.Fatalf("the call whose context ended got %p, %v; want no instance and its context's error", a.in, a.err)
+			}
+			if tc.nextWaiting {
+				var b acquired
+				select {
+				case b = <-next:
+				case <-time.After(5 * time.Second):
+					t.Fatal("the next call got nothing in 5 s: the grant was lost")
+				}
+				if b.err != nil || b.in == nil || b.in == held && tc.broken {
+					t.Fatalf("the next call got %p, %v; want the instance handed on (or a new one for a broken)", b.in, b.err)
+				}
+				x.release(b.in, nil)
+			}
+			if count, idle, waiters := poolState(x); count > 1 || idle != count || waiters != 0 {
+				t.Errorf("afterwards the pool holds %d instances, %d idle, %d waiters; want at most 1, all idle, none waiting", count, idle, waiters)
+			}
+			// The pool still serves: a call gets an instance at once.
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel2()
+			in, _, err := x.acquire(ctx2)
+			if err != nil {
+				t.Fatalf("acquire after: %v", err)
+			}
+			x.release(in, nil)
+		})
 	}
 }
