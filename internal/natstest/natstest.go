@@ -1,6 +1,7 @@
 package natstest
 
 import (
+	"context"
 	"net"
 	"net/url"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server starts a JetStream server on a free loopback port, its data in
@@ -29,8 +32,9 @@ func Server(tb testing.TB) *server.Server {
 }
 
 // Cluster starts n JetStream servers on loopback, routed into one
-// cluster, waits until their JetStream leader sees all of them online, and
-// shuts them down when the test ends. It returns the servers' client URLs,
+// cluster, waits until their JetStream leader sees all of them online and
+// a stream of n replicas can be placed, and shuts them down when the test
+// ends. It returns the servers' client URLs,
 // joined for nats.Connect.
 func Cluster(tb testing.TB, n int) string {
 	tb.Helper()
@@ -84,5 +88,39 @@ func Cluster(tb testing.TB, n int) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	probe(tb, urls[0], n, deadline)
 	return strings.Join(urls, ",")
+}
+
+// probe creates and deletes a stream of n replicas through url, trying
+// again until deadline. A cluster that has just elected its leader may
+// still take a peer for offline, or take longer than a client's 5 s to
+// place the first stream (seen under -race on two cores): a test's first
+// bucket failed to open, 1 run in 45. The probe pays that wait here.
+func probe(tb testing.TB, url string, n int, deadline time.Time) {
+	tb.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "natstest_probe", Subjects: []string{"natstest.probe"}, Replicas: n, Storage: jetstream.MemoryStorage})
+		if err == nil {
+			err = js.DeleteStream(ctx, "natstest_probe")
+		}
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the NATS cluster of %d cannot place a stream of %d replicas after 30 s: %v", n, n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
