@@ -71,11 +71,20 @@ func newEngine(tb testing.TB, dir string) *wasm.Engine {
 }
 
 func runTurns(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation) {
+	runTurnsEvicting(b, p, c, nil)
+}
+
+// runTurnsEvicting is runTurns, writing one byte in 64 of evict before
+// each turn, so that the turn finds the caches as other work leaves them.
+func runTurnsEvicting(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation, evict []byte) {
 	ctx := context.Background()
 	info := pipeline.TurnInfo{Agent: "a", InstanceKey: "k", TurnID: "turn-1", Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: "hi"}, Conversation: c}
 	tc := pipeline.NewTurnContext(info)
 	b.ReportAllocs()
 	for b.Loop() {
+		for i := 0; i < len(evict); i += 64 {
+			evict[i]++
+		}
 		tc.Reset(info)
 		if _, err := p.RunTurn(ctx, tc); err != nil {
 			b.Fatal(err)
@@ -142,7 +151,18 @@ var nativeNoop = extensions.Func(func(api *extensions.API) error {
 
 // BenchmarkWASMLayer is one onion layer that calls next, with deadline
 // enforcement on; "none" is the chain without it, to subtract.
-func BenchmarkWASMLayer(b *testing.B) {
+func BenchmarkWASMLayer(b *testing.B) { benchLayers(b, nil) }
+
+// BenchmarkWASMLayerCold is BenchmarkWASMLayer with 512 KiB written before
+// each call, as a turn's other work leaves the caches: a layer's cost is
+// its ns/op less none's. In a turn a Go-guest hook costs what it costs
+// here, not what it costs in the loop of BenchmarkWASMLayer (BENCHMARKS.md,
+// "Where a Go hook's time goes in a turn").
+func BenchmarkWASMLayerCold(b *testing.B) { benchLayers(b, make([]byte, 512<<10)) }
+
+// benchLayers runs a turn through each kind of layer, evicting (see
+// runTurnsEvicting).
+func benchLayers(b *testing.B, evict []byte) {
 	e := newEngine(b, "")
 	c := &conv{}
 	for _, bc := range []struct {
@@ -156,7 +176,7 @@ func BenchmarkWASMLayer(b *testing.B) {
 		{"go_without_sdk", loadBytes(b, e, "goraw", goraw.build(b), wasm.Grants{})},
 		{"assemblyscript", load(b, e, "../../../examples/extensions/as-guard/as-guard.wasm")},
 	} {
-		b.Run(bc.name, func(b *testing.B) { runTurns(b, chain(b, bc.ext), c) })
+		b.Run(bc.name, func(b *testing.B) { runTurnsEvicting(b, chain(b, bc.ext), c, evict) })
 	}
 }
 
