@@ -370,8 +370,9 @@ func (s *jsStore) leaderLast(ctx context.Context, subject string) (*storedMsg, e
 
 // checkEmpty tells a replica that found no key matching filters from one
 // that is behind: it asks the leader for the last message of each filter.
-// Any message, a deletion's too, means the replica is behind: one that had
-// it would have answered it. A read of patterns alone needs this as much
+// Any message, a deletion's too, means the replica is behind (one that had
+// it would have answered it) or a commit landed since; either way the
+// read is tried again. A read of patterns alone needs this as much
 // as one of a literal key: a fresh instance's pending items, listed right
 // after their commit through another server, came back empty 2 runs of 3
 // under -race when only literal keys were checked.

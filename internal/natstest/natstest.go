@@ -34,8 +34,7 @@ func Server(tb testing.TB) *server.Server {
 // Cluster starts n JetStream servers on loopback, routed into one
 // cluster, waits until their JetStream leader sees all of them online and
 // a stream of n replicas can be placed, and shuts them down when the test
-// ends. It returns the servers' client URLs,
-// joined for nats.Connect.
+// ends. It returns the servers' client URLs, joined for nats.Connect.
 func Cluster(tb testing.TB, n int) string {
 	tb.Helper()
 	ports := make([]int, n)
