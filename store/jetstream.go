@@ -74,6 +74,10 @@ func WithReplicas(n int) JetStreamOption {
 // A load reads the instance's keys in one direct get, which the server
 // isolates from commits: it sees each commit whole or not at all.
 //
+// Opening creates or updates the bucket, which a busy cluster may take
+// more than the client's default 5 s a request to do: with a ctx that has
+// no deadline, opening waits up to 30 s.
+//
 // # Limits
 //
 // A commit is at most the server's atomic batch size (1,000 messages by
@@ -89,6 +93,14 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	}
 	if err := ValidateName("bucket name", bucket); err != nil || strings.Contains(bucket, ".") {
 		return nil, fmt.Errorf("store: invalid bucket name %q: want letters, digits, '_' or '-'", bucket)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		// The client gives each request 5 s when ctx has no deadline. A
+		// replicated bucket's creation on a loaded cluster took longer (a
+		// test's first bucket, while other packages' tests ran).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, openTimeout)
+		defer cancel()
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -118,6 +130,9 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1}
 	return checkedStore{s}, nil
 }
+
+// openTimeout bounds OpenJetStream given a ctx without a deadline.
+const openTimeout = 30 * time.Second
 
 // waitLeader waits until a replicated stream has elected its leader, which
 // takes a moment after it is created: until then writes find no one.
