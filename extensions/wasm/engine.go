@@ -277,8 +277,14 @@ func (e *Engine) LoadBytes(ctx context.Context, name, path string, code []byte, 
 		first.close()
 		return nil, fmt.Errorf("wasm %s: %w", path, err)
 	}
+	// The clock goroutine trims the pool already (a load can take longer
+	// than its first tick), so the first instance joins it under the
+	// lock, idle since now: dropped only once unused as long as any.
+	first.idleSince = x.clock.Load()
+	x.mu.Lock()
 	x.idle = append(x.idle, first)
 	x.count = 1
+	x.mu.Unlock()
 	e.mu.Lock()
 	e.exts = append(e.exts, x)
 	e.mu.Unlock()

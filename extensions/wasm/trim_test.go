@@ -132,3 +132,26 @@ func TestClockTrimsIdle(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstInstanceKept: the instance a load makes (to run the module's
+// init) joins the pool idle since the load, so it serves the first calls,
+// and goes like any other once unused for dropIdleAfter. It joined idle
+// since the epoch, so the first trim, a second after the load, dropped it.
+func TestFirstInstanceKept(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		after     time.Duration
+		wantCount int
+	}{
+		{"a second after the load", time.Second, 1},
+		{"unused for dropIdleAfter", dropIdleAfter + time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := loadNoop(t)
+			x.trimIdle(x.clock.Load() + int64(tc.after))
+			if count, idle, _ := poolState(x); count != tc.wantCount || idle != tc.wantCount {
+				t.Fatalf("%d alive, %d idle; want %d of each", count, idle, tc.wantCount)
+			}
+		})
+	}
+}
