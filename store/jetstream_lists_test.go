@@ -195,32 +195,24 @@ func BenchmarkJetStreamReads(b *testing.B) {
 			commit(b, s, "a", "other", store.Batch{Put: []store.Record{rec(0, strings.Repeat("x", 500<<10))}})
 			return s
 		}
-		b.Run("ListSecrets/"+bc.name, func(b *testing.B) {
-			s := open(b)
-			b.ReportAllocs()
-			for b.Loop() {
-				if names, err := s.ListSecrets(ctx, "a", "k"); err != nil || len(names) != 2 {
-					b.Fatalf("ListSecrets = %q, %v", names, err)
+		for _, read := range []struct {
+			name string
+			want int // names or records read
+			read func(s store.Store) (int, error)
+		}{
+			{"ListSecrets", 2, func(s store.Store) (int, error) { ns, err := s.ListSecrets(ctx, "a", "k"); return len(ns), err }},
+			{"ListSecretsNone", 0, func(s store.Store) (int, error) { ns, err := s.ListSecrets(ctx, "a", "none"); return len(ns), err }},
+			{"LoadInstance", 20, func(s store.Store) (int, error) { _, rs, _, err := s.LoadInstance(ctx, "a", "k"); return len(rs), err }},
+		} {
+			b.Run(read.name+"/"+bc.name, func(b *testing.B) {
+				s := open(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					if n, err := read.read(s); err != nil || n != read.want {
+						b.Fatalf("%s = %d, %v; want %d", read.name, n, err, read.want)
+					}
 				}
-			}
-		})
-		b.Run("ListSecretsNone/"+bc.name, func(b *testing.B) {
-			s := open(b)
-			b.ReportAllocs()
-			for b.Loop() {
-				if names, err := s.ListSecrets(ctx, "a", "none"); err != nil || len(names) != 0 {
-					b.Fatalf("ListSecrets = %q, %v", names, err)
-				}
-			}
-		})
-		b.Run("LoadInstance/"+bc.name, func(b *testing.B) {
-			s := open(b)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, recs, found, err := s.LoadInstance(ctx, "a", "k"); err != nil || !found || len(recs) != 20 {
-					b.Fatalf("LoadInstance = %d records, %v, %v", len(recs), found, err)
-				}
-			}
-		})
+			})
+		}
 	}
 }
