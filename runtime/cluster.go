@@ -119,31 +119,22 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 		nc.Close()
 		return fmt.Errorf("cluster: %w", err)
 	}
-	// Creating the buckets may take a busy cluster more than the client's
-	// default 5 s a request: without a deadline of the caller's, wait up
-	// to 30 s, as store.OpenJetStream does.
-	octx := ctx
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		octx, cancel = context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-	}
-	leases, err := cluster.Open(octx, js, name+"_leases", self, ttl, c.Replicas)
+	leases, err := cluster.Open(ctx, js, name+"_leases", self, ttl, c.Replicas)
 	if err != nil {
 		nc.Close()
 		return err
 	}
-	members, err := cluster.Open(octx, js, name+"_nodes", self, ttl, c.Replicas)
+	members, err := cluster.Open(ctx, js, name+"_nodes", self, ttl, c.Replicas)
 	if err != nil {
 		nc.Close()
 		return err
 	}
-	waits, err := cluster.OpenWaits(octx, nc, js, name+"_waits")
+	waits, err := cluster.OpenWaits(ctx, nc, js, name+"_waits")
 	if err != nil {
 		nc.Close()
 		return err
 	}
-	budgets, err := cluster.OpenCounters(octx, nc, js, name+"_budgets", c.Replicas, budgetCountersAge)
+	budgets, err := cluster.OpenCounters(ctx, nc, js, name+"_budgets", c.Replicas, budgetCountersAge)
 	if err != nil {
 		nc.Close()
 		return err

@@ -17,6 +17,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/ganglion-dev/ganglion/internal/jsopen"
 )
 
 // JetStreamOption configures [OpenJetStream].
@@ -76,7 +78,10 @@ func WithReplicas(n int) JetStreamOption {
 //
 // Opening creates or updates the bucket, which a busy cluster may take
 // more than the client's default 5 s a request to do: with a ctx that has
-// no deadline, opening waits up to 30 s.
+// no deadline, opening waits up to 30 s. Meanwhile it tries again while
+// the cluster cannot place the bucket's replicas because a server looks
+// offline (as it does for a moment after its route to the leader comes
+// back), or has no JetStream leader; any other refusal fails at once.
 //
 // # Limits
 //
@@ -94,67 +99,37 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	if err := ValidateName("bucket name", bucket); err != nil || strings.Contains(bucket, ".") {
 		return nil, fmt.Errorf("store: invalid bucket name %q: want letters, digits, '_' or '-'", bucket)
 	}
-	if _, ok := ctx.Deadline(); !ok {
-		// The client gives each request 5 s when ctx has no deadline. A
-		// replicated bucket's creation on a loaded cluster took longer (a
-		// test's first bucket, while other packages' tests ran).
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, openTimeout)
-		defer cancel()
-	}
+	ctx, cancel := jsopen.Bound(ctx)
+	defer cancel()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
+	kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
 	// The bucket's stream must take atomic batches; a key-value
 	// configuration cannot say so, its stream's can.
-	stream, err := js.Stream(ctx, "KV_"+bucket)
+	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
 	if cfg := stream.CachedInfo().Config; !cfg.AllowAtomicPublish {
 		cfg.AllowAtomicPublish = true
-		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		if _, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, cfg) }); err != nil {
 			return nil, fmt.Errorf("store: open bucket %q: allow atomic batches (NATS server 2.12 or later): %w", bucket, err)
 		}
 	}
-	if err := waitLeader(ctx, stream); err != nil {
+	if err := jsopen.WaitLeader(ctx, stream); err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
 	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1}
 	return checkedStore{s}, nil
-}
-
-// openTimeout bounds OpenJetStream given a ctx without a deadline.
-const openTimeout = 30 * time.Second
-
-// waitLeader waits until a replicated stream has elected its leader, which
-// takes a moment after it is created: until then writes find no one.
-func waitLeader(ctx context.Context, stream jetstream.Stream) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := stream.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if c := info.Cluster; c == nil || c.Leader != "" && len(c.Replicas) == info.Config.Replicas-1 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("its stream has no leader and replicas after 10 s")
-		}
-		select {
-		case <-time.After(20 * time.Millisecond):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 }
 
 // jsStore is the JetStream backend of [OpenJetStream].

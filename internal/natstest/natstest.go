@@ -35,7 +35,18 @@ func Server(tb testing.TB) *server.Server {
 // cluster, waits until their JetStream leader sees all of them online and
 // a stream of n replicas can be placed, and shuts them down when the test
 // ends. It returns the servers' client URLs, joined for nats.Connect.
-func Cluster(tb testing.TB, n int) string {
+func Cluster(tb testing.TB, n int) string { return NewCluster(tb, n).URLs() }
+
+// TestCluster is a cluster of JetStream servers started by [NewCluster],
+// whose servers a test can restart.
+type TestCluster struct {
+	tb      testing.TB
+	opts    []*server.Options
+	servers []*server.Server
+}
+
+// NewCluster is [Cluster], returning the cluster.
+func NewCluster(tb testing.TB, n int) *TestCluster {
 	tb.Helper()
 	ports := make([]int, n)
 	for i := range ports {
@@ -50,33 +61,36 @@ func Cluster(tb testing.TB, n int) string {
 	for _, p := range ports {
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: "127.0.0.1:" + strconv.Itoa(p)})
 	}
-	var urls []string
-	var servers []*server.Server
+	c := &TestCluster{tb: tb}
 	for i, p := range ports {
-		s, err := server.NewServer(&server.Options{
+		c.opts = append(c.opts, &server.Options{
 			ServerName: "s" + strconv.Itoa(i+1), Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tb.TempDir(),
 			NoLog: true, NoSigs: true, Routes: routes,
 			Cluster: server.ClusterOpts{Name: "ganglion-test", Host: "127.0.0.1", Port: p},
 		})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		go s.Start()
-		tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-		servers = append(servers, s)
 	}
-	for _, s := range servers {
+	// Registered after the data directories: cleanups run last first,
+	// and a directory is removed once its server is down.
+	tb.Cleanup(func() {
+		for _, s := range c.servers {
+			s.Shutdown()
+			s.WaitForShutdown()
+		}
+	})
+	for i := range ports {
+		c.servers = append(c.servers, c.start(i))
+	}
+	for _, s := range c.servers {
 		if !s.ReadyForConnections(10 * time.Second) {
 			tb.Fatal("a NATS server did not start")
 		}
-		urls = append(urls, s.ClientURL())
 	}
 	// Ready when the JetStream leader sees every server online, with
 	// its stats: until then a replicated stream finds no place.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ready := false
-		for _, s := range servers {
+		for _, s := range c.servers {
 			ready = ready || s.JetStreamIsLeader() && len(s.JetStreamClusterPeers()) == n
 		}
 		if ready {
@@ -87,8 +101,44 @@ func Cluster(tb testing.TB, n int) string {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	probe(tb, urls[0], n, deadline)
+	probe(tb, c.servers[0].ClientURL(), n, deadline)
+	return c
+}
+
+// start starts server i with its options.
+func (c *TestCluster) start(i int) *server.Server {
+	o := *c.opts[i]
+	s, err := server.NewServer(&o)
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	go s.Start()
+	return s
+}
+
+// URLs returns the servers' client URLs, joined for nats.Connect.
+func (c *TestCluster) URLs() string {
+	var urls []string
+	for _, s := range c.servers {
+		urls = append(urls, s.ClientURL())
+	}
 	return strings.Join(urls, ",")
+}
+
+// URL returns server i's client URL.
+func (c *TestCluster) URL(i int) string { return c.servers[i].ClientURL() }
+
+// Restart shuts server i down and starts it again, with its name, data
+// and cluster port, and returns once it takes connections: its routes to
+// the others, and the leader's view of it, may not be back yet.
+func (c *TestCluster) Restart(i int) {
+	c.tb.Helper()
+	c.servers[i].Shutdown()
+	c.servers[i].WaitForShutdown()
+	c.servers[i] = c.start(i)
+	if !c.servers[i].ReadyForConnections(10 * time.Second) {
+		c.tb.Fatalf("NATS server s%d did not start again", i+1)
+	}
 }
 
 // probe creates and deletes a stream of n replicas through url, trying

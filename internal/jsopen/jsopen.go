@@ -1,0 +1,134 @@
+package jsopen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Timeout bounds an opening whose context has no deadline. The client
+// gives a request 5 s when the context has none; creating a replicated
+// bucket on a busy cluster can take longer, and opening is rare and
+// idempotent: worth waiting for at a process's start.
+const Timeout = 30 * time.Second
+
+// Bound returns ctx with Timeout as its deadline if it has none; a
+// caller's own deadline rules.
+func Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, Timeout)
+}
+
+// Error codes of the NATS server that a client library does not name.
+const (
+	// codeNoPeers (JSClusterNoPeersErrF): no placement for the stream's
+	// replicas; the description says why.
+	codeNoPeers jetstream.ErrorCode = 10005
+	// codeUnavailable (JSClusterNotAvailErr): the cluster has no
+	// JetStream leader at the moment, as during an election.
+	codeUnavailable jetstream.ErrorCode = 10008
+)
+
+// Transient reports whether err is a refusal a cluster may drop by itself
+// within seconds: it has no JetStream leader yet, or it cannot place the
+// replicas because a server looks offline. A server looks offline to the
+// leader from the moment its route to the leader is (re)established until
+// its first statistics arrive (up to a few seconds), and once it has
+// stopped. Other placement failures (too few servers, no storage left,
+// tags) stay until someone acts, and are not transient.
+func Transient(err error) bool {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode {
+	case codeNoPeers:
+		return strings.Contains(api.Description, "peer offline")
+	case codeUnavailable:
+		return true
+	}
+	return false
+}
+
+// Backoff bounds the wait between two tries of [Create].
+const (
+	firstWait = 50 * time.Millisecond
+	maxWait   = time.Second
+)
+
+// tryTimeout bounds a try of [Create]; a variable for tests.
+var tryTimeout = 10 * time.Second
+
+// Create calls create until it succeeds or fails with an error that is not
+// [Transient], or ctx, [Bound], ends. A try gets at most 10 s: right after
+// a server restarts, a request to the JetStream API can go unanswered (seen:
+// a stream's creation, 1 time in 6), and create must be idempotent, as a
+// creation or update of the same configuration is. When ctx ends after a
+// transient failure, the error is that failure (more telling than the
+// deadline), saying how long it lasted.
+func Create[T any](ctx context.Context, create func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := Bound(ctx)
+	defer cancel()
+	start := time.Now()
+	wait := firstWait
+	var last error // the last transient failure
+	for {
+		tctx, cancelTry := context.WithTimeout(ctx, tryTimeout)
+		v, err := create(tctx)
+		cancelTry()
+		switch {
+		case err == nil:
+			return v, nil
+		case Transient(err):
+			last = err
+		case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			last = fmt.Errorf("no answer within %s: %w", tryTimeout, err)
+		case last != nil && ctx.Err() != nil:
+			return v, stillSo(last, start) // ctx ended during a try
+		default:
+			return v, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, stillSo(last, start)
+		case <-t.C:
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+func stillSo(err error, start time.Time) error {
+	return fmt.Errorf("%w (still so after %s)", err, time.Since(start).Round(100*time.Millisecond))
+}
+
+// WaitLeader waits until a replicated stream has elected its leader and
+// its replicas, which takes a moment after it is created: until then
+// writes find no one.
+func WaitLeader(ctx context.Context, stream jetstream.Stream) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := Create(ctx, func(ctx context.Context) (*jetstream.StreamInfo, error) { return stream.Info(ctx) })
+		if err != nil {
+			return err
+		}
+		if c := info.Cluster; c == nil || c.Leader != "" && len(c.Replicas) == info.Config.Replicas-1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("its stream has no leader and replicas after 10 s")
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

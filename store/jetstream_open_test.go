@@ -1,0 +1,64 @@
+package store_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+// TestJetStreamOpenWhileAPeerRestarts: a replicated bucket opens right
+// after one of the cluster's servers restarts. Until the restarted
+// server's first statistics reach the JetStream leader, the leader
+// refuses to place replicas ("no suitable peers for placement, peer
+// offline"): every try failed so before opening tried again, and so did
+// CI's TestJetStreamReplicated, 1 full run in 3, when a route came back
+// in the middle of it.
+func TestJetStreamOpenWhileAPeerRestarts(t *testing.T) {
+	c := natstest.NewCluster(t, 3)
+	nc, err := nats.Connect(c.URL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	ctx := context.Background()
+	for i := range 4 {
+		c.Restart(1 + i%2)
+		bucket := "restart-" + strconv.Itoa(i)
+		s, err := store.OpenJetStream(ctx, nc, bucket, store.WithReplicas(3))
+		if err != nil {
+			t.Fatalf("open %s right after s%d restarted: %v", bucket, 2+i%2, err)
+		}
+		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(1, "kept")}, Meta: meta(1, 2)})
+		_, records, found, err := s.LoadInstance(ctx, "a", "k")
+		if err != nil || !found || len(records) != 1 || records[0].Message.Content != "kept" {
+			t.Fatalf("%s: load after a commit = %v, %v, %v", bucket, records, found, err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestJetStreamOpenFailsAtOnce: a refusal that lasts is not tried again:
+// more replicas than servers fails with the server's reason.
+func TestJetStreamOpenFailsAtOnce(t *testing.T) {
+	nc, err := nats.Connect(natstest.Cluster(t, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_, err = store.OpenJetStream(context.Background(), nc, "five", store.WithReplicas(5))
+	if err == nil {
+		t.Fatal("a bucket of 5 replicas opened on 3 servers")
+	}
+	if msg := err.Error(); !strings.Contains(msg, `store: open bucket "five"`) || strings.Contains(msg, "still so after") {
+		t.Fatalf("error = %q; want the bucket's name and the server's reason, without tries again", msg)
+	}
+	t.Log(err)
+}
