@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -152,6 +153,16 @@ func turnSpans(spans []sdktrace.ReadOnlySpan, agent string) []sdktrace.ReadOnlyS
 	return out
 }
 
+// endedSpans returns the spans sr has seen end once done holds of them,
+// or after 10 s, for the test to say what is missing.
+func endedSpans(sr *tracetest.SpanRecorder, done func([]sdktrace.ReadOnlySpan) bool) []sdktrace.ReadOnlySpan {
+	spans := sr.Ended()
+	for deadline := time.Now().Add(10 * time.Second); !done(spans) && time.Now().Before(deadline); spans = sr.Ended() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return spans
+}
+
 func spanByID(spans []sdktrace.ReadOnlySpan, id string) sdktrace.ReadOnlySpan {
 	for _, s := range spans {
 		if s.SpanContext().SpanID().String() == id {
@@ -171,7 +182,10 @@ func TestTraceOfAFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitNoTasks(t, h.rt)
-	spans := sr.Ended()
+	// A child's turn span ends just after its task is settled.
+	spans := endedSpans(sr, func(spans []sdktrace.ReadOnlySpan) bool {
+		return len(turnSpans(spans, "lead")) == 2 && len(turnSpans(spans, "coder")) == 1 && len(turnSpans(spans, "tester")) == 1
+	})
 	lead := turnSpans(spans, "lead")
 	if len(lead) != 2 {
 		t.Fatalf("%d turns of lead, want the delegating one and the report:\n%s", len(lead), spanTree(spans))
@@ -221,7 +235,7 @@ func TestTraceSurvivesARestart(t *testing.T) {
 	p.opts = []runtime.Option{runtime.WithModel(&recorder{p: sc}), runtime.WithTracerProvider(tp2)}
 	rt = p.mustOpen()
 	waitNoTasks(t, rt)
-	report := turnSpans(sr2.Ended(), "lead")
+	report := turnSpans(endedSpans(sr2, func(spans []sdktrace.ReadOnlySpan) bool { return len(turnSpans(spans, "lead")) == 1 }), "lead")
 	if len(report) != 1 {
 		t.Fatalf("%d turns of lead after the restart, want the report:\n%s", len(report), spanTree(sr2.Ended()))
 	}
