@@ -39,7 +39,7 @@ const (
 // within seconds: it has no JetStream leader yet, or it cannot place the
 // replicas because a server looks offline. A server looks offline to the
 // leader from the moment its route to the leader is (re)established until
-// its first statistics arrive (up to a few seconds), and once it has
+// its next statistics arrive (every 10 s at most), and once it has
 // stopped. Other placement failures (too few servers, no storage left,
 // tags) stay until someone acts, and are not transient.
 func Transient(err error) bool {
