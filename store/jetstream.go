@@ -105,28 +105,19 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
-	kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
-		})
+	kv, stream, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
 	// The bucket's stream must take atomic batches; a key-value
 	// configuration cannot say so, its stream's can.
-	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
-	if err != nil {
-		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
-	}
 	if cfg := stream.CachedInfo().Config; !cfg.AllowAtomicPublish {
 		cfg.AllowAtomicPublish = true
 		if _, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, cfg) }); err != nil {
 			return nil, fmt.Errorf("store: open bucket %q: allow atomic batches (NATS server 2.12 or later): %w", bucket, err)
 		}
-	}
-	if err := jsopen.WaitLeader(ctx, stream); err != nil {
-		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
 	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1}
 	return checkedStore{s}, nil

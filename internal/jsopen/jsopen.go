@@ -105,6 +105,40 @@ func Create[T any](ctx context.Context, create func(context.Context) (T, error))
 	}
 }
 
+// KeyValue creates or updates the bucket cfg describes, as [Create] does,
+// and returns it with its stream once the stream has its leader and
+// replicas ([WaitLeader]), all within ctx, [Bound].
+func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, jetstream.Stream, error) {
+	ctx, cancel := Bound(ctx)
+	defer cancel()
+	kv, err := Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateOrUpdateKeyValue(ctx, cfg) })
+	if err != nil {
+		return nil, nil, err
+	}
+	stream, err := Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+cfg.Bucket) })
+	if err == nil {
+		err = WaitLeader(ctx, stream)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return kv, stream, nil
+}
+
+// Stream is [KeyValue] for a stream.
+func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	ctx, cancel := Bound(ctx)
+	defer cancel()
+	stream, err := Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, cfg) })
+	if err == nil {
+		err = WaitLeader(ctx, stream)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return stream, nil
+}
+
 func stillSo(err error, start time.Time) error {
 	return fmt.Errorf("%w (still so after %s)", err, time.Since(start).Round(100*time.Millisecond))
 }

@@ -27,25 +27,18 @@ type Counters struct {
 }
 
 // OpenCounters returns the counters of stream name, which it creates with
-// replicas copies (0: 1) if it does not exist (as [jsopen.Create] does). A counter nothing was added
-// to for maxAge is forgotten (reads zero again).
+// replicas copies (0: 1) if it does not exist ([jsopen.Stream]). A counter
+// nothing was added to for maxAge is forgotten (reads zero again).
 func OpenCounters(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, name string, replicas int, maxAge time.Duration) (*Counters, error) {
-	ctx, cancel := jsopen.Bound(ctx)
-	defer cancel()
-	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) {
-		return js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-			Name: name, Description: "Ganglion's shared counters", Subjects: []string{name + ".>"},
-			Storage: jetstream.FileStorage, Replicas: max(replicas, 1), MaxAge: maxAge,
-			// Each message holds the counter's value: the last is all
-			// there is to keep.
-			MaxMsgsPerSubject: 1, AllowMsgCounter: true,
-		})
+	stream, err := jsopen.Stream(ctx, js, jetstream.StreamConfig{
+		Name: name, Description: "Ganglion's shared counters", Subjects: []string{name + ".>"},
+		Storage: jetstream.FileStorage, Replicas: max(replicas, 1), MaxAge: maxAge,
+		// Each message holds the counter's value: the last is all there
+		// is to keep.
+		MaxMsgsPerSubject: 1, AllowMsgCounter: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open counters %q (NATS server 2.12 or later): %w", name, err)
-	}
-	if err := jsopen.WaitLeader(ctx, stream); err != nil {
-		return nil, fmt.Errorf("cluster: open counters %q: %w", name, err)
 	}
 	return &Counters{nc: nc, stream: stream, subject: name + "."}, nil
 }

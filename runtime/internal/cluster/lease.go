@@ -35,31 +35,20 @@ type Leases struct {
 const minTTL = time.Second
 
 // Open returns owner's leases in bucket, which it creates with replicas
-// copies (0: 1) if it does not exist (as [jsopen.Create] does: tried again
-// while a server looks offline); a lease lasts ttl (at least a second)
-// past its last renewal.
+// copies (0: 1) if it does not exist ([jsopen.KeyValue]: tried again while
+// a server looks offline); a lease lasts ttl (at least a second) past its
+// last renewal.
 func Open(ctx context.Context, js jetstream.JetStream, bucket, owner string, ttl time.Duration, replicas int) (*Leases, error) {
 	if owner == "" {
 		return nil, errors.New("cluster: a lease owner needs a name")
 	}
 	ttl = max(ttl.Truncate(time.Second), minTTL)
-	ctx, cancel := jsopen.Bound(ctx)
-	defer cancel()
-	kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: "Ganglion's instance leases", History: 1, Replicas: max(replicas, 1),
-			// Markers of expired keys are kept a moment, so that a watcher
-			// sees an expiry; the TTLs need the bucket to allow them.
-			LimitMarkerTTL: time.Second,
-		})
+	kv, _, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Ganglion's instance leases", History: 1, Replicas: max(replicas, 1),
+		// Markers of expired keys are kept a moment, so that a watcher
+		// sees an expiry; the TTLs need the bucket to allow them.
+		LimitMarkerTTL: time.Second,
 	})
-	if err != nil {
-		return nil, fmt.Errorf("cluster: open lease bucket %q: %w", bucket, err)
-	}
-	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
-	if err == nil {
-		err = jsopen.WaitLeader(ctx, stream)
-	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open lease bucket %q: %w", bucket, err)
 	}

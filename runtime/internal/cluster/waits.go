@@ -31,18 +31,16 @@ type Waits struct {
 const maxWaitNodes = 1024
 
 // OpenWaits returns the wait-for graph in bucket, which it creates if it
-// does not exist (as [jsopen.Create] does): in memory, on one server. An edge lives as long as an
-// agent request, and a server that restarts loses only the edges of the
+// does not exist ([jsopen.KeyValue]): in memory, on one server. An edge
+// lives as long as an agent request, and a server that restarts loses only the edges of the
 // requests then waiting, whose cycles, if any, end at their timeouts as
 // they would without the graph; replicating every edge would cost each
 // request a consensus round for that.
 func OpenWaits(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, bucket string) (*Waits, error) {
-	kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: bucket, Description: "Ganglion's wait-for graph of agent calls", History: 1,
-			Storage: jetstream.MemoryStorage, Replicas: 1,
-			LimitMarkerTTL: time.Second, // lets edges carry a TTL
-		})
+	kv, _, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Ganglion's wait-for graph of agent calls", History: 1,
+		Storage: jetstream.MemoryStorage, Replicas: 1,
+		LimitMarkerTTL: time.Second, // lets edges carry a TTL
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: open wait-for bucket %q: %w", bucket, err)
