@@ -115,22 +115,14 @@ func (wasmHost) lastError(buf []byte) int32 { return importLastError(ptr(buf), u
 
 // The exports the host calls (sdk/ABI.md, "Guest exports"). They live in
 // this package, so a module that imports it exports them all; the host
-// calls only those for what setup registered.
+// calls only those for what setup registered. ganglion_turn, _step and
+// _tool_call are in api.go, on the functions that run those hooks.
 
 //go:wasmexport ganglion_abi_version
 func exportABIVersion() int32 { return abiVersion }
 
 //go:wasmexport ganglion_init
 func exportInit() int32 { return runInit() }
-
-//go:wasmexport ganglion_turn
-func exportTurn(ctx, id int32) int32 { return runHook(kindTurn, ctx, id) }
-
-//go:wasmexport ganglion_step
-func exportStep(ctx, id int32) int32 { return runHook(kindStep, ctx, id) }
-
-//go:wasmexport ganglion_tool_call
-func exportToolCall(ctx, id int32) int32 { return runHook(kindToolCall, ctx, id) }
 
 //go:wasmexport ganglion_tool
 func exportTool(ctx, id int32) int32 { return runHook(kindTool, ctx, id) }

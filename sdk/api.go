@@ -273,7 +273,11 @@ func newAPI(r *registry) *API {
 // runInit is ganglion_init: declare the manifest, run setup, register
 // what it registered.
 func runInit() (code int32) {
-	defer recoverHook(0, &code)
+	defer func() {
+		if p := recover(); p != nil {
+			code = hookPanicked(0, p)
+		}
+	}()
 	if err := doInit(); err != nil {
 		host.setError(err.Error())
 		return 1
@@ -364,55 +368,129 @@ func manifestFor(m Manifest, regs []handler) manifestJSON {
 }
 
 // runHook runs the hook id of kind for the context handle h: the body of
-// the ganglion_turn, _step, _tool_call, _tool and _event exports.
+// the ganglion_tool and ganglion_event exports, and a test's way into any
+// hook. The three middleware kinds have exports of their own that run
+// their hook themselves (turnHook, stepHook, toolCallHook): in a Go guest
+// every function call costs a prologue of its own, and a middleware hook
+// runs several times a turn.
 func runHook(kind, h, id int32) (code int32) {
-	var hd *handler
-	if id >= 0 && int(id) < len(ext.hooks) {
-		hd = ext.hooks[id]
-	}
-	if hd == nil || hd.kind != kind {
-		host.setError(fmt.Sprintf("ganglion: no %s hook with id %d", kindName(kind), id))
-		return 1
-	}
-	// Each call has a context of its own, so that a context kept past its
-	// call is refused by the host (ErrStale) rather than reading another
-	// call's. They come from slabs: a heap allocation per call was half
-	// of a hook's cost in a Go guest.
-	defer recoverHook(kind, &code)
-	var err error
 	switch kind {
 	case kindTurn:
-		t := turns.next()
-		t.h = h
-		if err = hd.turn(t); t.passesOn(err) {
-			return 0
-		}
+		return turnHook(h, id)
 	case kindStep:
-		s := steps.next()
-		s.h = h
-		if err = hd.step(s); s.passesOn(err) {
-			return 0
-		}
+		return stepHook(h, id)
 	case kindToolCall:
-		c := toolCalls.next()
-		c.h = h
-		if err = hd.call(c); c.passesOn(err) {
-			return 0
+		return toolCallHook(h, id)
+	}
+	hd := hookOf(kind, id)
+	if hd == nil {
+		return noHook(kind, id)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			code = hookPanicked(kind, p)
 		}
-	case kindTool:
+	}()
+	var err error
+	if kind == kindTool {
 		c := toolCalls.next()
 		c.h = h
 		err = runTool(hd.tool, c)
-	case kindEvent:
+	} else {
 		e := events.next()
 		e.h = h
 		err = hd.event(e)
 	}
 	if err != nil {
-		host.setError(err.Error())
-		return 1
+		return hookFailed(err)
 	}
 	return 0
+}
+
+// The middleware exports. Each call has a context of its own, so that a
+// context kept past its call is refused by the host (ErrStale) rather
+// than reading another call's. They come from slabs: a heap allocation
+// per call was half of a hook's cost in a Go guest. The deferred closure
+// calls recover itself: deferring a call with arguments would go through
+// a wrapper, one more Go call per hook. The //go:wasmexport directives
+// are on these functions themselves (a build for another platform ignores
+// them), so that the export runs the hook without one more call.
+
+// turnHook is ganglion_turn: it runs turn hook id for context handle h.
+//
+//go:wasmexport ganglion_turn
+func turnHook(h, id int32) (code int32) {
+	hd := hookOf(kindTurn, id)
+	if hd == nil {
+		return noHook(kindTurn, id)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			code = hookPanicked(kindTurn, p)
+		}
+	}()
+	t := turns.next()
+	t.h = h
+	return t.result(hd.turn(t))
+}
+
+// stepHook is ganglion_step: it runs step hook id for context handle h.
+//
+//go:wasmexport ganglion_step
+func stepHook(h, id int32) (code int32) {
+	hd := hookOf(kindStep, id)
+	if hd == nil {
+		return noHook(kindStep, id)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			code = hookPanicked(kindStep, p)
+		}
+	}()
+	s := steps.next()
+	s.h = h
+	return s.result(hd.step(s))
+}
+
+// toolCallHook is ganglion_tool_call: it runs toolCall hook id for
+// context handle h.
+//
+//go:wasmexport ganglion_tool_call
+func toolCallHook(h, id int32) (code int32) {
+	hd := hookOf(kindToolCall, id)
+	if hd == nil {
+		return noHook(kindToolCall, id)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			code = hookPanicked(kindToolCall, p)
+		}
+	}()
+	c := toolCalls.next()
+	c.h = h
+	return c.result(hd.call(c))
+}
+
+// hookOf returns hook id if it is of kind, else nil.
+func hookOf(kind, id int32) *handler {
+	if id >= 0 && int(id) < len(ext.hooks) {
+		if hd := ext.hooks[id]; hd != nil && hd.kind == kind {
+			return hd
+		}
+	}
+	return nil
+}
+
+// noHook fails a call of a hook that setup did not register.
+func noHook(kind, id int32) int32 {
+	host.setError(fmt.Sprintf("ganglion: no %s hook with id %d", kindName(kind), id))
+	return 1
+}
+
+// hookFailed is a hook's failure err: its text for set_error, and 1.
+func hookFailed(err error) int32 {
+	host.setError(err.Error())
+	return 1
 }
 
 // slab hands out new values of T, allocated 256 at a time: one allocation
@@ -450,19 +528,15 @@ func runTool(fn ToolFunc, c *ToolCall) error {
 	return c.SetResult(res)
 }
 
-// recoverHook turns a panic of the running hook into its failure: the
-// panic's value for set_error, the stack to the host's log, and result 2
-// (the hook panicked: the host handles it as a native middleware's panic).
-func recoverHook(kind int32, code *int32) {
-	p := recover()
-	if p == nil {
-		return
-	}
+// hookPanicked turns p, a panic of the running hook (kind 0: of
+// ganglion_init), into its result: the panic's value for set_error, the
+// stack to the host's log, and 2 (the hook panicked: the host handles it
+// as a native middleware's panic). A context accessor the host refused
+// panics with an *Error: a failure (1), not a panic.
+func hookPanicked(kind int32, p any) int32 {
 	if err, ok := p.(*Error); ok {
-		// A context accessor the host refused: a failure, not a panic.
 		host.setError(err.Error())
-		*code = 1
-		return
+		return 1
 	}
 	what := "ganglion_init"
 	if kind != 0 {
@@ -471,9 +545,8 @@ func recoverHook(kind int32, code *int32) {
 	host.log(int32(slog.LevelError), fmt.Sprintf("panic in %s: %v\n%s", what, p, debug.Stack()))
 	if kind == 0 {
 		host.setError(fmt.Sprintf("panic in %s: %v", what, p))
-		*code = 1
-		return
+		return 1
 	}
 	host.setError(fmt.Sprint(p))
-	*code = 2
+	return 2
 }

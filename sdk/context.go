@@ -260,6 +260,24 @@ func (m *middleware) next(h int32) error {
 	return nil
 }
 
+// result is a middleware hook's result code for the error it returned;
+// small enough to be inlined, so that a hook that succeeds makes no call.
+func (m *middleware) result(err error) int32 {
+	if err == nil {
+		return 0
+	}
+	return m.failed(err)
+}
+
+// failed is result for a hook that returned err: 0 if err is Next's
+// failure handed back (see passesOn), else 1.
+func (m *middleware) failed(err error) int32 {
+	if m.passesOn(err) {
+		return 0
+	}
+	return hookFailed(err)
+}
+
 // passesOn reports whether err is the failure of Next handed back: the
 // hook then succeeds without a result, and the host passes the chain's
 // own error on, unchanged and not blamed on the extension.

@@ -469,7 +469,7 @@ agents:
 		},
 		differs: &difference{impl: "wasm",
 			why: `a guest's panic reads "turn middleware: panic in turn hook: ..." where a native one reads "turn middleware: panic: ...", ` +
-				`and it is no *pipeline.PanicError (sdk/api.go recoverHook)`,
+				`and it is no *pipeline.PanicError (sdk/api.go hookPanicked)`,
 			is: func(o *observation) bool {
 				return o.Turns[0].Blame == "twin/turn" && len(o.Turns[0].Matches) == 0 &&
 					o.Turns[0].Err == `agent "a" instance "k" turn-1: extension "twin": turn middleware: panic in turn hook: t: turn panicked on purpose`
