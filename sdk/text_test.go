@@ -77,3 +77,67 @@ func TestTextReadsDoNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+// TestSameText: sameText agrees with ==, at lengths around its eight-byte
+// step, with a difference in the first, a middle and the last byte, in
+// the word loop and in the tail.
+func TestSameText(t *testing.T) {
+	base := "abcdefghijklmnopqrstuvwxyz0123456789"
+	tests := []struct {
+		name string
+		s, b string
+	}{
+		{"both empty", "", ""},
+		{"empty and not", "", "a"},
+		{"one byte", "a", "a"},
+		{"one byte differs", "a", "b"},
+		{"seven bytes", base[:7], base[:7]},
+		{"eight bytes", base[:8], base[:8]},
+		{"nine bytes", base[:9], base[:9]},
+		{"sixteen bytes", base[:16], base[:16]},
+		{"lengths differ", base[:16], base[:15]},
+		{"first byte differs", base, "X" + base[1:]},
+		{"byte 7 differs", base, base[:7] + "X" + base[8:]},
+		{"byte 8 differs", base, base[:8] + "X" + base[9:]},
+		{"last word's last byte differs", base[:32], base[:31] + "X"},
+		{"tail's last byte differs", base, base[:35] + "X"},
+		{"high bytes", "\xff\xfe\x00\x80日本語テキスト", "\xff\xfe\x00\x80日本語テキスト"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := sameText(tt.s, []byte(tt.b)), tt.s == tt.b; got != want {
+				t.Errorf("sameText(%q, %q) = %v, want %v", tt.s, tt.b, got, want)
+			}
+		})
+	}
+	// A slice that starts at an odd offset: the words are read unaligned.
+	buf := []byte("_" + base)
+	if !sameText(base, buf[1:]) || sameText(base[:35]+"X", buf[1:]) {
+		t.Error("sameText is wrong on an unaligned slice")
+	}
+}
+
+// FuzzSameText: sameText(s, b) == (s == string(b)) for any s and b, and
+// for b equal to s but for one byte.
+func FuzzSameText(f *testing.F) {
+	f.Add("", "", 0)
+	f.Add("What is the answer?", "What is the answer?", 3)
+	f.Add("lookup", "lookuq", 5)
+	f.Add(strings.Repeat("x", 64), strings.Repeat("x", 63)+"y", 63)
+	f.Fuzz(func(t *testing.T, s, other string, i int) {
+		if got, want := sameText(s, []byte(other)), s == other; got != want {
+			t.Fatalf("sameText(%q, %q) = %v, want %v", s, other, got, want)
+		}
+		if !sameText(s, []byte(s)) {
+			t.Fatalf("sameText(%q, itself) = false", s)
+		}
+		if len(s) > 0 {
+			b := []byte(s)
+			i = (i%len(b) + len(b)) % len(b)
+			b[i] ^= 0x01
+			if sameText(s, b) {
+				t.Fatalf("sameText(%q, %q) = true, differing at byte %d", s, b, i)
+			}
+		}
+	})
+}

@@ -180,6 +180,29 @@ func benchLayers(b *testing.B, evict []byte) {
 	}
 }
 
+// BenchmarkWASMReadText is a Go-guest turn layer that reads the turn's
+// input text, of 16 B to 4 KiB, and calls next: a read copies the value
+// into the guest and compares it with the last one read.
+func BenchmarkWASMReadText(b *testing.B) {
+	e := newEngine(b, "")
+	ch := chain(b, loadBytes(b, e, "gonoop", goNoop(b), wasm.Grants{Config: []byte(`{"read": true}`)}))
+	ctx := context.Background()
+	for _, n := range []int{16, 256, 4096} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			info := pipeline.TurnInfo{Agent: "a", InstanceKey: "k", TurnID: "turn-1", Conversation: &conv{},
+				Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: strings.Repeat("x", n)}}
+			tc := pipeline.NewTurnContext(info)
+			b.ReportAllocs()
+			for b.Loop() {
+				tc.Reset(info)
+				if _, err := ch.RunTurn(ctx, tc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkWASMHistory is a middleware that reads the last message, at 10
 // and 10,000 messages: the cost must not grow with the conversation.
 func BenchmarkWASMHistory(b *testing.B) {
