@@ -411,8 +411,9 @@ func runHook(kind, h, id int32) (code int32) {
 // context kept past its call is refused by the host (ErrStale) rather
 // than reading another call's. They come from slabs: a heap allocation
 // per call was half of a hook's cost in a Go guest. The deferred closure
-// calls recover itself: deferring a call with arguments would go through
-// a wrapper, one more Go call per hook. The //go:wasmexport directives
+// calls recover itself (deferring a call with arguments would go through
+// a wrapper, one more Go call per hook), and only when the hook did not
+// return: recover is a call into Go's runtime. The //go:wasmexport directives
 // are on these functions themselves (a build for another platform ignores
 // them), so that the export runs the hook without one more call.
 
@@ -424,14 +425,17 @@ func turnHook(h, id int32) (code int32) {
 	if hd == nil {
 		return noHook(kindTurn, id)
 	}
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			code = hookPanicked(kindTurn, p)
+		if !returned {
+			code = hookPanicked(kindTurn, recover())
 		}
 	}()
 	t := turns.next()
 	t.h = h
-	return t.result(hd.turn(t))
+	code = t.result(hd.turn(t))
+	returned = true
+	return code
 }
 
 // stepHook is ganglion_step: it runs step hook id for context handle h.
@@ -442,14 +446,17 @@ func stepHook(h, id int32) (code int32) {
 	if hd == nil {
 		return noHook(kindStep, id)
 	}
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			code = hookPanicked(kindStep, p)
+		if !returned {
+			code = hookPanicked(kindStep, recover())
 		}
 	}()
 	s := steps.next()
 	s.h = h
-	return s.result(hd.step(s))
+	code = s.result(hd.step(s))
+	returned = true
+	return code
 }
 
 // toolCallHook is ganglion_tool_call: it runs toolCall hook id for
@@ -461,14 +468,17 @@ func toolCallHook(h, id int32) (code int32) {
 	if hd == nil {
 		return noHook(kindToolCall, id)
 	}
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			code = hookPanicked(kindToolCall, p)
+		if !returned {
+			code = hookPanicked(kindToolCall, recover())
 		}
 	}()
 	c := toolCalls.next()
 	c.h = h
-	return c.result(hd.call(c))
+	code = c.result(hd.call(c))
+	returned = true
+	return code
 }
 
 // hookOf returns hook id if it is of kind, else nil.
