@@ -14,11 +14,10 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // clusterStallEnv names the config of the cluster process that
@@ -214,15 +213,7 @@ func historyLines(t *testing.T, rt *runtime.Runtime, agent, key string) []string
 // in the default cluster on the NATS server at url.
 func awaitNoOwner(ctx context.Context, t *testing.T, url, instance string) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, js := natstest.Connect(t, url)
 	leases, err := cluster.Open(ctx, js, "ganglion_leases", "observer", clusterChildTTL, 1)
 	if err != nil {
 		t.Fatal(err)

@@ -542,7 +542,8 @@ func runTool(fn ToolFunc, c *ToolCall) error {
 // ganglion_init), into its result: the panic's value for set_error, the
 // stack to the host's log, and 2 (the hook panicked: the host handles it
 // as a native middleware's panic). A context accessor the host refused
-// panics with an *Error: a failure (1), not a panic.
+// panics with an *Error: a failure (1), not a panic. p is nil for a hook
+// that neither returned nor panicked (runtime.Goexit): a panic too.
 func hookPanicked(kind int32, p any) int32 {
 	if err, ok := p.(*Error); ok {
 		host.setError(err.Error())

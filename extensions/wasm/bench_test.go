@@ -77,8 +77,17 @@ func runTurns(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation) {
 // runTurnsEvicting is runTurns, writing one byte in 64 of evict before
 // each turn, so that the turn finds the caches as other work leaves them.
 func runTurnsEvicting(b *testing.B, p *pipeline.Pipeline, c pipeline.Conversation, evict []byte) {
+	runTurnsOf(b, p, turnInfo(c, "hi"), evict)
+}
+
+// turnInfo is the turn the benchmarks run: input text in conversation c.
+func turnInfo(c pipeline.Conversation, text string) pipeline.TurnInfo {
+	return pipeline.TurnInfo{Agent: "a", InstanceKey: "k", TurnID: "turn-1", Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: text}, Conversation: c}
+}
+
+// runTurnsOf is runTurnsEvicting for the turn info describes.
+func runTurnsOf(b *testing.B, p *pipeline.Pipeline, info pipeline.TurnInfo, evict []byte) {
 	ctx := context.Background()
-	info := pipeline.TurnInfo{Agent: "a", InstanceKey: "k", TurnID: "turn-1", Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: "hi"}, Conversation: c}
 	tc := pipeline.NewTurnContext(info)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -186,20 +195,8 @@ func benchLayers(b *testing.B, evict []byte) {
 func BenchmarkWASMReadText(b *testing.B) {
 	e := newEngine(b, "")
 	ch := chain(b, loadBytes(b, e, "gonoop", goNoop(b), wasm.Grants{Config: []byte(`{"read": true}`)}))
-	ctx := context.Background()
 	for _, n := range []int{16, 256, 4096} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			info := pipeline.TurnInfo{Agent: "a", InstanceKey: "k", TurnID: "turn-1", Conversation: &conv{},
-				Input: pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: strings.Repeat("x", n)}}
-			tc := pipeline.NewTurnContext(info)
-			b.ReportAllocs()
-			for b.Loop() {
-				tc.Reset(info)
-				if _, err := ch.RunTurn(ctx, tc); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(strconv.Itoa(n), func(b *testing.B) { runTurnsOf(b, ch, turnInfo(&conv{}, strings.Repeat("x", n)), nil) })
 	}
 }
 

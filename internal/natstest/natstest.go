@@ -141,6 +141,22 @@ func (c *TestCluster) Restart(i int) {
 	}
 }
 
+// Connect connects to the NATS server(s) at url and returns the
+// connection, closed when the test ends, and its JetStream context.
+func Connect(tb testing.TB, url string) (*nats.Conn, jetstream.JetStream) {
+	tb.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return nc, js
+}
+
 // probe creates and deletes a stream of n replicas through url, trying
 // again until deadline. A cluster that has just elected its leader may
 // still take a peer for offline, or take longer than a client's 5 s to
@@ -148,15 +164,7 @@ func (c *TestCluster) Restart(i int) {
 // bucket failed to open, 1 run in 45. The probe pays that wait here.
 func probe(tb testing.TB, url string, n int, deadline time.Time) {
 	tb.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	_, js := Connect(tb, url)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "natstest_probe", Subjects: []string{"natstest.probe"}, Replicas: n, Storage: jetstream.MemoryStorage})

@@ -29,15 +29,7 @@ func connect(t *testing.T, n int) ([]*nats.Conn, []jetstream.JetStream) {
 	var ncs []*nats.Conn
 	var out []jetstream.JetStream
 	for range n {
-		nc, err := nats.Connect(s.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		nc, js := natstest.Connect(t, s.ClientURL())
 		ncs, out = append(ncs, nc), append(out, js)
 	}
 	return ncs, out

@@ -5,9 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 )
 
@@ -17,15 +14,7 @@ import (
 // replicas for a moment (see store's TestJetStreamOpenWhileAPeerRestarts).
 func TestOpenWhileAPeerRestarts(t *testing.T) {
 	c := natstest.NewCluster(t, 3)
-	nc, err := nats.Connect(c.URL(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := natstest.Connect(t, c.URL(0))
 	ctx := context.Background()
 	for i, tc := range []struct {
 		name string

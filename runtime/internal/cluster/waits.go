@@ -32,10 +32,10 @@ const maxWaitNodes = 1024
 
 // OpenWaits returns the wait-for graph in bucket, which it creates if it
 // does not exist ([jsopen.KeyValue]): in memory, on one server. An edge
-// lives as long as an agent request, and a server that restarts loses only the edges of the
-// requests then waiting, whose cycles, if any, end at their timeouts as
-// they would without the graph; replicating every edge would cost each
-// request a consensus round for that.
+// lives as long as an agent request, and a server that restarts loses
+// only the edges of the requests then waiting, whose cycles, if any, end
+// at their timeouts as they would without the graph; replicating every
+// edge would cost each request a consensus round for that.
 func OpenWaits(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, bucket string) (*Waits, error) {
 	kv, _, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: bucket, Description: "Ganglion's wait-for graph of agent calls", History: 1,
