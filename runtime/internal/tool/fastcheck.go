@@ -183,31 +183,29 @@ func typeKinds(v any) (kindMask, bool) {
 	return 0, false
 }
 
-// accepts reports whether args certainly match f. It allocates nothing.
+// accepts reports whether args certainly match f. It allocates nothing and
+// reads args once: its scan is as strict as [json.Valid] (RFC 8259), so
+// what it accepts the library decodes.
 func (f *flatSchema) accepts(args []byte) bool {
-	if !json.Valid(args) {
-		return false
-	}
 	s := scanner{b: args}
 	s.ws()
 	if !s.eat('{') {
 		return false
 	}
 	var seen uint64
-	for {
-		s.ws()
-		if s.eat('}') {
-			break
-		}
+	s.ws()
+	for !s.eat('}') {
 		key, ok := s.key()
 		if !ok {
 			return false
 		}
 		s.ws()
-		s.eat(':')
+		if !s.eat(':') {
+			return false
+		}
 		s.ws()
 		start := s.i
-		kind, ok := s.value()
+		kind, ok := s.value(0)
 		if !ok {
 			return false
 		}
@@ -222,13 +220,19 @@ func (f *flatSchema) accepts(args []byte) bool {
 		if bit, req := f.required[string(key)]; req {
 			seen |= 1 << uint(bit)
 		}
-		s.ws()
-		s.eat(',')
+		if !s.more('}') {
+			return false
+		}
 	}
-	return seen == 1<<uint(len(f.required))-1
+	s.ws()
+	return s.i == len(s.b) && seen == 1<<uint(len(f.required))-1
 }
 
-// scanner walks JSON already known to be valid.
+// maxFastDepth is how deep the fast check follows nested values; deeper
+// ones are left to the library (whose decoder has limits of its own).
+const maxFastDepth = 32
+
+// scanner reads JSON strictly: anything [json.Valid] refuses, it refuses.
 type scanner struct {
 	b []byte
 	i int
@@ -253,6 +257,18 @@ func (s *scanner) eat(c byte) bool {
 	return false
 }
 
+// more reads what follows a member or element: a comma, with the
+// whitespace around it, before another (true), or the closing byte, left
+// for the loop to eat (true); anything else is malformed (false).
+func (s *scanner) more(closing byte) bool {
+	s.ws()
+	if s.eat(',') {
+		s.ws()
+		return s.i < len(s.b) && s.b[s.i] != closing // no trailing comma
+	}
+	return s.i < len(s.b) && s.b[s.i] == closing
+}
+
 // key reads an object key without escapes; a key with escapes is left to
 // the library.
 func (s *scanner) key() ([]byte, bool) {
@@ -261,10 +277,10 @@ func (s *scanner) key() ([]byte, bool) {
 	}
 	start := s.i
 	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '\\':
+		switch c := s.b[s.i]; {
+		case c == '\\' || c < 0x20:
 			return nil, false
-		case '"':
+		case c == '"':
 			k := s.b[start:s.i]
 			s.i++
 			return k, true
@@ -274,91 +290,146 @@ func (s *scanner) key() ([]byte, bool) {
 	return nil, false
 }
 
-// value skips one value and returns its kind; numbers anywhere inside it
+// value reads one value and returns its kind; numbers anywhere inside it
 // must be within the bounds the library is protected by.
-func (s *scanner) value() (kindMask, bool) {
+func (s *scanner) value(depth int) (kindMask, bool) {
 	if s.i >= len(s.b) {
 		return 0, false
 	}
-	switch c := s.b[s.i]; {
-	case c == '"':
-		s.skipString()
-		return kString, true
-	case c == 't':
-		s.i += 4
-		return kBoolean, true
-	case c == 'f':
-		s.i += 5
-		return kBoolean, true
-	case c == 'n':
-		s.i += 4
-		return kNull, true
-	case c == '{' || c == '[':
-		kind := kObject
-		if c == '[' {
-			kind = kArray
-		}
-		return kind, s.skipNested()
-	default:
-		return s.number()
+	switch s.b[s.i] {
+	case '"':
+		return kString, s.str()
+	case 't':
+		return kBoolean, s.literal("true")
+	case 'f':
+		return kBoolean, s.literal("false")
+	case 'n':
+		return kNull, s.literal("null")
+	case '{':
+		return kObject, depth < maxFastDepth && s.object(depth+1)
+	case '[':
+		return kArray, depth < maxFastDepth && s.array(depth+1)
 	}
+	return s.number()
 }
 
-func (s *scanner) skipString() {
+func (s *scanner) literal(lit string) bool {
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// str reads a string: no control character, and only JSON's escapes.
+func (s *scanner) str() bool {
 	s.i++ // opening quote
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '\\':
-			s.i += 2
-			continue
-		case '"':
-			s.i++
-			return
-		}
-		s.i++
-	}
-}
-
-func (s *scanner) skipNested() bool {
-	depth := 0
 	for s.i < len(s.b) {
 		switch c := s.b[s.i]; {
 		case c == '"':
-			s.skipString()
-			continue
-		case c == '{' || c == '[':
-			depth++
-		case c == '}' || c == ']':
-			depth--
-			if depth == 0 {
-				s.i++
-				return true
-			}
-		case c == '-' || c >= '0' && c <= '9':
-			if _, ok := s.number(); !ok {
+			s.i++
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			s.i++
+			if s.i >= len(s.b) {
 				return false
 			}
-			continue
+			switch s.b[s.i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if len(s.b)-s.i <= 4 {
+					return false
+				}
+				for _, h := range s.b[s.i+1 : s.i+5] {
+					if !isHex(h) {
+						return false
+					}
+				}
+				s.i += 4
+			default:
+				return false
+			}
 		}
 		s.i++
 	}
 	return false
 }
 
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// object reads a nested object, its opening brace next.
+func (s *scanner) object(depth int) bool {
+	s.i++
+	s.ws()
+	for !s.eat('}') {
+		if s.i >= len(s.b) || s.b[s.i] != '"' || !s.str() {
+			return false
+		}
+		s.ws()
+		if !s.eat(':') {
+			return false
+		}
+		s.ws()
+		if _, ok := s.value(depth); !ok || !s.more('}') {
+			return false
+		}
+	}
+	return true
+}
+
+// array reads a nested array, its opening bracket next.
+func (s *scanner) array(depth int) bool {
+	s.i++
+	s.ws()
+	for !s.eat(']') {
+		if _, ok := s.value(depth); !ok || !s.more(']') {
+			return false
+		}
+	}
+	return true
+}
+
+// number reads a number of JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+// An integer is one without fraction or exponent (1.0 may be integral:
+// only the library knows).
 func (s *scanner) number() (kindMask, bool) {
 	start := s.i
+	s.eat('-')
+	switch {
+	case s.eat('0'):
+	case s.digits() == 0:
+		return 0, false
+	}
 	kind := kInteger | kNumber
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c >= '0' && c <= '9' || c == '-' || c == '+':
-		case c == '.' || c == 'e' || c == 'E':
-			kind = kNumber // maybe integral (1.0): only the library knows
-		default:
-			return kind, numberInBounds(s.b[start:s.i])
+	if s.eat('.') {
+		kind = kNumber
+		if s.digits() == 0 {
+			return 0, false
 		}
-		s.i++
+	}
+	if s.eat('e') || s.eat('E') {
+		kind = kNumber
+		if !s.eat('+') {
+			s.eat('-')
+		}
+		if s.digits() == 0 {
+			return 0, false
+		}
 	}
 	return kind, numberInBounds(s.b[start:s.i])
+}
+
+// digits reads a run of decimal digits and returns its length.
+func (s *scanner) digits() int {
+	start := s.i
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		s.i++
+	}
+	return s.i - start
 }
 
 // numberInBounds is numberTooBig's negation for bytes, without allocating.

@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/internal/racecheck"
@@ -122,6 +123,69 @@ func TestFlatSchemaAcceptsOnlyWhatTheLibraryAccepts(t *testing.T) {
 	checkFlatAccepts(t, flatTestSchema, tests)
 }
 
+// TestFlatCheckRefusesMalformedJSON: the fast check reads its input once,
+// with no json.Valid before it, so it must refuse all that json.Valid
+// refuses. Each case would pass the schema if it were JSON ("any" takes
+// any value); the library then gives the syntax error.
+func TestFlatCheckRefusesMalformedJSON(t *testing.T) {
+	tests := []string{
+		`{"path":"a",}`,             // trailing comma
+		`{"path":"a" "any":1}`,      // missing comma
+		`{"path":"a",,"any":1}`,     // two commas
+		`{"path" "a"}`,              // missing colon
+		`{"path":"a"}x`,             // content after the object
+		`{"path":"a"}{}`,            // a second value
+		`{"path":"a","any":tru}`,    // short literal
+		`{"path":"a","any":nul}`,    //
+		`{"path":"a","any":falsey}`, // long literal
+		`{"path":"a","any":01}`,     // leading zero
+		`{"path":"a","any":-}`,      // sign alone
+		`{"path":"a","any":1.}`,     // fraction without digits
+		`{"path":"a","any":.5}`,     // fraction without integer
+		`{"path":"a","any":1e}`,     // exponent without digits
+		`{"path":"a","any":1e+}`,    //
+		`{"path":"a","any":+1}`,     // plus sign
+		`{"path":"a","any":0x10}`,   // hex
+		`{"path":"a","any":[1,]}`,   // trailing comma in an array
+		`{"path":"a","any":[1 2]}`,  // missing comma in an array
+		`{"path":"a","any":[1}`,     // mismatched bracket
+		`{"path":"a","any":{"x"}}`,  // member without a value
+		`{"path":"a","any":{1:2}}`,  // key not a string
+		`{"path":"a","any":{"x":1,}}`,
+		"{\"path\":\"a\tb\"}",  // control character in a string
+		"{\"path\":\"a\x00\"}", //
+		`{"path":"a\q"}`,       // unknown escape
+		`{"path":"a\u12"}`,     // short \u escape
+		`{"path":"a\u12g4"}`,   // not hex
+		`{"path":"a\`,          // cut in an escape
+		`{"path":"a`,           // cut in a string
+		`{"path":"a","any":[`,  // cut in an array
+		`{"path":'a'}`,         // single quotes
+		`{path:"a"}`,           // bare key
+	}
+	cs := compileSchema([]byte(flatTestSchema))
+	for _, args := range tests {
+		if json.Valid([]byte(args)) {
+			t.Errorf("%q: the case is valid JSON; it tests nothing", args)
+		}
+		if cs.flat.accepts([]byte(args)) {
+			t.Errorf("accepts(%q) = true, want false", args)
+		}
+		err := CheckArguments(pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "t", Parameters: []byte(flatTestSchema)}}, []byte(args))
+		if err == nil || !strings.HasPrefix(err.Error(), "arguments are not valid JSON: ") {
+			t.Errorf("CheckArguments(%q) = %v, want the library's syntax error", args, err)
+		}
+	}
+	// And what json.Valid takes that the old scanner skipped loosely.
+	checkFlatAccepts(t, flatTestSchema, []flatCase{
+		{`{"path":"a\/\b\f\n\r\t\\\"\u00e9","any":[0,-0,0.5,-1.5e-3,1E+2,true,false,null,{},[],{"k":[{}]}]}`, true},
+		{"\t\r\n {\"path\" :\n\"a\" }\n", true},
+		// Nesting deeper than maxFastDepth is left to the library.
+		{`{"path":"a","any":` + strings.Repeat("[", maxFastDepth) + strings.Repeat("]", maxFastDepth) + `}`, true},
+		{`{"path":"a","any":` + strings.Repeat("[", maxFastDepth+1) + strings.Repeat("]", maxFastDepth+1) + `}`, false},
+	})
+}
+
 // boundedTestSchema has the workspace tools' keywords: length and integer bounds.
 const boundedTestSchema = `{"type":"object","properties":{
 	"path":{"type":"string","minLength":1,"maxLength":8},
@@ -194,10 +258,16 @@ func FuzzFlatCheck(f *testing.F) {
 	}
 	f.Add([]byte(`{"path":"héllo","offset":1000,"ratio":-5}`))
 	f.Add([]byte(`{"path":"","offset":0}`))
+	for _, s := range []string{`{"path":"a",}`, `{"path":"a"}x`, `{"path":"a","any":01}`, `{"path":"a\u12"}`, `{"path":"a","list":[1,]}`, "{\"path\":\"\x01\"}"} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, args []byte) {
 		for i, flat := range flats {
 			if !flat.accepts(args) {
 				continue
+			}
+			if !json.Valid(args) {
+				t.Fatalf("fast check accepted %q, which is not JSON", args)
 			}
 			if err := fullCheck(t, schemas[i], bytes.Clone(args)); err != nil {
 				t.Fatalf("fast check accepted %q for %s; library says %v", args, schemas[i], err)
