@@ -21,22 +21,22 @@ const (
 // callModelFitting is callModel, retried after a forced reduction of the
 // effective history when the provider says it does not fit the context
 // window.
-func (a *agent) callModelFitting(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
-	msg, usage, err := a.callModel(ctx, ts, s)
+func (a *agent) callModelFitting(ctx context.Context, ts *turnState, s *pipeline.StepContext, msg *pipeline.Message) (pipeline.Usage, error) {
+	usage, err := a.callModel(ctx, ts, s, msg)
 	for try := 1; err != nil && errors.Is(err, model.ErrContextWindow); try++ {
 		if try > maxContextRetries {
-			return msg, usage, fmt.Errorf("%w (still too long after %d reductions to %.0f%% of the history)", err, maxContextRetries, forcedKeep*100)
+			return usage, fmt.Errorf("%w (still too long after %d reductions to %.0f%% of the history)", err, maxContextRetries, forcedKeep*100)
 		}
 		before, after, rerr := a.reduce(ts, forcedKeep, "context_window_exceeded")
 		if rerr != nil {
-			return msg, usage, errors.Join(err, rerr)
+			return usage, errors.Join(err, rerr)
 		}
 		if after >= before {
-			return msg, usage, fmt.Errorf("%w (nothing left to leave out: the model sees only messages kept on purpose, %d of them)", err, before)
+			return usage, fmt.Errorf("%w (nothing left to leave out: the model sees only messages kept on purpose, %d of them)", err, before)
 		}
-		msg, usage, err = a.callModel(ctx, ts, s)
+		usage, err = a.callModel(ctx, ts, s, msg)
 	}
-	return msg, usage, err
+	return usage, err
 }
 
 // unit is a run of effective messages that stay or go together: an

@@ -366,15 +366,18 @@ func inputSource(in pipeline.InputEvent) pipeline.Source {
 // it asked for.
 func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
 	ts := s.Host().(*turnState)
-	msg, usage, err := a.callModelFitting(ctx, ts, s)
+	// The reply is built in place and copied once, into the history: a
+	// message is ~200 bytes, and returning it by value copied it at each
+	// level of the model call.
+	var msg pipeline.Message
+	usage, err := a.callModelFitting(ctx, ts, s, &msg)
 	if err != nil {
 		return nil, err
 	}
 	if err := ts.conv.append(&msg); err != nil {
 		return nil, err
 	}
-	stored := ts.inst.hist.at(ts.inst.hist.len() - 1).msg
-	msg = *stored // with its ID and time
+	stored := ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
 	// What middleware stores on reading the reply (the pending item of a
 	// question) commits with it, in the flush below or in its own. The
 	// stored message is handed over, not msg: taking msg's address would
@@ -388,8 +391,8 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 		return nil, err
 	}
 	sr := &ts.stepRes // valid until the next step
-	*sr = pipeline.StepResult{Message: msg, Usage: usage}
-	if len(msg.ToolCalls) == 0 {
+	*sr = pipeline.StepResult{Message: *stored, Usage: usage}
+	if len(stored.ToolCalls) == 0 {
 		return sr, nil
 	}
 	// Commands receive the instance's secrets, and results are redacted of them.
@@ -398,7 +401,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	}
 	// A failed toolCall middleware fails the turn, but only after every call's
 	// result is in the history.
-	results, toolErr := a.runTools(ctx, ts, s, msg.ID, msg.ToolCalls)
+	results, toolErr := a.runTools(ctx, ts, s, stored.ID, stored.ToolCalls)
 	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
 		var meta map[string]any
@@ -445,8 +448,9 @@ func (a *agent) commitStep(ts *turnState) error {
 	return err
 }
 
-// callModel streams one response and assembles it into a message.
-func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepContext) (pipeline.Message, pipeline.Usage, error) {
+// callModel streams one response and assembles it into msg, which it sets
+// only when it returns no error.
+func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, msg *pipeline.Message) (pipeline.Usage, error) {
 	req := &ts.req
 	req.Step = s.Index()
 	req.Messages = effectiveView{&ts.inst.hist} // what the marks leave (effective.go)
@@ -457,20 +461,21 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 	if tel := a.rt.tel; tel != nil {
 		var span *telemetry.Model
 		ctx, span = tel.StartModel(ctx, a.name, a.provider, a.modelName, a.maxOutput, a.system, req.Messages)
-		msg, usage, err := a.streamModel(ctx, ts, s, span)
-		span.End(&msg, usage, err)
-		return msg, usage, err
+		usage, err := a.streamModel(ctx, ts, s, span, msg)
+		span.End(msg, usage, err)
+		return usage, err
 	}
-	return a.streamModel(ctx, ts, s, nil)
+	return a.streamModel(ctx, ts, s, nil, msg)
 }
 
-// streamModel streams the response to ts.req and assembles it; span, if
-// not nil, is told of the first chunk.
-func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, span *telemetry.Model) (pipeline.Message, pipeline.Usage, error) {
+// streamModel streams the response to ts.req and assembles it into msg,
+// which it sets only when it returns no error; span, if not nil, is told
+// of the first chunk.
+func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, span *telemetry.Model, msg *pipeline.Message) (pipeline.Usage, error) {
 	req := &ts.req
 	stream, err := a.model.Stream(ctx, req)
 	if err != nil {
-		return pipeline.Message{}, pipeline.Usage{}, fmt.Errorf("model: %w", err)
+		return pipeline.Usage{}, fmt.Errorf("model: %w", err)
 	}
 	defer stream.Close()
 
@@ -492,7 +497,7 @@ func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.Step
 			break
 		}
 		if err != nil {
-			return pipeline.Message{}, usage, fmt.Errorf("model: %w", err)
+			return usage, fmt.Errorf("model: %w", err)
 		}
 		switch c.Kind {
 		case model.KindText:
@@ -522,23 +527,23 @@ func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.Step
 			if pc := ts.findCall(c.ToolCallID); pc != nil {
 				pc.args = append(pc.args, c.ArgumentsDelta...)
 			} else {
-				return pipeline.Message{}, usage, fmt.Errorf("model: arguments for tool call %q that was never started", c.ToolCallID)
+				return usage, fmt.Errorf("model: arguments for tool call %q that was never started", c.ToolCallID)
 			}
 		case model.KindToolCallEnd:
 			if ts.findCall(c.ToolCallID) == nil {
-				return pipeline.Message{}, usage, fmt.Errorf("model: end of tool call %q that was never started", c.ToolCallID)
+				return usage, fmt.Errorf("model: end of tool call %q that was never started", c.ToolCallID)
 			}
 		case model.KindUsage:
 			usage = usage.Add(c.Usage)
 		case model.KindError:
-			return pipeline.Message{}, usage, fmt.Errorf("model: %w", c.Err)
+			return usage, fmt.Errorf("model: %w", c.Err)
 		}
 	}
 	text := only
 	if chunks > 1 {
 		text = ts.text.String()
 	}
-	msg := pipeline.Message{Role: pipeline.RoleAssistant, Content: text, Reasoning: reasoning.String(), Source: pipeline.Source{Type: pipeline.SourceModel}}
+	*msg = pipeline.Message{Role: pipeline.RoleAssistant, Content: text, Reasoning: reasoning.String(), Source: pipeline.Source{Type: pipeline.SourceModel}}
 	if len(ts.calls) > 0 {
 		msg.ToolCalls = make([]pipeline.ToolCall, len(ts.calls))
 		for i, pc := range ts.calls {
@@ -549,7 +554,7 @@ func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.Step
 			msg.ToolCalls[i] = pipeline.ToolCall{ID: id, Name: pc.name, Arguments: pc.args}
 		}
 	}
-	return msg, usage, nil
+	return usage, nil
 }
 
 func (ts *turnState) findCall(id string) *partialCall {
