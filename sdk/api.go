@@ -428,12 +428,13 @@ func turnHook(h, id int32) (code int32) {
 	returned := false
 	defer func() {
 		if !returned {
+			delete(nextFailures, h)
 			code = hookPanicked(kindTurn, recover())
 		}
 	}()
 	t := turns.next()
 	t.h = h
-	code = t.result(hd.turn(t))
+	code = result(h, hd.turn(t))
 	returned = true
 	return code
 }
@@ -449,12 +450,13 @@ func stepHook(h, id int32) (code int32) {
 	returned := false
 	defer func() {
 		if !returned {
+			delete(nextFailures, h)
 			code = hookPanicked(kindStep, recover())
 		}
 	}()
 	s := steps.next()
 	s.h = h
-	code = s.result(hd.step(s))
+	code = result(h, hd.step(s))
 	returned = true
 	return code
 }
@@ -471,12 +473,13 @@ func toolCallHook(h, id int32) (code int32) {
 	returned := false
 	defer func() {
 		if !returned {
+			delete(nextFailures, h)
 			code = hookPanicked(kindToolCall, recover())
 		}
 	}()
 	c := toolCalls.next()
 	c.h = h
-	code = c.result(hd.call(c))
+	code = result(h, hd.call(c))
 	returned = true
 	return code
 }

@@ -287,51 +287,67 @@ func (c *conversation) Input() InputEvent {
 // InputText returns the text of the turn's input.
 func (c *conversation) InputText() string { return c.text(fieldInputText) }
 
-// middleware is what turn, step and toolCall middleware share: next.
-type middleware struct {
-	nextErr error // what Next returned, if it failed
-}
+// middleware is what turn, step and toolCall middleware share: next. It
+// holds nothing, so that a context is its handle alone (4 bytes): contexts
+// come one per call from slabs (see api.go), and slabs of small values
+// without pointers are what the guest's allocator and collector handle
+// cheapest (BENCHMARKS.md, "A hook's context is its handle").
+type middleware struct{}
 
-func (m *middleware) next(h int32) error {
+// nextFailures holds the failure of Next, by the hook's handle, for each
+// running hook whose Next failed, until the hook returns (settle, or the
+// export's recovery when it panics). Hooks nest, and a handle names one
+// running call, so a hook finds its own entry whatever ran within it.
+var nextFailures map[int32]error
+
+func (*middleware) next(h int32) error {
 	if code := host.next(h); code < 0 {
 		err := hostError("next", code)
 		if code == int32(CodeFailed) {
-			m.nextErr = err
+			if nextFailures == nil {
+				nextFailures = make(map[int32]error)
+			}
+			nextFailures[h] = err
 		}
 		return err
 	}
 	return nil
 }
 
-// result is a middleware hook's result code for the error it returned;
-// small enough to be inlined, so that a hook that succeeds makes no call.
-func (m *middleware) result(err error) int32 {
-	if err == nil {
+// result is the result code of hook h, which returned err; small enough
+// to be inlined, so that a hook that succeeds makes no call.
+func result(h int32, err error) int32 {
+	if err == nil && len(nextFailures) == 0 {
 		return 0
 	}
-	return m.failed(err)
+	return settle(h, err)
 }
 
-// failed is result for a hook that returned err: 0 if err is Next's
-// failure handed back (see passesOn), else 1.
-func (m *middleware) failed(err error) int32 {
-	if m.passesOn(err) {
+// settle is result's slow path: it drops h's failure of Next, if any, and
+// returns 0 for a hook that returned nil or Next's failure handed back
+// (see passesOn), else 1.
+func settle(h int32, err error) int32 {
+	nextErr, failed := nextFailures[h]
+	if failed {
+		delete(nextFailures, h)
+	}
+	if err == nil || failed && passesOn(err, nextErr) {
 		return 0
 	}
 	return hookFailed(err)
 }
 
-// passesOn reports whether err is the failure of Next handed back: the
-// hook then succeeds without a result, and the host passes the chain's
-// own error on, unchanged and not blamed on the extension.
-func (m *middleware) passesOn(err error) bool {
-	return m.nextErr != nil && errors.Is(err, m.nextErr)
+// passesOn reports whether err is nextErr, the failure of Next, handed
+// back: the hook then succeeds without a result, and the host passes the
+// chain's own error on, unchanged and not blamed on the extension.
+func passesOn(err, nextErr error) bool {
+	return errors.Is(err, nextErr)
 }
 
 // Turn is the context of one turn, given to turn middleware.
 type Turn struct {
+	middleware // first: a zero-size last field would be padded
 	conversation
-	middleware
 }
 
 // SetInput changes the event that the rest of the chain sees.
@@ -365,8 +381,8 @@ func (t *Turn) SetResult(r TurnResult) error { return t.setJSON(fieldResult, r) 
 // Step is the context of one step (one model call and the tool calls it
 // asks for), given to step middleware.
 type Step struct {
+	middleware // first: a zero-size last field would be padded
 	conversation
-	middleware
 }
 
 // Index returns the step's number within its turn, from 1.
@@ -413,8 +429,8 @@ func (s *Step) SetResult(r StepResult) error { return s.setJSON(fieldResult, r) 
 // and to a tool the extension registered. Next, SetArgs and Result are for
 // middleware.
 type ToolCall struct {
+	middleware // first: a zero-size last field would be padded
 	hook
-	middleware
 }
 
 // TurnID returns the ID of the turn.

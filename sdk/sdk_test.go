@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,7 @@ type fakeHost struct {
 	guestErr    string
 	logs        []string
 	nextRuns    int
+	onNext      func(h int32) int32 // when set, next runs it (nested hooks) instead
 	agentReqs   []string
 	windowJSON  []byte   // the window import's answer
 	answers     []string // window_apply and complete answers, in turn
@@ -119,8 +121,11 @@ func (f *fakeHost) message(h, i int32, b []byte) int32 {
 
 func (f *fakeHost) emit(int32, []byte) int32 { return 0 }
 
-func (f *fakeHost) next(int32) int32 {
+func (f *fakeHost) next(h int32) int32 {
 	f.nextRuns++
+	if f.onNext != nil {
+		return f.onNext(h)
+	}
 	if c, ok := f.fail("next"); ok {
 		return c
 	}
@@ -573,6 +578,83 @@ func TestAgents(t *testing.T) {
 	_, err = turn.Agents().Request("reviewer", "again", AgentOptions{})
 	if !errors.Is(err, ErrDenied) || err.Error() != "ganglion: agents_request: agents_request refused by the fake" {
 		t.Errorf("refused Request: %v", err)
+	}
+}
+
+// TestNextFailuresAreSettled: the failure of Next is kept by handle,
+// outside the contexts, from Next until the hook returns, on every path:
+// handed back, swallowed, wrapped, panicked; and hooks nested in Next
+// keep their own.
+func TestNextFailuresAreSettled(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name     string
+		hook     TurnFunc
+		wantCode int32
+		wantErr  string
+	}{
+		{"handed back", func(t *Turn) error { return t.Next() }, 0, ""},
+		{"wrapped", func(t *Turn) error { return fmt.Errorf("turn: %w", t.Next()) }, 0, ""},
+		{"swallowed", func(t *Turn) error { _ = t.Next(); return nil }, 0, ""},
+		{"replaced", func(t *Turn) error { _ = t.Next(); return boom }, 1, "boom"},
+		{"panicked", func(t *Turn) error { _ = t.Next(); panic("kaput") }, 2, "kaput"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake().use(t)
+			f.codes["next"] = int32(CodeFailed)
+			Register(Manifest{Name: "x"}, func(api *API) error { api.Pipeline.Turn(tt.hook); return nil })
+			if code := runInit(); code != 0 {
+				t.Fatal(f.guestErr)
+			}
+			if code := runHook(kindTurn, 7, 1); code != tt.wantCode || f.guestErr != tt.wantErr {
+				t.Errorf("runHook = %d, set_error %q; want %d, %q", code, f.guestErr, tt.wantCode, tt.wantErr)
+			}
+			if len(nextFailures) != 0 {
+				t.Errorf("failures of Next left after the hook returned: %v", nextFailures)
+			}
+		})
+	}
+	t.Run("nested", func(t *testing.T) {
+		// The turn hook (handle 1) runs a step hook (handle 2) within its
+		// Next; the step hook's Next fails and it hands the failure back.
+		// Then the turn's own Next fails with it: each hook settles its own.
+		f := newFake().use(t)
+		Register(Manifest{Name: "x"}, func(api *API) error {
+			api.Pipeline.Turn(func(t *Turn) error { return fmt.Errorf("turn: %w", t.Next()) })
+			api.Pipeline.Step(func(s *Step) error { return s.Next() })
+			return nil
+		})
+		if code := runInit(); code != 0 {
+			t.Fatal(f.guestErr)
+		}
+		var stepCode int32
+		f.onNext = func(h int32) int32 {
+			if h == 1 {
+				stepCode = runHook(kindStep, 2, 2)
+				if len(nextFailures) != 0 {
+					t.Errorf("the step hook left %v", nextFailures)
+				}
+			}
+			f.lastErr = "failed"
+			return int32(CodeFailed)
+		}
+		if code := runHook(kindTurn, 1, 1); code != 0 || stepCode != 0 {
+			t.Errorf("turn hook = %d, step hook = %d; want both 0 (the failure handed back)", code, stepCode)
+		}
+		if len(nextFailures) != 0 {
+			t.Errorf("failures of Next left: %v", nextFailures)
+		}
+	})
+}
+
+// TestContextIsItsHandle: a context holds its handle and nothing else,
+// so that a slab of them holds no pointer for the guest's collector.
+func TestContextIsItsHandle(t *testing.T) {
+	for _, c := range []any{Turn{}, Step{}, ToolCall{}, Event{}} {
+		if size := reflect.TypeOf(c).Size(); size != 4 {
+			t.Errorf("%T is %d bytes, want 4 (its handle)", c, size)
+		}
 	}
 }
 
