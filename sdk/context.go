@@ -287,20 +287,19 @@ func (c *conversation) Input() InputEvent {
 // InputText returns the text of the turn's input.
 func (c *conversation) InputText() string { return c.text(fieldInputText) }
 
-// middleware is what turn, step and toolCall middleware share: next. It
-// holds nothing, so that a context is its handle alone (4 bytes): contexts
-// come one per call from slabs (see api.go), and slabs of small values
-// without pointers are what the guest's allocator and collector handle
-// cheapest (BENCHMARKS.md, "A hook's context is its handle").
-type middleware struct{}
-
 // nextFailures holds the failure of Next, by the hook's handle, for each
 // running hook whose Next failed, until the hook returns (settle, or the
 // export's recovery when it panics). Hooks nest, and a handle names one
-// running call, so a hook finds its own entry whatever ran within it.
+// running call, so a hook finds its own entry whatever ran within it. It
+// lives here, not in the contexts, so that a context is its handle alone
+// (4 bytes): contexts come one per call from slabs (see api.go), and slabs
+// of small values without pointers are what the guest's allocator and
+// collector handle cheapest (BENCHMARKS.md, "A hook's context is its
+// handle").
 var nextFailures map[int32]error
 
-func (*middleware) next(h int32) error {
+// callNext is Next of the turn, step or toolCall hook h.
+func callNext(h int32) error {
 	if code := host.next(h); code < 0 {
 		err := hostError("next", code)
 		if code == int32(CodeFailed) {
@@ -323,30 +322,23 @@ func result(h int32, err error) int32 {
 	return settle(h, err)
 }
 
-// settle is result's slow path: it drops h's failure of Next, if any, and
-// returns 0 for a hook that returned nil or Next's failure handed back
-// (see passesOn), else 1.
+// settle is result's slow path: it drops h's failure of Next, if any. It
+// returns 0 for a hook that returned nil, or that handed back the failure
+// of its Next (err is or wraps it): the host then passes the chain's own
+// error on, unchanged and not blamed on the extension. Else 1.
 func settle(h int32, err error) int32 {
 	nextErr, failed := nextFailures[h]
 	if failed {
 		delete(nextFailures, h)
 	}
-	if err == nil || failed && passesOn(err, nextErr) {
+	if err == nil || failed && errors.Is(err, nextErr) {
 		return 0
 	}
 	return hookFailed(err)
 }
 
-// passesOn reports whether err is nextErr, the failure of Next, handed
-// back: the hook then succeeds without a result, and the host passes the
-// chain's own error on, unchanged and not blamed on the extension.
-func passesOn(err, nextErr error) bool {
-	return errors.Is(err, nextErr)
-}
-
 // Turn is the context of one turn, given to turn middleware.
 type Turn struct {
-	middleware // first: a zero-size last field would be padded
 	conversation
 }
 
@@ -357,7 +349,7 @@ func (t *Turn) SetInput(in InputEvent) error { return t.setJSON(fieldInput, in) 
 // and the tools. It may be called once. When the rest fails, Next returns
 // an error matching [ErrFailed]: return it (or wrap it with %w) to pass the
 // failure on as it is, or set a result of your own.
-func (t *Turn) Next() error { return t.next(t.h) }
+func (t *Turn) Next() error { return callNext(t.h) }
 
 // Result returns the turn's result: the one set with SetResult, else the
 // one Next returned. Before either it is [ErrNotFound].
@@ -381,7 +373,6 @@ func (t *Turn) SetResult(r TurnResult) error { return t.setJSON(fieldResult, r) 
 // Step is the context of one step (one model call and the tool calls it
 // asks for), given to step middleware.
 type Step struct {
-	middleware // first: a zero-size last field would be padded
 	conversation
 }
 
@@ -413,7 +404,7 @@ func (s *Step) SetTools(names []string) error {
 
 // Next runs the rest of the chain: the inner middleware, then the model
 // call and the tool calls. See [Turn.Next].
-func (s *Step) Next() error { return s.next(s.h) }
+func (s *Step) Next() error { return callNext(s.h) }
 
 // Result returns the step's stop and continue flags after Next.
 func (s *Step) Result() (StepResult, error) {
@@ -429,7 +420,6 @@ func (s *Step) SetResult(r StepResult) error { return s.setJSON(fieldResult, r) 
 // and to a tool the extension registered. Next, SetArgs and Result are for
 // middleware.
 type ToolCall struct {
-	middleware // first: a zero-size last field would be padded
 	hook
 }
 
@@ -468,7 +458,7 @@ func (c *ToolCall) SetArgs(args json.RawMessage) error { return c.set(fieldToolA
 
 // Next runs the rest of the chain and, in the end, the tool. See
 // [Turn.Next].
-func (c *ToolCall) Next() error { return c.next(c.h) }
+func (c *ToolCall) Next() error { return callNext(c.h) }
 
 // Result returns the call's result: the one set with SetResult, else the
 // one Next returned.

@@ -646,6 +646,34 @@ func TestNextFailuresAreSettled(t *testing.T) {
 			t.Errorf("failures of Next left: %v", nextFailures)
 		}
 	})
+	t.Run("re-entered after next failed", func(t *testing.T) {
+		// The turn hook (handle 1) hands back its Next's failure, but a
+		// step hook (handle 2) runs in the guest between the two (as a
+		// nested agent call would run it) and swallows a failure of its
+		// own Next: a failure kept in one place, not by handle, would be
+		// the step's, or gone, when the turn hook returns.
+		f := newFake().use(t)
+		f.codes["next"] = int32(CodeFailed)
+		var stepCode int32
+		Register(Manifest{Name: "x"}, func(api *API) error {
+			api.Pipeline.Turn(func(t *Turn) error {
+				err := t.Next()
+				stepCode = runHook(kindStep, 2, 2)
+				return fmt.Errorf("turn: %w", err)
+			})
+			api.Pipeline.Step(func(s *Step) error { _ = s.Next(); return nil })
+			return nil
+		})
+		if code := runInit(); code != 0 {
+			t.Fatal(f.guestErr)
+		}
+		if code := runHook(kindTurn, 1, 1); code != 0 || stepCode != 0 || f.guestErr != "" {
+			t.Errorf("turn hook = %d, step hook = %d, set_error %q; want 0, 0 (the failure handed back), none", code, stepCode, f.guestErr)
+		}
+		if len(nextFailures) != 0 {
+			t.Errorf("failures of Next left: %v", nextFailures)
+		}
+	})
 }
 
 // TestContextIsItsHandle: a context holds its handle and nothing else,
