@@ -25,6 +25,7 @@ func (noHost) publish(int32, string, []byte) int32 { return int32(CodeFailed) }
 func (noHost) log(int32, string) int32             { return 0 }
 func (noHost) secret(int32, string, []byte) int32  { return int32(CodeFailed) }
 func (noHost) setError(string) int32               { return 0 }
+func (noHost) inbox(*[3]uint64) int32              { return int32(CodeFailed) }
 
 func (noHost) agentsRequest(int32, []byte, []byte) int32 { return int32(CodeFailed) }
 func (noHost) agentsSend(int32, []byte) int32            { return int32(CodeFailed) }

@@ -67,6 +67,9 @@ func importSetError(msg string) int32
 //go:wasmimport ganglion last_error
 func importLastError(buf unsafe.Pointer, n uint32) int32
 
+//go:wasmimport ganglion inbox
+func importInbox(ptr unsafe.Pointer, n uint32) int32
+
 // wasmHost calls the imports.
 type wasmHost struct{}
 
@@ -112,6 +115,7 @@ func (wasmHost) secret(h int32, name string, buf []byte) int32 {
 }
 func (wasmHost) setError(msg string) int32  { return importSetError(msg) }
 func (wasmHost) lastError(buf []byte) int32 { return importLastError(ptr(buf), uint32(len(buf))) }
+func (wasmHost) inbox(p *[3]uint64) int32   { return importInbox(unsafe.Pointer(p), 24) }
 
 // The exports the host calls (sdk/ABI.md, "Guest exports"). They live in
 // this package, so a module that imports it exports them all; the host

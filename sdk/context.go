@@ -285,7 +285,45 @@ func (c *conversation) Input() InputEvent {
 }
 
 // InputText returns the text of the turn's input.
-func (c *conversation) InputText() string { return c.text(fieldInputText) }
+func (c *conversation) InputText() string { return c.inboxText(slotInputText, fieldInputText) }
+
+// The inbox (sdk/ABI.md, "inbox") is where the host keeps the handle of
+// the hook whose code runs and the generations of its input text and tool
+// name: two calls given the same generation have the same value. A Go
+// guest's field read is a round trip through the sandbox, about 120 ns,
+// and a turn's hooks read the same input text at every step; with the
+// inbox, a value read once is had again for a comparison. The host
+// writes it whenever what it says may change (a hook starts, its next
+// returns, it sets its input), so it holds for the context whose handle it
+// names; a context of another hook, an outer one or one kept past its
+// call, reads through the host.
+var (
+	inbox   [3]uint64 // handle, INPUT_TEXT's generation, TOOL_NAME's
+	inboxed [2]struct {
+		gen  uint64
+		text string
+	}
+)
+
+// Inbox slots: a generation's index in inbox, less one.
+const (
+	slotInputText = 0
+	slotToolName  = 1
+)
+
+// inboxText reads text field field, whose generation is in inbox slot
+// slot: the value kept for its generation, or else from the host.
+func (c *hook) inboxText(slot int, field int32) string {
+	mine := inbox[0] == uint64(uint32(c.h))
+	if g := inbox[1+slot]; mine && g != 0 && g == inboxed[slot].gen {
+		return inboxed[slot].text
+	}
+	s := c.text(field)
+	if g := inbox[1+slot]; mine && g != 0 {
+		inboxed[slot].gen, inboxed[slot].text = g, s
+	}
+	return s
+}
 
 // nextFailures holds the failure of Next, by the hook's handle, for each
 // running hook whose Next failed, until the hook returns (settle, or the
@@ -436,7 +474,7 @@ func (c *ToolCall) Step() int {
 }
 
 // Name returns the called tool's name.
-func (c *ToolCall) Name() string { return c.text(fieldToolName) }
+func (c *ToolCall) Name() string { return c.inboxText(slotToolName, fieldToolName) }
 
 // CallID returns the provider's ID of the call.
 func (c *ToolCall) CallID() string { return c.text(fieldCallID) }

@@ -76,6 +76,7 @@ type abi interface {
 	complete(h int32, req, buf []byte) int32
 	setError(msg string) int32
 	lastError(buf []byte) int32
+	inbox(p *[3]uint64) int32
 }
 
 // A guest runs one call at a time (a hook, or a hook nested in another's

@@ -32,9 +32,10 @@ type fakeHost struct {
 	nextRuns    int
 	onNext      func(h int32) int32 // when set, next runs it (nested hooks) instead
 	agentReqs   []string
-	windowJSON  []byte   // the window import's answer
-	answers     []string // window_apply and complete answers, in turn
-	hostReqs    []string // "import request", each call
+	windowJSON  []byte     // the window import's answer
+	answers     []string   // window_apply and complete answers, in turn
+	hostReqs    []string   // "import request", each call
+	box         *[3]uint64 // the inbox the guest registered
 }
 
 func newFake() *fakeHost {
@@ -47,6 +48,10 @@ func (f *fakeHost) use(t *testing.T) *fakeHost {
 	old := host
 	host, ext.manifest, ext.setup, ext.hooks = f, nil, nil, nil
 	buf = make([]byte, initialBuf)
+	inbox, inboxed = [3]uint64{}, [2]struct {
+		gen  uint64
+		text string
+	}{}
 	t.Cleanup(func() { host, ext.manifest, ext.setup, ext.hooks = old, nil, nil, nil })
 	return f
 }
@@ -187,6 +192,13 @@ func (f *fakeHost) agentsSend(h int32, req []byte) int32 {
 }
 
 func (f *fakeHost) lastError(b []byte) int32 { return give(b, []byte(f.lastErr)) }
+func (f *fakeHost) inbox(p *[3]uint64) int32 {
+	if f.gotManifest == "" {
+		return int32(CodePhase)
+	}
+	f.box = p
+	return 0
+}
 
 func (f *fakeHost) window(h int32, b []byte) int32 {
 	if c, ok := f.fail("window"); ok {

@@ -59,6 +59,7 @@ agents:
 		{"state not declared", "state", "state: true", false},
 		{"next twice", "next-twice", "second next: true", false},
 		{"goroutine", "goroutine", "goroutine saw 9 bytes", false},
+		{"reread", "reread twice", `read "reread twice", after SetInput "rewritten twice", the step read "rewritten twice", after Next "rewritten twice"`, false},
 		{"keep a context", "keep", "model: keep", false},
 		{"stale context", "stale", "ganglion: field INPUT_TEXT: handle", true},
 		{"hook error", "fail", "sdkcheck refuses", true},
@@ -106,7 +107,8 @@ agents:
 	wantAnswers := []string{"sdkcheck: input 100004 bytes, event 100004 bytes, kind user_message",
 		`sdkcheck: 4 messages, first "hello", last "input 100004 bytes, event 100004 bytes, kind user_message", past the end: true`,
 		"sdkcheck: wrapped(model: wrap)", "sdkcheck: nested ok: model: nested", "sdkcheck: secret: true", "sdkcheck: state: true",
-		"sdkcheck: second next: true", "sdkcheck: goroutine saw 9 bytes"}
+		"sdkcheck: second next: true", "sdkcheck: goroutine saw 9 bytes",
+		`sdkcheck: read "reread twice", after SetInput "rewritten twice", the step read "rewritten twice", after Next "rewritten twice"`}
 	if !slices.Equal(answers, wantAnswers) {
 		t.Errorf("the guest's answers in the history: %q, want %q", answers, wantAnswers)
 	}

@@ -301,7 +301,10 @@ func nativeReader(extensions.Config) (extensions.Extension, error) {
 // one tool call, in-memory store) through three extensions hooked on turn,
 // step and toolCall, each reading one context field and calling next: Go
 // guests, and their native twins for comparison; and three noop.wat guests,
-// which read nothing, for the host's share.
+// which read nothing, for the host's share. "go-new-input" is "go" with
+// another input text at each turn: the Go SDK keeps a text it read for as
+// long as the host's inbox says it is the same (sdk/ABI.md, "inbox"),
+// and "go" sends the same text again and again.
 func BenchmarkWASMTurn(b *testing.B) {
 	dir := b.TempDir()
 	noop, err := os.ReadFile(filepath.Join("testdata", "noop.wasm"))
@@ -317,11 +320,20 @@ func BenchmarkWASMTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, bc := range []struct{ name, exts string }{
-		{"native", "[{name: r1}, {name: r2}, {name: r3}]"},
-		{"go", "[{wasm: gonoop.wasm, name: g1, config: {read: true}}, {wasm: gonoop.wasm, name: g2, config: {read: true}}, {wasm: gonoop.wasm, name: g3, config: {read: true}}]"},
+	const goExts = "[{wasm: gonoop.wasm, name: g1, config: {read: true}}, {wasm: gonoop.wasm, name: g2, config: {read: true}}, {wasm: gonoop.wasm, name: g3, config: {read: true}}]"
+	inputs := make([]pipeline.InputEvent, 1024)
+	for i := range inputs {
+		inputs[i] = runtime.UserMessage("What is the answer to question " + strconv.Itoa(i) + "?")
+	}
+	for _, bc := range []struct {
+		name, exts string
+		newInput   bool
+	}{
+		{"native", "[{name: r1}, {name: r2}, {name: r3}]", false},
+		{"go", goExts, false},
+		{"go-new-input", goExts, true},
 		// The host's share: guests in WebAssembly text that only call next.
-		{"wat", "[{wasm: noop.wasm, name: w1}, {wasm: noop.wasm, name: w2}, {wasm: noop.wasm, name: w3}]"},
+		{"wat", "[{wasm: noop.wasm, name: w1}, {wasm: noop.wasm, name: w2}, {wasm: noop.wasm, name: w3}]", false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte("agents:\n  - name: bench\n    tools: [lookup]\n    extensions: "+bc.exts+"\n"))
@@ -340,6 +352,9 @@ func BenchmarkWASMTurn(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
+				if bc.newInput {
+					in = inputs[i%len(inputs)]
+				}
 				// A new instance every 256 turns keeps the conversation realistic.
 				res, err := rt.Send(ctx, "bench", "k"+strconv.Itoa(i/256), in)
 				if err != nil || res.FinishReason != pipeline.FinishText {

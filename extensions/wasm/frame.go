@@ -127,6 +127,7 @@ func (in *instance) invoke(f *frame, id int32) error {
 	f.budget = int64(in.x.limits.Timeout)
 	in.resume(f)
 	f.stack[0], f.stack[1] = uint64(uint32(f.handle)), uint64(uint32(id))
+	in.fillInbox(f)
 	// Guest code runs: for the backstop, not in a host call, even when
 	// this call is nested in one (next).
 	inHost := in.inHost.Swap(0)

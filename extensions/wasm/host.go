@@ -23,7 +23,7 @@ const hostModuleName = "ganglion"
 
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
-	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error"}
+	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox"}
 
 var i32 = api.ValueTypeI32
 
@@ -78,6 +78,7 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("complete", 5, hostComplete)
 	add("set_error", 2, hostSetError)
 	add("last_error", 2, hostLastError)
+	add("inbox", 2, hostInbox)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -378,6 +379,7 @@ func hostSetField(in *instance, p []uint64) int32 {
 			return in.fail(codeInvalid, "input: %v", err)
 		}
 		f.turn.SetInput(ev)
+		in.fillInbox(f)
 	case field == fieldToolArgs && f.kind == kindToolCall:
 		if !json.Valid(b) {
 			return in.fail(codeInvalid, "tool arguments are not valid JSON")
@@ -525,6 +527,9 @@ func hostNext(in *instance, p []uint64) int32 {
 	f.runNext()
 	f.inNext = false
 	in.resume(f)
+	if !in.isBroken() {
+		in.fillInbox(f)
+	}
 	if f.nextErr != nil {
 		return in.fail(codeFailed, "%v", f.nextErr)
 	}

@@ -53,6 +53,8 @@ type instance struct {
 	guestErr string // the guest's set_error
 
 	spent quota // what the running call handed the host
+
+	inbox inboxSlots // the guest's inbox, if it registered one
 }
 
 // Per call into the guest (a hook call and the calls nested in it, or an

@@ -22,6 +22,9 @@ var kept *ganglion.Turn
 // stepMode tells the step middleware what the running turn checks.
 var stepMode string
 
+// stepRead is the input text the step middleware read, for "reread".
+var stepRead string
+
 func answer(t *ganglion.Turn, format string, args ...any) error {
 	return t.SetResult(ganglion.TurnResult{FinishReason: ganglion.FinishText,
 		Response: ganglion.Message{Content: fmt.Sprintf(format, args...)}})
@@ -112,11 +115,25 @@ func setup(api *ganglion.API) error {
 			return answer(t, "goroutine saw %d bytes", <-done)
 		case "fail":
 			return errors.New("sdkcheck refuses")
+		case "reread":
+			// The input read again after each thing that may change it:
+			// the SDK keeps a text it read while the host's inbox says it
+			// holds (sdk/ABI.md, "inbox").
+			if err := t.SetInput(ganglion.InputEvent{Kind: ganglion.InputUserMessage, Text: "rewritten " + arg}); err != nil {
+				return err
+			}
+			set := t.InputText()
+			if err := t.Next(); err != nil {
+				return err
+			}
+			return answer(t, "read %q, after SetInput %q, the step read %q, after Next %q", in, set, stepRead, t.InputText())
 		}
 		return t.Next()
 	})
 	api.Pipeline.Step(func(s *ganglion.Step) error {
 		switch stepMode {
+		case "reread":
+			stepRead = s.InputText()
 		case "nested":
 			if d := depth(2000); d != 2000 {
 				return fmt.Errorf("depth %d", d)
