@@ -311,9 +311,6 @@ func doInit() error {
 	if code := host.manifest(mb); code < 0 {
 		return hostError("manifest", code)
 	}
-	// A host that refuses the inbox leaves it 0: every read then goes to
-	// the host, as it would without one.
-	host.inbox(&inbox)
 	ext.hooks = ext.hooks[:0]
 	for i := range r.pending {
 		h := &r.pending[i]

@@ -297,8 +297,14 @@ func (c *conversation) InputText() string { return c.inboxText(slotInputText, fi
 // returns, it sets its input), so it holds for the context whose handle it
 // names; a context of another hook, an outer one or one kept past its
 // call, reads through the host.
+//
+// The SDK registers the inbox at the first read it serves, so that a guest
+// that reads neither field does not have the host write it at each hook.
+// A host that refuses it leaves it 0: every read then goes to the host, as
+// it would without one.
 var (
 	inbox   [3]uint64 // handle, INPUT_TEXT's generation, TOOL_NAME's
+	inboxOn bool      // registered (or refused)
 	inboxed [2]struct {
 		gen  uint64
 		text string
@@ -314,6 +320,10 @@ const (
 // inboxText reads text field field, whose generation is in inbox slot
 // slot: the value kept for its generation, or else from the host.
 func (c *hook) inboxText(slot int, field int32) string {
+	if !inboxOn {
+		inboxOn = true
+		host.inbox(&inbox)
+	}
 	mine := inbox[0] == uint64(uint32(c.h))
 	if g := inbox[1+slot]; mine && g != 0 && g == inboxed[slot].gen {
 		return inboxed[slot].text

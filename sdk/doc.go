@@ -131,9 +131,9 @@
 //
 // A read is a call into the host, about 120 ns. InputText and
 // [ToolCall.Name] cost one only for a value the instance has not read
-// before: the host tells the guest, through the inbox it registers at init
-// (sdk/ABI.md, "inbox"), when a hook's input text or tool name is one it
-// read already, and the SDK keeps the last of each.
+// before: the host tells the guest, through the inbox the SDK registers at
+// the first of those reads (sdk/ABI.md, "inbox"), when a hook's input text
+// or tool name is one it read already, and the SDK keeps the last of each.
 //
 // # Configuration and other agents
 //

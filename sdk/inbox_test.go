@@ -29,8 +29,18 @@ func TestInboxSavesReads(t *testing.T) {
 	if code := runInit(); code != 0 {
 		t.Fatal(f.guestErr)
 	}
-	if f.box != &inbox {
-		t.Fatal("init registered no inbox")
+	// enter sets what the host keeps in the inbox for the hook to run.
+	enter := func(v [3]uint64) {
+		f.running = v
+		if f.box != nil {
+			*f.box = v
+		}
+	}
+	// The inbox is registered at the first read it serves, not before.
+	enter([3]uint64{1, 5, 0})
+	body = func(Context) string { return "" }
+	if code := runHook(kindTurn, 1, 1); code != 0 || f.box != nil {
+		t.Fatalf("a hook that read nothing: code %d, registered the inbox: %v; want 0, false", code, f.box != nil)
 	}
 	input := func(c Context) string { return c.(interface{ InputText() string }).InputText() }
 	twice := func(read func(Context) string) func(Context) string {
@@ -46,7 +56,7 @@ func TestInboxSavesReads(t *testing.T) {
 		want      string
 		wantReads int // field calls
 	}{
-		{"first read of a generation", kindTurn, 1, [2]uint64{5, 0}, "hello", twice(input), "hello|hello", 1},
+		{"first read of a generation, registered", kindTurn, 2, [2]uint64{5, 0}, "hello", twice(input), "hello|hello", 1},
 		{"same generation, next hook", kindStep, 2, [2]uint64{5, 0}, "hello", input, "hello", 0},
 		{"a new generation", kindStep, 3, [2]uint64{6, 0}, "bye", twice(input), "bye|bye", 1},
 		{"generation 0", kindStep, 4, [2]uint64{0, 0}, "bye", twice(input), "bye|bye", 2},
@@ -64,7 +74,7 @@ func TestInboxSavesReads(t *testing.T) {
 			field = fieldToolName
 		}
 		f.fields[field] = []byte(st.text)
-		*f.box = [3]uint64{uint64(st.h), st.gens[0], st.gens[1]}
+		enter([3]uint64{uint64(st.h), st.gens[0], st.gens[1]})
 		before := len(f.bufLens)
 		if code := runHook(st.kind, st.h, 1+st.kind-kindTurn); code != 0 {
 			t.Fatalf("%s: hook failed: %s", st.name, f.guestErr)
@@ -72,13 +82,16 @@ func TestInboxSavesReads(t *testing.T) {
 		if got != st.want || len(f.bufLens)-before != st.wantReads {
 			t.Errorf("%s: read %q with %d host calls, want %q with %d", st.name, got, len(f.bufLens)-before, st.want, st.wantReads)
 		}
+		if f.box != &inbox {
+			t.Fatalf("%s: the inbox is not registered", st.name)
+		}
 	}
 
 	// A hook nested in Next reads another value under its own generation.
 	// The host writes the outer hook's inbox again when Next returns; an
 	// outer read while the nested hook's inbox is there goes to the host.
 	f.fields[fieldInputText] = []byte("outer")
-	*f.box = [3]uint64{11, 20, 0}
+	enter([3]uint64{11, 20, 0})
 	var reads []string
 	nested := false // the turn hook's wrapper calls Next again: run it once
 	f.onNext = func(h int32) int32 {
@@ -87,13 +100,13 @@ func TestInboxSavesReads(t *testing.T) {
 		}
 		nested = true
 		f.fields[fieldInputText] = []byte("inner")
-		*f.box = [3]uint64{12, 21, 0}
+		enter([3]uint64{12, 21, 0})
 		if code := runHook(kindStep, 12, 2); code != 0 || got != "inner" {
 			t.Errorf("nested hook: code %d, read %q; want 0, %q", code, got, "inner")
 		}
 		reads = append(reads, input(outer))
 		f.fields[fieldInputText] = []byte("outer")
-		*f.box = [3]uint64{11, 20, 0}
+		enter([3]uint64{11, 20, 0})
 		return 0
 	}
 	body = func(c Context) string {

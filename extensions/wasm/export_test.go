@@ -13,3 +13,15 @@ const DefaultMemoryLimit = defaultMemoryLimit
 
 // BackoffAfter is how many crashed calls in a row make an extension back off.
 const BackoffAfter = backoffAfter
+
+// InboxRegistered reports whether x's idle instances registered an inbox,
+// one answer per instance.
+func InboxRegistered(x *Extension) []bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var on []bool
+	for _, in := range x.idle {
+		on = append(on, in.inbox.on)
+	}
+	return on
+}

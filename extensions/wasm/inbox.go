@@ -2,7 +2,7 @@ package wasm
 
 import "encoding/binary"
 
-// The inbox (sdk/ABI.md, "inbox"): a guest may register, during its init,
+// The inbox (sdk/ABI.md, "inbox"): a guest may register, in its init or a hook,
 // 24 bytes of its memory where the host keeps, for the hook whose guest
 // code runs, its handle (bytes 0-7) and the generations of its INPUT_TEXT
 // (bytes 8-15) and TOOL_NAME (bytes 16-23), each a little-endian u64, 0
@@ -36,14 +36,15 @@ type inboxSlots struct {
 	seq  uint64 // the last generation made; never reused in an instance
 }
 
-// hostInbox is inbox(ptr, len): the guest registers its inbox, once,
-// during ganglion_init after the manifest.
+// hostInbox is inbox(ptr, len): the guest registers its inbox, once: in
+// ganglion_init after the manifest, or in a hook, for which the host then
+// writes it at once. A guest may so register it only when it first reads
+// a field the inbox is for: a hook that reads neither costs nothing more.
 func hostInbox(in *instance, p []uint64) int32 {
-	st := in.init
-	if st == nil {
-		return in.fail(codePhase, "inbox is registered only during ganglion_init")
-	}
-	if st.manifest == nil {
+	switch st := in.init; {
+	case st == nil && len(in.frames) == 0:
+		return in.fail(codePhase, "inbox is registered in ganglion_init or in a hook")
+	case st != nil && st.manifest == nil:
 		return in.fail(codePhase, "inbox before manifest: declare the manifest first")
 	}
 	if in.inbox.on {
@@ -60,6 +61,9 @@ func hostInbox(in *instance, p []uint64) int32 {
 		return in.fail(codeBounds, "inbox: (%d, %d) is outside the guest's memory", ptr, n)
 	}
 	in.inbox.ptr, in.inbox.on = ptr, true
+	if n := len(in.frames); n > 0 {
+		in.writeInbox(in.frames[n-1])
+	}
 	return 0
 }
 
