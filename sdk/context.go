@@ -62,9 +62,41 @@ func (c *hook) text(field int32) string {
 	if last := lastText[field]; sameText(last, b) {
 		return last
 	}
-	lastText[field] = string(b)
+	lastText[field] = cutString(b)
 	return lastText[field]
 }
+
+// cutString returns b as a string cut from a shared chunk: an allocation
+// in a Go guest costs about 300 ns (Go's allocator compiled to
+// WebAssembly), a cut a copy (BENCHMARKS.md, "Strings cut from a chunk").
+// A chunk's bytes are never written after they are cut, so the strings
+// stay immutable. A string kept keeps its whole chunk alive (2 KiB), so
+// only values up to 256 bytes are cut: a guest that keeps one of every
+// few values holds at most a few times what it keeps.
+func cutString(b []byte) string {
+	n := len(b)
+	if n == 0 {
+		return ""
+	}
+	if n > maxCutString {
+		return string(b)
+	}
+	if n > len(chunk) {
+		chunk = make([]byte, strChunk)
+	}
+	s := chunk[:n:n]
+	chunk = chunk[n:]
+	copy(s, b)
+	return unsafe.String(&s[0], n)
+}
+
+// chunk is the rest of the chunk cutString cuts from.
+var chunk []byte
+
+const (
+	strChunk     = 2 << 10
+	maxCutString = 256
+)
 
 // lastText is, by field, the last value text returned. A guest reads the
 // same values again and again (a turn's input text at each of its steps,

@@ -141,3 +141,67 @@ func FuzzSameText(f *testing.F) {
 		}
 	})
 }
+
+// TestCutString: a value is cut from the shared chunk, right after the
+// value cut before it, as a string of its own bytes that neither the
+// caller's buffer nor a later cut changes; a value over maxCutString, or
+// the empty one, takes nothing from the chunk; a value that does not fit
+// the rest of the chunk starts a new one.
+func TestCutString(t *testing.T) {
+	chunk = nil
+	var prev string
+	tests := []struct {
+		name     string
+		n        int
+		fromRest bool // cut right after prev, from the chunk's rest
+		rest     int  // len(chunk) after the cut
+		fill     bool // no value: cut until the chunk's rest is rest
+	}{
+		{"first value: a new chunk", 7, false, strChunk - 7, false},
+		{"next to the first", 1, true, strChunk - 8, false},
+		{"empty", 0, false, strChunk - 8, false},
+		{"longest cut", maxCutString, true, strChunk - 8 - maxCutString, false},
+		{"too long to cut", maxCutString + 1, false, strChunk - 8 - maxCutString, false},
+		{"fill the chunk", 0, false, 100, true},
+		{"does not fit the rest", 101, false, strChunk - 101, false},
+	}
+	var kept, want []string
+	for i, tt := range tests {
+		if tt.fill {
+			for len(chunk) > tt.rest {
+				cutString(make([]byte, min(maxCutString, len(chunk)-tt.rest)))
+			}
+			prev = ""
+			continue
+		}
+		b := []byte(strings.Repeat(string(rune('a'+i)), tt.n))
+		s := cutString(b)
+		clear(b) // the caller's buffer is reused: the string must not be it
+		kept, want = append(kept, s), append(want, strings.Repeat(string(rune('a'+i)), tt.n))
+		next := prev != "" && unsafe.StringData(s) == (*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(prev)), len(prev)))
+		if next != tt.fromRest || len(chunk) != tt.rest {
+			t.Errorf("%s: cut right after the last: %v, rest %d; want %v, %d", tt.name, next, len(chunk), tt.fromRest, tt.rest)
+		}
+		if tt.n > 0 && tt.n <= maxCutString {
+			prev = s
+		}
+	}
+	for i := range kept {
+		if kept[i] != want[i] {
+			t.Errorf("value %d is %q after later cuts, want %q", i, kept[i], want[i])
+		}
+	}
+}
+
+// TestCutStringDoesNotAllocate: a value that fits the chunk costs no
+// allocation.
+func TestCutStringDoesNotAllocate(t *testing.T) {
+	if racecheck.Enabled {
+		t.Skip("allocation counts are checked without -race (see internal/racecheck)")
+	}
+	chunk = make([]byte, strChunk)
+	b := []byte("What is the answer?")
+	if n := testing.AllocsPerRun(50, func() { _ = cutString(b) }); n != 0 {
+		t.Errorf("cutString allocated %v times a call, want 0", n)
+	}
+}
