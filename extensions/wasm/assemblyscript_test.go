@@ -44,7 +44,8 @@ func (m *asCountingModel) Stream(ctx context.Context, req *model.Request) (model
 
 // TestAssemblyScriptGuard runs the committed as-guard.wasm in a runtime: an
 // input starting with "!" is refused by the guest without a model call;
-// any other reaches the model.
+// any other reaches the model, whether the guest read the text from the
+// host or kept it from the turn before.
 func TestAssemblyScriptGuard(t *testing.T) {
 	const script = `
 agents:
@@ -72,6 +73,11 @@ agents:
 	}{
 		{"refused", "!x", "refused by as-guard", 0},
 		{"passed", "hello", "model saw hello", 1},
+		// The same text again: the guest keeps the text it read (the
+		// inbox), and must decide as it did.
+		{"passed again", "hello", "model saw hello", 1},
+		{"refused after", "!x", "refused by as-guard", 0},
+		{"refused again", "!x", "refused by as-guard", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

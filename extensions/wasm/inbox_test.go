@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -179,24 +181,31 @@ func checkInbox(t *testing.T, turn int, got, want []string, bound map[string]uin
 	}
 }
 
-// TestGoGuestRegistersTheInboxWhenItReads: the Go SDK registers the inbox
-// at the first read it serves, so that the host writes nothing for a guest
-// that never reads the input text or a tool name.
-func TestGoGuestRegistersTheInboxWhenItReads(t *testing.T) {
+// TestSDKsRegisterTheInboxWhenTheyRead: the Go and AssemblyScript SDKs
+// register the inbox at the first read it serves, so that the host writes
+// nothing for a guest that never reads the input text or a tool name.
+func TestSDKsRegisterTheInboxWhenTheyRead(t *testing.T) {
 	e, err := wasm.NewEngine(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
+	asGuardCode, err := os.ReadFile(filepath.Join(asRoot, asGuard))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
+		name   string
+		code   []byte
 		config string
 		want   bool
 	}{
-		{`{"read": false}`, false},
-		{`{"read": true}`, true},
+		{"go, reads nothing", goNoop(t), `{"read": false}`, false},
+		{"go, reads", goNoop(t), `{"read": true}`, true},
+		{"assemblyscript, reads", asGuardCode, ``, true},
 	} {
-		t.Run(tt.config, func(t *testing.T) {
-			x := loadBytes(t, e, "gonoop", goNoop(t), wasm.Grants{Config: []byte(tt.config)})
+		t.Run(tt.name, func(t *testing.T) {
+			x := loadBytes(t, e, "guest", tt.code, wasm.Grants{Config: []byte(tt.config)})
 			p := chain(t, x)
 			for range 3 {
 				if _, err := p.RunTurn(context.Background(), pipeline.NewTurnContext(turnInfo(&conv{}, "hi"))); err != nil {

@@ -71,3 +71,9 @@ export declare function agents_request(ctx: i32, reqPtr: usize, reqLen: i32, buf
 // @ts-ignore: decorator
 @external("ganglion", "agents_send")
 export declare function agents_send(ctx: i32, reqPtr: usize, reqLen: i32): i32;
+
+// inbox registers 24 bytes where the host keeps the running hook's handle
+// and the generations of its input text and tool name (sdk/ABI.md, "inbox").
+// @ts-ignore: decorator
+@external("ganglion", "inbox")
+export declare function inbox(ptr: usize, len: i32): i32;

@@ -328,6 +328,16 @@ export function ganglion_abort(message: string | null, fileName: string | null, 
 
 // --- hooks ------------------------------------------------------------------
 
+// INBOX is where the host keeps, for the hook whose code runs, its handle
+// (bytes 0-7) and the generations of its INPUT_TEXT (8-15) and TOOL_NAME
+// (16-23): a hook given the generation of a text read before has that same
+// text (sdk/ABI.md, "inbox"). A read is a crossing into the host and a new
+// string; inputText keeps the last text it read, with its generation.
+const INBOX = memory.data(24, 8);
+let inboxOn = false;
+let inputGen: u64 = 0;
+let inputKept: string | null = null;
+
 /**
  * Hook is the context of one hook call. It is valid only while that call
  * runs; afterwards every import refuses it (STALE).
@@ -351,9 +361,26 @@ export class Hook {
     return check(host.set_field(this.ctx, f, changetype<usize>(b), b.byteLength));
   }
 
-  /** inputText is field(Field.INPUT_TEXT). */
+  /**
+   * inputText is field(Field.INPUT_TEXT), read from the host only when the
+   * inbox says it is a text this instance has not read last (see INBOX).
+   */
   inputText(): string | null {
-    return this.field(Field.INPUT_TEXT);
+    if (!inboxOn) {
+      // Registered at the first read, for which the host writes it at once.
+      // A refusal leaves it zero: every read then goes to the host.
+      inboxOn = true;
+      host.inbox(INBOX, 24);
+    }
+    const mine = load<u64>(INBOX) == <u64><u32>this.ctx;
+    const gen = load<u64>(INBOX, 8);
+    if (mine && gen != 0 && gen == inputGen) return inputKept;
+    const text = this.field(Field.INPUT_TEXT);
+    if (mine && gen != 0 && text !== null) {
+      inputGen = gen;
+      inputKept = text;
+    }
+    return text;
   }
 
   /** setResult is setField(Field.RESULT, json). */
