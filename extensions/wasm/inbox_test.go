@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
+	"github.com/ganglion-dev/ganglion/internal/racecheck"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -214,6 +215,37 @@ func TestSDKsRegisterTheInboxWhenTheyRead(t *testing.T) {
 			}
 			if got := wasm.InboxRegistered(x); !slices.Equal(got, []bool{tt.want}) {
 				t.Errorf("the instance registered an inbox: %v, want [%v]", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHookCallsDoNotAllocate: on the host, a Go guest's turn hook that
+// calls next allocates nothing, whether it reads its input text (the
+// inbox registered, the text kept) or reads nothing (no inbox).
+func TestHookCallsDoNotAllocate(t *testing.T) {
+	if racecheck.Enabled {
+		t.Skip("allocation counts are checked without -race (see internal/racecheck)")
+	}
+	e, err := wasm.NewEngine(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	for _, config := range []string{`{"read": false}`, `{"read": true}`} {
+		t.Run(config, func(t *testing.T) {
+			p := chain(t, loadBytes(t, e, "gonoop", goNoop(t), wasm.Grants{Config: []byte(config)}))
+			ctx, info := context.Background(), turnInfo(&conv{}, "What is the answer?")
+			tc := pipeline.NewTurnContext(info)
+			turn := func() {
+				tc.Reset(info)
+				if _, err := p.RunTurn(ctx, tc); err != nil {
+					t.Fatal(err)
+				}
+			}
+			turn() // the instance starts, and the inbox is registered
+			if n := testing.AllocsPerRun(200, turn); n != 0 {
+				t.Errorf("a hook call allocates %v times on the host, want 0", n)
 			}
 		})
 	}
