@@ -49,7 +49,7 @@ func TestInboxSavesReads(t *testing.T) {
 	var kept, outer Context
 	steps := []struct {
 		name      string
-		kind, h   int32
+		kind, h   int32 // each a hook call of its own: a handle of its own
 		gens      [2]uint64
 		text      string // the host's INPUT_TEXT, or TOOL_NAME for toolCall and tool hooks
 		body      func(c Context) string
@@ -57,15 +57,15 @@ func TestInboxSavesReads(t *testing.T) {
 		wantReads int // field calls
 	}{
 		{"first read of a generation, registered", kindTurn, 2, [2]uint64{5, 0}, "hello", twice(input), "hello|hello", 1},
-		{"same generation, next hook", kindStep, 2, [2]uint64{5, 0}, "hello", input, "hello", 0},
-		{"a new generation", kindStep, 3, [2]uint64{6, 0}, "bye", twice(input), "bye|bye", 1},
-		{"generation 0", kindStep, 4, [2]uint64{0, 0}, "bye", twice(input), "bye|bye", 2},
-		{"after generation 0", kindStep, 5, [2]uint64{6, 0}, "bye", input, "bye", 0},
-		{"keep a context", kindStep, 6, [2]uint64{6, 0}, "bye", func(c Context) string { kept = c; return input(c) }, "bye", 0},
-		{"a kept context", kindStep, 7, [2]uint64{6, 0}, "bye", func(Context) string { return input(kept) }, "bye", 1},
-		{"tool name", kindToolCall, 8, [2]uint64{6, 3}, "lookup", twice(func(c Context) string { return c.(*ToolCall).Name() }), "lookup|lookup", 1},
-		{"tool name in a tool", kindTool, 9, [2]uint64{0, 3}, "lookup", func(c Context) string { return c.(*ToolCall).Name() }, "lookup", 0},
-		{"input text kept beside the tool name", kindStep, 10, [2]uint64{6, 0}, "bye", input, "bye", 0},
+		{"same generation, next hook", kindStep, 3, [2]uint64{5, 0}, "hello", input, "hello", 0},
+		{"a new generation", kindStep, 4, [2]uint64{6, 0}, "bye", twice(input), "bye|bye", 1},
+		{"generation 0", kindStep, 5, [2]uint64{0, 0}, "bye", twice(input), "bye|bye", 2},
+		{"after generation 0", kindStep, 6, [2]uint64{6, 0}, "bye", input, "bye", 0},
+		{"keep a context", kindStep, 7, [2]uint64{6, 0}, "bye", func(c Context) string { kept = c; return input(c) }, "bye", 0},
+		{"a kept context", kindStep, 8, [2]uint64{6, 0}, "bye", func(Context) string { return input(kept) }, "bye", 1},
+		{"tool name", kindToolCall, 9, [2]uint64{6, 3}, "lookup", twice(func(c Context) string { return c.(*ToolCall).Name() }), "lookup|lookup", 1},
+		{"tool name in a tool", kindTool, 10, [2]uint64{0, 3}, "lookup", func(c Context) string { return c.(*ToolCall).Name() }, "lookup", 0},
+		{"input text kept beside the tool name", kindStep, 11, [2]uint64{6, 0}, "bye", input, "bye", 0},
 	}
 	for _, st := range steps {
 		body = st.body
@@ -91,26 +91,26 @@ func TestInboxSavesReads(t *testing.T) {
 	// The host writes the outer hook's inbox again when Next returns; an
 	// outer read while the nested hook's inbox is there goes to the host.
 	f.fields[fieldInputText] = []byte("outer")
-	enter([3]uint64{11, 20, 0})
+	enter([3]uint64{21, 20, 0})
 	var reads []string
 	nested := false // the turn hook's wrapper calls Next again: run it once
 	f.onNext = func(h int32) int32 {
-		if h != 11 || nested {
+		if h != 21 || nested {
 			return 0
 		}
 		nested = true
 		f.fields[fieldInputText] = []byte("inner")
-		enter([3]uint64{12, 21, 0})
-		if code := runHook(kindStep, 12, 2); code != 0 || got != "inner" {
+		enter([3]uint64{22, 21, 0})
+		if code := runHook(kindStep, 22, 2); code != 0 || got != "inner" {
 			t.Errorf("nested hook: code %d, read %q; want 0, %q", code, got, "inner")
 		}
 		reads = append(reads, input(outer))
 		f.fields[fieldInputText] = []byte("outer")
-		enter([3]uint64{11, 20, 0})
+		enter([3]uint64{21, 20, 0})
 		return 0
 	}
 	body = func(c Context) string {
-		if c.(interface{ handle() int32 }).handle() != 11 {
+		if c.(interface{ handle() int32 }).handle() != 21 {
 			return input(c)
 		}
 		outer = c
@@ -122,7 +122,7 @@ func TestInboxSavesReads(t *testing.T) {
 		return ""
 	}
 	before := len(f.bufLens)
-	if code := runHook(kindTurn, 11, 1); code != 0 {
+	if code := runHook(kindTurn, 21, 1); code != 0 {
 		t.Fatal(f.guestErr)
 	}
 	// Four host calls: the outer hook's first read; the nested hook's; the
