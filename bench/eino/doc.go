@@ -1,0 +1,11 @@
+// Package eino is a comparison benchmark, kept out of the main module: the
+// turn of Ganglion's BenchmarkTurn/memory (runtime/bench_test.go) run by
+// CloudWeGo Eino's ReAct agent (flow/agent/react), with a fake chat model
+// and a real Eino tool, so the two runtimes can be measured on the same
+// machine. BenchmarkPlainLoop is the floor: the same three calls in a plain
+// Go loop, with no framework at all.
+//
+// It is a module of its own so that the runtime never depends on Eino:
+//
+//	cd bench/eino && go test -run '^$' -bench . -benchmem
+package eino
