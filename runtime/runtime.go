@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
@@ -655,51 +656,50 @@ func (r *Runtime) Close() error {
 // gate admits turns until it is closed, and lets its closer wait for the
 // turns already admitted. Unlike a RWMutex, a turn that starts another turn
 // (an agent calling an agent) while Close waits is refused, not deadlocked.
+//
+// Every turn enters and leaves it, so both are one atomic add: a mutex
+// here cost two lock pairs a turn, and every turn of the process queued
+// on it.
 type gate struct {
-	mu      sync.Mutex
-	closed  bool
-	running int
+	// state counts the admitted turns, plus gateClosed once closed.
+	state   atomic.Int64
+	closeMu sync.Mutex // serialises close
+	// drained is made by close, before the gate reads closed, and closed
+	// (once) when no admitted turn is left.
 	drained chan struct{}
+	drain   sync.Once
 }
 
+const gateClosed = 1 << 62
+
 func (g *gate) enter() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed {
+	if g.state.Add(1)&gateClosed != 0 {
+		g.leave() // refused: it never ran, but it may be the last to leave
 		return false
 	}
-	g.running++
 	return true
 }
 
 func (g *gate) leave() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.running--
-	if g.running == 0 && g.drained != nil {
-		close(g.drained)
-		g.drained = nil
+	if g.state.Add(-1) == gateClosed {
+		g.drain.Do(func() { close(g.drained) })
 	}
 }
 
 // close closes the gate and waits for the running turns; it reports false
 // if the gate was already closed.
 func (g *gate) close() bool {
-	g.mu.Lock()
-	if g.closed {
-		g.mu.Unlock()
+	g.closeMu.Lock()
+	if g.state.Load()&gateClosed != 0 {
+		g.closeMu.Unlock()
 		return false
 	}
-	g.closed = true
-	var wait chan struct{}
-	if g.running > 0 {
-		wait = make(chan struct{})
-		g.drained = wait
+	g.drained = make(chan struct{})
+	if g.state.Add(gateClosed) == gateClosed {
+		g.drain.Do(func() { close(g.drained) })
 	}
-	g.mu.Unlock()
-	if wait != nil {
-		<-wait
-	}
+	g.closeMu.Unlock()
+	<-g.drained
 	return true
 }
 
