@@ -123,7 +123,12 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		turn = inst.meta.Turns
 		ts.turnID = turnIDOf(uint64(turn))
 	}
-	ts.storeCtx = context.WithoutCancel(ctx)
+	ts.storeCtx = ctx
+	if ctx.Done() != nil {
+		// Only a context that can end needs detaching (one without Done has
+		// no deadline either); detaching costs an allocation a turn.
+		ts.storeCtx = context.WithoutCancel(ctx)
+	}
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.steps, ts.usage = 0, pipeline.Usage{}
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(turn),
