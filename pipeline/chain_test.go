@@ -414,3 +414,119 @@ func TestManyLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestStepChainOutcomes checks each outcome of a step layer at every
+// position: the outermost layer runs through the chain's general path, the
+// inner ones in place from the layer above's Next.
+func TestStepChainOutcomes(t *testing.T) {
+	boom := errors.New("boom")
+	kept := &pipeline.StepResult{Message: pipeline.Message{Content: "kept"}}
+	tests := []struct {
+		name    string
+		fn      pipeline.StepFunc
+		wantErr string // with "%s" for the layer's extension
+		blamed  bool   // the error is a MiddlewareError of the layer
+		want    string // the result's content when no error
+	}{
+		{
+			name: "pass-through",
+			fn:   func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) { return s.Next(ctx) },
+			want: "core",
+		},
+		{
+			name: "own result",
+			fn:   func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return kept, nil },
+			want: "kept",
+		},
+		{
+			name:    "no result and no error",
+			fn:      func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return nil, nil },
+			wantErr: `extension "%s": step middleware: returned no result and no error`,
+			blamed:  true,
+		},
+		{
+			name:    "an error",
+			fn:      func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return nil, boom },
+			wantErr: `extension "%s": step middleware: boom`,
+			blamed:  true,
+		},
+		{
+			name:    "an error with a result",
+			fn:      func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) { return kept, boom },
+			wantErr: `extension "%s": step middleware: boom`,
+			blamed:  true,
+		},
+		{
+			name: "an error with a result after next",
+			fn: func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+				r, _ := s.Next(ctx)
+				return r, boom
+			},
+			wantErr: `extension "%s": step middleware: boom`,
+			blamed:  true,
+		},
+		{
+			name: "next's error passed on",
+			fn: func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+				return s.Next(ctx)
+			},
+			wantErr: "step handler failed", // the core's, not the layer's
+		},
+	}
+	for _, tt := range tests {
+		for pos := range 3 {
+			t.Run(fmt.Sprintf("%s/layer %d of 3", tt.name, pos+1), func(t *testing.T) {
+				var b pipeline.Builder
+				for i := range 3 {
+					ext := fmt.Sprintf("l%d", i+1)
+					fn := func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) { return s.Next(ctx) }
+					if i == pos {
+						fn = tt.fn
+					}
+					b.Step(pipeline.Owner{Extension: ext}, fn)
+				}
+				coreErr := tt.wantErr == "step handler failed"
+				p, err := b.Build(pipeline.Handlers{
+					Turn: func(context.Context, *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+						return &pipeline.TurnResult{}, nil
+					},
+					Step: func(context.Context, *pipeline.StepContext) (*pipeline.StepResult, error) {
+						if coreErr {
+							return nil, errors.New("step handler failed")
+						}
+						return &pipeline.StepResult{Message: pipeline.Message{Content: "core"}}, nil
+					},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				sc := pipeline.NewStepContext(pipeline.NewTurnContext(pipeline.TurnInfo{}), 1, nil)
+				res, err := p.RunStep(context.Background(), sc)
+				if tt.wantErr == "" {
+					if err != nil {
+						t.Fatalf("err = %v", err)
+					}
+					if res.Message.Content != tt.want {
+						t.Fatalf("result = %q, want %q", res.Message.Content, tt.want)
+					}
+					return
+				}
+				ext := fmt.Sprintf("l%d", pos+1)
+				want := tt.wantErr
+				if strings.Contains(want, "%s") {
+					want = fmt.Sprintf(want, ext)
+				}
+				if err == nil || err.Error() != want {
+					t.Fatalf("err = %v, want %q", err, want)
+				}
+				if res != nil {
+					t.Errorf("a failed step returned a result: %+v", res)
+				}
+				var me *pipeline.MiddlewareError
+				if got := errors.As(err, &me); got != tt.blamed || (got && me.Extension != ext) {
+					t.Errorf("err = %#v: blamed on a layer %v, want %v (%s)", err, got, tt.blamed, ext)
+				}
+			})
+		}
+	}
+}
