@@ -10,8 +10,10 @@ import (
 func TestGate(t *testing.T) {
 	t.Run("close waits for the admitted turns", func(t *testing.T) {
 		var g gate
-		if !g.enter() || !g.enter() {
-			t.Fatal("an open gate refused a turn")
+		for range 2 {
+			if !g.enter() {
+				t.Fatal("an open gate refused a turn")
+			}
 		}
 		closed := make(chan bool)
 		go func() { closed <- g.close() }()
