@@ -664,12 +664,13 @@ type gate struct {
 	// state counts the admitted turns, plus gateClosed once closed.
 	state   atomic.Int64
 	closeMu sync.Mutex // serialises close
-	// drained is made by close, before the gate reads closed, and closed
+	// drained is made by close before it sets the closed bit, and closed
 	// (once) when no admitted turn is left.
 	drained chan struct{}
 	drain   sync.Once
 }
 
+// gateClosed is gate.state's closed bit, far above any count of turns.
 const gateClosed = 1 << 62
 
 func (g *gate) enter() bool {
