@@ -2,8 +2,11 @@ package natstest
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +16,61 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// readyTimeout bounds a server's start. Under -race on two cores, with
+// every package's tests running at once, a start can take seconds.
+const readyTimeout = 30 * time.Second
+
+// freePorts returns n distinct loopback ports that are free now, for the
+// servers' cluster listeners, whose ports the routes must name before the
+// servers start. They are drawn below the kernel's ephemeral range: a port
+// from that range (listen on port 0, then close) was now and then taken,
+// before its server bound it, by an outgoing connection of a test running
+// in parallel; the server then never listened, and the test failed after
+// waiting for it.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	low := ephemeralLow()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			tb.Fatalf("no %d free loopback ports in %d – %d", n, minPort, low-1)
+		}
+		p := minPort + rand.IntN(low-minPort)
+		if slices.Contains(ports, p) {
+			continue
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			continue // in use
+		}
+		l.Close()
+		ports = append(ports, p)
+	}
+	return ports
+}
+
+// minPort is the lowest port freePorts draws: above the well-known and
+// most registered services' ports.
+const minPort = 20000
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range: 32768,
+// Linux's default (and below macOS's 49152), unless /proc says otherwise.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= minPort+1000 {
+		return 32768 // no room below a range that low: the default bound is as good as any
+	}
+	return low
+}
 
 // Server starts a JetStream server on a free loopback port, its data in
 // the test's temporary directory, and shuts it down, its goroutines with
@@ -24,8 +82,8 @@ func Server(tb testing.TB) *server.Server {
 		tb.Fatal(err)
 	}
 	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		tb.Fatal("the NATS server did not start")
+	if !s.ReadyForConnections(readyTimeout) {
+		tb.Fatalf("the NATS server did not start in %s", readyTimeout)
 	}
 	tb.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
 	return s
@@ -48,15 +106,7 @@ type TestCluster struct {
 // NewCluster is [Cluster], returning the cluster.
 func NewCluster(tb testing.TB, n int) *TestCluster {
 	tb.Helper()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		l.Close()
-	}
+	ports := freePorts(tb, n)
 	var routes []*url.URL
 	for _, p := range ports {
 		routes = append(routes, &url.URL{Scheme: "nats-route", Host: "127.0.0.1:" + strconv.Itoa(p)})
@@ -80,9 +130,9 @@ func NewCluster(tb testing.TB, n int) *TestCluster {
 	for i := range ports {
 		c.servers = append(c.servers, c.start(i))
 	}
-	for _, s := range c.servers {
-		if !s.ReadyForConnections(10 * time.Second) {
-			tb.Fatal("a NATS server did not start")
+	for i, s := range c.servers {
+		if !s.ReadyForConnections(readyTimeout) {
+			tb.Fatalf("NATS server s%d did not start in %s", i+1, readyTimeout)
 		}
 	}
 	// Ready when the JetStream leader sees every server online, with
@@ -136,8 +186,8 @@ func (c *TestCluster) Restart(i int) {
 	c.servers[i].Shutdown()
 	c.servers[i].WaitForShutdown()
 	c.servers[i] = c.start(i)
-	if !c.servers[i].ReadyForConnections(10 * time.Second) {
-		c.tb.Fatalf("NATS server s%d did not start again", i+1)
+	if !c.servers[i].ReadyForConnections(readyTimeout) {
+		c.tb.Fatalf("NATS server s%d did not start again in %s", i+1, readyTimeout)
 	}
 }
 
