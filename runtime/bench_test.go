@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/internal/benchturn"
 	"github.com/ganglion-dev/ganglion/internal/racecheck"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -21,114 +22,27 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-const benchScript = `
-agents:
-  bench:
-    fallback:
-      steps:
-        - tool_calls:
-            - name: lookup
-              args: {key: answer}
-        - text: "The answer is 42."
-`
-
-const benchConfig = `
-agents:
-  - name: bench
-    tools: [lookup]
-    extensions: [{name: mw1}, {name: mw2}, {name: mw3}]
-`
-
-// passThrough is a native extension with one pass-through middleware on each kind.
-func passThrough(extensions.Config) (extensions.Extension, error) {
-	return extensions.Func(func(api *extensions.API) error {
-		api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) { return t.Next(ctx) })
-		api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) { return s.Next(ctx) })
-		api.Pipeline.ToolCall(func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			return c.Next(ctx)
-		})
-		return nil
-	}), nil
-}
-
-var lookupTool = pipeline.Tool{
-	ToolSpec: pipeline.ToolSpec{
-		Name: "lookup", Description: "Looks a key up.", Category: pipeline.CategoryRead,
-		Parameters: []byte(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`),
-	},
-	Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-		return &pipeline.ToolResult{Content: "42"}, nil
-	},
-}
-
+// newBenchRuntime is a runtime that runs benchturn's turn (two model
+// calls, a tool call, three pass-through extensions), with storeOpt.
 func newBenchRuntime(b testing.TB, storeOpt runtime.Option, more ...runtime.Option) *runtime.Runtime {
 	b.Helper()
-	script, err := scripted.Parse("bench.yaml", []byte(benchScript))
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := config.Parse(b.TempDir()+"/ganglion.yaml", []byte(benchConfig))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt, err := runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(cfg), storeOpt, runtime.WithModel(script),
-		runtime.WithTool(lookupTool),
-		runtime.WithExtension("mw1", passThrough), runtime.WithExtension("mw2", passThrough), runtime.WithExtension("mw3", passThrough)}, more...)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rt.Close() })
-	return rt
+	return benchturn.New(b, append([]runtime.Option{storeOpt}, more...)...)
 }
 
 // BenchmarkTurn runs a full turn — two model calls (a tool call, then a text
 // answer), one tool call, three native pass-through middlewares on each of
-// turn, step and toolCall — with the scripted model.
+// turn, step and toolCall — with the scripted model (package benchturn).
 //
-// memory: in-memory store, one goroutine: the cost of a turn. A new
-// instance starts every turnsPerInstance turns and a new runtime every
-// turnsPerRuntime turns (outside the timer), so conversations (up to ~1,000
-// messages) and the live heap (~25 MB) stay at realistic sizes instead of
-// growing with b.N.
+// memory: in-memory store, one goroutine: the cost of a turn
+// ([benchturn.Run]: a new instance every 256 turns and a new runtime every
+// 16,384, outside the timer). bench/eino runs the same loop beside Eino.
 // badger: persistence on, b.RunParallel over one instance per goroutine: the
 // throughput on the machine's cores, reported as turns/s.
-const (
-	turnsPerInstance = 256
-	turnsPerRuntime  = 64 * turnsPerInstance
-)
-
 func BenchmarkTurn(b *testing.B) {
 	ctx := context.Background()
-	in := runtime.UserMessage("What is the answer?")
-	check := func(b *testing.B, res *pipeline.TurnResult, err error) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		if res.FinishReason != pipeline.FinishText || res.Steps != 2 {
-			b.Fatalf("turn = %+v", res)
-		}
-	}
+	in := runtime.UserMessage(benchturn.Question)
 	b.Run("memory", func(b *testing.B) {
-		var rt *runtime.Runtime
-		key := ""
-		b.ReportAllocs()
-		for i := range b.N {
-			if i%turnsPerRuntime == 0 {
-				// The memory store keeps every message; a fresh runtime keeps
-				// the live heap at a realistic size instead of growing with b.N.
-				b.StopTimer()
-				if rt != nil {
-					rt.Close()
-				}
-				rt = newBenchRuntime(b, runtime.WithMemoryStore())
-				b.StartTimer()
-			}
-			if i%turnsPerInstance == 0 {
-				key = "i" + strconv.Itoa(i)
-			}
-			res, err := rt.Send(ctx, "bench", key, in)
-			check(b, res, err)
-		}
+		benchturn.Run(b, func() *runtime.Runtime { return newBenchRuntime(b, runtime.WithMemoryStore()) }, nil)
 	})
 	b.Run("badger", func(b *testing.B) {
 		rt := newBenchRuntime(b, runtime.WithDataDir(b.TempDir()))
@@ -138,8 +52,9 @@ func BenchmarkTurn(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			key := "i" + strconv.FormatInt(next.Add(1), 10)
 			for pb.Next() {
-				res, err := rt.Send(ctx, "bench", key, in)
-				check(b, res, err)
+				if err := benchturn.Check(rt.Send(ctx, benchturn.Agent, key, in)); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "turns/s")
@@ -281,8 +196,7 @@ func TestTurnAllocs(t *testing.T) {
 	}
 	ctx := context.Background()
 	rt := newBenchRuntime(t, runtime.WithMemoryStore())
-	defer rt.Close()
-	in := runtime.UserMessage("What is the answer?")
+	in := runtime.UserMessage(benchturn.Question)
 	allocs := testing.AllocsPerRun(200, func() {
 		if _, err := rt.Send(ctx, "bench", "i0", in); err != nil {
 			t.Fatal(err)
@@ -308,33 +222,8 @@ func TestTurnAllocs(t *testing.T) {
 //   - unsampled: a sampler that records nothing: the runtime's own cost.
 func BenchmarkTurnTraced(b *testing.B) {
 	ctx := context.Background()
-	in := runtime.UserMessage("What is the answer?")
 	run := func(b *testing.B, reset func(), opts ...runtime.Option) {
-		var rt *runtime.Runtime
-		key := ""
-		b.ReportAllocs()
-		for i := range b.N {
-			if i%turnsPerRuntime == 0 || i%1024 == 0 {
-				b.StopTimer()
-				if reset != nil {
-					reset()
-				}
-				if i%turnsPerRuntime == 0 {
-					if rt != nil {
-						rt.Close()
-					}
-					rt = newBenchRuntime(b, runtime.WithMemoryStore(), opts...)
-				}
-				b.StartTimer()
-			}
-			if i%turnsPerInstance == 0 {
-				key = "i" + strconv.Itoa(i)
-			}
-			if _, err := rt.Send(ctx, "bench", key, in); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.StopTimer()
+		benchturn.Run(b, func() *runtime.Runtime { return newBenchRuntime(b, runtime.WithMemoryStore(), opts...) }, reset)
 	}
 	b.Run("exporter", func(b *testing.B) {
 		exp := tracetest.NewInMemoryExporter()

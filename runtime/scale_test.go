@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/benchturn"
 	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -33,7 +34,7 @@ var scaleGuests guesttest.Set
 func scaleRuntime(tb testing.TB, cache int, more ...runtime.Option) *runtime.Runtime {
 	tb.Helper()
 	mods, wasmCache := scaleGuests.Build(tb, "../extensions/wasm/testdata/gonoop")
-	script, err := scripted.Parse("bench.yaml", []byte(benchScript))
+	script, err := scripted.Parse("bench.yaml", []byte(benchturn.Script))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -47,8 +48,8 @@ agents:
 		tb.Fatal(err)
 	}
 	opts := []runtime.Option{runtime.WithConfig(cfg), runtime.WithDataDir(tb.TempDir()), runtime.WithModel(script),
-		runtime.WithTool(lookupTool), runtime.WithWasmCache(wasmCache),
-		runtime.WithExtension("mw1", passThrough), runtime.WithExtension("mw2", passThrough)}
+		runtime.WithTool(benchturn.Lookup), runtime.WithWasmCache(wasmCache),
+		runtime.WithExtension("mw1", benchturn.PassThrough), runtime.WithExtension("mw2", benchturn.PassThrough)}
 	if cache > 0 {
 		opts = append(opts, runtime.WithInstanceCache(cache))
 	}

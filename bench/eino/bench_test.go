@@ -12,11 +12,15 @@ import (
 	"github.com/cloudwego/eino/flow/agent"
 	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
+
+	"github.com/ganglion-dev/ganglion/internal/benchturn"
+	"github.com/ganglion-dev/ganglion/runtime"
 )
 
+// The turn's question and answer are Ganglion's benchmark's.
 const (
-	question = "What is the answer?"
-	answer   = "The answer is 42."
+	question = benchturn.Question
+	answer   = benchturn.Answer
 )
 
 // fakeModel is the scripted model of BenchmarkTurn: when the last input
@@ -114,6 +118,14 @@ func BenchmarkEinoReAct(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkGanglionTurn is Ganglion's BenchmarkTurn/memory (package
+// runtime), in this process, so that one run compares the two: the same
+// turn through three pass-through extensions, the history appended and
+// committed to the in-memory store.
+func BenchmarkGanglionTurn(b *testing.B) {
+	benchturn.Run(b, func() *runtime.Runtime { return benchturn.New(b, runtime.WithMemoryStore()) }, nil)
 }
 
 // BenchmarkPlainLoop is the floor: the same turn as a plain Go loop over

@@ -1,9 +1,11 @@
 // Package eino is a comparison benchmark, kept out of the main module: the
-// turn of Ganglion's BenchmarkTurn/memory (runtime/bench_test.go) run by
+// turn of Ganglion's BenchmarkTurn/memory (internal/benchturn) run by
 // CloudWeGo Eino's ReAct agent (flow/agent/react), with a fake chat model
 // and a real Eino tool, so the two runtimes can be measured on the same
-// machine. BenchmarkPlainLoop is the floor: the same three calls in a plain
-// Go loop, with no framework at all.
+// machine. BenchmarkGanglionTurn runs Ganglion's own loop
+// (internal/benchturn, the repository itself through a replace directive)
+// in the same process, so one run prints both. BenchmarkPlainLoop is the
+// floor: the same three calls in a plain Go loop, with no framework at all.
 //
 // It is a module of its own so that the runtime never depends on Eino:
 //

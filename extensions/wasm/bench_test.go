@@ -14,6 +14,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
+	"github.com/ganglion-dev/ganglion/internal/benchturn"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -256,27 +257,6 @@ func BenchmarkWASMLoad(b *testing.B) {
 	}
 }
 
-const turnScript = `
-agents:
-  bench:
-    fallback:
-      steps:
-        - tool_calls:
-            - name: lookup
-              args: {key: answer}
-        - text: "The answer is 42."
-`
-
-var lookupTool = pipeline.Tool{
-	ToolSpec: pipeline.ToolSpec{
-		Name: "lookup", Description: "Looks a key up.", Category: pipeline.CategoryRead,
-		Parameters: []byte(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`),
-	},
-	Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-		return &pipeline.ToolResult{Content: "42"}, nil
-	},
-}
-
 // nativeReader is gonoop with {read: true} in Go: a layer on each kind
 // that reads one context field and calls next.
 func nativeReader(extensions.Config) (extensions.Extension, error) {
@@ -316,7 +296,7 @@ func BenchmarkWASMTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	script, err := scripted.Parse("bench.yaml", []byte(turnScript))
+	script, err := scripted.Parse("bench.yaml", []byte(benchturn.Script))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -341,7 +321,7 @@ func BenchmarkWASMTurn(b *testing.B) {
 				b.Fatal(err)
 			}
 			rt, err := runtime.New(context.Background(), runtime.WithConfig(cfg), runtime.WithMemoryStore(), runtime.WithModel(script),
-				runtime.WithTool(lookupTool), runtime.WithWasmCache(filepath.Join(dir, "cache")),
+				runtime.WithTool(benchturn.Lookup), runtime.WithWasmCache(filepath.Join(dir, "cache")),
 				runtime.WithExtension("r1", nativeReader), runtime.WithExtension("r2", nativeReader), runtime.WithExtension("r3", nativeReader))
 			if err != nil {
 				b.Fatal(err)
