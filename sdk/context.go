@@ -356,14 +356,16 @@ func (c *hook) inboxText(slot int, field int32) string {
 		inboxOn = true
 		host.inbox(&inbox)
 	}
-	mine := inbox[0] == uint64(uint32(c.h))
-	if g := inbox[1+slot]; mine && g != 0 && g == inboxed[slot].gen {
+	g := inbox[1+slot]
+	if g == 0 || inbox[0] != uint64(uint32(c.h)) {
+		return c.text(field) // no generation, or not for this context
+	}
+	if g == inboxed[slot].gen {
 		return inboxed[slot].text
 	}
+	// A field read does not write the inbox: g is still this value's.
 	s := c.text(field)
-	if g := inbox[1+slot]; mine && g != 0 {
-		inboxed[slot].gen, inboxed[slot].text = g, s
-	}
+	inboxed[slot].gen, inboxed[slot].text = g, s
 	return s
 }
 

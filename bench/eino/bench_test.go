@@ -17,12 +17,6 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 )
 
-// The turn's question and answer are Ganglion's benchmark's.
-const (
-	question = benchturn.Question
-	answer   = benchturn.Answer
-)
-
 // fakeModel is the scripted model of BenchmarkTurn: when the last input
 // message is not a tool result it asks for lookup {"key":"answer"}, and
 // when it is, it answers. It keeps no state, so one value serves every
@@ -33,7 +27,7 @@ var _ model.ToolCallingChatModel = fakeModel{}
 
 func (fakeModel) Generate(_ context.Context, in []*schema.Message, _ ...model.Option) (*schema.Message, error) {
 	if len(in) > 0 && in[len(in)-1].Role == schema.Tool {
-		return schema.AssistantMessage(answer, nil), nil
+		return schema.AssistantMessage(benchturn.Answer, nil), nil
 	}
 	return schema.AssistantMessage("", []schema.ToolCall{{
 		ID:       "call_1",
@@ -83,6 +77,20 @@ func passThrough() callbacks.Handler {
 		Build()
 }
 
+// newAgent is the ReAct agent of fakeModel and lookupTool, its graph
+// compiled.
+func newAgent(tb testing.TB) *react.Agent {
+	tb.Helper()
+	ag, err := react.NewAgent(context.Background(), &react.AgentConfig{
+		ToolCallingModel: fakeModel{},
+		ToolsConfig:      compose.ToolsNodeConfig{Tools: []tool.BaseTool{lookupTool{}}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ag
+}
+
 // BenchmarkEinoReAct runs BenchmarkTurn/memory's turn through Eino's
 // ReAct agent: "What is the answer?", a model call that asks for lookup,
 // the tool call, a model call that answers. The agent (its graph compiled
@@ -90,14 +98,8 @@ func passThrough() callbacks.Handler {
 // handlers to every Generate call, callbacks=0 none.
 func BenchmarkEinoReAct(b *testing.B) {
 	ctx := context.Background()
-	ag, err := react.NewAgent(ctx, &react.AgentConfig{
-		ToolCallingModel: fakeModel{},
-		ToolsConfig:      compose.ToolsNodeConfig{Tools: []tool.BaseTool{lookupTool{}}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := []*schema.Message{schema.UserMessage(question)}
+	ag := newAgent(b)
+	in := []*schema.Message{schema.UserMessage(benchturn.Question)}
 	for _, bc := range []struct {
 		name string
 		opts []agent.AgentOption
@@ -112,8 +114,8 @@ func BenchmarkEinoReAct(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if out.Content != answer {
-					b.Fatalf("answer = %q, want %q", out.Content, answer)
+				if out.Content != benchturn.Answer {
+					b.Fatalf("answer = %q, want %q", out.Content, benchturn.Answer)
 				}
 			}
 		})
@@ -136,12 +138,12 @@ func BenchmarkPlainLoop(b *testing.B) {
 	tools := map[string]tool.InvokableTool{"lookup": lookupTool{}}
 	b.ReportAllocs()
 	for b.Loop() {
-		out, err := plainTurn(ctx, m, tools, question)
+		out, err := plainTurn(ctx, m, tools, benchturn.Question)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if out.Content != answer {
-			b.Fatalf("answer = %q, want %q", out.Content, answer)
+		if out.Content != benchturn.Answer {
+			b.Fatalf("answer = %q, want %q", out.Content, benchturn.Answer)
 		}
 	}
 }
@@ -179,13 +181,7 @@ func plainTurn(ctx context.Context, m model.BaseChatModel, tools map[string]tool
 // so that callbacks=3 measures what it says.
 func TestCallbacksFire(t *testing.T) {
 	ctx := context.Background()
-	ag, err := react.NewAgent(ctx, &react.AgentConfig{
-		ToolCallingModel: fakeModel{},
-		ToolsConfig:      compose.ToolsNodeConfig{Tools: []tool.BaseTool{lookupTool{}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ag := newAgent(t)
 	starts, ends := map[string]int{}, map[string]int{}
 	h := callbacks.NewHandlerBuilder().
 		OnStartFn(func(ctx context.Context, info *callbacks.RunInfo, _ callbacks.CallbackInput) context.Context {
@@ -197,12 +193,12 @@ func TestCallbacksFire(t *testing.T) {
 			return ctx
 		}).
 		Build()
-	out, err := ag.Generate(ctx, []*schema.Message{schema.UserMessage(question)}, agent.WithComposeOptions(compose.WithCallbacks(h)))
+	out, err := ag.Generate(ctx, []*schema.Message{schema.UserMessage(benchturn.Question)}, agent.WithComposeOptions(compose.WithCallbacks(h)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Content != answer {
-		t.Fatalf("answer = %q, want %q", out.Content, answer)
+	if out.Content != benchturn.Answer {
+		t.Fatalf("answer = %q, want %q", out.Content, benchturn.Answer)
 	}
 	t.Logf("OnStart: %v", starts)
 	t.Logf("OnEnd: %v", ends)
