@@ -5,7 +5,12 @@
 // machine. BenchmarkGanglionTurn runs Ganglion's own loop
 // (internal/benchturn, the repository itself through a replace directive)
 // in the same process, so one run prints both. BenchmarkPlainLoop is the
-// floor: the same three calls in a plain Go loop, with no framework at all.
+// same three calls in a plain Go loop, with no framework at all.
+// BenchmarkKeptFloor is the floor of Ganglion's turn: the plain loop plus
+// what that turn keeps beyond it (the history kept and committed, the
+// arguments checked, three pass-through middlewares per level), each
+// written the plainest way over the same store and types, so that it shows
+// how far a redesign of the runtime's turn could go.
 //
 // It is a module of its own so that the runtime never depends on Eino:
 //
