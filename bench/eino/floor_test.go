@@ -51,6 +51,8 @@ type floorTurn struct {
 	done             bool
 	tc               *pipeline.ToolCall
 	res              string
+	view             [3]schema.Message
+	in               [3]*schema.Message
 }
 
 // A floorLayer is a middleware: it calls c.next to go on.
@@ -144,9 +146,12 @@ func (f *floorTurn) runTurn(ctx context.Context) error {
 }
 
 func (f *floorTurn) runStep(ctx context.Context) error {
-	in := make([]*schema.Message, 0, 3) // the model's view of the history
-	for _, m := range f.hist[max(0, len(f.hist)-3):] {
-		in = append(in, &schema.Message{Role: schema.RoleType(m.Role), Content: m.Content})
+	// The model's view of the history: its last messages (all the fake
+	// model reads), in reused values.
+	in := f.in[:0]
+	for i, m := range f.hist[max(0, len(f.hist)-len(f.view)):] {
+		f.view[i] = schema.Message{Role: schema.RoleType(m.Role), Content: m.Content}
+		in = append(in, &f.view[i])
 	}
 	out, err := f.m.Generate(ctx, in)
 	if err != nil {
