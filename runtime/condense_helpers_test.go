@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/model"
@@ -189,36 +189,16 @@ func summaryCalls(rec *recorder, agent string) []seenRequest {
 	return out
 }
 
-// logErrs is a slog handler that keeps "message: err" of each record
-// with an err attribute.
-type logErrs struct {
-	mu   *sync.Mutex
-	errs *[]string
-}
-
-func newLogErrs() logErrs { return logErrs{mu: &sync.Mutex{}, errs: new([]string)} }
-
-func (l logErrs) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l logErrs) Handle(_ context.Context, r slog.Record) error {
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "err" {
-			l.mu.Lock()
-			*l.errs = append(*l.errs, r.Message+": "+a.Value.String())
-			l.mu.Unlock()
+// logErrs returns "message: err" of each record rec kept with an err
+// attribute.
+func logErrs(rec *logtest.Recorder) []string {
+	var out []string
+	for _, r := range rec.Records() {
+		if err, ok := logtest.Attr(r, "err"); ok {
+			out = append(out, r.Message+": "+err.String())
 		}
-		return true
-	})
-	return nil
-}
-
-func (l logErrs) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l logErrs) WithGroup(string) slog.Handler      { return l }
-
-func (l logErrs) get() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(*l.errs)
+	}
+	return out
 }
 
 func mustEffective(t *testing.T, rt *runtime.Runtime, agent, key string) []pipeline.Message {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -262,7 +263,7 @@ agents:
 					return nil
 				}
 			}
-			logs := newLogErrs()
+			logs := &logtest.Recorder{}
 			opts := []runtime.Option{runtime.WithLogger(slog.New(logs))}
 			if tt.fm != nil {
 				opts = append(opts, runtime.WithProvider("summ", func(config.Model) (model.Provider, error) { return tt.fm, nil }))
@@ -312,7 +313,7 @@ agents:
 				wantLogs = []string{"summary failed; truncating instead: " + tt.log}
 			}
 			var got []string
-			for _, l := range logs.get() {
+			for _, l := range logErrs(logs) {
 				if strings.HasPrefix(l, "summary failed") {
 					got = append(got, l)
 				}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
 	"github.com/ganglion-dev/ganglion/extensions/standard"
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -494,7 +494,7 @@ agents:
   - name: a
     extensions: [{name: protocol, config: {dependency_timeout: 50ms}}]
 `
-	logs := &levelLog{}
+	logs := &logtest.Recorder{}
 	h := newHarness(t, cfg, dependencyScript("api_key", "X_KEY", true), runtime.WithLogger(slog.New(logs)))
 	done := make(chan events.Event, 1)
 	h.rt.Events().Subscribe("turn.finished", func(ev events.Event) {
@@ -515,7 +515,7 @@ agents:
 	}
 	h.rt.Close()
 	var infos []string
-	for _, l := range logs.lines() {
+	for _, l := range levelLines(logs) {
 		if strings.HasPrefix(l, "ERROR") {
 			t.Errorf("logged at error: %s", l)
 		}
@@ -528,34 +528,17 @@ agents:
 	}
 }
 
-// levelLog records each log record as "LEVEL message err=...".
-type levelLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (l *levelLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *levelLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *levelLog) WithGroup(string) slog.Handler            { return l }
-
-func (l *levelLog) Handle(_ context.Context, r slog.Record) error {
-	line := r.Level.String() + " " + r.Message
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "err" {
-			line += " err=" + a.Value.String()
+// levelLines returns each record rec kept as "LEVEL message err=...".
+func levelLines(rec *logtest.Recorder) []string {
+	var out []string
+	for _, r := range rec.Records() {
+		line := r.Level.String() + " " + r.Message
+		if err, ok := logtest.Attr(r, "err"); ok {
+			line += " err=" + err.String()
 		}
-		return true
-	})
-	l.mu.Lock()
-	l.got = append(l.got, line)
-	l.mu.Unlock()
-	return nil
-}
-
-func (l *levelLog) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return slices.Clone(l.got)
+		out = append(out, line)
+	}
+	return out
 }
 
 // TestExtensionReadsGrantedSecret: an extension granted a secret in the

@@ -15,11 +15,13 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
+
 	"github.com/dgraph-io/badger/v4"
+
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -347,23 +349,6 @@ func TestOpenBadgerHeldByAnotherProcess(t *testing.T) {
 	}
 }
 
-// captureHandler records the log records it handles.
-type captureHandler struct {
-	level   slog.Level
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (h *captureHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
-func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.records = append(h.records, r)
-	return nil
-}
-func (h *captureHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *captureHandler) WithGroup(string) slog.Handler      { return h }
-
 func TestBadgerLogger(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -375,7 +360,7 @@ func TestBadgerLogger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &captureHandler{level: tt.level}
+			h := &logtest.Recorder{Min: tt.level}
 			dir := t.TempDir()
 			for range 2 { // create, then reopen
 				s, err := store.OpenBadger(dir, store.WithLogger(slog.New(h)), store.WithSyncWrites(true))
@@ -387,12 +372,11 @@ func TestBadgerLogger(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if got := len(h.records) > 0; got != tt.some {
-				t.Fatalf("logged %d records, want some: %v", len(h.records), tt.some)
+			recs := h.Records()
+			if got := len(recs) > 0; got != tt.some {
+				t.Fatalf("logged %d records, want some: %v", len(recs), tt.some)
 			}
-			for _, r := range h.records {
+			for _, r := range recs {
 				if r.Level != slog.LevelDebug || !strings.HasPrefix(r.Message, "badger: ") {
 					t.Errorf("unexpected record: %v %q", r.Level, r.Message)
 				}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
+
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -151,7 +153,7 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 				}
 			}
 
-			h := &captureHandler{level: slog.LevelWarn}
+			h := &logtest.Recorder{Min: slog.LevelWarn}
 			s, err := store.OpenBadger(dir, store.WithLogger(slog.New(h)))
 			if err != nil {
 				t.Fatalf("open after the crash: %v", err)
@@ -159,9 +161,8 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 			closeStore(t, s)
 			wantInstance(t, s, "a", "k", meta(1, 2), []store.Record{rec(0, "q"), rec(1, "a")})
 
-			h.mu.Lock()
 			var got []string
-			for _, r := range h.records {
+			for _, r := range h.Records() {
 				line := r.Level.String() + " " + r.Message
 				r.Attrs(func(a slog.Attr) bool {
 					line += " " + a.String()
@@ -169,7 +170,6 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 				})
 				got = append(got, line)
 			}
-			h.mu.Unlock()
 			var want []string
 			for i, e := range tt.wantErrs {
 				want = append(want, fmt.Sprintf("WARN %s dir=%s attempt=%d err=%s", warning, dir, i+1, fmt.Sprintf(e, memFID, vlogPath)))
@@ -183,15 +183,15 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			h = &captureHandler{level: slog.LevelWarn}
+			h = &logtest.Recorder{Min: slog.LevelWarn}
 			s, err = store.OpenBadger(dir, store.WithLogger(slog.New(h)))
 			if err != nil {
 				t.Fatalf("open again: %v", err)
 			}
 			closeStore(t, s)
 			wantInstance(t, s, "a", "k", meta(2, 3), []store.Record{rec(0, "q"), rec(1, "a"), rec(2, "q2")})
-			if len(h.records) > 0 {
-				t.Errorf("the second open logged %d warnings, first %q", len(h.records), h.records[0].Message)
+			if recs := h.Records(); len(recs) > 0 {
+				t.Errorf("the second open logged %d warnings, first %q", len(recs), recs[0].Message)
 			}
 		})
 	}

@@ -225,7 +225,8 @@ func BenchmarkKeptFloor(b *testing.B) {
 
 // TestKeptFloor checks that floorTurn does the work BenchmarkKeptFloor
 // claims: every layer runs at each level, and the store holds each turn's
-// four messages, in order, from three commits, with their IDs and times, and the meta.
+// four messages, in order, from three commits, with their IDs and times,
+// and the meta.
 func TestKeptFloor(t *testing.T) {
 	ctx := context.Background()
 	st := &countingStore{Store: store.NewMemory()}

@@ -9,43 +9,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 	"github.com/ganglion-dev/ganglion/internal/racecheck"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
-
-// guestLines collects the messages of the records an extension logs.
-type guestLines struct {
-	mu    *sync.Mutex
-	lines *[]string
-}
-
-func newGuestLines() guestLines { return guestLines{mu: &sync.Mutex{}, lines: new([]string)} }
-
-func (g guestLines) Enabled(context.Context, slog.Level) bool { return true }
-
-func (g guestLines) Handle(_ context.Context, r slog.Record) error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	*g.lines = append(*g.lines, r.Message)
-	return nil
-}
-
-func (g guestLines) WithAttrs([]slog.Attr) slog.Handler { return g }
-func (g guestLines) WithGroup(string) slog.Handler      { return g }
-
-// take returns the lines logged since the last take.
-func (g guestLines) take() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	l := *g.lines
-	*g.lines = nil
-	return l
-}
 
 // TestInbox runs testdata/inbox.wat, which registers an inbox and logs
 // what the host wrote there: in its init, or, given a config, in its
@@ -77,9 +48,9 @@ func TestInbox(t *testing.T) {
 		{"in a hook", ", config: {lazy: true}", refusals, []string{ok}, []string{once}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			lines, bound := newGuestLines(), map[string]uint64{}
+			lines, bound := &logtest.Recorder{}, map[string]uint64{}
 			rt := start(t, `[{wasm: testdata/inbox.wasm`+mode.config+`}]`, inboxScript, runtime.WithLogger(slog.New(lines)))
-			if got := lines.take(); !slices.Equal(got, mode.init) {
+			if got := logtest.Messages(lines.Take()); !slices.Equal(got, mode.init) {
 				t.Fatalf("init logged\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(mode.init, "\n"))
 			}
 			for i, tt := range inboxTurns {
@@ -91,7 +62,7 @@ func TestInbox(t *testing.T) {
 					before = mode.first
 				}
 				// Each turn hook ends by trying to register again.
-				got := lines.take()
+				got := logtest.Messages(lines.Take())
 				if len(got) != len(before)+len(tt.want)+1 || !slices.Equal(got[:len(before)], before) || got[len(got)-1] != once {
 					t.Fatalf("turn %d logged\n%s\nwant %q, %d hook lines, %q", i+1, strings.Join(got, "\n"), before, len(tt.want), once)
 				}
