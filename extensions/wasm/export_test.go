@@ -25,3 +25,14 @@ func InboxRegistered(x *Extension) []bool {
 	}
 	return on
 }
+
+// CheckBounds is the structural check a module passes before wazero
+// decodes it.
+var CheckBounds = checkBounds
+
+// TestModules returns the test modules of testdata and the examples, by
+// file name.
+var TestModules = testModules
+
+// AppendU32 appends v in LEB128.
+var AppendU32 = appendU32

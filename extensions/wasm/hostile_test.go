@@ -588,6 +588,11 @@ func TestLoadRefusals(t *testing.T) {
 		// the host there (issue 21).
 		{module: "refuse_startlog", want: "ganglion_init failed: start: every import answered PHASE"},
 		{module: "refuse_bigmemory", want: "compile: section memory: min 64 pages (4 Mi) over limit of 32 pages (2 Mi)"},
+		// A table's elements are host memory the memory limit does not
+		// cover: one without a maximum must not grow. This one grew by a
+		// gigabyte in every instance.
+		{module: "refuse_tablegrow", want: "code section: function 1: offset 17: table.grow on table 0, which declares no maximum " +
+			"(the host allows tables of 1048576 elements in all, counted at their maximum)"},
 		{module: "refuse_nomanifest", want: "ganglion_init declared no manifest (call manifest first; see sdk/ABI.md)"},
 		{module: "refuse_noexport", want: "registers a turn but does not export ganglion_turn"},
 		{

@@ -86,9 +86,10 @@ func meter(code []byte) ([]byte, error) {
 		manifest      = -1
 		funcImports   int
 		globalImports int
-		globals       = -1 // defined globals; -1: no global section
-		types         = -1 // types; -1: no type section
-		funcs         int  // defined functions
+		globals       = -1   // defined globals; -1: no global section
+		types         = -1   // types; -1: no type section
+		funcs         int    // defined functions
+		growable      []bool // by table index: the table declares a maximum
 	)
 	for _, s := range secs {
 		r := &reader{b: s.body}
@@ -109,7 +110,7 @@ func meter(code []byte) ([]byte, error) {
 					funcImports++
 				case 0x01: // table
 					r.s33()
-					r.limits()
+					growable = append(growable, r.limits())
 				case 0x02: // memory
 					r.limits()
 				case 0x03: // global
@@ -125,6 +126,22 @@ func meter(code []byte) ([]byte, error) {
 			}
 		case secGlobal:
 			globals = int(r.u32())
+		case secTable:
+			for n := r.u32(); n > 0 && r.err == nil; n-- {
+				init := r.i < len(r.b) && r.b[r.i] == 0x40 // 0x40 0x00 tabletype expr
+				if init {
+					r.bytes(2)
+				}
+				r.s33()
+				growable = append(growable, r.limits())
+				for init && r.err == nil {
+					if op := r.byte(); op == 0x0B {
+						break
+					} else {
+						r.skipImmediates(op)
+					}
+				}
+			}
 		}
 		if r.err != nil {
 			return nil, fmt.Errorf("section %d: %w", s.id, r.err)
@@ -153,6 +170,7 @@ func meter(code []byte) ([]byte, error) {
 		charge:     appendU32([]byte{0x10}, uint32(chargeFunc)),
 		chargeGrow: appendU32([]byte{0x10}, uint32(chargeFunc+1)),
 		globals:    uint32(fuel),
+		growable:   growable,
 	}
 	var code2 []byte
 	for _, s := range secs {
@@ -336,6 +354,7 @@ type meterer struct {
 	charge     []byte // the call to the charge function, before every bulk operation
 	chargeGrow []byte // the call to the other, before every memory.grow
 	globals    uint32 // the guest's globals: any index from it on is refused
+	growable   []bool // by table index: table.grow may grow it (it declares a maximum)
 	funcs      int    // function bodies written
 	bulk       bool   // a bulk operation or memory.grow was found: the charge functions are needed
 }
@@ -345,7 +364,7 @@ type meterer struct {
 func (m *meterer) code(sec []byte) ([]byte, error) {
 	r := &reader{b: sec}
 	n := r.u32()
-	out := make([]byte, 0, len(sec)+int(n)*len(m.check)*2)
+	out := make([]byte, 0, len(sec)+min(int(n), len(sec))*len(m.check)*2) // n as read: checkBounds may not have run
 	var body []byte
 	for f := uint32(0); f < n && r.err == nil; f++ {
 		size := r.u32()
@@ -407,9 +426,19 @@ func (m *meterer) body(out, fb []byte) ([]byte, error) {
 			m.bulk = true
 		case 0xFC:
 			sub := r.u32()
-			r.skipFC(sub)
+			if sub == 15 { // table.grow x
+				// A table is host memory the memory limit does not cover:
+				// checkBounds counts each at its maximum, so one without
+				// a maximum must not grow.
+				if x := r.u32(); r.err == nil && (int(x) >= len(m.growable) || !m.growable[x]) {
+					return nil, fmt.Errorf("offset %d: table.grow on table %d, which declares no maximum "+
+						"(the host allows tables of %d elements in all, counted at their maximum)", at, x, maxTableElements)
+				}
+			} else {
+				r.skipFC(sub)
+			}
 			switch sub {
-			case 8, 10, 11, 12, 14, 17: // memory.init, memory.copy, memory.fill, table.init, table.copy, table.fill
+			case 8, 10, 11, 12, 14, 15, 17: // memory.init, memory.copy, memory.fill, table.init, table.copy, table.grow, table.fill
 				// The size is the last operand, on top of the stack.
 				out = append(out, fb[start:at]...)
 				out = append(out, m.charge...)
@@ -500,19 +529,21 @@ func (r *reader) u64()        { r.leb(64) }
 
 func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
 
-func (r *reader) limits() {
+// limits reads limits and reports whether they have a maximum.
+func (r *reader) limits() (hasMax bool) {
 	flags := r.byte()
 	if flags&0x04 != 0 { // memory64
 		r.u64()
 		if flags&0x01 != 0 {
 			r.u64()
 		}
-		return
+		return flags&0x01 != 0
 	}
 	r.u32()
 	if flags&0x01 != 0 {
 		r.u32()
 	}
+	return flags&0x01 != 0
 }
 
 func (r *reader) memarg() {

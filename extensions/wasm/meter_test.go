@@ -51,6 +51,8 @@ func TestMeter(t *testing.T) {
 				return // refuse_* modules without it
 			case err != nil && !valid:
 				return
+			case err != nil && strings.Contains(err.Error(), "declares no maximum"):
+				return // refuse_tablegrow: valid, and refused by the host's bound on tables
 			case err != nil:
 				t.Fatal(err)
 			case !valid:
@@ -87,6 +89,10 @@ func TestMeterRefusals(t *testing.T) {
 		{"section too long", append(append([]byte{}, guard[:8]...), 0x01, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F), "past the end"},
 		// Global 0 of a module without globals would be the fuel counter.
 		{"writes an undeclared global", readTestdata(t, "refuse_fuel.wasm"), "code section: function 1: offset 16: global 0, but the module has 0 globals"},
+		{"grows a table without a maximum", wat(t, `(module (import "ganglion" "manifest" (func (param i32 i32) (result i32)))
+			(table 1 funcref) (table 1 2 funcref)
+			(func (drop (table.grow 1 (ref.null func) (i32.const 1))) (drop (table.grow 0 (ref.null func) (i32.const 1)))))`),
+			"code section: function 0: offset 13: table.grow on table 0, which declares no maximum"},
 		{"exports an undeclared global", wat(t, `(module (import "ganglion" "manifest" (func (param i32 i32) (result i32))) (export "fuel" (global 0)))`),
 			`export section: export "fuel": global 0, but the module has 0 globals`},
 	}
@@ -100,7 +106,10 @@ func TestMeterRefusals(t *testing.T) {
 	}
 }
 
-// FuzzMeter: meter never panics; validate refuses exactly what wazero
+// FuzzMeter: checkBounds and meter never panic; of the modules within
+// bounds (the host checks them first, see bounds.go; the others would
+// have wazero allocate by counts the module does not hold, which stalled
+// this fuzzer on its first find), validate refuses exactly what wazero
 // does not compile; a valid module is metered into a valid one, and an
 // invalid one is refused or stays invalid (metering never makes the
 // guest's code valid, as an appended fuel counter could).
@@ -112,6 +121,12 @@ func FuzzMeter(f *testing.F) {
 	validator := wazero.NewRuntime(ctx)
 	f.Cleanup(func() { validator.Close(ctx) })
 	f.Fuzz(func(t *testing.T, code []byte) {
+		if len(code) < 8 || checkBounds(code) != nil {
+			if _, err := meter(code); err == nil && len(code) < 8 {
+				t.Fatal("meter accepted a module shorter than its header")
+			}
+			return
+		}
 		verr := validate(ctx, validator, code)
 		cerr := compiles(code)
 		if (verr == nil) != (cerr == nil) {
@@ -183,4 +198,31 @@ func wat(t testing.TB, text string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestMeterTableGrow: a table with a maximum may grow, and its growth
+// takes fuel by its size like the other bulk operations.
+func TestMeterTableGrow(t *testing.T) {
+	code := wat(t, `(module (import "ganglion" "manifest" (func (param i32 i32) (result i32)))
+		(table 1 100 funcref)
+		(func (result i32) (table.grow 0 (ref.null func) (i32.const 10))))`)
+	out, err := meter(code)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compiles(out); err != nil {
+		t.Fatalf("the metered module does not compile: %v", err)
+	}
+	// The charge function is appended (type and functions): the module
+	// grows by it, not only by the checks.
+	sizeCode := wat(t, `(module (import "ganglion" "manifest" (func (param i32 i32) (result i32)))
+		(table 1 100 funcref)
+		(func (result i32) (table.size 0)))`)
+	sized, err := meter(sizeCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if grew, checked := len(out)-len(code), len(sized)-len(sizeCode); grew < checked+40 {
+		t.Errorf("metering table.grow added %d bytes, table.size %d: no charge function appended", grew, checked)
+	}
 }

@@ -72,6 +72,11 @@ func validate(ctx context.Context, rt wazero.Runtime, code []byte) (err error) {
 // memory fits the extension's limit is for the compilation of the metered
 // module to say, which is not remembered.
 func (e *Engine) validate(ctx context.Context, code []byte) error {
+	// Before anything decodes the module, and not remembered: the bounds
+	// are the host's, and a later host may draw them otherwise.
+	if err := checkBounds(code); err != nil {
+		return fmt.Errorf("invalid module: %w", err)
+	}
 	sum := sha256.Sum256(code)
 	if _, ok := e.valid.Load(sum); ok {
 		return nil

@@ -1,0 +1,374 @@
+package wasm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Bounds.
+//
+// A module's binary format prefixes every vector with its length, and a
+// decoder that sizes the vector by that length before reading it lets a
+// module of a few dozen bytes claim gigabytes: wazero's does so for most
+// sections, names, data segments and a function's locals. FuzzMeter found
+// the first (an export count of 221 million: 9 s and about 11 GB to refuse
+// a 58-byte module); a function declaring 2^32 - 1 locals ends the host
+// process with "out of memory". checkBounds walks the module's structure
+// before wazero sees it, and refuses
+//
+//   - a count or a length greater than the bytes left to hold it (every
+//     element of a vector takes at least one byte), so that what the decoder
+//     allocates is bounded by the module's size;
+//   - a function with more than maxLocals locals, the limit web engines
+//     apply (the WebAssembly JS API's implementation limits): locals cost
+//     the decoder and the compiler memory by their count, not their bytes;
+//   - tables of more than maxTableElements elements together. A table's
+//     elements are host memory, 8 bytes each in every instance, which the
+//     memory limit does not cover. (Growing a table past it at run time is
+//     the metering's to refuse: see meterer.body.)
+//
+// It checks only what the decoder would allocate by; validity is wazero's
+// to judge, after.
+
+const (
+	// maxLocals is the most locals one function may declare.
+	maxLocals = 50_000
+	// maxTableElements bounds the elements of a module's tables together
+	// (8 MiB of host memory per instance).
+	maxTableElements = 1 << 20
+)
+
+// checkBounds refuses a module whose counts and lengths claim more than
+// its bytes hold, or that passes the host's structural limits (see above).
+// It assumes code starts with the WebAssembly magic number.
+func checkBounds(code []byte) error {
+	if len(code) < 8 {
+		return errors.New("shorter than a WebAssembly header")
+	}
+	r := &reader{b: code, i: 8}
+	var tables uint64 // elements, imported and defined
+	for !r.done() {
+		id := r.byte()
+		n := r.u32()
+		if left := len(r.b) - r.i; r.err == nil && int64(n) > int64(left) {
+			return fmt.Errorf("%s: a size of %d bytes, but %s", sectionName(id), n, follow(left))
+		}
+		body := r.bytes(int(n))
+		if r.err != nil {
+			return fmt.Errorf("%s: %w", sectionName(id), r.err)
+		}
+		s := &bounded{reader: reader{b: body}}
+		switch id {
+		case secCustom:
+			s.vec("a name of %d bytes")
+		case secType:
+			s.types()
+		case secImport:
+			tables += s.imports()
+		case secFunction:
+			s.count("functions")
+		case secTable:
+			tables += s.tables()
+		case secMemory:
+			s.count("memories")
+		case secGlobal:
+			s.count("globals")
+		case secExport:
+			for i := range s.count("exports") {
+				s.in("export %d", i)
+				s.vec("a name of %d bytes")
+				s.byte()
+				s.u32()
+				s.out()
+			}
+		case secElement:
+			s.elements()
+		case secCode:
+			s.code()
+		case secData:
+			s.data()
+		case secTag:
+			s.count("tags")
+		}
+		if s.err != nil {
+			return fmt.Errorf("%s: %w", sectionName(id), s.err)
+		}
+		if tables > maxTableElements {
+			return fmt.Errorf("%s: tables of %d elements, but the host allows at most %d in all", sectionName(id), tables, maxTableElements)
+		}
+	}
+	return r.err
+}
+
+// sectionName names section id in errors.
+func sectionName(id byte) string {
+	names := [...]string{"custom", "type", "import", "function", "table", "memory", "global", "export", "start", "element", "code", "data", "data count", "tag"}
+	if int(id) < len(names) {
+		return names[id] + " section"
+	}
+	return fmt.Sprintf("section %d", id)
+}
+
+// follow says how many bytes are left.
+func follow(n int) string {
+	if n == 1 {
+		return "only 1 byte follows"
+	}
+	return fmt.Sprintf("only %d bytes follow", n)
+}
+
+// bounded reads one section for checkBounds. Its errors carry the path to
+// the entry they are about ("export 3: ...").
+type bounded struct {
+	reader
+	path    []string
+	wrapped bool // err carries its path
+}
+
+// in enters an entry of the section, named for errors; out leaves it.
+func (s *bounded) in(format string, args ...any) {
+	s.path = append(s.path, fmt.Sprintf(format, args...))
+}
+
+func (s *bounded) out() {
+	if s.err != nil && !s.wrapped {
+		s.err = fmt.Errorf("%s: %w", strings.Join(s.path, ": "), s.err)
+		s.wrapped = true
+	}
+	s.path = s.path[:len(s.path)-1]
+}
+
+// refuse records the first error, with the path to its entry.
+func (s *bounded) refuse(format string, args ...any) {
+	if s.err != nil {
+		return
+	}
+	s.err = errors.New(strings.Join(append(s.path[:len(s.path):len(s.path)], fmt.Sprintf(format, args...)), ": "))
+	s.wrapped = true
+}
+
+// peek returns the next byte without reading it, or 0 at the end.
+func (s *bounded) peek() byte {
+	if s.err != nil || s.i >= len(s.b) {
+		return 0
+	}
+	return s.b[s.i]
+}
+
+// count reads a vector's length, which the bytes left must hold: each
+// element takes at least one.
+func (s *bounded) count(what string) uint32 {
+	n := s.u32()
+	if left := len(s.b) - s.i; s.err == nil && int64(n) > int64(left) {
+		s.refuse("%d %s, but %s", n, what, follow(left))
+	}
+	if s.err != nil {
+		return 0
+	}
+	return n
+}
+
+// vec reads a vector of bytes (a name, a data segment's data); format
+// describes it with its length.
+func (s *bounded) vec(format string) {
+	n := s.u32()
+	if left := len(s.b) - s.i; s.err == nil && int64(n) > int64(left) {
+		s.refuse(format+", but %s", n, follow(left))
+		return
+	}
+	s.bytes(int(n))
+}
+
+// valtype reads a value type: one byte, or a reference type's prefix and
+// heap type.
+func (s *bounded) valtype() {
+	if b := s.byte(); b == 0x63 || b == 0x64 {
+		s.s33()
+	}
+}
+
+// expr reads a constant expression, up to its end.
+func (s *bounded) expr() {
+	for s.err == nil {
+		op := s.byte()
+		if op == 0x0B {
+			return
+		}
+		s.skipImmediates(op)
+	}
+}
+
+func (s *bounded) types() {
+	for i := range s.count("types") {
+		s.in("type %d", i)
+		if s.peek() == 0x4E { // a recursion group of function types
+			s.byte()
+			for j := range s.count("types in a group") {
+				s.in("%d", j)
+				s.funcType()
+				s.out()
+			}
+		} else {
+			s.funcType()
+		}
+		s.out()
+	}
+}
+
+func (s *bounded) funcType() {
+	if form := s.byte(); form != 0x60 && s.err == nil {
+		s.refuse("form 0x%02x, want 0x60 (a function type)", form)
+		return
+	}
+	for range s.count("parameters") {
+		s.valtype()
+	}
+	for range s.count("results") {
+		s.valtype()
+	}
+}
+
+// imports returns the elements of the imported tables.
+func (s *bounded) imports() uint64 {
+	var tables uint64
+	for i := range s.count("imports") {
+		s.in("import %d", i)
+		s.vec("a name of %d bytes")
+		s.vec("a name of %d bytes")
+		switch kind := s.byte(); kind {
+		case 0x00:
+			s.u32()
+		case 0x01:
+			tables += s.tableType()
+		case 0x02:
+			s.limits()
+		case 0x03:
+			s.valtype()
+			s.byte()
+		case 0x04:
+			s.byte()
+			s.u32()
+		default:
+			s.refuse("kind 0x%02x", kind)
+		}
+		s.out()
+	}
+	return tables
+}
+
+// tables returns the elements of the defined tables.
+func (s *bounded) tables() uint64 {
+	var tables uint64
+	for i := range s.count("tables") {
+		s.in("table %d", i)
+		init := s.peek() == 0x40 // a table with an initializer: 0x40 0x00 tabletype expr
+		if init {
+			s.byte()
+			s.byte()
+		}
+		tables += s.tableType()
+		if init {
+			s.expr()
+		}
+		s.out()
+	}
+	return tables
+}
+
+// tableType reads a reference type and limits, and returns the most
+// elements the table can have without growing: its maximum if it has
+// one, else its minimum.
+func (s *bounded) tableType() uint64 {
+	s.valtype()
+	flags := s.byte()
+	if flags&0x04 != 0 { // table64
+		least := s.leb(64)
+		if flags&0x01 != 0 {
+			return s.leb(64)
+		}
+		return least
+	}
+	least := uint64(s.u32())
+	if flags&0x01 != 0 {
+		return uint64(s.u32())
+	}
+	return least
+}
+
+func (s *bounded) elements() {
+	for i := range s.count("segments") {
+		s.in("segment %d", i)
+		flags := s.u32()
+		if flags > 7 {
+			s.refuse("flags %d", flags)
+		}
+		if flags&0x02 != 0 && flags&0x01 == 0 { // an explicit table index
+			s.u32()
+		}
+		if flags&0x01 == 0 { // active: an offset
+			s.expr()
+		}
+		exprs := flags&0x04 != 0
+		if flags&0x03 != 0 { // an element kind or a reference type
+			if exprs {
+				s.valtype()
+			} else {
+				s.byte()
+			}
+		}
+		for range s.count("elements") {
+			if exprs {
+				s.expr()
+			} else {
+				s.u32()
+			}
+		}
+		s.out()
+	}
+}
+
+func (s *bounded) code() {
+	for i := range s.count("function bodies") {
+		s.in("function %d", i)
+		size := s.u32()
+		if left := len(s.b) - s.i; s.err == nil && int64(size) > int64(left) {
+			s.refuse("a body of %d bytes, but %s", size, follow(left))
+		}
+		end := s.i + int(size)
+		var locals uint64
+		for range s.count("groups of locals") {
+			locals += uint64(s.u32())
+			s.valtype()
+		}
+		if s.err == nil && locals > maxLocals {
+			s.refuse("%d locals, but the host allows at most %d", locals, maxLocals)
+		}
+		if s.err == nil && s.i > end {
+			s.refuse("locals past the end of the body")
+		}
+		s.out()
+		if s.err != nil {
+			return
+		}
+		s.i = end
+	}
+}
+
+func (s *bounded) data() {
+	for i := range s.count("segments") {
+		s.in("segment %d", i)
+		switch flags := s.u32(); flags {
+		case 0:
+			s.expr()
+		case 1:
+		case 2:
+			s.u32()
+			s.expr()
+		default:
+			s.refuse("flags %d", flags)
+		}
+		s.vec("%d bytes of data")
+		s.out()
+	}
+}
