@@ -21,8 +21,12 @@ import (
 //     element of a vector takes at least one byte), so that what the decoder
 //     allocates is bounded by the module's size;
 //   - a function with more than maxLocals locals, the limit web engines
-//     apply (the WebAssembly JS API's implementation limits): locals cost
-//     the decoder and the compiler memory by their count, not their bytes;
+//     apply (the WebAssembly JS API's implementation limits), and more
+//     locals in all than maxLocals or the code section's bytes, whichever
+//     is more: locals cost the decoder and the compiler memory by their
+//     count, not their bytes (a group of locals is a count and a type), so
+//     that 300 functions of 50,000 locals each, 2.4 KB, cost 231 MiB. A Go
+//     guest declares about one local per 240 bytes of code;
 //   - tables of more than maxTableElements elements together. A table's
 //     elements are host memory, 8 bytes each in every instance, which the
 //     memory limit does not cover. (Growing a table past it at run time is
@@ -329,6 +333,7 @@ func (s *bounded) elements() {
 }
 
 func (s *bounded) code() {
+	var all uint64
 	for i := range s.count("function bodies") {
 		s.in("function %d", i)
 		size := s.u32()
@@ -344,6 +349,7 @@ func (s *bounded) code() {
 		if s.err == nil && locals > maxLocals {
 			s.refuse("%d locals, but the host allows at most %d", locals, maxLocals)
 		}
+		all += locals
 		if s.err == nil && s.i > end {
 			s.refuse("locals past the end of the body")
 		}
@@ -352,6 +358,9 @@ func (s *bounded) code() {
 			return
 		}
 		s.i = end
+	}
+	if most := max(maxLocals, len(s.b)); s.err == nil && all > uint64(most) {
+		s.refuse("%d locals in all, but the host allows at most %d: one per byte of the section, or %d if that is more", all, most, maxLocals)
 	}
 }
 

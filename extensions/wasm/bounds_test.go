@@ -91,6 +91,14 @@ func TestDecodeBombs(t *testing.T) {
 		{"locals in groups", module(manifestType, manifestImport, section(3, leb(1), leb(0)),
 			section(10, leb(1), body(cat(leb(30000), []byte{0x7F}), cat(leb(30000), []byte{0x7E})))),
 			"code section: function 0: 60000 locals, but the host allows at most 50000"},
+		{"locals in many functions", func() []byte {
+			var funcs, bodies []byte
+			for range 300 {
+				funcs = append(funcs, 0)
+				bodies = append(bodies, body(cat(leb(50000), []byte{0x7F}))...)
+			}
+			return module(manifestType, manifestImport, section(3, leb(300), funcs), section(10, leb(300), bodies))
+		}(), "code section: 15000000 locals in all, but the host allows at most 50000: one per byte of the section, or 50000 if that is more"},
 		{"local groups", module(manifestType, manifestImport, section(3, leb(1), leb(0)), section(10, leb(1), leb(5), leb(huge), []byte{0x0B})),
 			"code section: function 0: 134217727 groups of locals, but only 1 byte follows"},
 		{"data count", module(manifestType, manifestImport, section(11, leb(huge))),

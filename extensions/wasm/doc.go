@@ -27,13 +27,14 @@
 // present for toolchains that need it (Go), with nothing behind it. Each
 // hook call runs under a deadline on its guest time (the time in next does
 // not count). Before anything decodes the module, the host checks that its
-// counts and lengths fit in its bytes, that no function declares more than
-// 50,000 locals and that its tables hold at most 1,048,576 elements
-// (bounds.go): a decoder trusts those counts, and a table's elements are
-// host memory the memory limit does not cover. It then validates the module
-// as written (validate.go) and meters it (meter.go): a fuel counter at every function entry and loop
-// header, and a charge by size at every bulk operation, make the guest
-// call the host every few thousand units, and there the host traps a
+// counts and lengths fit in its bytes, that its functions declare few
+// enough locals (50,000 each, one per byte of code in all) and that its
+// tables hold at most 1,048,576 elements (bounds.go): a decoder trusts
+// those counts, and a table's elements are host memory the memory limit
+// does not cover. It then validates the module as written (validate.go)
+// and meters it (meter.go): a fuel counter at every function entry and
+// loop header, and a charge by size at every bulk operation, make the
+// guest call the host every few thousand units, and there the host traps a
 // guest that overran; it checks again when each import returns. This stops
 // loops and recursion alike, keeps the goroutine preemptible for Go's
 // scheduler and collector, and costs a native decrement, not wazero's exit
