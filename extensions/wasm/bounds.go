@@ -80,7 +80,7 @@ func checkBounds(code []byte) error {
 			s.count("globals")
 		case secExport:
 			for i := range s.count("exports") {
-				s.in("export %d", i)
+				s.in("export", i)
 				s.vec("a name of %d bytes")
 				s.byte()
 				s.u32()
@@ -123,24 +123,38 @@ func follow(n int) string {
 }
 
 // bounded reads one section for checkBounds. Its errors carry the path to
-// the entry they are about ("export 3: ...").
+// the entry they are about ("export 3: ..."), written only then: a Go
+// guest has tens of thousands of data segments.
 type bounded struct {
 	reader
-	path    []string
+	path    []entry
 	wrapped bool // err carries its path
 }
 
-// in enters an entry of the section, named for errors; out leaves it.
-func (s *bounded) in(format string, args ...any) {
-	s.path = append(s.path, fmt.Sprintf(format, args...))
+// entry is a step of a path: the entry i of a vector of what.
+type entry struct {
+	what string
+	i    uint32
 }
+
+// in enters entry i of what; out leaves it.
+func (s *bounded) in(what string, i uint32) { s.path = append(s.path, entry{what, i}) }
 
 func (s *bounded) out() {
 	if s.err != nil && !s.wrapped {
-		s.err = fmt.Errorf("%s: %w", strings.Join(s.path, ": "), s.err)
+		s.err = fmt.Errorf("%s: %w", s.where(), s.err)
 		s.wrapped = true
 	}
 	s.path = s.path[:len(s.path)-1]
+}
+
+// where writes the path.
+func (s *bounded) where() string {
+	parts := make([]string, len(s.path))
+	for i, e := range s.path {
+		parts[i] = strings.TrimSpace(fmt.Sprintf("%s %d", e.what, e.i))
+	}
+	return strings.Join(parts, ": ")
 }
 
 // refuse records the first error, with the path to its entry.
@@ -148,7 +162,11 @@ func (s *bounded) refuse(format string, args ...any) {
 	if s.err != nil {
 		return
 	}
-	s.err = errors.New(strings.Join(append(s.path[:len(s.path):len(s.path)], fmt.Sprintf(format, args...)), ": "))
+	msg := fmt.Sprintf(format, args...)
+	if len(s.path) > 0 {
+		msg = s.where() + ": " + msg
+	}
+	s.err = errors.New(msg)
 	s.wrapped = true
 }
 
@@ -205,11 +223,11 @@ func (s *bounded) expr() {
 
 func (s *bounded) types() {
 	for i := range s.count("types") {
-		s.in("type %d", i)
+		s.in("type", i)
 		if s.peek() == 0x4E { // a recursion group of function types
 			s.byte()
 			for j := range s.count("types in a group") {
-				s.in("%d", j)
+				s.in("", j)
 				s.funcType()
 				s.out()
 			}
@@ -237,7 +255,7 @@ func (s *bounded) funcType() {
 func (s *bounded) imports() uint64 {
 	var tables uint64
 	for i := range s.count("imports") {
-		s.in("import %d", i)
+		s.in("import", i)
 		s.vec("a name of %d bytes")
 		s.vec("a name of %d bytes")
 		switch kind := s.byte(); kind {
@@ -265,7 +283,7 @@ func (s *bounded) imports() uint64 {
 func (s *bounded) tables() uint64 {
 	var tables uint64
 	for i := range s.count("tables") {
-		s.in("table %d", i)
+		s.in("table", i)
 		init := s.peek() == 0x40 // a table with an initializer: 0x40 0x00 tabletype expr
 		if init {
 			s.byte()
@@ -302,7 +320,7 @@ func (s *bounded) tableType() uint64 {
 
 func (s *bounded) elements() {
 	for i := range s.count("segments") {
-		s.in("segment %d", i)
+		s.in("segment", i)
 		flags := s.u32()
 		if flags > 7 {
 			s.refuse("flags %d", flags)
@@ -335,7 +353,7 @@ func (s *bounded) elements() {
 func (s *bounded) code() {
 	var all uint64
 	for i := range s.count("function bodies") {
-		s.in("function %d", i)
+		s.in("function", i)
 		size := s.u32()
 		if left := len(s.b) - s.i; s.err == nil && int64(size) > int64(left) {
 			s.refuse("a body of %d bytes, but %s", size, follow(left))
@@ -366,7 +384,7 @@ func (s *bounded) code() {
 
 func (s *bounded) data() {
 	for i := range s.count("segments") {
-		s.in("segment %d", i)
+		s.in("segment", i)
 		switch flags := s.u32(); flags {
 		case 0:
 			s.expr()
