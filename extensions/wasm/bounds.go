@@ -3,6 +3,7 @@ package wasm
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -44,7 +45,8 @@ const (
 )
 
 // checkBounds refuses a module whose counts and lengths claim more than
-// its bytes hold, or that passes the host's structural limits (see above).
+// its bytes hold, or that goes past the host's structural limits (see
+// above).
 // It assumes code starts with the WebAssembly magic number.
 func checkBounds(code []byte) error {
 	if len(code) < 8 {
@@ -69,11 +71,11 @@ func checkBounds(code []byte) error {
 		case secType:
 			s.types()
 		case secImport:
-			tables += s.imports()
+			tables = addElements(tables, s.imports())
 		case secFunction:
 			s.count("functions")
 		case secTable:
-			tables += s.tables()
+			tables = addElements(tables, s.tables())
 		case secMemory:
 			s.count("memories")
 		case secGlobal:
@@ -103,6 +105,15 @@ func checkBounds(code []byte) error {
 		}
 	}
 	return r.err
+}
+
+// addElements adds table sizes, saturating: a 64-bit table's maximum
+// may be anything.
+func addElements(a, b uint64) uint64 {
+	if a+b < a {
+		return math.MaxUint64
+	}
+	return a + b
 }
 
 // sectionName names section id in errors.
@@ -262,7 +273,7 @@ func (s *bounded) imports() uint64 {
 		case 0x00:
 			s.u32()
 		case 0x01:
-			tables += s.tableType()
+			tables = addElements(tables, s.tableType())
 		case 0x02:
 			s.limits()
 		case 0x03:
@@ -289,7 +300,7 @@ func (s *bounded) tables() uint64 {
 			s.byte()
 			s.byte()
 		}
-		tables += s.tableType()
+		tables = addElements(tables, s.tableType())
 		if init {
 			s.expr()
 		}

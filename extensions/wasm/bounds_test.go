@@ -117,6 +117,10 @@ func TestDecodeBombs(t *testing.T) {
 			"table section: tables of 134217728 elements, but the host allows at most 1048576 in all"},
 		{"table sizes", module(manifestType, manifestImport, section(4, leb(2), []byte{0x70, 0x01}, leb(1), leb(1<<20), []byte{0x70, 0x00}, leb(1))),
 			"table section: tables of 1048577 elements, but the host allows at most 1048576 in all"},
+		// 64-bit tables' sizes, whose sum would wrap around to 0.
+		{"table sizes wrapping", module(manifestType, manifestImport, section(4, leb(2),
+			[]byte{0x70, 0x05, 0}, []byte{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01}, []byte{0x70, 0x05, 0, 1})),
+			"table section: tables of 18446744073709551615 elements, but the host allows at most 1048576 in all"},
 	}
 	e := newEngine(t, t.TempDir())
 	ctx := context.Background()
