@@ -57,7 +57,7 @@ func checkBounds(code []byte) error {
 	for !r.done() {
 		id := r.byte()
 		n := r.u32()
-		if left := len(r.b) - r.i; r.err == nil && int64(n) > int64(left) {
+		if left, short := r.short(n); short {
 			return fmt.Errorf("%s: a size of %d bytes, but %s", sectionName(id), n, follow(left))
 		}
 		body := r.bytes(int(n))
@@ -97,8 +97,8 @@ func checkBounds(code []byte) error {
 		case secTag:
 			s.count("tags")
 		}
-		if s.err != nil {
-			return fmt.Errorf("%s: %w", sectionName(id), s.err)
+		if err := s.failure(); err != nil {
+			return fmt.Errorf("%s: %w", sectionName(id), err)
 		}
 		if tables > maxTableElements {
 			return fmt.Errorf("%s: tables of %d elements, but the host allows at most %d in all", sectionName(id), tables, maxTableElements)
@@ -125,6 +125,13 @@ func sectionName(id byte) string {
 	return fmt.Sprintf("section %d", id)
 }
 
+// short reports whether fewer than n bytes are left to read, and how
+// many are.
+func (r *reader) short(n uint32) (left int, short bool) {
+	left = len(r.b) - r.i
+	return left, r.err == nil && int64(n) > int64(left)
+}
+
 // follow says how many bytes are left.
 func follow(n int) string {
 	if n == 1 {
@@ -133,13 +140,13 @@ func follow(n int) string {
 	return fmt.Sprintf("only %d bytes follow", n)
 }
 
-// bounded reads one section for checkBounds. Its errors carry the path to
-// the entry they are about ("export 3: ..."), written only then: a Go
-// guest has tens of thousands of data segments.
+// bounded reads one section for checkBounds. Its errors are about the
+// entry path names ("export 3"): in and out keep the path, which stops
+// where the first error was, and it is written only then (a Go guest has
+// tens of thousands of data segments).
 type bounded struct {
 	reader
-	path    []entry
-	wrapped bool // err carries its path
+	path []entry
 }
 
 // entry is a step of a path: the entry i of a vector of what.
@@ -148,52 +155,44 @@ type entry struct {
 	i    uint32
 }
 
-// in enters entry i of what; out leaves it.
-func (s *bounded) in(what string, i uint32) { s.path = append(s.path, entry{what, i}) }
-
-func (s *bounded) out() {
-	if s.err != nil && !s.wrapped {
-		s.err = fmt.Errorf("%s: %w", s.where(), s.err)
-		s.wrapped = true
+// in enters entry i of what; out leaves it. Neither moves once there is
+// an error.
+func (s *bounded) in(what string, i uint32) {
+	if s.err == nil {
+		s.path = append(s.path, entry{what, i})
 	}
-	s.path = s.path[:len(s.path)-1]
 }
 
-// where writes the path.
-func (s *bounded) where() string {
+func (s *bounded) out() {
+	if s.err == nil {
+		s.path = s.path[:len(s.path)-1]
+	}
+}
+
+// failure returns the section's error, after the path to its entry.
+func (s *bounded) failure() error {
+	if s.err == nil || len(s.path) == 0 {
+		return s.err
+	}
 	parts := make([]string, len(s.path))
 	for i, e := range s.path {
 		parts[i] = strings.TrimSpace(fmt.Sprintf("%s %d", e.what, e.i))
 	}
-	return strings.Join(parts, ": ")
+	return fmt.Errorf("%s: %w", strings.Join(parts, ": "), s.err)
 }
 
-// refuse records the first error, with the path to its entry.
+// refuse records the first error.
 func (s *bounded) refuse(format string, args ...any) {
-	if s.err != nil {
-		return
+	if s.err == nil {
+		s.err = fmt.Errorf(format, args...)
 	}
-	msg := fmt.Sprintf(format, args...)
-	if len(s.path) > 0 {
-		msg = s.where() + ": " + msg
-	}
-	s.err = errors.New(msg)
-	s.wrapped = true
-}
-
-// peek returns the next byte without reading it, or 0 at the end.
-func (s *bounded) peek() byte {
-	if s.err != nil || s.i >= len(s.b) {
-		return 0
-	}
-	return s.b[s.i]
 }
 
 // count reads a vector's length, which the bytes left must hold: each
 // element takes at least one.
 func (s *bounded) count(what string) uint32 {
 	n := s.u32()
-	if left := len(s.b) - s.i; s.err == nil && int64(n) > int64(left) {
+	if left, short := s.short(n); short {
 		s.refuse("%d %s, but %s", n, what, follow(left))
 	}
 	if s.err != nil {
@@ -206,30 +205,11 @@ func (s *bounded) count(what string) uint32 {
 // describes it with its length.
 func (s *bounded) vec(format string) {
 	n := s.u32()
-	if left := len(s.b) - s.i; s.err == nil && int64(n) > int64(left) {
+	if left, short := s.short(n); short {
 		s.refuse(format+", but %s", n, follow(left))
 		return
 	}
 	s.bytes(int(n))
-}
-
-// valtype reads a value type: one byte, or a reference type's prefix and
-// heap type.
-func (s *bounded) valtype() {
-	if b := s.byte(); b == 0x63 || b == 0x64 {
-		s.s33()
-	}
-}
-
-// expr reads a constant expression, up to its end.
-func (s *bounded) expr() {
-	for s.err == nil {
-		op := s.byte()
-		if op == 0x0B {
-			return
-		}
-		s.skipImmediates(op)
-	}
 }
 
 func (s *bounded) types() {
@@ -273,7 +253,8 @@ func (s *bounded) imports() uint64 {
 		case 0x00:
 			s.u32()
 		case 0x01:
-			tables = addElements(tables, s.tableType())
+			most, _ := s.tableType()
+			tables = addElements(tables, most)
 		case 0x02:
 			s.limits()
 		case 0x03:
@@ -295,38 +276,11 @@ func (s *bounded) tables() uint64 {
 	var tables uint64
 	for i := range s.count("tables") {
 		s.in("table", i)
-		init := s.peek() == 0x40 // a table with an initializer: 0x40 0x00 tabletype expr
-		if init {
-			s.byte()
-			s.byte()
-		}
-		tables = addElements(tables, s.tableType())
-		if init {
-			s.expr()
-		}
+		most, _ := s.table()
+		tables = addElements(tables, most)
 		s.out()
 	}
 	return tables
-}
-
-// tableType reads a reference type and limits, and returns the most
-// elements the table can have without growing: its maximum if it has
-// one, else its minimum.
-func (s *bounded) tableType() uint64 {
-	s.valtype()
-	flags := s.byte()
-	if flags&0x04 != 0 { // table64
-		least := s.leb(64)
-		if flags&0x01 != 0 {
-			return s.leb(64)
-		}
-		return least
-	}
-	least := uint64(s.u32())
-	if flags&0x01 != 0 {
-		return uint64(s.u32())
-	}
-	return least
 }
 
 func (s *bounded) elements() {
@@ -366,7 +320,7 @@ func (s *bounded) code() {
 	for i := range s.count("function bodies") {
 		s.in("function", i)
 		size := s.u32()
-		if left := len(s.b) - s.i; s.err == nil && int64(size) > int64(left) {
+		if left, short := s.short(size); short {
 			s.refuse("a body of %d bytes, but %s", size, follow(left))
 		}
 		end := s.i + int(size)

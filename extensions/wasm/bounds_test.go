@@ -3,7 +3,6 @@ package wasm_test
 import (
 	"context"
 	goruntime "runtime"
-	"strings"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
@@ -151,9 +150,6 @@ func TestDecodeBombs(t *testing.T) {
 // writes, not what one does.
 func TestBoundsAcceptModules(t *testing.T) {
 	for name, code := range wasm.TestModules(t) {
-		if strings.HasPrefix(name, "refuse_bigtable") || strings.HasPrefix(name, "refuse_tablegrow") {
-			continue
-		}
 		t.Run(name, func(t *testing.T) {
 			if err := wasm.CheckBounds(code); err != nil {
 				t.Error(err)

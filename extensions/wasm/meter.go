@@ -109,8 +109,8 @@ func meter(code []byte) ([]byte, error) {
 					}
 					funcImports++
 				case 0x01: // table
-					r.s33()
-					growable = append(growable, r.limits())
+					_, hasMax := r.tableType()
+					growable = append(growable, hasMax)
 				case 0x02: // memory
 					r.limits()
 				case 0x03: // global
@@ -128,19 +128,8 @@ func meter(code []byte) ([]byte, error) {
 			globals = int(r.u32())
 		case secTable:
 			for n := r.u32(); n > 0 && r.err == nil; n-- {
-				init := r.i < len(r.b) && r.b[r.i] == 0x40 // 0x40 0x00 tabletype expr
-				if init {
-					r.bytes(2)
-				}
-				r.s33()
-				growable = append(growable, r.limits())
-				for init && r.err == nil {
-					if op := r.byte(); op == 0x0B {
-						break
-					} else {
-						r.skipImmediates(op)
-					}
-				}
+				_, hasMax := r.table()
+				growable = append(growable, hasMax)
 			}
 		}
 		if r.err != nil {
@@ -529,21 +518,68 @@ func (r *reader) u64()        { r.leb(64) }
 
 func (r *reader) name() string { return string(r.bytes(int(r.u32()))) }
 
-// limits reads limits and reports whether they have a maximum.
-func (r *reader) limits() (hasMax bool) {
+// limits reads limits and returns the most they allow: their maximum if
+// they have one (hasMax), else their minimum.
+func (r *reader) limits() (most uint64, hasMax bool) {
 	flags := r.byte()
-	if flags&0x04 != 0 { // memory64
-		r.u64()
-		if flags&0x01 != 0 {
-			r.u64()
+	hasMax = flags&0x01 != 0
+	bits := uint(32)
+	if flags&0x04 != 0 { // memory64, table64
+		bits = 64
+	}
+	most = r.leb(bits)
+	if hasMax {
+		most = r.leb(bits)
+	}
+	return most, hasMax
+}
+
+// peek returns the next byte without reading it, or 0 at the end.
+func (r *reader) peek() byte {
+	if r.err != nil || r.i >= len(r.b) {
+		return 0
+	}
+	return r.b[r.i]
+}
+
+// valtype reads a value type: one byte, or a reference type's prefix and
+// heap type.
+func (r *reader) valtype() {
+	if b := r.byte(); b == 0x63 || b == 0x64 {
+		r.s33()
+	}
+}
+
+// expr reads a constant expression, up to its end.
+func (r *reader) expr() {
+	for r.err == nil {
+		op := r.byte()
+		if op == 0x0B {
+			return
 		}
-		return flags&0x01 != 0
+		r.skipImmediates(op)
 	}
-	r.u32()
-	if flags&0x01 != 0 {
-		r.u32()
+}
+
+// tableType reads a table's type (a reference type and limits) and
+// returns its limits (see [reader.limits]).
+func (r *reader) tableType() (most uint64, hasMax bool) {
+	r.valtype()
+	return r.limits()
+}
+
+// table reads an entry of the table section: a table type, after 0x40
+// 0x00 and before an initializer for a table that has one.
+func (r *reader) table() (most uint64, hasMax bool) {
+	init := r.peek() == 0x40
+	if init {
+		r.bytes(2)
 	}
-	return flags&0x01 != 0
+	most, hasMax = r.tableType()
+	if init {
+		r.expr()
+	}
+	return most, hasMax
 }
 
 func (r *reader) memarg() {
