@@ -263,11 +263,11 @@ func tree(t *testing.T, dir string) []string {
 func cliVersion(t *testing.T) string {
 	t.Helper()
 	r := exe(t, ".", "", "version")
-	v, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), "ganglion ")
-	if r.code != exitOK || !ok {
+	f := strings.Fields(r.stdout)
+	if r.code != exitOK || len(f) < 2 || f[0] != "ganglion" {
 		t.Fatalf("ganglion version: exit %d: %q", r.code, r.stdout)
 	}
-	return v
+	return f[1]
 }
 
 // exeEnv runs the CLI binary as exe does, with env added to its

@@ -42,9 +42,6 @@ func usageError(format string, args ...any) error {
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmd := newRootCmd(stdin, stdout, stderr)
 	cmd.SetArgs(args)
-	cmd.SetIn(stdin)
-	cmd.SetOut(stdout)
-	cmd.SetErr(stderr)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK

@@ -7,8 +7,11 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -202,8 +205,66 @@ func TestRunPersists(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	r := runCLI(t, "", "version")
-	if r.code != 0 || !regexp.MustCompile(`^ganglion \S+\n$`).MatchString(r.stdout) {
+	if r.code != 0 || !regexp.MustCompile(`^ganglion \S+( \(.+\))?\n$`).MatchString(r.stdout) {
 		t.Fatalf("version: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestVersionLine: what ganglion version makes of each kind of build info.
+func TestVersionLine(t *testing.T) {
+	vcs := []debug.BuildSetting{
+		{Key: "-buildmode", Value: "exe"},
+		{Key: "vcs", Value: "git"},
+		{Key: "vcs.revision", Value: "a7993dc9e04e5c0c7a0e0d3b1a9f3e1f0e9b8c7d"},
+		{Key: "vcs.time", Value: "2026-12-06T21:04:11Z"},
+		{Key: "vcs.modified", Value: "false"},
+	}
+	modified := append(slices.Clone(vcs[:4]), debug.BuildSetting{Key: "vcs.modified", Value: "true"})
+	tests := []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"no build info", nil, "ganglion devel"},
+		{"go run, no VCS", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "ganglion devel"},
+		{"a clone", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261206210411-a7993dc9e04e"}, Settings: vcs},
+			"ganglion v0.0.0-20261206210411-a7993dc9e04e (revision a7993dc9e04e5c0c7a0e0d3b1a9f3e1f0e9b8c7d, 2026-12-06T21:04:11Z, go1.26.8)"},
+		{"a clone with changes", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261206210411-a7993dc9e04e+dirty"}, Settings: modified},
+			"ganglion v0.0.0-20261206210411-a7993dc9e04e+dirty (revision a7993dc9e04e5c0c7a0e0d3b1a9f3e1f0e9b8c7d, 2026-12-06T21:04:11Z, modified, go1.26.8)"},
+		{"go install module@v0.3.0", &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.3.0"}}, "ganglion v0.3.0 (go1.26.8)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := versionLine(tt.bi); got != tt.want {
+				t.Errorf("versionLine:\n got %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestVersionNamesRevision: a binary built in a clone names the commit it
+// was built from, not "devel".
+func TestVersionNamesRevision(t *testing.T) {
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout (%v): the build records no revision", err)
+	}
+	// -buildvcs=true: the machine's GOFLAGS may turn stamping off, as a
+	// user's does not by default.
+	bin := filepath.Join(t.TempDir(), "ganglion")
+	if out, err := exec.Command("go", "build", "-buildvcs=true", "-o", bin, ".").CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("error obtaining VCS status")) {
+			t.Skipf("git cannot describe this checkout: %s", out)
+		}
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatalf("ganglion version: %v", err)
+	}
+	rev := strings.TrimSpace(string(head))
+	if !strings.Contains(string(out), "(revision "+rev) || strings.HasPrefix(string(out), "ganglion devel") {
+		t.Errorf("ganglion version = %q, want the module's pseudo-version and revision %s", out, rev)
 	}
 }
 
@@ -314,5 +375,27 @@ func TestProtocolParse(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompletion: the completion scripts the README documents are there,
+// one per shell, and name the ganglion command.
+func TestCompletion(t *testing.T) {
+	tests := []struct{ shell, first string }{
+		{"bash", "# bash completion V2 for ganglion"},
+		{"zsh", "#compdef ganglion"},
+		{"fish", "# fish completion for ganglion"},
+		{"powershell", "# powershell completion for ganglion"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.shell, func(t *testing.T) {
+			r := runCLI(t, "", "completion", tt.shell)
+			if r.code != exitOK || !strings.HasPrefix(r.stdout, tt.first) {
+				t.Fatalf("completion %s: exit %d, stdout starts %.60q, want %q; stderr %s", tt.shell, r.code, r.stdout, tt.first, r.stderr)
+			}
+		})
+	}
+	if r := runCLI(t, "", "completion", "tcsh"); r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "tcsh" for "ganglion completion"`) {
+		t.Errorf("completion tcsh: exit %d, stderr %q; want a usage error naming the shell", r.code, r.stderr)
 	}
 }
