@@ -33,7 +33,8 @@ func (h Hook) String() string {
 // OnError says what a failing middleware layer does to its call.
 type OnError uint8
 
-// The failure policies of DESIGN.md contract 2.
+// The failure policies: what a layer that errs or traps does to its call,
+// as its extension's on_error says.
 const (
 	// FailClosed fails the call (and so the turn) with a [*MiddlewareError]. The default.
 	FailClosed OnError = iota

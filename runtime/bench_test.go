@@ -115,7 +115,7 @@ agents:
 // fanOutWidth is how many agents BenchmarkDelegationFanOut delegates to.
 const fanOutWidth = 100
 
-// BenchmarkDelegationFanOut is one parallel delegation of seed 002, from
+// BenchmarkDelegationFanOut is one parallel delegation (call_agent), from
 // Ask to final answer: a root agent calls call_agent fanOutWidth times in
 // one step (agents w000 … w099: call_agent keeps the caller's instance key,
 // so each child is its own agent), the runtime stores the root task and the

@@ -408,8 +408,8 @@ agents:
 }
 
 // TestUnconscious: a WASM extension asks another agent before the model
-// runs (seed 004's use case), through the agents_request import, and
-// injects the answer; the call is not in the caller's history. Without
+// runs (a reflex the model never sees), through the agents_request import,
+// and injects the answer; the call is not in the caller's history. Without
 // the config's grant, the module is refused at load.
 func TestUnconscious(t *testing.T) {
 	s := newScenario(t, `
