@@ -37,6 +37,10 @@ func TestRunSameThroughServer(t *testing.T) {
 			dir, _ := delegationProject(t, oneByOne)
 			return dir
 		}, nil, nil, "build a parser\nLL(1)\n", exitOK},
+		{"the lead asks after the report", func(t *testing.T) string {
+			dir, _ := delegationProject(t, leadAsks)
+			return dir
+		}, nil, nil, "build a parser\nyes\n", exitOK},
 		{"one message, paused", pendingProject, strictFirst, []string{"--agent", "asker", "price it"}, "", exitPaused},
 	}
 	for _, tt := range tests {
@@ -74,6 +78,31 @@ var oneByOne = strings.Replace(delegationScript, `        - tool_calls:
 `, `        - tool_calls: [{name: call_agent, args: {agent_id: coder, message: "ask first, then write the parser"}}]
         - tool_calls: [{name: call_agent, args: {agent_id: tester, message: "test the parser"}}]
 `, 1)
+
+// leadAsks: the lead delegates, and its report turn asks a human before
+// it answers; the resumed turn's answer is the chain's.
+const leadAsks = `agents:
+  lead:
+    turns:
+      - kind: delegation_report
+        steps:
+          - text: |
+              The coder is done.
+              [USER_QUESTION]
+              category: confirmation
+              question: Ship it?
+              options: [yes, no]
+              required: true
+              [/USER_QUESTION]
+      - kind: resume
+        steps: [{text: "Shipped. {{ .Input }}"}]
+    fallback:
+      steps:
+        - tool_calls: [{name: call_agent, args: {agent_id: coder, message: "write the parser"}}]
+        - text: "Delegated."
+  coder: {fallback: {steps: [{text: "parser written"}]}}
+  tester: {fallback: {steps: [{text: "unused"}]}}
+`
 
 // transcript is a run's output with the names that change from run to
 // run replaced: the project directory, pending item and task IDs.
