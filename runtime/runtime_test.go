@@ -179,13 +179,14 @@ type recorder struct {
 
 type seenRequest struct {
 	Agent, Instance, TurnID, System string
+	Kind                            pipeline.InputKind
 	Turn, Step                      int
 	Messages                        []pipeline.Message
 	Tools                           []string
 }
 
 func (r *recorder) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
-	s := seenRequest{Agent: req.Agent, Instance: req.InstanceKey, TurnID: req.TurnID, System: req.System,
+	s := seenRequest{Agent: req.Agent, Instance: req.InstanceKey, TurnID: req.TurnID, System: req.System, Kind: req.InputKind,
 		Turn: req.Turn, Step: req.Step, Messages: make([]pipeline.Message, req.Messages.Len())}
 	for i := range req.Messages.Len() {
 		m := req.Messages.At(i)

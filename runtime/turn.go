@@ -131,7 +131,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	}
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.steps, ts.usage = 0, pipeline.Usage{}
-	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(turn),
+	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: int(turn), InputKind: in.Kind,
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput, Secret: ts.secretFn}
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -188,6 +189,74 @@ agents:
 // TestParallelToolCalls: the calls of one step run at once (each waits for
 // the other inside the tool) and their results follow the calls' order, not
 // the order they finished in.
+// TestRequestInputKind: each model call says what started its turn: a
+// user's message, an agent's request, the delegation report, the resume
+// after a pause; a scripted model picks its entries by it.
+func TestRequestInputKind(t *testing.T) {
+	h := newHarness(t, `
+agents:
+  - name: lead
+    tools: [call_agent]
+    extensions: [{name: protocol}]
+  - name: coder
+`, `
+agents:
+  lead:
+    turns:
+      - kind: delegation_report
+        steps:
+          - text: |
+              [USER_QUESTION]
+              category: confirmation
+              question: Ship it?
+              options: [yes, no]
+              required: true
+              [/USER_QUESTION]
+      - kind: resume
+        steps: [{text: "{{ .Kind }}: {{ .Input }}"}]
+    fallback:
+      steps:
+        - tool_calls: [{name: call_agent, args: {agent_id: coder, message: "write the parser"}}]
+        - text: "Delegated."
+  coder:
+    turns:
+      - kind: agent_request
+        steps: [{text: "{{ .Kind }}: parser written"}]
+`)
+	ctx := context.Background()
+	res, err := h.rt.Send(ctx, "lead", "k", runtime.UserMessage("build a parser"))
+	if err != nil || res.FinishReason != pipeline.FinishDelegated {
+		t.Fatalf("Send: %v, %+v", err, res)
+	}
+	if err := h.rt.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	items, err := h.rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("Pending: %v, %+v; want the report turn's question\ncalls:\n%s", err, items, strings.Join(h.rec.calls(), "\n"))
+	}
+	res, err = h.rt.Answer(ctx, items[0].ID, "yes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `resume: Answer to your question "Ship it?": yes`; res.Response.Content != want {
+		t.Errorf("the resume answered %q, want %q", res.Response.Content, want)
+	}
+	var got []string
+	for _, r := range h.rec.requests() {
+		got = append(got, fmt.Sprintf("%s %s/%d %s", r.Agent, r.TurnID, r.Step, r.Kind))
+	}
+	want := []string{
+		"lead turn-1/1 user_message", "lead turn-1/2 user_message",
+		"coder turn-1/1 agent_request",
+		"lead turn-2/1 delegation_report",
+		"lead turn-3/1 resume",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("model calls:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestParallelToolCalls(t *testing.T) {
 	checkGoroutineLeaks(t)
 	b := newBarrier(2)

@@ -193,7 +193,7 @@ func (w *window) Complete(ctx context.Context, req pipeline.CompletionRequest) (
 	if req.MaxOutputTokens > 0 {
 		maxOut = req.MaxOutputTokens
 	}
-	mr := &model.Request{Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Turn: ts.req.Turn, Step: 1, // a call of its own
+	mr := &model.Request{Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Turn: ts.req.Turn, InputKind: ts.req.InputKind, Step: 1, // a call of its own
 		Model: name, System: req.System, MaxOutputTokens: maxOut, Secret: ts.secretFn, Messages: pipeline.MessageSlice(req.Messages)}
 	st, err := p.Stream(ctx, mr)
 	if err != nil {

@@ -527,17 +527,17 @@ func shellQuote(s string) string {
 	return q
 }
 
-// promptPending asks, on an interactive run, for what the paused instance
-// waits for, and resolves it. It returns the resume turn's result, or nil
-// when input ended.
-func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance string, sc *lineReader, stdin io.Reader, stderr io.Writer) (*pipeline.TurnResult, bool, error) {
-	items, err := rt.Pending(ctx, ledger.Filter{Agent: agent, Instance: instance, Open: true})
-	if err != nil {
-		return nil, false, err
-	}
-	for _, it := range items {
+// promptPending asks, on an interactive run, for each of items in turn
+// (whose names the instance of an item that is not the run's), and
+// resolves it. It returns the result of the first answer that resumed a
+// turn, or failed, with the item it answered; no item when every item was
+// answered without resuming one, or was answered elsewhere meanwhile. It
+// reports false when input ended first.
+func promptPending(ctx context.Context, api agentsAPI, items []ledger.Item, whose func(ledger.Item) string, sc *lineReader, stdin io.Reader, stderr io.Writer) (*pipeline.TurnResult, *ledger.Item, bool, error) {
+	for i := range items {
+		it := &items[i]
 		for {
-			fmt.Fprintf(stderr, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
+			fmt.Fprintf(stderr, "[paused] %s%s %s: %s\n", whose(*it), it.ID, it.Kind, describe(*it))
 			var (
 				res *pipeline.TurnResult
 				err error
@@ -547,19 +547,19 @@ func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance str
 				var v string
 				if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 					if v, err = readValue(stdin, stderr, "value (not echoed; empty to reject): "); err != nil {
-						return nil, false, err
+						return nil, nil, false, err
 					}
 				} else {
 					fmt.Fprint(stderr, "value (empty to reject): ")
 					if !sc.Scan() {
-						return nil, false, sc.Err()
+						return nil, nil, false, sc.Err()
 					}
 					v = sc.Text()
 				}
 				if strings.TrimSpace(v) == "" {
-					res, err = rt.Reject(ctx, it.ID, "declined at the prompt")
+					res, err = api.Reject(ctx, it.ID, "declined at the prompt")
 				} else {
-					res, err = rt.Provide(ctx, it.ID, v)
+					res, err = api.Provide(ctx, it.ID, v)
 				}
 			default:
 				hint := "answer"
@@ -571,20 +571,20 @@ func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance str
 				}
 				fmt.Fprintf(stderr, "%s: ", hint)
 				if !sc.Scan() {
-					return nil, false, sc.Err()
+					return nil, nil, false, sc.Err()
 				}
 				line := sc.Text()
 				if l := strings.TrimSpace(line); l == "/exit" || l == "/quit" {
-					return nil, false, nil // as when input ends: the item stays pending
+					return nil, nil, false, nil // as when input ends: the item stays pending
 				}
 				args, edit := strings.CutPrefix(strings.TrimSpace(line), "edit ")
 				switch {
 				case edit && it.Kind == approval.ItemApproval:
-					res, err = rt.Edit(ctx, it.ID, json.RawMessage(strings.TrimSpace(args)))
+					res, err = api.Edit(ctx, it.ID, json.RawMessage(strings.TrimSpace(args)))
 				case strings.TrimSpace(line) == "" && it.Kind == protocol.ItemQuestion && !it.Required:
-					res, err = rt.Skip(ctx, it.ID)
+					res, err = api.Skip(ctx, it.ID)
 				default:
-					res, err = rt.Answer(ctx, it.ID, line)
+					res, err = api.Answer(ctx, it.ID, line)
 				}
 			}
 			if errors.Is(err, ledger.ErrResolved) {
@@ -595,10 +595,10 @@ func promptPending(ctx context.Context, rt *runtime.Runtime, agent, instance str
 				continue // ask again
 			}
 			if err != nil || res != nil {
-				return res, true, err
+				return res, it, true, err
 			}
 			break
 		}
 	}
-	return nil, true, nil
+	return nil, nil, true, nil
 }

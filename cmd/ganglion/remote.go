@@ -124,6 +124,8 @@ type remoteError struct {
 	Code    string `json:"code"`
 	Status  int    `json:"status"`
 	Message string `json:"message"`
+	// Result is the turn's result when a turn ran and failed.
+	Result *pipeline.TurnResult `json:"result"`
 }
 
 func (e *remoteError) Error() string { return e.Message }
@@ -232,6 +234,9 @@ func (c *remote) act(ctx context.Context, id, action string, body any) (*pipelin
 		Result *pipeline.TurnResult
 	}
 	err := c.do(ctx, "POST", "/v1/pending/"+url.PathEscape(id)+"/"+action, body, &out)
+	if e := (*remoteError)(nil); errors.As(err, &e) {
+		return e.Result, err // the turn the action resumed, which failed
+	}
 	return out.Result, err
 }
 

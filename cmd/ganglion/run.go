@@ -286,94 +286,16 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	defer unsub()
 	before, _ := rt.Usage(ctx, agent, f.instance)
 	defer func() { printUsage(ctx, rt, agent, f.instance, before, f.json, stderr) }()
-
-	send := func(text string) (*pipeline.TurnResult, error) {
-		in := runtime.UserMessage(text)
-		in.Metadata = map[string]any{"channel": cliChannel, "requester": "user@cli", "replyTo": own}
-		res, err := rt.Send(ctx, agent, f.instance, in)
-		out.endTurn(res, err)
-		if err == nil && res.FinishReason == pipeline.FinishDelegated {
-			res, err = waitAnswer(ctx, rt, res, answers, out)
-			if err == nil && res.FinishReason == pipeline.FinishPaused {
-				printPaused(ctx, rt, out, "", "", stderr)
-			}
-		}
-		return res, err
-	}
-	if !interactive {
-		res, err := send(msg)
-		if err == nil && res.FinishReason == pipeline.FinishPaused {
-			printPaused(ctx, rt, out, agent, f.instance, stderr)
-		}
-		// Chains an earlier process left, which this one took up, finish
-		// before it exits, or they would be cut short again.
-		if ferr := finishRecovered(ctx, rt, answers, out); ferr != nil && err == nil {
+	// Chains an earlier process left, which this one took up, finish
+	// before it exits, or they would be cut short again.
+	defer func() {
+		if ferr := finishRecovered(ctx, rt, answers, out); ferr != nil && (interactive || err == nil) {
 			fmt.Fprintln(stderr, "ganglion:", ferr)
 		}
-		return turnExit(res, err)
-	}
-	defer func() {
-		if err := finishRecovered(ctx, rt, answers, out); err != nil {
-			fmt.Fprintln(stderr, "ganglion:", err)
-		}
 	}()
-	sc := newLineReader(stdin, stderr)
-	prompt := func() {
-		if !f.json && isTerminal(stdin) {
-			fmt.Fprint(stderr, "> ")
-		}
-	}
-	// resume asks for what the paused instance waits for, until it runs
-	// to an end or input ends.
-	resume := func() (bool, error) {
-		for {
-			res, more, err := promptPending(ctx, rt, agent, f.instance, sc, stdin, stderr)
-			if !more {
-				return false, &codeError{code: exitPaused}
-			}
-			if res == nil && err == nil {
-				return true, nil
-			}
-			out.endTurn(res, err)
-			if err != nil {
-				if ctx.Err() != nil {
-					return false, turnExit(res, err)
-				}
-				fmt.Fprintln(stderr, "ganglion:", err)
-				return true, nil
-			}
-			if res.FinishReason != pipeline.FinishPaused {
-				return true, nil
-			}
-		}
-	}
-	for prompt(); sc.Scan(); prompt() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		if line == "/exit" || line == "/quit" {
-			return nil
-		}
-		res, err := send(line)
-		paused := errors.Is(err, runtime.ErrPaused) || err == nil && res.FinishReason == pipeline.FinishPaused
-		if err != nil && !paused {
-			if ctx.Err() != nil {
-				return turnExit(res, err)
-			}
-			fmt.Fprintln(stderr, "ganglion:", err)
-			continue
-		}
-		if paused {
-			if errors.Is(err, runtime.ErrPaused) {
-				fmt.Fprintln(stderr, "ganglion: the agent is paused; answer first, then send your message again")
-			}
-			if more, err := resume(); !more || err != nil {
-				return err
-			}
-		}
-	}
-	return sc.Err()
+	s := &session{api: rt, watch: localWatch{rt: rt, answers: answers, out: out}, out: out, agent: agent, instance: f.instance,
+		meta: map[string]any{"channel": cliChannel, "requester": "user@cli", "replyTo": own}}
+	return s.run(ctx, msg, interactive, stdin, stderr)
 }
 
 // waitAnswer waits for the answer of the task a turn delegated (its merged
@@ -427,7 +349,7 @@ func waitAnswer(ctx context.Context, rt *runtime.Runtime, res *pipeline.TurnResu
 
 // printUsage tells, at the end of a run, the model usage of the instance
 // during the run and over its life, when a provider reported any.
-func printUsage(ctx context.Context, rt *runtime.Runtime, agent, instance string, before pipeline.Usage, asJSON bool, w io.Writer) {
+func printUsage(ctx context.Context, rt runAPI, agent, instance string, before pipeline.Usage, asJSON bool, w io.Writer) {
 	total, err := rt.Usage(context.WithoutCancel(ctx), agent, instance)
 	if err != nil || total == (pipeline.Usage{}) {
 		return

@@ -23,7 +23,7 @@ agents:
 const delegationScript = `agents:
   lead:
     turns:
-      - match: "Merged report"
+      - kind: delegation_report
         steps: [{text: "Both done: the parser is written and tested."}]
     fallback:
       steps:

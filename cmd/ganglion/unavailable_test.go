@@ -65,7 +65,7 @@ agents:
 const waitingScript = `agents:
   lead:
     turns:
-      - match: "Delegation report"
+      - kind: delegation_report
         steps: [{text: "final: {{ .Input }}"}]
     fallback:
       steps:

@@ -40,14 +40,14 @@ agents:
     description: builds what the architect designed
 `
 
-// A turn whose input is a report starts with "[System notice: delegation
-// context restored]"; the match entries answer those, the fallbacks
-// delegate (or, for the leaves, answer).
+// The turn that takes in the reports of an agent's delegations is of kind
+// delegation_report; the kind entries answer those, the fallbacks delegate
+// (or, for the leaves, answer).
 const scriptYAML = `
 agents:
   lead:
     turns:
-      - match: "Merged report of 3 parallel delegations"
+      - kind: delegation_report
         steps: [{text: "Ship it: the CSV export follows RFC 4180, is implemented with streaming writes, and the review approved it."}]
     fallback:
       steps:
@@ -62,7 +62,7 @@ agents:
 
   planner:
     turns:
-      - match: "Delegation report"
+      - kind: delegation_report
         steps: [{text: "Plan done: the architect's design is built and its tests pass."}]
     fallback:
       steps:
@@ -70,7 +70,7 @@ agents:
         - text: "The architect is on it."
   architect:
     turns:
-      - match: "Delegation report"
+      - kind: delegation_report
         steps: [{text: "Design: a read-through LRU cache; the engineer built it and its tests pass."}]
     fallback:
       steps:

@@ -59,6 +59,10 @@ type Request struct {
 	TurnID      string
 	// Turn is the instance's turn number, from 1; it survives restarts.
 	Turn int
+	// InputKind says what started the turn: a user message, an agent's
+	// request, a delegation report, or the resume after a pause was
+	// answered. The turn's input is in Messages; a provider may ignore it.
+	InputKind pipeline.InputKind
 	// Step is the step's number within the turn, from 1.
 	Step int
 	// Model is the provider's model name, from the agent's config.

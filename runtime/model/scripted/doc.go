@@ -29,6 +29,9 @@
 //	      - match: "(?i)weather"
 //	        steps:
 //	          - error: "simulated provider failure"
+//	      - kind: resume               # the turn after a pause was answered
+//	        steps:
+//	          - text: "Approved; the file says: {{ .ToolResult }}"
 //	    fallback:
 //	      steps:
 //	        - text: "I have nothing scripted for that."
@@ -44,6 +47,12 @@
 //     optional). An agent needs turns, a fallback or both.
 //   - entry.match (string, optional): a Go regexp (package regexp syntax)
 //     matched against the turn's input. Not allowed on the fallback.
+//   - entry.kind (string, optional): the kind of turn the entry answers,
+//     Request.InputKind: user_message (a user's message), agent_request
+//     (another agent's request: call_agent, ctx.agents), delegation_report
+//     (the reports of the tasks the agent delegated) or resume (the turn
+//     after a pause was answered: a question, an approval, a dependency).
+//     Not allowed on the fallback. With match, both must hold.
 //   - entry.steps (sequence, at least one step).
 //   - step.reasoning, step.text (strings, optional): streamed as reasoning
 //     and text chunks. A string containing "{{" is a template (see below).
@@ -77,12 +86,40 @@
 // steps of a turn. For a request, [Model.Stream] looks up the agent named
 // Request.Agent and picks its entry:
 //
-//  1. the first entry with a match whose regexp matches the input;
-//  2. else the Request.Turn-th entry without a match (entries with a match
-//     do not count: the plain entries are turns 1, 2, 3, ... in file order);
+//  1. the first entry with a match or a kind whose conditions hold: its
+//     regexp matches the input, its kind is Request.InputKind (a request
+//     without an InputKind takes no entry with a kind);
+//  2. else the Request.Turn-th entry with neither (entries with a match or
+//     a kind do not count: the plain entries are turns 1, 2, 3, ... in file
+//     order);
 //  3. else the fallback.
 //
-// Request.Step k then selects the entry's k-th step.
+// Request.Step k then selects the entry's k-th step. Turns are numbered per
+// instance, whatever their kind: a resume or a report is a turn of its own,
+// which a fallback would answer from its first step again. An agent that
+// pauses or delegates therefore scripts that turn with a kind.
+//
+// # What each kind of turn receives
+//
+// Every turn's input is a user message in the history; what it holds:
+//
+//   - user_message: the user's text.
+//   - agent_request: the caller's message (call_agent's message, the text
+//     of ctx.agents.request).
+//   - delegation_report: the reports of the delegated tasks, once all have
+//     come: a notice restoring the delegation context ("[System notice:
+//     delegation context restored]", the original request, the
+//     delegations), then "[Delegation report]" (one task) or "[Merged
+//     report of N parallel delegations]", then per task a heading "## AGENT,
+//     task ID" (with " (failed)" when it failed) and its answer.
+//   - resume: what the answers to the paused turn's items say, one
+//     paragraph each, for example
+//     `Answer to your question "Which plan?": Pro`,
+//     "A human approved the call of read_file; it ran." or
+//     "A human denied the call of read_file; it did not run.". A call that
+//     waited for an approval has run (or been refused) before the resume
+//     turn's first step: its result stands in the history where the
+//     paused step's result was, and .ToolResult shows it.
 //
 // # Chunks
 //
@@ -106,8 +143,10 @@
 //	.Instance     Request.InstanceKey
 //	.Turn         Request.Turn
 //	.Step         Request.Step
+//	.Kind         Request.InputKind: user_message, agent_request, ...
 //	.Input        the turn's input (the last user message's content)
 //	.LastMessage  the content of the last message, whatever its role
+//	.ToolResult   the content of the last tool result in the history ("" if none)
 //
 // A template that fails when executed ends the stream with a
 // [model.KindError] chunk naming the template's position.
@@ -123,5 +162,6 @@
 //
 //	scripted model: no agent "x" in script.yaml (agents: a, b)
 //	scripted model: agent "assistant" has no turn 3 in script.yaml (2 turns, no fallback)
+//	scripted model: agent "assistant" has no turn 3 in script.yaml (2 turns, 1 entry with match or kind that did not apply, no fallback)
 //	scripted model: agent "assistant" turn 1 has no step 4 in script.yaml (3 steps)
 package scripted

@@ -36,6 +36,7 @@ type (
 	}
 	entryDoc struct {
 		Match *string  `yaml:"match"`
+		Kind  *string  `yaml:"kind"`
 		Steps ast.Node `yaml:"steps"`
 	}
 	stepDoc struct {
@@ -63,7 +64,7 @@ type (
 const (
 	scriptKeys   = "chunk_size, agents"
 	agentKeys    = "turns, fallback"
-	entryKeys    = "match, steps"
+	entryKeys    = "match, kind, steps"
 	stepKeys     = "text, reasoning, tool_calls, usage, error"
 	toolCallKeys = "name, id, args, arguments"
 	usageKeys    = "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens"
@@ -501,7 +502,7 @@ func (l *loader) agent(name string, key, n ast.Node) (*scriptAgent, error) {
 		if err != nil {
 			return nil, err
 		}
-		if e.re != nil {
+		if e.conditional() {
 			a.matches = append(a.matches, e)
 		} else {
 			a.turns = append(a.turns, e)
@@ -514,6 +515,9 @@ func (l *loader) agent(name string, key, n ast.Node) (*scriptAgent, error) {
 		if a.fallback.re != nil {
 			return nil, l.errorf(l.field(doc.Fallback, "match"), "fallback cannot have match")
 		}
+		if a.fallback.kind != "" {
+			return nil, l.errorf(l.field(doc.Fallback, "kind"), "fallback cannot have kind (it answers the turns no entry does)")
+		}
 		a.fallback.label = " (fallback)"
 	}
 	if len(turns) == 0 && a.fallback == nil {
@@ -523,7 +527,7 @@ func (l *loader) agent(name string, key, n ast.Node) (*scriptAgent, error) {
 }
 
 // entry compiles a turn entry or the fallback; turn is the entry's turn
-// number if it has no match (0 for the fallback).
+// number if it has no condition (0 for the fallback).
 func (l *loader) entry(n ast.Node, what string, turn int) (*scriptEntry, error) {
 	if l.absent(n) {
 		return nil, l.errorf(n, "%s has no steps", what)
@@ -533,13 +537,25 @@ func (l *loader) entry(n ast.Node, what string, turn int) (*scriptEntry, error) 
 		return nil, err
 	}
 	e := &scriptEntry{}
+	var conds []string
+	if doc.Kind != nil {
+		k := pipeline.InputKind(*doc.Kind)
+		if !slices.Contains(inputKinds, k) {
+			return nil, l.errorf(l.field(n, "kind"), "kind: %q is not a turn's kind (want %s)", *doc.Kind, kindList)
+		}
+		e.kind = k
+		conds = append(conds, "kind "+*doc.Kind)
+	}
 	if doc.Match != nil {
 		re, err := regexp.Compile(*doc.Match)
 		if err != nil {
 			return nil, l.errorf(l.field(n, "match"), "match: %v", err)
 		}
 		e.re = re
-		e.label = fmt.Sprintf(" (match %q)", *doc.Match)
+		conds = append(conds, fmt.Sprintf("match %q", *doc.Match))
+	}
+	if len(conds) > 0 {
+		e.label = " (" + strings.Join(conds, ", ") + ")"
 	}
 	steps, err := l.seq(doc.Steps, "steps")
 	if err != nil {
@@ -548,7 +564,7 @@ func (l *loader) entry(n ast.Node, what string, turn int) (*scriptEntry, error) 
 	if len(steps) == 0 {
 		return nil, l.errorf(n, "%s has no steps", what)
 	}
-	if e.re != nil {
+	if e.conditional() {
 		turn = 0 // the turn number is known only per request
 	}
 	for i, sn := range steps {
@@ -616,6 +632,8 @@ func (l *loader) step(n ast.Node) (scriptStep, error) {
 		}
 	}
 	st.template = st.reasoning.tmpl != nil || st.text.tmpl != nil
+	reads := func(p *string) bool { return p != nil && strings.Contains(*p, "ToolResult") }
+	st.toolResult = st.template && (reads(doc.Reasoning) || reads(doc.Text))
 	if len(calls) > math.MaxUint16 {
 		return st, l.errorf(doc.ToolCalls, "step has %d tool calls (at most %d)", len(calls), math.MaxUint16)
 	}

@@ -33,17 +33,33 @@ type Model struct {
 // scriptAgent is one agent of a script.
 type scriptAgent struct {
 	name     string
-	turns    []*scriptEntry // entries without match, by turn number
-	matches  []*scriptEntry // entries with match, in file order
+	turns    []*scriptEntry // entries without a condition, by turn number
+	matches  []*scriptEntry // entries with a condition (match, kind), in file order
 	fallback *scriptEntry
 }
 
 // scriptEntry is one entry of an agent's turns, or its fallback.
 type scriptEntry struct {
-	label string // for errors: "", ` (match "...")` or " (fallback)"
+	label string // for errors: "", ` (kind resume, match "...")` or " (fallback)"
 	re    *regexp.Regexp
+	kind  pipeline.InputKind // "" for any
 	steps []scriptStep
 }
+
+// conditional reports whether the entry applies only to some turns: it has
+// a match or a kind.
+func (e *scriptEntry) conditional() bool { return e.re != nil || e.kind != "" }
+
+// applies reports whether the conditional entry e applies to a turn of
+// kind whose input is input.
+func (e *scriptEntry) applies(kind pipeline.InputKind, input string) bool {
+	return (e.kind == "" || e.kind == kind) && (e.re == nil || e.re.MatchString(input))
+}
+
+// inputKinds are the values of an entry's kind, and kindList says them.
+var inputKinds = []pipeline.InputKind{pipeline.InputUserMessage, pipeline.InputAgentRequest, pipeline.InputDelegationReport, pipeline.InputResume}
+
+const kindList = "user_message, agent_request, delegation_report or resume"
 
 // scriptStep is one step of an entry: its chunks, computed at load unless
 // the step has a template, and what it takes to compute them per request.
@@ -55,6 +71,9 @@ type scriptStep struct {
 	// default id, which Recv fills in.
 	callN    []uint16
 	template bool
+	// toolResult is set when a template reads .ToolResult, which takes a
+	// look back through the messages.
+	toolResult bool
 
 	chunkSize int
 	reasoning textPart
@@ -121,7 +140,7 @@ func (s *Model) Stream(ctx context.Context, req *model.Request) (model.Stream, e
 	if len(a.matches) > 0 {
 		input := lastUserContent(req.Messages)
 		for _, m := range a.matches {
-			if m.re.MatchString(input) {
+			if m.applies(req.InputKind, input) {
 				e = m
 				break
 			}
@@ -153,7 +172,7 @@ func (a *scriptAgent) noTurnError(file string, turn int) error {
 	b.WriteString(plural(len(a.turns), "turn", "turns"))
 	if n := len(a.matches); n > 0 {
 		b.WriteString(", ")
-		b.WriteString(plural(n, "match entry that did not match", "match entries that did not match"))
+		b.WriteString(plural(n, "entry with match or kind that did not apply", "entries with match or kind that did not apply"))
 	}
 	b.WriteString(", no fallback")
 	return fmt.Errorf("scripted model: agent %q has no turn %d in %s (%s)", a.name, turn, file, b.String())
@@ -192,10 +211,20 @@ func (st *scriptStep) render(req *model.Request) []model.Chunk {
 		Instance: req.InstanceKey,
 		Turn:     req.Turn,
 		Step:     req.Step,
+		Kind:     string(req.InputKind),
 		Input:    lastUserContent(req.Messages),
 	}
-	if n := msgLen(req.Messages); n > 0 {
+	n := msgLen(req.Messages)
+	if n > 0 {
 		data.LastMessage = req.Messages.At(n - 1).Content
+	}
+	if st.toolResult {
+		for i := n - 1; i >= 0; i-- {
+			if m := req.Messages.At(i); m.Role == pipeline.RoleTool {
+				data.ToolResult = m.Content
+				break
+			}
+		}
 	}
 	return st.appendChunks(make([]model.Chunk, 0, 2+3*len(st.calls)+2), req.Turn, req.Step, &data)
 }

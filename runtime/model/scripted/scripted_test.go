@@ -281,6 +281,77 @@ func TestScriptedSelection(t *testing.T) {
 	}
 }
 
+// kindScript picks turns by what started them.
+const kindScript = `
+agents:
+  assistant:
+    turns:
+      - kind: resume
+        match: "(?i)denied"
+        steps: [{text: "resume after a denial"}]
+      - kind: resume
+        steps:
+          - text: "{{ .Kind }}: {{ .ToolResult }}"
+      - kind: delegation_report
+        steps: [{text: "report"}]
+      - kind: agent_request
+        steps: [{text: "request: {{ .Input }}"}]
+      - kind: user_message
+        match: "^hi"
+        steps: [{tool_calls: [{name: greet}]}]
+      - steps: [{text: "turn one"}]
+    fallback:
+      steps:
+        - tool_calls: [{name: read_file, args: {path: a.txt}}]
+`
+
+func TestScriptedKind(t *testing.T) {
+	s := mustParse(t, kindScript)
+	kind := func(k pipeline.InputKind, turn int, msgs ...pipeline.Message) *model.Request {
+		r := request("assistant", turn, 1, msgs...)
+		r.InputKind = k
+		return r
+	}
+	approved := []pipeline.Message{user("read a.txt"), tool("alpha"), user("A human approved the call of read_file; it ran.")}
+	tests := []struct {
+		name string
+		req  *model.Request
+		want []string
+	}{
+		{name: "kind entries do not count as turns", req: kind(pipeline.InputUserMessage, 1, user("read a.txt")), want: []string{"text:turn one"}},
+		{name: "a user's turn beyond the turns", req: kind(pipeline.InputUserMessage, 2, user("read a.txt")),
+			want: []string{"tool_call_start:call_2_1_1:read_file", `tool_call_delta:call_2_1_1:{"path":"a.txt"}`, "tool_call_end:call_2_1_1:read_file"}},
+		{name: "the resume, not the fallback", req: kind(pipeline.InputResume, 3, approved...), want: []string{"text:resume: alpha"}},
+		{name: "kind and match both hold", req: kind(pipeline.InputResume, 3, user("read a.txt"), tool("denied"), user("A human denied the call of read_file; it did not run.")),
+			want: []string{"text:resume after a denial"}},
+		{name: "a delegation report", req: kind(pipeline.InputDelegationReport, 4, user("[Delegation report]")), want: []string{"text:report"}},
+		{name: "an agent's request", req: kind(pipeline.InputAgentRequest, 1, user("plan it")), want: []string{"text:request: plan it"}},
+		{name: "kind and match on a user message", req: kind(pipeline.InputUserMessage, 5, user("hi there")),
+			want: []string{"tool_call_start:call_5_1_1:greet", "tool_call_delta:call_5_1_1:{}", "tool_call_end:call_5_1_1:greet"}},
+		{name: "the match alone is not enough", req: kind(pipeline.InputAgentRequest, 5, user("hi there")), want: []string{"text:request: hi there"}},
+		{name: "a request without a kind takes no kind entry", req: kind("", 1, approved...), want: []string{"text:turn one"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			equal(t, drain(t, s, tt.req), tt.want)
+		})
+	}
+	t.Run("no step in a kind entry", func(t *testing.T) {
+		r := kind(pipeline.InputDelegationReport, 4)
+		r.Step = 2
+		_, err := s.Stream(context.Background(), r)
+		if want := `scripted model: agent "assistant" turn 4 (kind delegation_report) has no step 2 in script.yaml (1 step)`; err == nil || err.Error() != want {
+			t.Errorf("error = %v, want %s", err, want)
+		}
+		r = kind(pipeline.InputResume, 4, user("denied"))
+		r.Step = 2
+		_, err = s.Stream(context.Background(), r)
+		if want := `scripted model: agent "assistant" turn 4 (kind resume, match "(?i)denied") has no step 2 in script.yaml (1 step)`; err == nil || err.Error() != want {
+			t.Errorf("error = %v, want %s", err, want)
+		}
+	})
+}
+
 func TestScriptedNoResponse(t *testing.T) {
 	s := mustParse(t, selectionScript)
 	tests := []struct {
@@ -293,7 +364,7 @@ func TestScriptedNoResponse(t *testing.T) {
 		{name: "no turn", req: request("strict", 3, 1),
 			want: `scripted model: agent "strict" has no turn 3 in script.yaml (1 turn, no fallback)`},
 		{name: "no turn with match entries", req: request("matcher", 1, 1, user("bye")),
-			want: `scripted model: agent "matcher" has no turn 1 in script.yaml (0 turns, 1 match entry that did not match, no fallback)`},
+			want: `scripted model: agent "matcher" has no turn 1 in script.yaml (0 turns, 1 entry with match or kind that did not apply, no fallback)`},
 		{name: "no step", req: request("assistant", 1, 4),
 			want: `scripted model: agent "assistant" turn 1 has no step 4 in script.yaml (2 steps)`},
 		{name: "no step in one-step turn", req: request("strict", 1, 2),
@@ -331,7 +402,7 @@ agents:
   bot:
     turns:
       - steps:
-          - text: "{{ .Agent }}|{{ .Instance }}|{{ .Turn }}|{{ .Step }}|{{ .Input }}|{{ .LastMessage }}"
+          - text: "{{ .Agent }}|{{ .Instance }}|{{ .Turn }}|{{ .Step }}|{{ .Kind }}|{{ .Input }}|{{ .LastMessage }}|{{ .ToolResult }}"
             reasoning: "thinking about {{ printf \"%q\" .Input }}"
           - text: "fails: {{ .Nope }}"
           - text: "{{ if .Input }}{{ else }}{{ end }}"
@@ -342,7 +413,7 @@ agents:
           - text: "  {{- print .Agent }}:{{ print .Turn }}:{{ print .Step }} [{{ print .Input -}}  ] {{ .LastMessage | print }}"
 `
 	s := mustParse(t, src)
-	msgs := []pipeline.Message{user("héllo"), tool("the result")}
+	msgs := []pipeline.Message{tool("an older result"), user("héllo"), tool("the result")}
 	tests := []struct {
 		name string
 		step int
@@ -350,7 +421,7 @@ agents:
 	}{
 		{name: "fields", step: 1, want: []string{
 			`reasoning:thinking about "héllo"`,
-			"text:bot|bot/main|1|1|héllo|the result",
+			"text:bot|bot/main|1|1|resume|héllo|the result|the result",
 		}},
 		{name: "execution error ends the stream", step: 2, want: []string{
 			`error:scripted model: script.yaml:8:19: template: text:1:10: executing "text" at <.Nope>: can't evaluate field Nope in type scripted.templateData`,
@@ -367,7 +438,9 @@ agents:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			equal(t, drain(t, s, request("bot", 1, tt.step, msgs...)), tt.want)
+			req := request("bot", 1, tt.step, msgs...)
+			req.InputKind = pipeline.InputResume
+			equal(t, drain(t, s, req), tt.want)
 		})
 	}
 }
@@ -443,7 +516,15 @@ var loadErrorCases = []struct {
 	{name: "turn_null", src: "agents:\n  a:\n    turns:\n      -\n",
 		want: "script.yaml:4:7: turn has no steps"},
 	{name: "unknown_turn_key", src: "agents:\n  a:\n    turns:\n      - stepz: [{text: x}]\n",
-		want: `script.yaml:4:9: unknown key "stepz" in turn (known keys: match, steps)`},
+		want: `script.yaml:4:9: unknown key "stepz" in turn (known keys: match, kind, steps)`},
+	{name: "invalid_kind", src: "agents:\n  a:\n    turns:\n      - kind: resumed\n        steps: [{text: x}]\n",
+		want: `script.yaml:4:15: kind: "resumed" is not a turn's kind (want user_message, agent_request, delegation_report or resume)`},
+	{name: "empty_kind", src: "agents:\n  a:\n    turns:\n      - steps: [{text: x}]\n        kind: ''\n",
+		want: `script.yaml:5:15: kind: "" is not a turn's kind (want user_message, agent_request, delegation_report or resume)`},
+	{name: "kind_not_string", src: "agents:\n  a:\n    turns:\n      - kind: [resume]\n        steps: [{text: x}]\n",
+		want: "script.yaml:4:15: kind: want a string, got a sequence"},
+	{name: "fallback_with_kind", src: "agents:\n  a:\n    fallback:\n      kind: resume\n      steps: [{text: x}]\n",
+		want: "script.yaml:4:13: fallback cannot have kind (it answers the turns no entry does)"},
 	{name: "invalid_match", src: "agents:\n  a:\n    turns:\n      - match: \"(unclosed\"\n        steps: [{text: x}]\n",
 		want: "script.yaml:4:16: match: error parsing regexp: missing closing ): `(unclosed`"},
 	{name: "match_not_string", src: "agents:\n  a:\n    turns:\n      - match: [x]\n        steps: [{text: x}]\n",
@@ -575,6 +656,16 @@ func TestLoad(t *testing.T) {
 		{name: "match", req: request("assistant", 2, 1, user("Weather today?")),
 			want: []string{"text:Checking the sky...", "error:simulated provider failure"}},
 		{name: "fallback", req: request("assistant", 3, 1, user("hi")), want: []string{"text:I have nothing scripted for that."}},
+		{name: "resume", req: func() *model.Request {
+			r := request("assistant", 3, 1, user("read my notes"), tool("buy milk"), user("A human approved the call of read_file; it ran."))
+			r.InputKind = pipeline.InputResume
+			return r
+		}(), want: []string{"text:A human approved the call of read_file; it ran. It returned: buy milk"}},
+		{name: "failed report", req: func() *model.Request {
+			r := request("assistant", 4, 1, user("[Delegation report]\n\n## coder, task task_1 (failed)\nTask failed"))
+			r.InputKind = pipeline.InputDelegationReport
+			return r
+		}(), want: []string{"text:A delegated task failed; let me say what is missing."}},
 		{name: "echo", req: request("echo", 42, 1, user("ping")), want: []string{"text:echo: ping"}},
 	}
 	for _, tt := range tests {
@@ -733,6 +824,8 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(selectionScript))
+	f.Add([]byte(kindScript))
+	f.Add([]byte("agents: {a: {turns: [{kind: resume, match: x, steps: [{text: \"{{ .ToolResult }}{{ .Kind }}\"}]}]}}}\n"))
 	f.Add([]byte(twoChunks))
 	f.Add([]byte("chunk_size: 1\nagents: {a: {fallback: {steps: [{text: \"é{{ .Input }}\"}]}}}\n"))
 	f.Add([]byte("agents: {a: &x {fallback: {steps: [*x]}}}\n"))
@@ -753,7 +846,9 @@ func FuzzParse(f *testing.F) {
 		for _, agent := range s.Agents() {
 			for turn := 1; turn <= 3; turn++ {
 				for step := 1; step <= 3; step++ {
-					st, err := s.Stream(context.Background(), request(agent, turn, step, user("fuzz input")))
+					req := request(agent, turn, step, user("fuzz input"), tool("fuzz result"))
+					req.InputKind = []pipeline.InputKind{pipeline.InputUserMessage, pipeline.InputResume, pipeline.InputDelegationReport}[turn-1]
+					st, err := s.Stream(context.Background(), req)
 					if err != nil {
 						continue
 					}

@@ -20,8 +20,10 @@ type templateData struct {
 	Instance    string
 	Turn        int
 	Step        int
+	Kind        string
 	Input       string
 	LastMessage string
+	ToolResult  string
 }
 
 // textPart is a step's text or reasoning: a plain string or a template.
@@ -51,6 +53,8 @@ const (
 	fieldStep
 	fieldInput
 	fieldLastMessage
+	fieldKind
+	fieldToolResult
 )
 
 // templateFields maps field names to fields, for the flat fast path.
@@ -61,6 +65,8 @@ var templateFields = map[string]templateField{
 	"Step":        fieldStep,
 	"Input":       fieldInput,
 	"LastMessage": fieldLastMessage,
+	"Kind":        fieldKind,
+	"ToolResult":  fieldToolResult,
 }
 
 // renderFlat renders flat pieces as text/template would.
@@ -101,6 +107,10 @@ func (d *templateData) string(f templateField) string {
 		return d.Input
 	case fieldLastMessage:
 		return d.LastMessage
+	case fieldKind:
+		return d.Kind
+	case fieldToolResult:
+		return d.ToolResult
 	}
 	return ""
 }
