@@ -282,6 +282,15 @@ func (c *conversation) begin() {
 	c.mu.Unlock()
 }
 
+// watch waits for the answer of the message an earlier call sent, if it
+// is not waited for already: a call the client makes again after a
+// restart of this process.
+func (c *conversation) watch() {
+	c.mu.Lock()
+	c.watching = true
+	c.mu.Unlock()
+}
+
 // returned notes that a call returned without the answer.
 func (c *conversation) returned() {
 	c.mu.Lock()

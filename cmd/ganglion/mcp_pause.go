@@ -133,6 +133,7 @@ func (cl *mcpCall) again(ctx context.Context) *mcp.CallToolResult {
 		return toolError(`the call's "requestState" is not one this server gave: call without it`)
 	}
 	cl.sent = !st.Unsent
+	cl.c.watch() // before the answers resume the agent
 	items, err := cl.m.waitsFor(ctx, cl.agent, cl.key)
 	if err != nil {
 		return toolError(err.Error())

@@ -395,3 +395,36 @@ func TestMCPWithoutElicitation(t *testing.T) {
 		t.Errorf("open items: %v", open)
 	}
 }
+
+// TestMCPRequestState: a call's request state is the client's to change,
+// so the server checks it: one it did not give is refused, and an answer
+// in it for an item the client was never asked for (a secret) is not
+// taken.
+func TestMCPRequestState(t *testing.T) {
+	dir := pauseProject(t)
+	cs, rt := mcpSession(t, dir, nil, nil)
+	text, _ := callText(t, cs, "keeper", map[string]any{"message": "go"})
+	id := itemIDRE.FindString(text)
+	tests := []struct {
+		name, state string
+		want        string
+		isError     bool
+	}{
+		{"not ours", "junk", `the call's "requestState" is not one this server gave: call without it`, true},
+		{"a round out of bounds", `ganglion-elicit:{"round":99,"asked":["` + id + `"]}`, `the call's "requestState" is not one this server gave: call without it`, true},
+		{"a secret in it", `ganglion-elicit:{"round":1,"asked":["` + id + `"]}`, "The agent paused: it waits for a human.\n- " + id + ": a dependency of keeper/mcp", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "keeper", Arguments: map[string]any{"message": "go"},
+				RequestState: tt.state, InputResponses: mcp.InputResponseMap{id: accept(map[string]any{"value": "sk-stolen-0123456789"})}})
+			must(t, err)
+			if got := strings.Join(texts(res), ""); res.IsError != tt.isError || !strings.HasPrefix(got, tt.want) {
+				t.Errorf("result %q (error %v)\nwant %q (error %v)", got, res.IsError, tt.want, tt.isError)
+			}
+			if it, err := rt.PendingItem(t.Context(), id); err != nil || !it.Open {
+				t.Errorf("the secret's item: %+v, %v: want it open", it, err)
+			}
+		})
+	}
+}
