@@ -47,13 +47,13 @@ own), and says where in .ganglion/data.server: while it runs, ganglion
 pending, answer, skip, provide, reject, tasks, history and run on the same
 config reach the agents through it, as they reach a running serve.
 
-A turn that pauses for a human: where the client supports elicitation
-(the protocol's way for a server to ask the client's user), a question
-(its options and default as the form's), a tool approval (approve, or
-reject with a reason), a call for guidance and a dependency that is not
-secret (a file, a permission, a package) are asked through the client,
-one at a time (at most 8 a call), and the answers resume the agent within
-the same call, whose result is then the agent's answer. Declining an
+When a turn pauses for a human and the client supports elicitation (the
+protocol's way for a server to ask the client's user), what it waits for
+is asked through the client, one item at a time (at most 8 a call): a
+question (its options and default as the form's), a tool approval
+(approve, or reject with a reason), a call for guidance, a dependency
+that is not secret (a file, a permission, a package). The answers resume
+the agent within the same call, whose result is then the agent's answer. Declining an
 optional question skips it (it takes its default), declining an optional
 dependency rejects it (the agent goes on without it); any other decline,
 or a cancel, leaves the item open. Secrets (API keys, environment
