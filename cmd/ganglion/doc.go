@@ -10,6 +10,7 @@
 //	ganglion rules check / eval             approval rules
 //	ganglion protocol parse [FILE]          protocol blocks of a model's output
 //	ganglion serve [DIR] [--addr HOST:PORT]  the agents over HTTP (package runtime/server)
+//	ganglion mcp [DIR] [--http HOST:PORT]   the agents as MCP tools, over stdio or HTTP
 //	ganglion version
 //
 // `ganglion help COMMAND` says more of each. Exit codes: 0 the turn

@@ -22,10 +22,11 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// A data directory that ganglion serve holds cannot be opened by another
-// process; the commands that read it or answer what agents wait for then
-// talk to that server instead. serve writes where it listens next to the
-// data directory (DATA.server), and the token is in DATA.token.
+// A data directory that ganglion serve (or ganglion mcp) holds cannot be
+// opened by another process; the commands that read it or answer what
+// agents wait for then talk to that server instead. The server writes
+// where it listens next to the data directory (DATA.server, see
+// serving.go), and the token is in DATA.token.
 
 // agentsAPI is what the pending, tasks and history commands need: the
 // runtime of this process, or a running server's.
@@ -42,7 +43,8 @@ type agentsAPI interface {
 	EffectiveHistory(ctx context.Context, agent, key string) ([]pipeline.Message, error)
 }
 
-// serverFile is what serve writes beside the data directory (DATA.server).
+// serverFile is what serve and mcp write beside the data directory
+// (DATA.server).
 type serverFile struct {
 	URL string `json:"url"`
 	PID int    `json:"pid"`
@@ -111,7 +113,7 @@ func dialServer(data string) (*remote, bool, error) {
 	return c, true, nil
 }
 
-// remote is a client of a running ganglion serve.
+// remote is a client of a running ganglion serve or ganglion mcp.
 type remote struct {
 	base, token string
 	hc          *http.Client

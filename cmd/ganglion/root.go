@@ -26,7 +26,7 @@ func newRootCmd(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newRunCmd(stdin, stdout, stderr), newRecordCmd(stdin, stdout, stderr), newHistoryCmd(stdout, stderr), newProtocolCmd(stdin, stdout), newVersionCmd(stdout),
 		newPendingCmd(stdout, stderr), newResolveCmd("answer", stdin, stdout, stderr), newResolveCmd("skip", stdin, stdout, stderr),
 		newProvideCmd(stdin, stdout, stderr), newResolveCmd("reject", stdin, stdout, stderr), newExtCmd(stdout, stderr),
-		newRulesCmd(stdout), newCassetteCmd(stdout), newMCPCmd(stderr), newTasksCmd(stdout, stderr), newResumeCmd(stdout, stderr), newServeCmd(stdout, stderr))
+		newRulesCmd(stdout), newCassetteCmd(stdout), newMCPCmd(stdin, stdout, stderr), newTasksCmd(stdout, stderr), newResumeCmd(stdout, stderr), newServeCmd(stdout, stderr))
 	// cobra's completion command, made now rather than at Execute so that
 	// an unknown shell is a usage error instead of the help and exit 0. Its
 	// scripts go to the writer set here, which it captures when made.

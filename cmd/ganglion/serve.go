@@ -3,21 +3,16 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -31,7 +26,7 @@ const defaultAddr = "127.0.0.1:7070"
 func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 	var (
 		f               runFlags
-		addr, cert, key string
+		h               = httpFlags{flag: "--addr"}
 		shutdownTimeout time.Duration
 	)
 	cmd := &cobra.Command{
@@ -40,7 +35,8 @@ func newServeCmd(stdout, stderr io.Writer) *cobra.Command {
 		Long: `Serve runs the agents of DIR/ganglion.yaml behind an HTTP API (see the
 documentation of package runtime/server): send messages and stream the
 turns' events, follow every event, list and answer what paused agents
-wait for, read histories and tasks.
+wait for, read histories and tasks. At / it serves the web console, and at
+/mcp the agents as MCP tools (see ganglion mcp).
 
 Every call needs the server's token (Authorization: Bearer TOKEN). It is
 made on the first start, kept next to the data directory's secret key
@@ -63,10 +59,7 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := projectDir(args)
-			if (cert == "") != (key == "") {
-				return usageError("--tls-cert and --tls-key go together: give both, or neither")
-			}
-			if err := checkAddr(addr, cert != ""); err != nil {
+			if err := h.check(); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -86,98 +79,46 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 					return failed(err)
 				}
 			}
-			token, made, err := serverToken(data + ".token")
-			if err != nil {
-				return failed(err)
-			}
 			logger, _ := newLogger(stderr, f.logLevel)
-			sopts := []server.Option{server.WithToken(token), server.WithLogger(logger), server.WithGUI(gui)}
+			sopts := []server.Option{server.WithGUI(gui)}
 			if hooks, err := webhooks(cfg); err != nil {
 				return err
 			} else if len(hooks) > 0 {
 				sopts = append(sopts, server.WithWebhooks(data+".outbox", hooks...))
 			}
-			srv, err := server.New(rt, sopts...)
+			agents := newMCPAgents(rt, place(dir, f.data), logger)
+			defer agents.close()
+			web, err := listenHTTP(rt, h, dir, data, logger, agents.server(), sopts...)
 			if err != nil {
-				return failed(err)
+				return err
 			}
-			defer srv.Close()
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return failed(fmt.Errorf("listen on %s: %w", addr, err))
-			}
-			// /mcp serves the agents as MCP tools (ganglion mcp), behind the same token.
-			mux := http.NewServeMux()
-			mux.Handle("/mcp", bearer(token, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newMCPServer(rt, dir) }, nil)))
-			mux.Handle("/", srv)
-			hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
-			scheme := "http"
-			if cert != "" {
-				scheme = "https"
-			}
-			// The other commands on this data directory find the server here.
-			where := data + ".server"
-			sf, _ := json.Marshal(serverFile{URL: scheme + "://" + ln.Addr().String(), PID: os.Getpid()})
-			if err := os.WriteFile(where, append(sf, '\n'), 0o600); err != nil {
-				ln.Close()
-				return failed(fmt.Errorf("serve: %w", err))
-			}
-			defer os.Remove(where)
-			fmt.Fprintf(stdout, "serving the agents of %s on %s://%s/v1/\n", dir, scheme, ln.Addr())
-			if made {
-				fmt.Fprintf(stdout, "token (shown once; kept in %s): %s\n", data+".token", token)
-			} else {
-				fmt.Fprintf(stdout, "token: in %s\n", data+".token")
-			}
-			errc := make(chan error, 1)
-			go func() {
-				if cert != "" {
-					errc <- hs.ServeTLS(ln, cert, key)
-				} else {
-					errc <- hs.Serve(ln)
-				}
-			}()
+			agents.reachable(web.url, web.tokenFile)
+			web.serve()
+			fmt.Fprintf(stdout, "serving the agents of %s on %s/v1/\n", dir, web.url)
+			fmt.Fprintf(stdout, "web console: %s/\n", web.url)
+			fmt.Fprintln(stdout, web.tokenLine())
 			select {
-			case err := <-errc:
+			case err := <-web.done():
+				web.stop(context.Background())
 				return failed(fmt.Errorf("serve: %w", err))
 			case <-ctx.Done():
 			}
 			fmt.Fprintln(stderr, "stopping: finishing the calls in flight")
 			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 			defer cancel()
-			srv.Close() // ends the event streams, which would hold Shutdown up
-			if err := hs.Shutdown(sctx); err != nil {
+			if err := web.stop(sctx); err != nil {
 				return failed(fmt.Errorf("stop: %w", err))
 			}
 			return nil
 		},
 	}
 	addRuntimeFlags(cmd, &f)
-	cmd.Flags().StringVar(&addr, "addr", defaultAddr, "HOST:PORT to listen on (port 0: any free port, printed)")
-	cmd.Flags().StringVar(&cert, "tls-cert", "", "TLS certificate file (PEM), to serve HTTPS")
-	cmd.Flags().StringVar(&key, "tls-key", "", "TLS key file (PEM) of --tls-cert")
+	cmd.Flags().StringVar(&h.addr, "addr", defaultAddr, "HOST:PORT to listen on (port 0: any free port, printed)")
+	cmd.Flags().StringVar(&h.cert, "tls-cert", "", "TLS certificate file (PEM), to serve HTTPS")
+	cmd.Flags().StringVar(&h.key, "tls-key", "", "TLS key file (PEM) of --tls-cert")
 	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may take to finish when the server stops")
 	cmd.Flags().StringVar(&f.cluster, "cluster", "", "join the cluster at these NATS URLs (nats://host:4222, comma-separated), as the config's cluster.url: several processes run the config as one system; needs "+runtime.SecretKeyEnv+", the same in each")
 	return cmd
-}
-
-// checkAddr refuses to listen beyond loopback without TLS.
-func checkAddr(addr string, tls bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usageError("--addr %q: want HOST:PORT, as in %s: %v", addr, defaultAddr, err)
-	}
-	if tls {
-		return nil
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return nil
-	}
-	return usageError("--addr %s is reachable from other machines, and without TLS the token would cross the network in clear: "+
-		"give --tls-cert and --tls-key, or listen on loopback (%s)", addr, defaultAddr)
 }
 
 // dataDir is the data directory a command uses: --data, else the config's.
@@ -245,18 +186,4 @@ func webhooks(cfg *config.File) ([]server.Webhook, error) {
 		out = append(out, server.Webhook{URL: h.URL, Secret: secret, Events: h.Events})
 	}
 	return out, nil
-}
-
-// bearer lets through the requests that carry "Authorization: Bearer
-// token".
-func bearer(token string, h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ganglion"`)
-			http.Error(w, "this call needs the server's token: Authorization: Bearer TOKEN (ganglion serve prints it)", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

@@ -70,6 +70,56 @@ func TestServe(t *testing.T) {
 	stop()
 }
 
+// TestServeSaysWhere: serve prints where the API and the web console
+// are, and a call without the token is told where the token is kept: the
+// API's calls and /mcp alike.
+func TestServeSaysWhere(t *testing.T) {
+	t.Parallel()
+	dir := project(t, testConfig)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cliBinary(t), "serve", dir, "--addr", "127.0.0.1:0")
+	cmd.Env = childEnv()
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	must(t, cmd.Start())
+	defer func() { cmd.Process.Signal(syscall.SIGINT); cmd.Wait() }()
+	sc := bufio.NewScanner(out)
+	var lines []string
+	for len(lines) < 3 && sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	go io.Copy(io.Discard, out)
+	addr := regexp.MustCompile(`127\.0\.0\.1:\d+`).FindString(strings.Join(lines, "\n"))
+	token := regexp.MustCompile(`[0-9a-f]{64}`).FindString(strings.Join(lines, "\n"))
+	tokenFile := filepath.Join(dir, ".ganglion", "data.token")
+	want := []string{
+		"serving the agents of " + dir + " on http://" + addr + "/v1/",
+		"web console: http://" + addr + "/",
+		"token (shown once; kept in " + tokenFile + "): " + token,
+	}
+	if addr == "" || token == "" {
+		t.Fatalf("serve printed no address or token:\n%s\nstderr:\n%s", strings.Join(lines, "\n"), errb.String())
+	}
+	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
+		t.Errorf("serve printed:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	const unauthorized = `{"error":{"code":"unauthorized","status":401,"message":"this call needs the server's token: Authorization: Bearer TOKEN (it is kept in .ganglion/data.token, beside ganglion.yaml)"}}` + "\n"
+	for _, path := range []string{"/v1/agents", "/mcp"} {
+		req, _ := http.NewRequest("POST", "http://"+addr+path, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer wrong")
+		res, err := http.DefaultClient.Do(req)
+		must(t, err)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized || string(b) != unauthorized {
+			t.Errorf("%s without the token: %s\n%s\nwant\n%s", path, res.Status, b, unauthorized)
+		}
+	}
+}
+
 // startServe runs ganglion serve on a free loopback port of dir, and
 // returns its address, the token it printed ("" if none), and a function
 // that interrupts it and returns how it ended.

@@ -111,5 +111,8 @@
 // # Security
 //
 // [WithToken] makes every call but /v1/health and /v1/ready need "Authorization: Bearer
-// TOKEN". Request bodies are bounded (1 MiB).
+// TOKEN"; a call without it is answered 401, with where to find the token
+// when [WithTokenHint] says it. [Server.Guard] puts an app's own handlers
+// behind the same token (ganglion serve mounts its MCP endpoint so).
+// Request bodies are bounded (1 MiB).
 package server

@@ -30,6 +30,7 @@ import (
 type Server struct {
 	rt        *runtime.Runtime
 	token     string
+	tokenHint string
 	logger    *slog.Logger
 	maxBody   int64
 	log       *eventLog
@@ -51,6 +52,11 @@ type Option func(*Server)
 // default, no token, is for tests and for an app that authenticates in
 // its own middleware: `ganglion serve` always sets one.
 func WithToken(token string) Option { return func(s *Server) { s.token = token } }
+
+// WithTokenHint adds hint, where a client finds the token, to the answer
+// to a request without it, in parentheses: "it is kept in
+// .ganglion/data.token, beside ganglion.yaml".
+func WithTokenHint(hint string) Option { return func(s *Server) { s.tokenHint = hint } }
 
 // WithLogger sets the logger of failed requests. Default: discard.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.logger = l } }
@@ -129,18 +135,43 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.console(w, r)
 		return
 	}
-	if s.token != "" && r.URL.Path != "/v1/health" && r.URL.Path != "/v1/ready" {
-		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(s.token)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="ganglion"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "this call needs the server's token: Authorization: Bearer TOKEN (ganglion serve prints it, and keeps it in the data directory's server.token)")
-			return
-		}
+	if r.URL.Path != "/v1/health" && r.URL.Path != "/v1/ready" && !s.authorized(w, r) {
+		return
 	}
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// Guard returns h behind the server's token ([WithToken]): a request
+// without it gets the answer an API call without it gets. An app mounts
+// its own handlers beside the API with it.
+func (s *Server) Guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.authorized(w, r) {
+			h.ServeHTTP(w, r)
+		}
+	})
+}
+
+// authorized reports whether r carries the token, and answers it 401
+// when it does not.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.token == "" {
+		return true
+	}
+	auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if ok && subtle.ConstantTimeCompare([]byte(auth), []byte(s.token)) == 1 {
+		return true
+	}
+	msg := "this call needs the server's token: Authorization: Bearer TOKEN"
+	if s.tokenHint != "" {
+		msg += " (" + s.tokenHint + ")"
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="ganglion"`)
+	writeError(w, http.StatusUnauthorized, "unauthorized", msg)
+	return false
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -282,6 +282,60 @@ func TestAPIErrors(t *testing.T) {
 	}
 }
 
+// TestUnauthorized: a call without the token is told what it needs, and
+// where the token is when the server was told (WithTokenHint); a handler
+// behind Guard answers the same, and is reached with the token.
+func TestUnauthorized(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []server.Option
+		want string
+	}{
+		{"no hint", nil,
+			`{"error":{"code":"unauthorized","status":401,"message":"this call needs the server's token: Authorization: Bearer TOKEN"}}` + "\n"},
+		{"a hint", []server.Option{server.WithTokenHint("it is kept in .ganglion/data.token, beside ganglion.yaml")},
+			`{"error":{"code":"unauthorized","status":401,"message":"this call needs the server's token: Authorization: Bearer TOKEN (it is kept in .ganglion/data.token, beside ganglion.yaml)"}}` + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.opts...)
+			mux := http.NewServeMux()
+			mux.Handle("/mine", h.srv.Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "mine") })))
+			mux.Handle("/", h.srv)
+			ts := httptest.NewServer(mux)
+			defer ts.Close()
+			for _, path := range []string{"/v1/agents", "/mine"} {
+				for _, auth := range []string{"", "Bearer wrong", "Basic " + token, "Bearer " + token + "x"} {
+					req, _ := http.NewRequest("GET", ts.URL+path, nil)
+					if auth != "" {
+						req.Header.Set("Authorization", auth)
+					}
+					res, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, _ := io.ReadAll(res.Body)
+					res.Body.Close()
+					if res.StatusCode != 401 || string(b) != tt.want || res.Header.Get("WWW-Authenticate") != `Bearer realm="ganglion"` {
+						t.Errorf("%s with %q: %s %s\nwant 401 %s", path, auth, res.Status, b, tt.want)
+					}
+				}
+			}
+			req, _ := http.NewRequest("GET", ts.URL+"/mine", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || string(b) != "mine" {
+				t.Errorf("/mine with the token: %s %s", res.Status, b)
+			}
+		})
+	}
+}
+
 // sseEvent is one server-sent event.
 type sseEvent struct{ id, name, data string }
 
