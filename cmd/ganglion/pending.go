@@ -120,13 +120,17 @@ nothing else of its turn is pending, streaming the resumed turn like run.
   repetition      guidance for the model (reject stops the agent)`, 2},
 		"skip": {"skip [DIR] ID", "Skip an optional question: it takes its default",
 			"Skip resolves an optional question with its default and resumes the agent\nwhen nothing else of its turn is pending. A required question cannot be skipped.", 1},
-		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for",
-			"Reject refuses a dependency (or denies an approval, with the reason). For a\nrequired dependency the agent's task fails, which reject reports and exits 0\nfor; an optional one resumes the agent without a value.", 1},
+		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for, or stop a stuck agent",
+			`Reject refuses a dependency, denies an approval, or stops an agent that keeps
+failing or repeating a tool call, with the reason. When that fails the
+agent's task (a required dependency, a stopped agent), reject says so and
+exits 0; an optional dependency resumes the agent without a value.`, 1},
 	}[name]
 	cmd := &cobra.Command{
 		Use:   spec.use,
 		Short: spec.short,
-		Long:  spec.long + "\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
+		Long: spec.long + "\n\nIt says on stderr what became of the item, then streams the resumed turn." +
+			"\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// answer [DIR] ID edit ARGS: an approval's edit.
 			var edit string
@@ -149,17 +153,7 @@ nothing else of its turn is pending, streaming the resumed turn like run.
 				case "skip":
 					return rt.Skip(ctx, it.ID)
 				}
-				res, err := rt.Reject(ctx, it.ID, reason)
-				if err != nil && errors.Is(err, runtime.ErrTaskFailed) {
-					// What a required dependency's rejection is for.
-					msg := err.Error()
-					if _, after, ok := strings.Cut(msg, runtime.ErrTaskFailed.Error()+": "); ok {
-						msg = after
-					}
-					fmt.Fprintf(stderr, "%s rejected. The dependency was required, so the agent's task failed: %s\n", it.ID, msg)
-					return nil, errDone
-				}
-				return res, err
+				return rt.Reject(ctx, it.ID, reason)
 			})
 		},
 	}
@@ -209,10 +203,6 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
 	return cmd
 }
 
-// errDone is what an act of withPendingItem returns when it has said what
-// happened and the command succeeded.
-var errDone = errors.New("done")
-
 // addDataFlags adds the flags of the commands that act on one item: the
 // item names its agent and instance.
 func addDataFlags(cmd *cobra.Command, f *runFlags) {
@@ -248,16 +238,27 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 		finished = wait
 	}
 	res, err := act(api, it)
-	if errors.Is(err, errDone) {
-		return nil
+	if err != nil && !errors.Is(err, runtime.ErrTaskFailed) {
+		return failed(err)
+	}
+	// Say what became of the item. A resolution that fails the task (a
+	// required dependency rejected, a stuck agent stopped) is what the
+	// human asked for: the command succeeds.
+	after, gerr := api.PendingItem(ctx, id)
+	if gerr == nil && !f.json {
+		line := outcome(after)
+		if res == nil && err == nil {
+			line += "; the turn still waits for its other items (ganglion pending" + out.where + ")"
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	if err != nil {
+		if gerr == nil && after.Fails {
+			return nil
+		}
 		return failed(err)
 	}
 	if res == nil {
-		if !f.json {
-			fmt.Fprintf(stderr, "%s resolved; the turn still waits for its other items (ganglion pending%s)\n", id, out.where)
-		}
 		return nil
 	}
 	if finished != nil {

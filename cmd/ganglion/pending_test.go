@@ -315,7 +315,7 @@ func TestPendingQuestionProcesses(t *testing.T) {
 			"$ID  asker  default   question  pending  What pricing model? [Subscription | Freemium | Ad-based] (default: Freemium)\n"), ptr(""), id)
 
 	r = exe(t, dir, "", "answer", dir, id, "freemium") // any case: the canonical option is stored
-	check(t, "answer", r, exitOK, ptr(askResumed), ptr(""), id)
+	check(t, "answer", r, exitOK, ptr(askResumed), ptr("$ID of asker/default answered: Freemium\n"), id)
 
 	r = exe(t, dir, "", "pending", dir)
 	check(t, "pending after the answer", r, exitOK, ptr(""), ptr("nothing is pending\n"), id)
@@ -512,13 +512,13 @@ func TestPendingRefusals(t *testing.T) {
 		{"run paused instance", "asker", false, func(dir, id string) []string { return []string{"run", dir, "are you there?"} }, "",
 			exitError, "ganglion: agent \"asker\" instance \"default\" is paused: it waits for pending item $ID (see ganglion pending; answer, skip, provide or reject it first)\n", "pending"},
 		{"reject required dependency", "keeper", false, func(dir, id string) []string { return []string{"reject", dir, id, "--reason", "we have no key"} }, "",
-			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: we have no key\n", "rejected"},
+			exitOK, "$ID of keeper/default rejected: the dependency OPENAI_API_KEY was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: we have no key\n", "rejected"},
 		// A reason, like an answer or a config line, is not a usage error
 		// whatever its words ("requires ", "accepts " are cobra's).
 		{"reject with usage-like reason", "keeper", false, func(dir, id string) []string {
 			return []string{"reject", dir, id, "--reason", "it requires approval"}
 		}, "",
-			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
+			exitOK, "$ID of keeper/default rejected: the dependency OPENAI_API_KEY was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
 		{"answer with usage-like text", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "accepts cash"} }, "",
 			exitError, "ganglion: pending item \"$ID\": invalid action: answer \"accepts cash\" must be one of: Subscription, Freemium, Ad-based\n", "pending"},
 		{"edit a question", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "edit", `{"answer":"Freemium"}`} }, "",
@@ -715,7 +715,8 @@ func TestPendingApprovalEdit(t *testing.T) {
 	check(t, "answer edit", r, exitOK, ptr(
 		"[tool] read_file {\"path\":\"b.txt\"}\n"+
 			"[tool] read_file -> beta\n"+
-			"Read: A human edited the arguments of the call of read_file and approved it with theirs; its result shows them.\n"), ptr(""), it.ID)
+			"Read: A human edited the arguments of the call of read_file and approved it with theirs; its result shows them.\n"),
+		ptr("$ID of reader/default approved: read_file runs with the arguments you edited: {\"path\":\"b.txt\"}\n"), it.ID)
 	if after := onlyItem(t, dir, "--all"); after.Status != "answered" || after.Open || after.Answer != `edit {"path":"b.txt"}` {
 		t.Errorf("after the edit the item is %+v", after)
 	}
@@ -777,12 +778,11 @@ func TestRunInteractiveEdit(t *testing.T) {
 }
 
 // TestPendingRepetition: the same call three times in a row pauses before
-// the third runs; run says how to answer, and guidance resumes the agent.
+// the third runs; run says how to answer; guidance resumes the agent, and
+// a rejection stops it, each said for a repetition.
 func TestPendingRepetition(t *testing.T) {
 	t.Parallel()
-	dir := approvalProject(t)
-	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: approve\nrules: []\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+	const script = `agents:
   reader:
     turns:
       - steps:
@@ -792,12 +792,35 @@ func TestPendingRepetition(t *testing.T) {
           - text: "not reached"
       - steps:
           - text: "Resumed: {{ .LastMessage }}"
-`), 0o644))
-	r := runCLI(t, "", "run", dir, "read it")
-	r.stderr = strings.ReplaceAll(r.stderr, dir, "$DIR")
-	it := onlyItem(t, dir)
-	check(t, "run", r, exitPaused, nil, ptr("[paused] $ID repetition: read_file {\"path\":\"a.txt\"} called 3 times in a row, the last not run; answer with guidance for the model\n"+
-		"  guide the model: ganglion answer $DIR $ID GUIDANCE, or stop it: ganglion reject $DIR $ID --reason TEXT\n"), it.ID)
-	r = runCLI(t, "", "answer", dir, it.ID, "read b.txt instead")
-	check(t, "answer", r, exitOK, ptr("Resumed: You called read_file with the same arguments 3 times in a row; the last call did not run. The user says: read b.txt instead\n"), ptr(""), it.ID)
+`
+	tests := []struct {
+		name           string
+		args           []string // after the item's ID
+		stdout, stderr string
+	}{
+		{"answer", []string{"read b.txt instead"},
+			"Resumed: You called read_file with the same arguments 3 times in a row; the last call did not run. The user says: read b.txt instead\n",
+			"$ID of reader/default answered: the repeated call of read_file does not run; the model reads your guidance\n"},
+		{"reject", []string{"--reason", "it loops"}, "",
+			"$ID of reader/default rejected: the agent was stopped, so its task failed: stopped after 3 calls in a row of read_file with the same arguments: it loops\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := approvalProject(t)
+			must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: approve\nrules: []\n"), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(script), 0o644))
+			r := runCLI(t, "", "run", dir, "read it")
+			r.stderr = strings.ReplaceAll(r.stderr, dir, "$DIR")
+			it := onlyItem(t, dir)
+			check(t, "run", r, exitPaused, nil, ptr("[paused] $ID repetition: read_file {\"path\":\"a.txt\"} called 3 times in a row, the last not run; answer with guidance for the model\n"+
+				"  guide the model: ganglion answer $DIR $ID GUIDANCE, or stop it: ganglion reject $DIR $ID --reason TEXT\n"), it.ID)
+			verb := "answer"
+			if tt.name == "reject" {
+				verb = "reject"
+			}
+			r = runCLI(t, "", append([]string{verb, dir, it.ID}, tt.args...)...)
+			check(t, verb, r, exitOK, ptr(tt.stdout), ptr(tt.stderr), it.ID)
+		})
+	}
 }
