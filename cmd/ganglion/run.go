@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/cassette"
@@ -504,6 +505,15 @@ func (p *printer) event(ev events.Event) {
 		return
 	}
 	switch d := ev.Data.(type) {
+	case ledger.Item:
+		// A deadline passed here: what became of the item, whichever
+		// agent's, since nobody acted on it. (Another process of a
+		// cluster says its own.)
+		if ev.Topic == "pending."+string(ledger.Timeout) && ev.Process == "" {
+			p.endLine()
+			fmt.Fprintf(p.w, "[pending] %s\n", outcome(d))
+		}
+		return
 	case events.TaskDelegatedData:
 		p.endLine()
 		fmt.Fprintf(p.w, "[task] %s → %s: %s\n", ev.Agent, d.To, d.Message)
