@@ -464,10 +464,14 @@ func printPaused(ctx context.Context, rt agentsAPI, out *printer, agent, instanc
 	for _, it := range items {
 		if agent == "" {
 			fmt.Fprintf(w, "[paused] %s/%s: %s %s: %s\n", it.Agent, it.Instance, it.ID, it.Kind, describe(it))
-			fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
+		} else {
+			fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
+		}
+		if out.record != "" {
+			fmt.Fprintf(w, "  the recording ends here, paused: the item lived only in this run's memory, so no command can answer it; "+
+				"to record the answer too, record without MESSAGE and answer at the prompt: %s\n", out.record)
 			continue
 		}
-		fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
 		fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
 	}
 }

@@ -87,6 +87,10 @@ pauses, the clock and the IDs. The conversation is a fresh one, kept in
 memory: the data directory is neither read nor written, so the cassette
 holds all the session needs to replay.
 
+Pending items live in that memory too: answer them at the prompt (give no
+MESSAGE). With MESSAGE, a turn that pauses ends the recording, paused, and
+no other command can answer its items.
+
 Provided secrets are not recorded. Replay the cassette with ganglion ext
 test (put it under DIR/cassettes/) or from Go with package cassettetest.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -243,6 +247,13 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	own, answers, channel := cliAnswers(out)
 	opts := []runtime.Option{channel}
 	if f.record != "" {
+		out.record = "ganglion record " + shellQuote(f.record) + out.where
+		if f.agent != "" {
+			out.record += " --agent " + shellQuote(f.agent)
+		}
+		if f.instance != "default" {
+			out.record += " --instance " + shellQuote(f.instance)
+		}
 		if f.data != "" {
 			return usageError("--record runs a fresh conversation in memory: it takes no --data")
 		}
@@ -479,6 +490,10 @@ type printer struct {
 	// where is how the commands it suggests name the config and data
 	// directories from the working directory (place).
 	where string
+	// record is the command that records the session again, when run
+	// records it: its pending items live in memory, out of reach of the
+	// commands that answer items.
+	record string
 	// step is the text the watched instance's model streamed in the step
 	// under way, and shown what it streamed in the turn's latest step that
 	// streamed any: endTurn prints an answer that is not what was shown (a
