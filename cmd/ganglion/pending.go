@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -433,21 +435,27 @@ func describe(it ledger.Item) string {
 	return readableJSON(it.Request)
 }
 
-// readableJSON renders a JSON value on one line, without the escapes of
-// <, > and & that Go's encoder adds for HTML; what is not JSON is
-// returned as it is.
+// readableJSON renders a JSON value on one line, as it was written but
+// without the escapes of <, > and & that Go's encoder adds for HTML;
+// what is not JSON is returned as it is.
 func readableJSON(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	b, err := plainjson.Compact(raw)
+	if err != nil {
 		return string(raw)
 	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return string(raw)
+	return string(b)
+}
+
+// indentJSON is v as JSON for people: indented, without the escapes of
+// <, > and &.
+func indentJSON(v any) ([]byte, error) {
+	b, err := plainjson.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	var out bytes.Buffer
+	err = json.Indent(&out, b, "", "  ")
+	return out.Bytes(), err
 }
 
 // printPaused tells how to answer what the instance waits for; every

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/secret/secrettest"
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
 
@@ -821,6 +822,69 @@ func TestPendingRepetition(t *testing.T) {
 			}
 			r = runCLI(t, "", append([]string{verb, dir, it.ID}, tt.args...)...)
 			check(t, verb, r, exitOK, ptr(tt.stdout), ptr(tt.stderr), it.ID)
+		})
+	}
+}
+
+// TestEditedCallReadsAsWritten: a call edited with <, > and & in its
+// arguments runs, and reads, as the person wrote it: in the CLI's lines,
+// in the result the model reads, and in history --json; through a running
+// server too, whose client encodes the edit for HTTP.
+func TestEditedCallReadsAsWritten(t *testing.T) {
+	const (
+		edit   = `{"command":"echo edited > out.txt && cat < out.txt"}`
+		result = "called with arguments a human edited: " + edit + "\nedited\n"
+	)
+	cliBinary(t) // built before the commands' deadlines start
+	for _, served := range []bool{false, true} {
+		t.Run(map[bool]string{false: "here", true: "through serve"}[served], func(t *testing.T) {
+			if served && testing.Short() {
+				t.Skip("builds the CLI")
+			}
+			dir := approvalProject(t)
+			must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(`workspace: workspace
+data: data
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: ops
+    tools: [execute_command]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
+`), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  ops:
+    turns:
+      - steps:
+          - tool_calls: [{name: execute_command, id: c1, args: {command: "echo hi > out.txt"}}]
+      - steps:
+          - text: "Done."
+`), 0o644))
+			r := exe(t, dir, "", "run", dir, "go")
+			check(t, "run", r, exitPaused, nil, nil, "")
+			it := onlyItem(t, dir)
+			if served {
+				_, _, stop := startServe(t, dir)
+				defer stop()
+			}
+			r = exe(t, dir, "", "answer", dir, it.ID, "edit", edit)
+			check(t, "answer edit", r, exitOK,
+				ptr("[tool] execute_command "+edit+"\n[tool] execute_command -> edited\nDone.\n"),
+				ptr("$ID of ops/default approved: execute_command runs with the arguments you edited: "+edit+"\n"), it.ID)
+			r = exe(t, dir, "", "history", dir, "--json")
+			var got string
+			for line := range strings.Lines(r.stdout) {
+				var m pipeline.Message
+				must(t, json.Unmarshal([]byte(line), &m))
+				if m.Role == pipeline.RoleTool {
+					got = m.Content
+				}
+				if strings.Contains(line, `\u00`) {
+					t.Errorf("history --json escapes: %s", line)
+				}
+			}
+			if got != result {
+				t.Errorf("the model reads the call's result as\n%s\nwant\n%s", got, result)
+			}
 		})
 	}
 }

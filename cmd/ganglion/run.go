@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -447,7 +447,7 @@ func printUsage(ctx context.Context, rt *runtime.Runtime, agent, instance string
 	run := pipeline.Usage{InputTokens: total.InputTokens - before.InputTokens, OutputTokens: total.OutputTokens - before.OutputTokens,
 		CacheReadTokens: total.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: total.CacheWriteTokens - before.CacheWriteTokens}
 	if asJSON {
-		b, _ := json.Marshal(events.Event{Topic: "cli.usage", Agent: agent, Instance: instance, Source: "cli",
+		b, _ := plainjson.Marshal(events.Event{Topic: "cli.usage", Agent: agent, Instance: instance, Source: "cli",
 			Data: usageData{Instance: total, Run: run}})
 		fmt.Fprintf(w, "%s\n", b)
 		return
@@ -512,9 +512,9 @@ func (p *printer) event(ev events.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		b, err := json.Marshal(ev)
+		b, err := plainjson.Marshal(ev)
 		if err != nil {
-			b, _ = json.Marshal(events.Event{Topic: "cli.error", Time: ev.Time, Source: "cli", Data: "cannot encode event " + ev.Topic + ": " + err.Error()})
+			b, _ = plainjson.Marshal(events.Event{Topic: "cli.error", Time: ev.Time, Source: "cli", Data: "cannot encode event " + ev.Topic + ": " + err.Error()})
 		}
 		p.w.Write(append(b, '\n'))
 		return
@@ -608,7 +608,7 @@ func (p *printer) answer(r runtime.Report, earlier bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		b, _ := json.Marshal(events.Event{Topic: "cli.answer", Agent: r.Agent, Instance: r.Instance, Source: "cli", Data: r})
+		b, _ := plainjson.Marshal(events.Event{Topic: "cli.answer", Agent: r.Agent, Instance: r.Instance, Source: "cli", Data: r})
 		p.w.Write(append(b, '\n'))
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -458,7 +459,7 @@ func messagesJSON(ms ...pipeline.Message) string {
 	for i, m := range ms {
 		w[i] = toWire(m)
 	}
-	b, _ := json.Marshal(w)
+	b, _ := plainjson.Marshal(w) // read by people, in a trace viewer
 	return string(b)
 }
 
