@@ -131,7 +131,7 @@ exits 0; an optional dependency resumes the agent without a value.`, 1},
 	cmd := &cobra.Command{
 		Use:   spec.use,
 		Short: spec.short,
-		Long: spec.long + "\n\nIt says on stderr what became of the item, then streams the resumed turn." +
+		Long: spec.long + "\n\nIt says on stderr what became of the item; the resumed turn streams on stdout." +
 			"\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// answer [DIR] ID edit ARGS: an approval's edit.
