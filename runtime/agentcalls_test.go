@@ -348,7 +348,8 @@ func waitGoroutines(t *testing.T, before int) {
 }
 
 // TestSystemTools: list_agents shows the other agents and what they are
-// for; get_my_tools the tools of the step.
+// for, as JSON the model reads (not escaped for HTML); get_my_tools the
+// tools of the step.
 func TestSystemTools(t *testing.T) {
 	h := newHarness(t, `
 agents:
@@ -356,7 +357,7 @@ agents:
     description: plans the work
     tools: [list_agents, get_my_tools]
   - name: coder
-    description: writes the code
+    description: writes the code <fast & well>
   - name: tester
 `, `
 agents:
@@ -377,7 +378,7 @@ agents:
 			got[m.ToolCallID] = m.Content
 		}
 	}
-	if want := `{"agents":[{"name":"coder","description":"writes the code"},{"name":"tester"}]}`; got["l"] != want {
+	if want := `{"agents":[{"name":"coder","description":"writes the code <fast & well>"},{"name":"tester"}]}`; got["l"] != want {
 		t.Errorf("list_agents = %s\nwant %s", got["l"], want)
 	}
 	if !strings.HasPrefix(got["g"], `[{"name":"list_agents",`) || !strings.Contains(got["g"], `"name":"get_my_tools"`) || strings.Contains(got["g"], "read_file") {

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ganglion-dev/ganglion/internal/envref"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/internal/mcpsrc"
@@ -314,7 +315,7 @@ func (m *agentMCP) instanceSource(ctx context.Context, a *agent, in *instance) (
 // <server>__<tool>, of category mcp, with the tool's input schema.
 func mcpTool(src *mcpsrc.Source, t *mcp.Tool) (pipeline.Tool, error) {
 	name := src.Name() + "__" + t.Name
-	params, err := json.Marshal(t.InputSchema)
+	params, err := plainjson.Marshal(t.InputSchema) // the model may read it as text (XML tools)
 	if err != nil {
 		return pipeline.Tool{}, err
 	}

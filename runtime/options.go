@@ -204,7 +204,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithMeterProvider records the runtime's metrics on mp: turn and model
 // call durations, token usage, tool calls, extension layer failures and
-// the pending items open.
+// the pending items open. [Runtime.Close] flushes mp (when it has a
+// ForceFlush method, as the SDK's MeterProvider does) while the store is
+// still open, then stops the pending items gauge, which reads the store;
+// mp stays open, for its owner to shut down.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(o *options) { o.meter = mp })
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
@@ -232,9 +233,10 @@ func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
 }
 
 func (rc *resumeCall) RunWith(ctx context.Context, args json.RawMessage) (*pipeline.ToolResult, error) {
-	var b bytes.Buffer
-	if json.Compact(&b, args) == nil {
-		args = b.Bytes()
+	// As the human wrote them, also if an encoder escaped <, > and & on
+	// their way: the model reads them.
+	if b, err := plainjson.Compact(args); err == nil {
+		args = b
 	} else {
 		args = bytes.Clone(args) // the tool's check reports it to the model
 	}

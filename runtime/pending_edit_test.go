@@ -179,3 +179,54 @@ agents:
 		t.Errorf("the item changed: %+v", after)
 	}
 }
+
+// say is a tool with a string argument, which it returns.
+var say = pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "say", Description: "Says text.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
+	Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+		return &pipeline.ToolResult{Content: "said " + string(c.Arguments())}, nil
+	}}
+
+// TestEditReadsAsWritten: edited arguments with <, > and & reach the tool
+// and the model as a person wrote them, also when a JSON encoder escaped
+// them (as Go's does by default) on their way.
+func TestEditReadsAsWritten(t *testing.T) {
+	ctx := context.Background()
+	const want = "called with arguments a human edited: {\"text\":\"a > b && c < d\"}\nsaid {\"text\":\"a > b && c < d\"}"
+	for _, tt := range []struct{ name, edit string }{
+		{"as written", `{"text": "a > b && c < d"}`},
+		{"escaped on the way", `{"text":"a \u003e b \u0026\u0026 c \u003C d"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "agents:\n  - name: a\n    tools: [say]\n    extensions: [{name: gate}]\n", `
+agents:
+  a:
+    turns:
+      - steps:
+          - tool_calls: [{name: say, id: c1, args: {text: hi}}]
+      - steps:
+          - text: "after: {{ .LastMessage }}"
+`, runtime.WithTool(say), runtime.WithExtension("gate", (&editGate{}).factory))
+			if res := h.mustSend("a", "k", "go"); res.FinishReason != pipeline.FinishPaused {
+				t.Fatalf("Send = %s, want paused", res.FinishReason)
+			}
+			items, _ := h.rt.Pending(ctx, ledger.Filter{Open: true})
+			if len(items) != 1 {
+				t.Fatalf("items = %+v", items)
+			}
+			if _, err := h.rt.Edit(ctx, items[0].ID, json.RawMessage(tt.edit)); err != nil {
+				t.Fatal(err)
+			}
+			reqs := h.rec.requests()
+			var got string
+			for _, m := range reqs[len(reqs)-1].Messages {
+				if m.Role == pipeline.RoleTool {
+					got = m.Content
+				}
+			}
+			if got != want {
+				t.Errorf("the model reads the call's result as\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}

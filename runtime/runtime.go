@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions/standard"
 	"github.com/ganglion-dev/ganglion/internal/otlp"
@@ -65,6 +67,7 @@ type Runtime struct {
 	untape    func()                // ends the tape's subscription to the bus
 	tel       *telemetry.T          // spans and metrics; nil when both are off
 	exporter  *otlp.Providers       // the OTLP export New opened, which Close flushes
+	meter     metric.MeterProvider  // the meter provider of WithMeterProvider, which Close flushes
 	untel     []func()              // end the tracer's subscriptions to the bus
 	mcp       map[string]*mcpServer // the MCP servers, by name
 	// mcpClosing counts the MCP sources closing in the background (an
@@ -634,9 +637,10 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 	return r.store.GetState(ctx, agentName, instanceKey, extension)
 }
 
-// Close waits for running turns to end, then closes the extensions, the
-// workspace and the store (unless it came from [WithStore]). Later calls
-// return [ErrClosed]. Close is idempotent.
+// Close waits for running turns to end, then closes the extensions and
+// the workspace, exports the last telemetry (the metrics' last collection
+// reads the store), and closes the store (unless it came from
+// [WithStore]). Later calls return [ErrClosed]. Close is idempotent.
 func (r *Runtime) Close() error {
 	// Task turns running in the background are aborted: their tasks stay
 	// stored and run again at the next start.
@@ -711,7 +715,6 @@ func (r *Runtime) release() error {
 	for _, f := range r.untel {
 		f()
 	}
-	defer r.closeExporter()
 	var errs []error
 	if r.node != nil {
 		errs = append(errs, r.node.shutdown())
@@ -734,6 +737,7 @@ func (r *Runtime) release() error {
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())
 	}
+	r.closeTelemetry() // its last collection reads the ledger: before the store closes
 	if r.ownsStore && r.store != nil {
 		errs = append(errs, r.store.Close())
 	}
@@ -744,6 +748,7 @@ func (r *Runtime) release() error {
 // those the config's telemetry block or the OTEL_* environment open.
 func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.File) error {
 	tp, mp := o.tracer, o.meter
+	r.meter = o.meter
 	content := cfg.Telemetry != nil && cfg.Telemetry.Content
 	if tp == nil && mp == nil {
 		s := otlp.Settings{Configured: cfg.Telemetry != nil, Getenv: os.Getenv}
@@ -783,16 +788,32 @@ func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.Fil
 	return nil
 }
 
-// closeExporter exports what is buffered, within a few seconds: a short
-// ganglion run's spans reach the collector before the process exits.
-func (r *Runtime) closeExporter() {
-	if r.exporter == nil {
+// closeTelemetry makes the last collection of the metrics and exports what
+// is buffered, within a few seconds, so that a short ganglion run's spans
+// and metrics reach the collector before the process exits; then it stops
+// the gauge that reads the ledger. It runs while the store is still open.
+// An OTLP export New opened is shut down; a meter provider given through
+// [WithMeterProvider] is flushed, when it can be, and stays open.
+func (r *Runtime) closeTelemetry() {
+	if r.tel == nil && r.exporter == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
 	defer cancel()
-	if err := r.exporter.Shutdown(ctx); err != nil {
+	var err error
+	if r.exporter != nil {
+		err = r.exporter.Shutdown(ctx)
+	} else if f, ok := r.meter.(interface{ ForceFlush(context.Context) error }); ok {
+		err = f.ForceFlush(ctx)
+	}
+	if err != nil {
 		r.logger.Warn("exporting the last telemetry failed", "err", err)
+	}
+	if r.tel == nil {
+		return
+	}
+	if err := r.tel.StopPending(); err != nil {
+		r.logger.Warn("stopping the pending items gauge failed", "err", err)
 	}
 }
 

@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 )
@@ -93,8 +93,9 @@ func (r *Runtime) agentInfos(names []string) []agentInfo {
 	return out
 }
 
+// jsonResult is a result the model reads as JSON.
 func jsonResult(v any) (*pipeline.ToolResult, error) {
-	b, err := json.Marshal(v)
+	b, err := plainjson.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

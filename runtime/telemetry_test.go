@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -446,6 +447,85 @@ agents:
 		}
 		slices.Sort(all)
 		t.Logf("the metrics:\n%s", strings.Join(all, "\n"))
+	}
+}
+
+// exported is a metric exporter that keeps the gauge values it is sent.
+type exported struct {
+	mu     sync.Mutex
+	gauges map[string]int64 // "name attrs" → value
+}
+
+func (e *exported) Temporality(k sdkmetric.InstrumentKind) metricdata.Temporality {
+	return sdkmetric.DefaultTemporalitySelector(k)
+}
+
+func (e *exported) Aggregation(k sdkmetric.InstrumentKind) sdkmetric.Aggregation {
+	return sdkmetric.DefaultAggregationSelector(k)
+}
+
+func (e *exported) Export(_ context.Context, rm *metricdata.ResourceMetrics) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[int64]); ok {
+				for _, p := range g.DataPoints {
+					e.gauges[m.Name+" "+attrs(p.Attributes)] = p.Value
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (e *exported) ForceFlush(context.Context) error { return nil }
+func (e *exported) Shutdown(context.Context) error   { return nil }
+
+// TestMetricsAtClose: Close flushes a meter provider given through
+// WithMeterProvider while the store is open, so its exporter gets the
+// last count of the pending items; a collection after Close neither
+// reads the closed store nor reports the closed runtime's items.
+func TestMetricsAtClose(t *testing.T) {
+	exp := &exported{gauges: map[string]int64{}}
+	manual := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(time.Hour))),
+		sdkmetric.WithReader(manual))
+	t.Cleanup(func() { mp.Shutdown(context.Background()) })
+	h := newHarness(t, `
+agents:
+  - name: a
+    extensions: [{name: protocol}]
+`, `
+agents:
+  a:
+    turns:
+      - steps:
+          - text: "[USER_QUESTION]\ncategory: clarification\nquestion: Which file?\nrequired: true\n[/USER_QUESTION]\n"
+`, runtime.WithMeterProvider(mp))
+	if res := h.mustSend("a", "k", "read a file"); res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("turn = %+v", res)
+	}
+	if err := h.rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	exp.mu.Lock()
+	got := exp.gauges["ganglion.pending.open gen_ai.agent.name=a"]
+	exp.mu.Unlock()
+	if got != 1 {
+		t.Errorf("the exporter got ganglion.pending.open %d at Close, want 1 (all: %v)", got, exp.gauges)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := manual.Collect(context.Background(), &rm); err != nil {
+		t.Fatalf("a collection after Close: %v", err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == "ganglion.pending.open" {
+				t.Errorf("a collection after Close reports %s: %+v", m.Name, m.Data)
+			}
+		}
 	}
 }
 

@@ -119,7 +119,7 @@ inspect still shows the manifest such a guest declared before it failed.`,
 						*l = []string{}
 					}
 				}
-				b, err := json.MarshalIndent(info, "", "  ")
+				b, err := indentJSON(info)
 				if err != nil {
 					return failed(err)
 				}

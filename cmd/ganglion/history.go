@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -59,7 +59,7 @@ condense, without truncated messages.`,
 			}
 			for _, m := range msgs {
 				if f.json {
-					b, err := json.Marshal(m)
+					b, err := plainjson.Marshal(m)
 					if err != nil {
 						return fmt.Errorf("encode message %s: %w", m.ID, err)
 					}

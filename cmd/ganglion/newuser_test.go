@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -126,7 +127,8 @@ func TestPauseHintWorksFromHere(t *testing.T) {
 				t.Errorf("hint %q: names the directory %v, want %v (--data wanted: %v)", hint, got, tt.wantDir, tt.data)
 			}
 			r = runHint(t, cwd, strings.Replace(hint, "ANSWER", "freemium", 1))
-			check(t, "the hinted answer, as printed", r, exitOK, ptr(askResumed), ptr(""), "")
+			id := regexp.MustCompile(`p-[0-9a-f]{12}`).FindString(hint)
+			check(t, "the hinted answer, as printed", r, exitOK, ptr(askResumed), ptr("$ID of asker/default answered: Freemium\n"), id)
 		})
 	}
 }
@@ -142,7 +144,7 @@ func TestRejectExitsZero(t *testing.T) {
 	check(t, "run", r, exitPaused, nil, nil, "")
 	it := onlyItem(t, dir)
 	r = exe(t, dir, "", "reject", dir, it.ID, "--reason", "no key here")
-	check(t, "reject", r, exitOK, ptr(""), ptr(it.ID+" rejected. The dependency was required, so the agent's task failed: "+
+	check(t, "reject", r, exitOK, ptr(""), ptr(it.ID+" of keeper/default rejected: the dependency OPENAI_API_KEY was required, so the agent's task failed: "+
 		"required dependency OPENAI_API_KEY was rejected: no key here\n"), "")
 	r = exe(t, dir, "", "pending", dir, "--all", "--json")
 	if items := parsePending(t, r.stdout); len(items) != 1 || items[0].Status != "rejected" || items[0].Open {
@@ -198,7 +200,7 @@ agents:
 		t.Errorf("pending --help does not say how to answer an approval:\n%s", r.stdout)
 	}
 	r = exe(t, dir, "", "answer", dir, it.ID, "approve")
-	check(t, "answer approve", r, exitOK, nil, ptr(""), "")
+	check(t, "answer approve", r, exitOK, nil, ptr(it.ID+" of ops/default approved: execute_command runs\n"), "")
 	if !strings.Contains(r.stdout, "[tool] execute_command -> hi\n") {
 		t.Errorf("the approved call did not run:\n%s", r.stdout)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/approval"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -120,13 +122,17 @@ nothing else of its turn is pending, streaming the resumed turn like run.
   repetition      guidance for the model (reject stops the agent)`, 2},
 		"skip": {"skip [DIR] ID", "Skip an optional question: it takes its default",
 			"Skip resolves an optional question with its default and resumes the agent\nwhen nothing else of its turn is pending. A required question cannot be skipped.", 1},
-		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for",
-			"Reject refuses a dependency (or denies an approval, with the reason). For a\nrequired dependency the agent's task fails, which reject reports and exits 0\nfor; an optional one resumes the agent without a value.", 1},
+		"reject": {"reject [DIR] ID --reason TEXT", "Refuse a dependency an agent asked for, or stop a stuck agent",
+			`Reject refuses a dependency, denies an approval, or stops an agent that keeps
+failing or repeating a tool call, with the reason. When that fails the
+agent's task (a required dependency, a stopped agent), reject says so and
+exits 0; an optional dependency resumes the agent without a value.`, 1},
 	}[name]
 	cmd := &cobra.Command{
 		Use:   spec.use,
 		Short: spec.short,
-		Long:  spec.long + "\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
+		Long: spec.long + "\n\nIt says on stderr what became of the item; the resumed turn streams on stdout." +
+			"\n\nExit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// answer [DIR] ID edit ARGS: an approval's edit.
 			var edit string
@@ -149,17 +155,7 @@ nothing else of its turn is pending, streaming the resumed turn like run.
 				case "skip":
 					return rt.Skip(ctx, it.ID)
 				}
-				res, err := rt.Reject(ctx, it.ID, reason)
-				if err != nil && errors.Is(err, runtime.ErrTaskFailed) {
-					// What a required dependency's rejection is for.
-					msg := err.Error()
-					if _, after, ok := strings.Cut(msg, runtime.ErrTaskFailed.Error()+": "); ok {
-						msg = after
-					}
-					fmt.Fprintf(stderr, "%s rejected. The dependency was required, so the agent's task failed: %s\n", it.ID, msg)
-					return nil, errDone
-				}
-				return res, err
+				return rt.Reject(ctx, it.ID, reason)
 			})
 		},
 	}
@@ -209,10 +205,6 @@ Exit codes: 0 done, 1 error, 2 usage, 3 the agent paused again.`,
 	return cmd
 }
 
-// errDone is what an act of withPendingItem returns when it has said what
-// happened and the command succeeded.
-var errDone = errors.New("done")
-
 // addDataFlags adds the flags of the commands that act on one item: the
 // item names its agent and instance.
 func addDataFlags(cmd *cobra.Command, f *runFlags) {
@@ -248,16 +240,27 @@ func withPendingItem(ctx context.Context, f runFlags, dir, id string, stdout, st
 		finished = wait
 	}
 	res, err := act(api, it)
-	if errors.Is(err, errDone) {
-		return nil
+	if err != nil && !errors.Is(err, runtime.ErrTaskFailed) {
+		return failed(err)
+	}
+	// Say what became of the item. A resolution that fails the task (a
+	// required dependency rejected, a stuck agent stopped) is what the
+	// human asked for: the command succeeds.
+	after, gerr := api.PendingItem(ctx, id)
+	if gerr == nil && !f.json {
+		line := outcome(after)
+		if res == nil && err == nil {
+			line += "; the turn still waits for its other items (ganglion pending" + out.where + ")"
+		}
+		fmt.Fprintln(stderr, line)
 	}
 	if err != nil {
+		if gerr == nil && after.Fails {
+			return nil
+		}
 		return failed(err)
 	}
 	if res == nil {
-		if !f.json {
-			fmt.Fprintf(stderr, "%s resolved; the turn still waits for its other items (ganglion pending%s)\n", id, out.where)
-		}
 		return nil
 	}
 	if finished != nil {
@@ -432,21 +435,27 @@ func describe(it ledger.Item) string {
 	return readableJSON(it.Request)
 }
 
-// readableJSON renders a JSON value on one line, without the escapes of
-// <, > and & that Go's encoder adds for HTML; what is not JSON is
-// returned as it is.
+// readableJSON renders a JSON value on one line, as it was written but
+// without the escapes of <, > and & that Go's encoder adds for HTML;
+// what is not JSON is returned as it is.
 func readableJSON(raw json.RawMessage) string {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	b, err := plainjson.Compact(raw)
+	if err != nil {
 		return string(raw)
 	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
-		return string(raw)
+	return string(b)
+}
+
+// indentJSON is v as JSON for people: indented, without the escapes of
+// <, > and &.
+func indentJSON(v any) ([]byte, error) {
+	b, err := plainjson.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	var out bytes.Buffer
+	err = json.Indent(&out, b, "", "  ")
+	return out.Bytes(), err
 }
 
 // printPaused tells how to answer what the instance waits for; every
@@ -463,10 +472,14 @@ func printPaused(ctx context.Context, rt agentsAPI, out *printer, agent, instanc
 	for _, it := range items {
 		if agent == "" {
 			fmt.Fprintf(w, "[paused] %s/%s: %s %s: %s\n", it.Agent, it.Instance, it.ID, it.Kind, describe(it))
-			fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
+		} else {
+			fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
+		}
+		if out.record != "" {
+			fmt.Fprintf(w, "  the recording ends here, paused: the item lived only in this run's memory, so no command can answer it; "+
+				"to record the answer too, record without MESSAGE and answer at the prompt: %s\n", out.record)
 			continue
 		}
-		fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
 		fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/secret/secrettest"
+	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
 
@@ -315,7 +316,7 @@ func TestPendingQuestionProcesses(t *testing.T) {
 			"$ID  asker  default   question  pending  What pricing model? [Subscription | Freemium | Ad-based] (default: Freemium)\n"), ptr(""), id)
 
 	r = exe(t, dir, "", "answer", dir, id, "freemium") // any case: the canonical option is stored
-	check(t, "answer", r, exitOK, ptr(askResumed), ptr(""), id)
+	check(t, "answer", r, exitOK, ptr(askResumed), ptr("$ID of asker/default answered: Freemium\n"), id)
 
 	r = exe(t, dir, "", "pending", dir)
 	check(t, "pending after the answer", r, exitOK, ptr(""), ptr("nothing is pending\n"), id)
@@ -512,13 +513,13 @@ func TestPendingRefusals(t *testing.T) {
 		{"run paused instance", "asker", false, func(dir, id string) []string { return []string{"run", dir, "are you there?"} }, "",
 			exitError, "ganglion: agent \"asker\" instance \"default\" is paused: it waits for pending item $ID (see ganglion pending; answer, skip, provide or reject it first)\n", "pending"},
 		{"reject required dependency", "keeper", false, func(dir, id string) []string { return []string{"reject", dir, id, "--reason", "we have no key"} }, "",
-			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: we have no key\n", "rejected"},
+			exitOK, "$ID of keeper/default rejected: the dependency OPENAI_API_KEY was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: we have no key\n", "rejected"},
 		// A reason, like an answer or a config line, is not a usage error
 		// whatever its words ("requires ", "accepts " are cobra's).
 		{"reject with usage-like reason", "keeper", false, func(dir, id string) []string {
 			return []string{"reject", dir, id, "--reason", "it requires approval"}
 		}, "",
-			exitOK, "$ID rejected. The dependency was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
+			exitOK, "$ID of keeper/default rejected: the dependency OPENAI_API_KEY was required, so the agent's task failed: required dependency OPENAI_API_KEY was rejected: it requires approval\n", "rejected"},
 		{"answer with usage-like text", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "accepts cash"} }, "",
 			exitError, "ganglion: pending item \"$ID\": invalid action: answer \"accepts cash\" must be one of: Subscription, Freemium, Ad-based\n", "pending"},
 		{"edit a question", "asker", false, func(dir, id string) []string { return []string{"answer", dir, id, "edit", `{"answer":"Freemium"}`} }, "",
@@ -715,7 +716,8 @@ func TestPendingApprovalEdit(t *testing.T) {
 	check(t, "answer edit", r, exitOK, ptr(
 		"[tool] read_file {\"path\":\"b.txt\"}\n"+
 			"[tool] read_file -> beta\n"+
-			"Read: A human edited the arguments of the call of read_file and approved it with theirs; its result shows them.\n"), ptr(""), it.ID)
+			"Read: A human edited the arguments of the call of read_file and approved it with theirs; its result shows them.\n"),
+		ptr("$ID of reader/default approved: read_file runs with the arguments you edited: {\"path\":\"b.txt\"}\n"), it.ID)
 	if after := onlyItem(t, dir, "--all"); after.Status != "answered" || after.Open || after.Answer != `edit {"path":"b.txt"}` {
 		t.Errorf("after the edit the item is %+v", after)
 	}
@@ -777,12 +779,11 @@ func TestRunInteractiveEdit(t *testing.T) {
 }
 
 // TestPendingRepetition: the same call three times in a row pauses before
-// the third runs; run says how to answer, and guidance resumes the agent.
+// the third runs; run says how to answer; guidance resumes the agent, and
+// a rejection stops it, each said for a repetition.
 func TestPendingRepetition(t *testing.T) {
 	t.Parallel()
-	dir := approvalProject(t)
-	must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: approve\nrules: []\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+	const script = `agents:
   reader:
     turns:
       - steps:
@@ -792,12 +793,98 @@ func TestPendingRepetition(t *testing.T) {
           - text: "not reached"
       - steps:
           - text: "Resumed: {{ .LastMessage }}"
+`
+	tests := []struct {
+		name           string
+		args           []string // after the item's ID
+		stdout, stderr string
+	}{
+		{"answer", []string{"read b.txt instead"},
+			"Resumed: You called read_file with the same arguments 3 times in a row; the last call did not run. The user says: read b.txt instead\n",
+			"$ID of reader/default answered: the repeated call of read_file does not run; the model reads your guidance\n"},
+		{"reject", []string{"--reason", "it loops"}, "",
+			"$ID of reader/default rejected: the agent was stopped, so its task failed: stopped after 3 calls in a row of read_file with the same arguments: it loops\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := approvalProject(t)
+			must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: approve\nrules: []\n"), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(script), 0o644))
+			r := runCLI(t, "", "run", dir, "read it")
+			r.stderr = strings.ReplaceAll(r.stderr, dir, "$DIR")
+			it := onlyItem(t, dir)
+			check(t, "run", r, exitPaused, nil, ptr("[paused] $ID repetition: read_file {\"path\":\"a.txt\"} called 3 times in a row, the last not run; answer with guidance for the model\n"+
+				"  guide the model: ganglion answer $DIR $ID GUIDANCE, or stop it: ganglion reject $DIR $ID --reason TEXT\n"), it.ID)
+			verb := "answer"
+			if tt.name == "reject" {
+				verb = "reject"
+			}
+			r = runCLI(t, "", append([]string{verb, dir, it.ID}, tt.args...)...)
+			check(t, verb, r, exitOK, ptr(tt.stdout), ptr(tt.stderr), it.ID)
+		})
+	}
+}
+
+// TestEditedCallReadsAsWritten: a call edited with <, > and & in its
+// arguments runs, and reads, as the person wrote it: in the CLI's lines,
+// in the result the model reads, and in history --json; through a running
+// server too, whose client encodes the edit for HTTP.
+func TestEditedCallReadsAsWritten(t *testing.T) {
+	const (
+		edit   = `{"command":"echo edited > out.txt && cat < out.txt"}`
+		result = "called with arguments a human edited: " + edit + "\nedited\n"
+	)
+	cliBinary(t) // built before the commands' deadlines start
+	for _, served := range []bool{false, true} {
+		t.Run(map[bool]string{false: "here", true: "through serve"}[served], func(t *testing.T) {
+			if served && testing.Short() {
+				t.Skip("builds the CLI")
+			}
+			dir := approvalProject(t)
+			must(t, os.WriteFile(filepath.Join(dir, "rules.yaml"), []byte("default: ask\nrules: []\n"), 0o644))
+			must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(`workspace: workspace
+data: data
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: ops
+    tools: [execute_command]
+    extensions: [{name: approval, config: {rules: rules.yaml}}]
 `), 0o644))
-	r := runCLI(t, "", "run", dir, "read it")
-	r.stderr = strings.ReplaceAll(r.stderr, dir, "$DIR")
-	it := onlyItem(t, dir)
-	check(t, "run", r, exitPaused, nil, ptr("[paused] $ID repetition: read_file {\"path\":\"a.txt\"} called 3 times in a row, the last not run; answer with guidance for the model\n"+
-		"  guide the model: ganglion answer $DIR $ID GUIDANCE, or stop it: ganglion reject $DIR $ID --reason TEXT\n"), it.ID)
-	r = runCLI(t, "", "answer", dir, it.ID, "read b.txt instead")
-	check(t, "answer", r, exitOK, ptr("Resumed: You called read_file with the same arguments 3 times in a row; the last call did not run. The user says: read b.txt instead\n"), ptr(""), it.ID)
+			must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  ops:
+    turns:
+      - steps:
+          - tool_calls: [{name: execute_command, id: c1, args: {command: "echo hi > out.txt"}}]
+      - steps:
+          - text: "Done."
+`), 0o644))
+			r := exe(t, dir, "", "run", dir, "go")
+			check(t, "run", r, exitPaused, nil, nil, "")
+			it := onlyItem(t, dir)
+			if served {
+				_, _, stop := startServe(t, dir)
+				defer stop()
+			}
+			r = exe(t, dir, "", "answer", dir, it.ID, "edit", edit)
+			check(t, "answer edit", r, exitOK,
+				ptr("[tool] execute_command "+edit+"\n[tool] execute_command -> edited\nDone.\n"),
+				ptr("$ID of ops/default approved: execute_command runs with the arguments you edited: "+edit+"\n"), it.ID)
+			r = exe(t, dir, "", "history", dir, "--json")
+			var got string
+			for line := range strings.Lines(r.stdout) {
+				var m pipeline.Message
+				must(t, json.Unmarshal([]byte(line), &m))
+				if m.Role == pipeline.RoleTool {
+					got = m.Content
+				}
+				if strings.Contains(line, `\u00`) {
+					t.Errorf("history --json escapes: %s", line)
+				}
+			}
+			if got != result {
+				t.Errorf("the model reads the call's result as\n%s\nwant\n%s", got, result)
+			}
+		})
+	}
 }

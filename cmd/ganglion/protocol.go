@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +39,7 @@ JSON is printed either way), 2 for a usage error.`,
 			for _, e := range errs {
 				out.Errors = append(out.Errors, parseError{Line: e.Line, Kind: e.Kind, Message: e.Msg})
 			}
-			b, err := json.MarshalIndent(out, "", "  ")
+			b, err := indentJSON(out)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -178,5 +179,29 @@ func TestExtTestWritesNoGoldenFromADivergence(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "cassettes", "file.golden")); err == nil {
 			t.Fatalf("%v wrote the golden file of a diverged replay", args)
 		}
+	}
+}
+
+// TestRecordPaused: a recorded turn that pauses ends the recording there:
+// the item lived in memory only, so record says how to record the answer
+// (at the prompt) rather than name a command that cannot find it.
+func TestRecordPaused(t *testing.T) {
+	dir := pendingProject(t)
+	tape := filepath.Join(dir, "s.cassette")
+	r := runCLI(t, "", "record", tape, dir, "--agent", "asker", "What pricing?")
+	r.stderr = strings.ReplaceAll(r.stderr, dir, "$DIR")
+	id := regexp.MustCompile(`p-[0-9a-f]{12}`).FindString(r.stderr)
+	check(t, "record", r, exitPaused, ptr(askText),
+		ptr("[paused] $ID question: What pricing model? [Subscription | Freemium | Ad-based] (default: Freemium)\n"+
+			"  the recording ends here, paused: the item lived only in this run's memory, so no command can answer it; "+
+			"to record the answer too, record without MESSAGE and answer at the prompt: ganglion record $DIR/s.cassette $DIR --agent asker\n"+
+			"ganglion: recorded the session into $DIR/s.cassette\n"), id)
+	if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
+		t.Error("record wrote the data directory; it runs in memory")
+	}
+	// As it says: the answer at the prompt is recorded.
+	r = runCLI(t, "What pricing?\nFreemium\n", "record", tape, dir, "--agent", "asker")
+	if r.code != exitOK || !strings.HasSuffix(r.stdout, askResumed) {
+		t.Errorf("record, answered at the prompt: %+v", r)
 	}
 }

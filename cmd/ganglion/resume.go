@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -28,7 +29,9 @@ answers:
     stopped (its tool calls never run again on their own), and a chain's
     reports are handed over;
   - paused turns whose items were all answered resume, and pending items
-    whose deadline passed are handled;
+    whose deadline passed are handled: each is printed as a [pending] line
+    that says what became of it (a required dependency's timeout fails its
+    agent's task, and the line says why);
   - the answer to each earlier request that a chain reaches is printed.
 
 Exit codes: 0 nothing is left open, 1 an error (or an agent that fails to
@@ -48,14 +51,20 @@ finds, after its own turn.`,
 func resumeWork(ctx context.Context, f runFlags, dir string, stdout, stderr io.Writer) error {
 	out := &printer{w: stdout, json: f.json, where: place(dir, f.data)}
 	_, answers, channel := cliAnswers(out)
-	// Nothing runs before the printer listens.
-	rt, _, err := openRuntime(ctx, f, dir, stderr, channel, runtime.WithoutRecovery())
+	// Nothing runs before the printer listens: it hears the bus before
+	// the runtime starts, whose expiry timer may expire an item at once.
+	logger, err := newLogger(stderr, f.logLevel)
+	if err != nil {
+		return err
+	}
+	bus := events.NewBus(events.WithLogger(logger))
+	unsub := bus.Subscribe("*", out.event)
+	defer unsub()
+	rt, _, err := openRuntime(ctx, f, dir, stderr, channel, runtime.WithoutRecovery(), runtime.WithEvents(bus))
 	if err != nil {
 		return err
 	}
 	defer rt.Close()
-	unsub := rt.Events().Subscribe("*", out.event)
-	defer unsub()
 	if err := rt.Recover(ctx); err != nil {
 		fmt.Fprintln(stderr, "ganglion: resume:", err)
 	}

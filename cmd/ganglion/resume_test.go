@@ -13,6 +13,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -218,5 +219,42 @@ func TestRunFinishesRecoveredChain(t *testing.T) {
 	}
 	if r := cli(t, dir, "tasks"); r.stderr != "no open tasks\n" {
 		t.Errorf("tasks after the run:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// TestResumeSaysWhatTimedOut: resume, finding that a required
+// dependency's deadline passed while no process ran, fails the agent's
+// task and says so: which item, agent and instance, and why. An optional
+// question's timeout is said in its own words.
+func TestResumeSaysWhatTimedOut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, agent, stdout string
+	}{
+		{"required dependency", "keeper",
+			"[pending] $ID of keeper/default timed out: nobody provided the dependency OPENAI_API_KEY; it was required, so the agent's task failed: required dependency OPENAI_API_KEY was not provided in time\n"},
+		{"optional question", "asker",
+			"[pending] $ID of asker/default timed out: nobody answered; the agent goes on with the default: Freemium\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := pendingProject(t)
+			// Pause two hours ago: the item's hour has passed.
+			cfg, err := config.Load(filepath.Join(dir, "ganglion.yaml"))
+			must(t, err)
+			rt, err := runtime.New(t.Context(), runtime.WithConfig(cfg), runtime.WithoutExpiryTimer(),
+				runtime.WithClock(func() time.Time { return time.Now().Add(-2 * time.Hour) }))
+			must(t, err)
+			res, err := rt.Send(t.Context(), tt.agent, "default", runtime.UserMessage("go"))
+			must(t, err)
+			must(t, rt.Close())
+			if res.FinishReason != pipeline.FinishPaused {
+				t.Fatalf("the turn: %+v", res)
+			}
+			it := onlyItem(t, dir)
+			r := runCLI(t, "", "resume", dir)
+			check(t, "resume", r, exitOK, ptr(tt.stdout), ptr("nothing is left open\n"), it.ID)
+		})
 	}
 }

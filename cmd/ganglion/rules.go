@@ -72,7 +72,7 @@ optional "agent", "instance" and "chain" (the calling agents).`,
 			}
 			res := r.Decide(c.Call(""))
 			if asJSON {
-				b, err := json.MarshalIndent(res, "", "  ")
+				b, err := indentJSON(res)
 				if err != nil {
 					return failed(err)
 				}

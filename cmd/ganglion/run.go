@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/cassette"
@@ -85,6 +86,10 @@ every model call with its streamed answer, every tool result, the answers to
 pauses, the clock and the IDs. The conversation is a fresh one, kept in
 memory: the data directory is neither read nor written, so the cassette
 holds all the session needs to replay.
+
+Pending items live in that memory too: answer them at the prompt (give no
+MESSAGE). With MESSAGE, a turn that pauses ends the recording, paused, and
+no other command can answer its items.
 
 Provided secrets are not recorded. Replay the cassette with ganglion ext
 test (put it under DIR/cassettes/) or from Go with package cassettetest.`,
@@ -242,6 +247,13 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 	own, answers, channel := cliAnswers(out)
 	opts := []runtime.Option{channel}
 	if f.record != "" {
+		out.record = "ganglion record " + shellQuote(f.record) + out.where
+		if f.agent != "" {
+			out.record += " --agent " + shellQuote(f.agent)
+		}
+		if f.instance != "default" {
+			out.record += " --instance " + shellQuote(f.instance)
+		}
 		if f.data != "" {
 			return usageError("--record runs a fresh conversation in memory: it takes no --data")
 		}
@@ -357,7 +369,7 @@ func printUsage(ctx context.Context, rt runAPI, agent, instance string, before p
 	run := pipeline.Usage{InputTokens: total.InputTokens - before.InputTokens, OutputTokens: total.OutputTokens - before.OutputTokens,
 		CacheReadTokens: total.CacheReadTokens - before.CacheReadTokens, CacheWriteTokens: total.CacheWriteTokens - before.CacheWriteTokens}
 	if asJSON {
-		b, _ := json.Marshal(events.Event{Topic: "cli.usage", Agent: agent, Instance: instance, Source: "cli",
+		b, _ := plainjson.Marshal(events.Event{Topic: "cli.usage", Agent: agent, Instance: instance, Source: "cli",
 			Data: usageData{Instance: total, Run: run}})
 		fmt.Fprintf(w, "%s\n", b)
 		return
@@ -400,6 +412,10 @@ type printer struct {
 	// where is how the commands it suggests name the config and data
 	// directories from the working directory (place).
 	where string
+	// record is the command that records the session again, when run
+	// records it: its pending items live in memory, out of reach of the
+	// commands that answer items.
+	record string
 	// step is the text the watched instance's model streamed in the step
 	// under way, and shown what it streamed in the turn's latest step that
 	// streamed any: endTurn prints an answer that is not what was shown (a
@@ -418,14 +434,23 @@ func (p *printer) event(ev events.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		b, err := json.Marshal(ev)
+		b, err := plainjson.Marshal(ev)
 		if err != nil {
-			b, _ = json.Marshal(events.Event{Topic: "cli.error", Time: ev.Time, Source: "cli", Data: "cannot encode event " + ev.Topic + ": " + err.Error()})
+			b, _ = plainjson.Marshal(events.Event{Topic: "cli.error", Time: ev.Time, Source: "cli", Data: "cannot encode event " + ev.Topic + ": " + err.Error()})
 		}
 		p.w.Write(append(b, '\n'))
 		return
 	}
 	switch d := ev.Data.(type) {
+	case ledger.Item:
+		// A deadline passed here: what became of the item, whichever
+		// agent's, since nobody acted on it. (Another process of a
+		// cluster says its own.)
+		if ev.Topic == "pending."+string(ledger.Timeout) && ev.Process == "" {
+			p.endLine()
+			fmt.Fprintf(p.w, "[pending] %s\n", outcome(d))
+		}
+		return
 	case events.TaskDelegatedData:
 		p.endLine()
 		fmt.Fprintf(p.w, "[task] %s → %s: %s\n", ev.Agent, d.To, d.Message)
@@ -505,7 +530,7 @@ func (p *printer) answer(r runtime.Report, earlier bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.json {
-		b, _ := json.Marshal(events.Event{Topic: "cli.answer", Agent: r.Agent, Instance: r.Instance, Source: "cli", Data: r})
+		b, _ := plainjson.Marshal(events.Event{Topic: "cli.answer", Agent: r.Agent, Instance: r.Instance, Source: "cli", Data: r})
 		p.w.Write(append(b, '\n'))
 		return
 	}

@@ -234,12 +234,12 @@ func TestCommandsReachServer(t *testing.T) {
 		t.Fatalf("pending through the server: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = exe(t, dir, "", "answer", dir, items[0].ID, "Freemium")
-	check(t, "answer through the server", r, exitOK, ptr(askResumed), ptr(""), items[0].ID)
+	check(t, "answer through the server", r, exitOK, ptr(askResumed), ptr("$ID of asker/default answered: Freemium\n"), items[0].ID)
 
 	send("keeper", "go")
 	key := onlyOpen(t, dir, "keeper")
 	r = exe(t, dir, "sk-proj-served-0123456789abcdef\n", "provide", dir, key)
-	check(t, "provide through the server", r, exitOK, ptr(keyResumed), ptr(""), key)
+	check(t, "provide through the server", r, exitOK, ptr(keyResumed), ptr("$ID of keeper/default provided: OPENAI_API_KEY (api_key)\n"), key)
 	r = exe(t, dir, "", "history", dir, "--agent", "keeper", "--json")
 	if r.code != exitOK || !strings.Contains(r.stdout, "[secret OPENAI_API_KEY]") || strings.Contains(r.stdout, "served-0123456789") {
 		t.Errorf("history through the server: exit %d\n%s", r.code, r.stdout)

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
 
@@ -69,7 +69,7 @@ instance); --json prints one task per line, with its delegation context.`,
 // in errors.
 func jsonLines[T any](w io.Writer, items []T, what func(T) string) error {
 	for _, it := range items {
-		b, err := json.Marshal(it)
+		b, err := plainjson.Marshal(it)
 		if err != nil {
 			return failed(fmt.Errorf("encode %s: %w", what(it), err))
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/expr-lang/expr"
 
 	"github.com/ganglion-dev/ganglion/extensions/approval/shell"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -199,4 +200,4 @@ func (r *Rules) functionsFor() []expr.Option {
 	}
 }
 
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+func jsonMarshal(v any) ([]byte, error) { return plainjson.Marshal(v) }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
@@ -255,11 +256,11 @@ func resolveAsk(_ context.Context, it ledger.Item, act extensions.Action) (exten
 		return extensions.Outcome{}, fmt.Errorf("%w: answer approve or deny, or edit the call's arguments, not %q", extensions.ErrInvalidAction, act.Value)
 	case extensions.ActionEdit:
 		// The runtime checked the arguments against the tool's schema.
-		var b bytes.Buffer
-		if err := json.Compact(&b, []byte(act.Value)); err != nil {
+		b, err := plainjson.Compact([]byte(act.Value))
+		if err != nil {
 			return extensions.Outcome{}, fmt.Errorf("%w: the edited arguments are not JSON: %v", extensions.ErrInvalidAction, err)
 		}
-		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: editPrefix + b.String(),
+		return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: editPrefix + string(b),
 			Message: fmt.Sprintf("A human edited the arguments of the call of %s and approved it with theirs; its result shows them.", req.Tool)}}, nil
 	case extensions.ActionReject:
 		return deniedOutcome(req.Tool, strings.TrimSpace(act.Reason))

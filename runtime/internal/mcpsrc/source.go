@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 )
 
 // Limits of a source; see [Source].
@@ -227,12 +229,12 @@ func text(res *mcp.CallToolResult) string {
 				parts = append(parts, "[resource: "+r.URI+", "+r.MIMEType+", "+strconv.Itoa(len(r.Blob))+" bytes]")
 			}
 		default:
-			b, _ := json.Marshal(c)
+			b, _ := plainjson.Marshal(c)
 			parts = append(parts, string(b))
 		}
 	}
 	if len(parts) == 0 && res.StructuredContent != nil {
-		b, _ := json.Marshal(res.StructuredContent)
+		b, _ := plainjson.Marshal(res.StructuredContent)
 		parts = append(parts, string(b))
 	}
 	return strings.Join(parts, "\n")

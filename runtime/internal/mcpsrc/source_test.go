@@ -43,6 +43,9 @@ func newTestServer(t *testing.T) *testServer {
 			&mcp.ResourceLink{Name: "report", URI: "file:///r.txt"},
 		}}, nil, nil
 	})
+	mcp.AddTool(ts.srv, &mcp.Tool{Name: "structured"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{StructuredContent: map[string]any{"cmp": "a < b && c > d"}}, nil, nil
+	})
 	mcp.AddTool(ts.srv, &mcp.Tool{Name: "big"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("é", MaxResult)}}}, nil, nil
 	})
@@ -97,7 +100,7 @@ func TestSourceCallsTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := names(tools); !slices.Equal(got, []string{"big", "echo", "fail", "hang", "mixed"}) {
+	if got := names(tools); !slices.Equal(got, []string{"big", "echo", "fail", "hang", "mixed", "structured"}) {
 		t.Fatalf("tools %v", got)
 	}
 	tests := []struct {
@@ -108,6 +111,7 @@ func TestSourceCallsTools(t *testing.T) {
 		{"echo", `{"text":"hi"}`, Result{Text: "echo: hi"}, ""},
 		{"fail", `{}`, Result{Text: "no such thing", IsError: true}, ""},
 		{"mixed", `{}`, Result{Text: "a chart:\n[image: image/png, 5 bytes]\n[resource link: report file:///r.txt]"}, ""},
+		{"structured", `{}`, Result{Text: `{"cmp":"a < b && c > d"}`}, ""}, // as the model reads it: not escaped for HTML
 		{"hang", `{}`, Result{}, `MCP server "srv": tool "hang" did not answer within 200ms`},
 		{"echo", `[1]`, Result{}, "arguments are not a JSON object"},
 	}

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -62,6 +63,9 @@ type T struct {
 	toolCalls  metric.Int64Counter
 	layerFails metric.Int64Counter
 	meter      metric.Meter
+	// pending is the callback of the gauge ganglion.pending.open, which
+	// reads the store; nil when it is not registered.
+	pending metric.Registration
 }
 
 // New returns the instrumentation of a runtime on tp and mp, either of
@@ -397,23 +401,38 @@ func (t *T) Layers(agent string) (func(context.Context, pipeline.Hook, pipeline.
 
 // ObservePending reports the pending items open, by agent, as the gauge
 // ganglion.pending.open, read from count at each collection: the ledger
-// is the truth, across restarts.
+// is the truth, across restarts. [T.StopPending] ends the reading.
 func (t *T) ObservePending(count func(context.Context) (map[string]int64, error)) error {
 	if !t.metrics {
 		return nil
 	}
-	_, err := t.meter.Int64ObservableGauge("ganglion.pending.open", metric.WithUnit("{item}"),
-		metric.WithDescription("Pending items open: what paused turns wait for, by agent."),
-		metric.WithInt64Callback(func(ctx context.Context, o metric.Int64Observer) error {
-			n, err := count(ctx)
-			if err != nil {
-				return err
-			}
-			for agent, c := range n {
-				o.Observe(c, metric.WithAttributes(semconv.GenAIAgentName(agent)))
-			}
-			return nil
-		}))
+	g, err := t.meter.Int64ObservableGauge("ganglion.pending.open", metric.WithUnit("{item}"),
+		metric.WithDescription("Pending items open: what paused turns wait for, by agent."))
+	if err != nil {
+		return err
+	}
+	t.pending, err = t.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		n, err := count(ctx)
+		if err != nil {
+			return err
+		}
+		for agent, c := range n {
+			o.ObserveInt64(g, c, metric.WithAttributes(semconv.GenAIAgentName(agent)))
+		}
+		return nil
+	}, g)
+	return err
+}
+
+// StopPending ends the reading [T.ObservePending] started: a runtime
+// calls it before its store closes, since the meter provider may collect
+// later (an embedder's outlives the runtime).
+func (t *T) StopPending() error {
+	if t.pending == nil {
+		return nil
+	}
+	err := t.pending.Unregister()
+	t.pending = nil
 	return err
 }
 
@@ -440,7 +459,7 @@ func messagesJSON(ms ...pipeline.Message) string {
 	for i, m := range ms {
 		w[i] = toWire(m)
 	}
-	b, _ := json.Marshal(w)
+	b, _ := plainjson.Marshal(w) // read by people, in a trace viewer
 	return string(b)
 }
 
