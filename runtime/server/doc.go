@@ -97,7 +97,10 @@
 // a notification whose answer was lost gets it once more, with the same
 // ID: receivers deduplicate by it, as the standard asks. An event the
 // process published just before it died, before the outbox held it, is
-// not sent.
+// not sent. A redirect is not followed, to another host or the same: the
+// signed notification goes only to the URL configured, and a 3xx answer
+// is a failed try, retried as any other, with a warning that names its
+// Location.
 //
 // # The web console
 //
