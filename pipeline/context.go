@@ -140,13 +140,18 @@ func (t *TurnContext) TurnID() string { return t.info.TurnID }
 // Input returns the event the turn handles.
 func (t *TurnContext) Input() InputEvent { return t.info.Input }
 
-// SetInput changes the event that the rest of the chain sees.
+// SetInput changes the event that the rest of the chain sees. The
+// runtime stores the input as the chain leaves it; the input's reserved
+// metadata ([CheckMetadata]) stays as it came, but [MetaPinned]: a reserved
+// key set or changed fails the turn, one left out is kept.
 func (t *TurnContext) SetInput(in InputEvent) { t.info.Input = in }
 
 // Conversation returns the instance's history.
 func (t *TurnContext) Conversation() Conversation { return t.info.Conversation }
 
-// EmitMessage changes the conversation.
+// EmitMessage changes the conversation. A message may be pinned
+// ([MetaPinned]) but hold no other reserved metadata ([CheckMetadata]);
+// a replacement keeps the reserved metadata of the message it replaces.
 func (t *TurnContext) EmitMessage(ev MessageEvent) error { return t.info.Conversation.Apply(ev) }
 
 // Host returns the runtime's state for the turn; see [TurnInfo.Host].

@@ -48,7 +48,8 @@ type Window interface {
 	// window; summary is marked [MetaSummary] (its value, if the caller set
 	// none, records how many messages it stands for) and must stay for the
 	// rest of the turn. It returns the summary's ID. It refuses the same
-	// sets Truncate refuses.
+	// sets Truncate refuses, and a summary whose metadata holds a reserved
+	// key but MetaSummary and MetaPinned ([CheckMetadata]).
 	Condense(ids []string, summary Message) (string, error)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // Defaults of agent calls, for a config whose agent_calls leaves them out.
@@ -36,10 +37,12 @@ const (
 	sourceAPI        = "api"
 )
 
-// Transport carries agent calls from the orchestrator to the runtime that
-// runs the target agent. The default delivers in process ([Runtime.Send]);
-// a networked one (NATS, say) implements the same method on another
-// machine's runtime, without touching callers.
+// Transport carries agent calls and delegated tasks' turns from the
+// orchestrator to the runtime that runs the target agent. The default
+// delivers in process ([Runtime.Deliver]); a networked one (NATS, say)
+// hands the input to [Runtime.Deliver] of another machine's runtime,
+// without touching callers. The input carries the runtime's own metadata
+// (the caller's, the task's), which [Runtime.Send] refuses.
 type Transport interface {
 	// Deliver runs a turn of agent's instance key with in, and returns its
 	// result when it ends or ctx does.
@@ -58,10 +61,14 @@ type agentCalls struct {
 	sends     atomic.Int64              // agent sends so far, to name each in flight
 }
 
-type inProcess struct{ r *Runtime }
-
-func (t inProcess) Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	return t.r.send(ctx, agent, key, in)
+// Deliver runs a turn that a [Transport] carries from a runtime's
+// orchestrator, this one's or another process's: an agent call, or a
+// delegated task's turn. It is [Runtime.Send] for the runtime's own input,
+// which it does not check: its metadata is the runtime's (the caller's,
+// the task's), which Send refuses, and its instance key may be older than
+// the rule for new keys. Input from people and programs goes to Send.
+func (r *Runtime) Deliver(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	return r.send(ctx, agentName, instanceKey, in)
 }
 
 // callerAgents is the pipeline.Agents of a running turn: the orchestrator's
@@ -110,7 +117,12 @@ func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, s
 	}
 	key := o.InstanceKey
 	if key == "" {
-		key = c.key
+		key = c.key // the caller's, which may be older than the rule for new keys
+	} else if err := store.ValidateInstanceKey(key); err != nil {
+		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w", target, err)
+	}
+	if err := pipeline.CheckMetadata("the call's metadata", nil, o.Metadata); err != nil {
+		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w", target, err)
 	}
 	self := c.a.name + "/" + c.key
 	chain := append(slices.Clone(c.chain), self)
@@ -247,3 +259,5 @@ func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline
 	}()
 	return nil
 }
+
+var _ Transport = (*Runtime)(nil)

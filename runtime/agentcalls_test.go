@@ -269,7 +269,7 @@ func (c *countingTransport) Deliver(ctx context.Context, agent, key string, in p
 	c.mu.Lock()
 	c.calls = append(c.calls, agent+"/"+key)
 	c.mu.Unlock()
-	return c.rt().Send(ctx, agent, key, in)
+	return c.rt().Deliver(ctx, agent, key, in)
 }
 
 // TestAgentsTransport: agent calls go through the configured transport.

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/store"
 )
 
 // This file routes turns and agent calls to the process that owns their
@@ -37,9 +36,6 @@ type remoteSend struct {
 // the process the instance's name hashes to (true), or here.
 func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.InputEvent, place bool) (*pipeline.TurnResult, error) {
 	if _, err := r.runnable(agentName); err != nil {
-		return nil, err
-	}
-	if err := store.ValidateInstanceKey(key); err != nil {
 		return nil, err
 	}
 	var res *pipeline.TurnResult

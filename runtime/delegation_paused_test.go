@@ -240,7 +240,7 @@ type pausedHook struct {
 }
 
 func (p *pausedHook) Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	res, err := p.rt.Send(ctx, agent, key, in)
+	res, err := p.rt.Deliver(ctx, agent, key, in)
 	if errors.Is(err, runtime.ErrPaused) {
 		p.mu.Lock()
 		f := p.onPaused

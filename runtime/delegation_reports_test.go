@@ -268,7 +268,7 @@ type slowLanding struct {
 }
 
 func (s *slowLanding) Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	res, err := s.rt.Send(ctx, agent, key, in)
+	res, err := s.rt.Deliver(ctx, agent, key, in)
 	if agent == s.agent && in.Kind == pipeline.InputAgentRequest {
 		for deadline := time.Now().Add(askTimeout); !s.until() && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)

@@ -759,3 +759,24 @@ func TestAgentCountsInItsModelsEncoding(t *testing.T) {
 		rt.Close()
 	}
 }
+
+// TestRuntimeMetadataIsReserved: every metadata key the runtime sets on a
+// message or an input and reads back is reserved, so that no input from
+// outside can set it (pipeline.CheckMetadata); the keys a caller sets
+// for the runtime to read are not.
+func TestRuntimeMetadataIsReserved(t *testing.T) {
+	own := []string{MetaInterrupted, metaContinues, metaAwaits, metaEdited,
+		pipeline.MetaPinned, pipeline.MetaTruncated, pipeline.MetaCondensedBy, pipeline.MetaSummary,
+		"turn_id", "resumes", "pending", "failed", "taskId", "parentTaskId", "taskChain", "reported", "team",
+		"chain", "callerAgent", "callerInstanceKey", "callerTurnId", "callSource"}
+	for _, k := range own {
+		if !pipeline.IsReservedMetadata(k) {
+			t.Errorf("the runtime's metadata key %q is not reserved", k)
+		}
+	}
+	for _, k := range []string{"channel", "replyTo", "requester", "myapp.truncated", ""} {
+		if pipeline.IsReservedMetadata(k) {
+			t.Errorf("the caller's metadata key %q is reserved", k)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -222,13 +223,60 @@ func (c *conversation) At(i int) pipeline.Message {
 	return *c.in.hist.at(i).msg
 }
 
+// Apply is a middleware's change. It may pin a message, and set metadata
+// of its own, but not the other reserved keys (pipeline.CheckMetadata):
+// a replacement keeps those of the message it replaces.
 func (c *conversation) Apply(ev pipeline.MessageEvent) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch ev.Type {
+	case pipeline.MessageAppend:
+		if err := pipeline.CheckMetadata("a middleware's message", nil, ev.Message.Metadata, pipeline.MetaPinned); err != nil {
+			return fmt.Errorf("append message: %w", err)
+		}
+		return c.appendLocked(&ev.Message)
+	case pipeline.MessageReplace:
+		if i := c.in.hist.indexOf(ev.TargetID); i >= 0 {
+			prev := c.in.hist.at(i).msg.Metadata
+			if err := pipeline.CheckMetadata("a middleware's replacement", prev, ev.Message.Metadata, pipeline.MetaPinned); err != nil {
+				return fmt.Errorf("replace message %q: %w", ev.TargetID, err)
+			}
+			ev.Message.Metadata = keepReserved(prev, ev.Message.Metadata)
+		}
+	}
+	return c.applyLocked(ev)
+}
+
+// apply is Apply for the runtime's own changes, which set reserved
+// metadata.
+func (c *conversation) apply(ev pipeline.MessageEvent) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ev.Type == pipeline.MessageAppend {
 		return c.appendLocked(&ev.Message)
 	}
 	return c.applyLocked(ev)
+}
+
+// keepReserved returns next with the reserved metadata of prev that it
+// leaves out, but pinned, which a middleware may take away: the runtime's
+// marks stay when a middleware writes metadata of its own. next is not
+// changed: a copy gets the keys.
+func keepReserved(prev, next map[string]any) map[string]any {
+	copied := false
+	for k, v := range prev {
+		if _, ok := next[k]; ok || k == pipeline.MetaPinned || !pipeline.IsReservedMetadata(k) {
+			continue
+		}
+		if !copied {
+			next, copied = maps.Clone(next), true
+			if next == nil {
+				next = map[string]any{}
+			}
+		}
+		next[k] = v
+	}
+	return next
 }
 
 // append adds the runtime's own message m (input, model answer, tool

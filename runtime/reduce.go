@@ -99,7 +99,7 @@ func (ts *turnState) mark(pos []int, set func(map[string]any)) error {
 			m.Metadata = map[string]any{}
 		}
 		set(m.Metadata)
-		if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: id, Message: m}); err != nil {
+		if err := ts.conv.apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: id, Message: m}); err != nil {
 			return err
 		}
 	}

@@ -158,7 +158,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	r.calls.transport = o.transport
 	if r.calls.transport == nil {
-		r.calls.transport = inProcess{r}
+		r.calls.transport = r
 	}
 	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
 	r.tasks.cache, r.tasks.trees = map[string]*Task{}, map[string]*tree{}
@@ -507,12 +507,39 @@ func (r *Runtime) evictLocked() {
 // its place. Cancelling ctx aborts the turn (or its wait): the result's
 // finish reason is aborted and the error wraps ctx's error. A failed turn
 // returns a result with finish reason error, and the error.
+//
+// Send is the door for input from outside the runtime (the HTTP API and
+// the CLI send through it), and refuses before anything runs, with a nil
+// result: an instance key that [store.ValidateInstanceKey] refuses, and
+// metadata that sets a key the runtime reserves (see
+// [pipeline.CheckMetadata]; the error matches
+// [pipeline.ErrReservedMetadata]). What a [Transport] carries from an
+// orchestrator goes to [Runtime.Deliver] instead.
 func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	if err := checkInput(agentName, instanceKey, in.Metadata); err != nil {
+		return nil, err
+	}
 	if r.tape != nil {
 		cp := in // a copy of its own: &in would move in to the heap on every Send
 		r.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &cp})
 	}
 	return r.sendAsked(ctx, agentName, instanceKey, in)
+}
+
+// checkInput refuses what no caller outside the runtime may send, before
+// anything runs: an instance key the rule for new keys refuses
+// ([store.ValidateInstanceKey]), or metadata with a key the runtime
+// reserves ([pipeline.CheckMetadata]). The runtime's own turns (agent
+// calls, delegated tasks, resumes: [Runtime.Deliver]) skip it: their keys
+// may be older than the rule, and their metadata is the runtime's.
+func checkInput(agentName, key string, md map[string]any) error {
+	if err := store.ValidateInstanceKey(key); err != nil {
+		return err
+	}
+	if err := pipeline.CheckMetadata("the input's metadata", nil, md); err != nil {
+		return fmt.Errorf("agent %q instance %q: %w", agentName, key, err)
+	}
+	return nil
 }
 
 // sendAsked is Send without the tape, for Ask too: a turn a user of this
@@ -544,9 +571,6 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 	defer r.gate.leave()
 	a, err := r.runnable(agentName)
 	if err != nil {
-		return nil, err
-	}
-	if err := store.ValidateInstanceKey(instanceKey); err != nil {
 		return nil, err
 	}
 	inst := r.instance(a, instanceKey)

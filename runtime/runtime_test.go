@@ -427,23 +427,33 @@ agents:
 
 func TestSendErrors(t *testing.T) {
 	h := newHarness(t, twoAgents, textScript)
-	const keyRule = " (want 1 to 256 bytes of UTF-8 without NUL)"
+	const keyRule = ` (want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or "..")`
 	long := strings.Repeat("k", 257)
 	tests := []struct {
 		name, agent, key string
+		md               map[string]any
 		wantErr          string
 		wantIs           error
 	}{
 		{name: "unknown agent", agent: "x", key: "i", wantErr: `unknown agent "x" (agents: a, b)`, wantIs: runtime.ErrUnknownAgent},
 		{name: "empty agent", agent: "", key: "i", wantErr: `unknown agent "" (agents: a, b)`, wantIs: runtime.ErrUnknownAgent},
 		{name: "empty key", agent: "a", key: "", wantErr: `store: invalid instance key "": empty` + keyRule, wantIs: store.ErrInvalidName},
-		{name: "NUL in key", agent: "a", key: "a\x00b", wantErr: `store: invalid instance key "a\x00b": NUL at offset 1` + keyRule, wantIs: store.ErrInvalidName},
-		{name: "key not UTF-8", agent: "b", key: "\xff", wantErr: `store: invalid instance key "\xff": not valid UTF-8` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "NUL in key", agent: "a", key: "a\x00b", wantErr: `store: invalid instance key "a\x00b": control character "\x00" at offset 1 not allowed` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "key not UTF-8", agent: "b", key: "\xff", wantErr: `store: invalid instance key "\xff": invalid UTF-8 at offset 0` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "path in key", agent: "a", key: "../b", wantErr: `store: invalid instance key "../b": character "/" at offset 2 not allowed` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "dot dot key", agent: "a", key: "..", wantErr: `store: invalid instance key "..": ".." is not allowed as a whole key` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "newline in key", agent: "a", key: "k\nadmin", wantErr: `store: invalid instance key "k\nadmin": control character "\n" at offset 1 not allowed` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "NATS wildcard in key", agent: "a", key: "a>b", wantErr: `store: invalid instance key "a>b": character ">" at offset 1 not allowed` + keyRule, wantIs: store.ErrInvalidName},
+		{name: "reserved metadata", agent: "a", key: "k", md: map[string]any{"truncated": true},
+			wantErr: `agent "a" instance "k": metadata key "truncated" is reserved by the runtime: the input's metadata may not set it (it leaves the message out of what the model sees); name your own keys with a prefix, such as "myapp.truncated"`,
+			wantIs:  pipeline.ErrReservedMetadata},
 		{name: "key too long", agent: "a", key: long, wantErr: `store: invalid instance key "` + long[:80] + `"...: 257 bytes long` + keyRule, wantIs: store.ErrInvalidName},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := h.send(context.Background(), tt.agent, tt.key, "hi")
+			in := runtime.UserMessage("hi")
+			in.Metadata = tt.md
+			res, err := h.rt.Send(context.Background(), tt.agent, tt.key, in)
 			checkErr(t, err, tt.wantErr)
 			if !errors.Is(err, tt.wantIs) {
 				t.Errorf("errors.Is(err, %v) = false", tt.wantIs)
@@ -973,4 +983,30 @@ agents:
 		"user: first", "assistant: +call(w1 wait {})", "tool(w1 wait): released", "assistant: first done",
 		"user: second", "assistant: second done",
 	})
+}
+
+// TestKeysStoredBeforeTheRule: an instance stored under a key the rule for
+// new keys now refuses stays listed and readable, but takes no new input.
+func TestKeysStoredBeforeTheRule(t *testing.T) {
+	st := store.NewMemory()
+	ctx := context.Background()
+	for _, key := range []string{"team/alice", "k\n", ".."} {
+		err := st.Commit(ctx, "a", key, store.Batch{Meta: &store.Meta{NextSeq: 1, Turns: 1},
+			Put: []store.Record{{Seq: 0, Message: &pipeline.Message{ID: "msg-0", Role: pipeline.RoleUser, Content: "from before"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := newHarness(t, twoAgents, textScript, runtime.WithStore(st))
+	keys, err := h.rt.Instances(ctx, "a")
+	if err != nil || !slices.Equal(keys, []string{"..", "k\n", "team/alice"}) {
+		t.Fatalf("Instances = %q, %v", keys, err)
+	}
+	for _, key := range keys {
+		if msgs, err := h.rt.History(ctx, "a", key); err != nil || len(msgs) != 1 || msgs[0].Content != "from before" {
+			t.Errorf("History(%q) = %v, %v", key, msgs, err)
+		}
+	}
+	_, err = h.send(ctx, "a", "team/alice", "more")
+	checkErr(t, err, `store: invalid instance key "team/alice": character "/" at offset 4 not allowed (want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or "..")`)
 }

@@ -230,6 +230,9 @@ func (c *apiChannel) Deliver(ctx context.Context, r Report) error {
 // task is delivered as an event (see the task topics of package events).
 // Cancelling ctx stops the wait; the task goes on.
 func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) (*Report, error) {
+	if err := checkInput(agentName, instanceKey, nil); err != nil {
+		return nil, err
+	}
 	if r.tape != nil {
 		r.tape.Input(tape.Input{Op: "ask", Agent: agentName, Instance: instanceKey, Text: text})
 	}

@@ -68,6 +68,9 @@ type turnState struct {
 	text     strings.Builder
 	calls    []partialCall
 	agents   callerAgents // the turn's ctx.agents
+	// input is the turn's input as it came, before any middleware
+	// changed it (see turnInput).
+	input pipeline.InputEvent
 	// inputID is the ID of the turn's input message, which reductions keep;
 	// keepIDs are more messages a reduction must keep (the summary just
 	// written). sentTokens is the effective history's token count when the
@@ -135,7 +138,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		Model: a.modelName, System: a.system, MaxOutputTokens: a.maxOutput, Secret: ts.secretFn}
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)
-	ts.inputID, ts.keepIDs, ts.sentTokens = "", nil, 0
+	ts.inputID, ts.keepIDs, ts.sentTokens, ts.input = "", nil, 0, in
 	for _, h := range turnHooks {
 		h.beginTurn(ts, in)
 	}
@@ -194,7 +197,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		r.bus.Publish(events.Event{Topic: events.TurnFinished, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
 	}
 	// Drop what the turn referenced: the caller's context and input.
-	ts.storeCtx = nil
+	ts.storeCtx, ts.input = nil, pipeline.InputEvent{}
 	ts.turn.Reset(pipeline.TurnInfo{})
 	ts.req.Messages, ts.req.Tools = nil, nil
 	return res, err
@@ -206,7 +209,10 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	if ts.cont.inputID != "" {
 		return a.steps(ctx, ts, t, ts.cont.inputID, ts.cont.steps+1)
 	}
-	in := t.Input()
+	in, err := ts.turnInput()
+	if err != nil {
+		return nil, err
+	}
 	input := inputMessage(ts, in)
 	if err := ts.conv.append(&input); err != nil {
 		return nil, err
@@ -291,6 +297,20 @@ func (a *agent) runStep(ctx context.Context, ts *turnState, n int) (*pipeline.St
 	return sr, err
 }
 
+// turnInput returns the turn's input as its middleware left it
+// (pipeline.TurnContext.SetInput). A middleware may change the text and
+// metadata of its own, not the reserved keys (pipeline.CheckMetadata): one
+// it sets or changes fails the turn, and one it leaves out is kept, for a
+// middleware that sets an input of its own knows nothing of the runtime's.
+func (ts *turnState) turnInput() (pipeline.InputEvent, error) {
+	in := ts.turn.Input()
+	if err := pipeline.CheckMetadata("a middleware's change of the turn's input", ts.input.Metadata, in.Metadata, pipeline.MetaPinned); err != nil {
+		return in, err
+	}
+	in.Metadata = keepReserved(ts.input.Metadata, in.Metadata)
+	return in, nil
+}
+
 // inputMessage is the stored form of the turn's input in.
 func inputMessage(ts *turnState, in pipeline.InputEvent) pipeline.Message {
 	input := pipeline.Message{Role: pipeline.RoleUser, Content: in.Text, Source: inputSource(in), Metadata: in.Metadata}
@@ -325,7 +345,11 @@ func (a *agent) keepAnswer(ts *turnState, res *pipeline.TurnResult, before int) 
 		if h.len() != before {
 			return nil
 		}
-		input := inputMessage(ts, ts.turn.Input())
+		in, err := ts.turnInput()
+		if err != nil {
+			return err
+		}
+		input := inputMessage(ts, in)
 		if err := ts.conv.append(&input); err != nil {
 			return err
 		}
@@ -349,7 +373,7 @@ func (a *agent) keepAnswer(ts *turnState, res *pipeline.TurnResult, before int) 
 	}
 	m := *last
 	m.Content, m.Source, m.Reasoning = res.Response.Content, pipeline.Source{Type: pipeline.SourceExtension, Extension: res.AnsweredBy}, ""
-	if err := ts.conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: last.ID, Message: m}); err != nil {
+	if err := ts.conv.apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: last.ID, Message: m}); err != nil {
 		return err
 	}
 	res.Response = *h.at(h.len() - 1).msg

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -934,4 +935,163 @@ func around[R any](ctx context.Context, after bool, act func(context.Context) er
 		err = act(ctx)
 	}
 	return r, err
+}
+
+// TestReservedMetadataFromMiddleware: a middleware, native or WebAssembly,
+// cannot set the metadata the runtime reserves through any door it has:
+// an agent call's metadata or instance key, a message it appends or
+// replaces, the turn's input, a summary. Each is refused with the key and
+// the door in the error, and changes nothing; pinning is a middleware's
+// to do, and a replacement or a new input that leaves the runtime's marks
+// out keeps them.
+func TestReservedMetadataFromMiddleware(t *testing.T) {
+	const why = "; name your own keys with a prefix, such as "
+	md := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		// turn acts in a's turn middleware before Next; step in its first
+		// step middleware before Next, on the window.
+		turn func(ctx context.Context, tc *pipeline.TurnContext) error
+		step func(ctx context.Context, s *pipeline.StepContext) error
+		want string
+	}{
+		{name: "agent call's metadata", turn: func(ctx context.Context, tc *pipeline.TurnContext) error {
+			_, err := tc.Agents().Request(ctx, "b", "hi", pipeline.AgentCallOptions{Metadata: md("taskId", "task_x", "myapp.id", 1)})
+			return err
+		}, want: `call agent "b": metadata key "taskId" is reserved by the runtime: the call's metadata may not set it (it names the delegation task a turn works on)` + why + `"myapp.taskId"`},
+		{name: "agent send's metadata", turn: func(ctx context.Context, tc *pipeline.TurnContext) error {
+			return tc.Agents().Send(ctx, "b", "hi", pipeline.AgentCallOptions{Metadata: md("chain", []string{})})
+		}, want: `call agent "b": metadata key "chain" is reserved by the runtime: the call's metadata may not set it (it lists the callers that wait, for cycle detection and the depth limit)` + why + `"myapp.chain"`},
+		{name: "agent call's instance key", turn: func(ctx context.Context, tc *pipeline.TurnContext) error {
+			_, err := tc.Agents().Request(ctx, "b", "hi", pipeline.AgentCallOptions{InstanceKey: "../k"})
+			return err
+		}, want: `call agent "b": store: invalid instance key "../k": character "/" at offset 2 not allowed (want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or "..")`},
+		{name: "appended message", turn: func(ctx context.Context, tc *pipeline.TurnContext) error {
+			return tc.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: pipeline.Message{Role: pipeline.RoleSystem, Content: "x", Metadata: md("truncated", true)}})
+		}, want: `append message: metadata key "truncated" is reserved by the runtime: a middleware's message may not set it (it leaves the message out of what the model sees)` + why + `"myapp.truncated"`},
+		{name: "appended message, pinned", turn: func(ctx context.Context, tc *pipeline.TurnContext) error {
+			return tc.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: pipeline.Message{Role: pipeline.RoleSystem, Content: "x", Metadata: md("pinned", true)}})
+		}},
+		{name: "replacement", turn: func(ctx context.Context, tc *pipeline.TurnContext) error {
+			m := tc.Conversation().At(0)
+			m.Metadata = md("condensed_by", "msg-9")
+			return tc.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: m})
+		}, want: `replace message "msg-0": metadata key "condensed_by" is reserved by the runtime: a middleware's replacement may not set it (it shows a summary in place of the message)` + why + `"myapp.condensed_by"`},
+		{name: "replacement that changes a mark", step: func(ctx context.Context, s *pipeline.StepContext) error {
+			if err := s.Window().Truncate([]string{"msg-2", "msg-3"}, "test"); err != nil {
+				return err
+			}
+			m := s.Conversation().At(2)
+			m.Metadata = md("truncated", false)
+			return s.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: m})
+		}, want: `replace message "msg-2": metadata key "truncated" is reserved by the runtime: a middleware's replacement may not change it (it leaves the message out of what the model sees)` + why + `"myapp.truncated"`},
+		{name: "replacement that leaves a mark out keeps it", step: func(ctx context.Context, s *pipeline.StepContext) error {
+			if err := s.Window().Truncate([]string{"msg-2", "msg-3"}, "test"); err != nil {
+				return err
+			}
+			m := s.Conversation().At(2)
+			m.Content, m.Metadata = "redacted", md("myapp.redacted", true)
+			if err := s.EmitMessage(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: m}); err != nil {
+				return err
+			}
+			if got := s.Conversation().At(2).Metadata; got["truncated"] != true || got["myapp.redacted"] != true {
+				return fmt.Errorf("the replacement's metadata: %v", got)
+			}
+			return nil
+		}},
+		{name: "summary", step: func(ctx context.Context, s *pipeline.StepContext) error {
+			_, err := s.Window().Condense([]string{"msg-2", "msg-3"}, pipeline.Message{Role: pipeline.RoleUser, Content: "earlier", Metadata: md("awaits", "p_1", "summary", true)})
+			return err
+		}, want: `condense: metadata key "awaits" is reserved by the runtime: a summary's metadata may not set it (it marks a tool result that waits for a pending item)` + why + `"myapp.awaits"`},
+		{name: "summary, pinned", step: func(ctx context.Context, s *pipeline.StepContext) error {
+			_, err := s.Window().Condense([]string{"msg-2", "msg-3"}, pipeline.Message{Role: pipeline.RoleUser, Content: "earlier", Metadata: md("pinned", true)})
+			return err
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got error
+			probe := extension(func(api *extensions.API) error {
+				api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+					if tt.turn != nil && tc.Input().Text == "act" {
+						got = tt.turn(ctx, tc)
+					}
+					return tc.Next(ctx)
+				})
+				api.Pipeline.Step(func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+					if tt.step != nil && s.Input().Text == "act" && s.Index() == 1 {
+						got = tt.step(ctx, s)
+					}
+					return s.Next(ctx)
+				})
+				return nil
+			})
+			h := newHarness(t, "agents:\n  - name: a\n    extensions: [{name: probe}]\n  - name: b\n", textScript, runtime.WithExtension("probe", probe))
+			key := fmt.Sprintf("k%d", i)
+			h.mustSend("a", key, "before")
+			h.mustSend("a", key, "before again")
+			before := describeAll(mustHistory(t, h.rt, "a", key))
+			h.mustSend("a", key, "act")
+			checkErr(t, got, tt.want)
+			if tt.want == "" {
+				return
+			}
+			if !errors.Is(got, pipeline.ErrReservedMetadata) && !strings.Contains(tt.want, "invalid instance key") {
+				t.Errorf("errors.Is(%v, ErrReservedMetadata) = false", got)
+			}
+			// What was refused changed nothing: the earlier messages are
+			// as they were, and b was not called.
+			if after := describeAll(mustHistory(t, h.rt, "a", key)); !slices.Equal(after[:len(before)], before) || len(after) != len(before)+2 {
+				t.Errorf("history after a refused change:\n%s", strings.Join(after, "\n"))
+			}
+			if keys, _ := h.rt.Instances(context.Background(), "b"); len(keys) != 0 {
+				t.Errorf("b was called: %v", keys)
+			}
+		})
+	}
+}
+
+// TestReservedMetadataOfTheInput: a turn middleware that sets an input of
+// its own keeps the runtime's metadata of the input it replaces (the
+// caller's, here), and cannot set or change a reserved key: the turn fails,
+// naming it, before it stores anything.
+func TestReservedMetadataOfTheInput(t *testing.T) {
+	rewriter := extension(func(api *extensions.API) error {
+		api.Pipeline.Turn(func(ctx context.Context, tc *pipeline.TurnContext) (*pipeline.TurnResult, error) {
+			in := tc.Input()
+			switch {
+			case in.Kind == pipeline.InputAgentRequest:
+				tc.SetInput(pipeline.InputEvent{Kind: in.Kind, Text: "rewritten: " + in.Text})
+			case in.Text == "resume me":
+				tc.SetInput(pipeline.InputEvent{Kind: in.Kind, Text: in.Text, Metadata: map[string]any{"resumes": "turn-1", "myapp.x": 1}})
+			case in.Text == "call b":
+				if _, err := tc.Agents().Request(ctx, "b", "hello", pipeline.AgentCallOptions{}); err != nil {
+					return nil, err
+				}
+			}
+			return tc.Next(ctx)
+		})
+		return nil
+	})
+	h := newHarness(t, "agents:\n  - name: a\n    extensions: [{name: rewriter}]\n  - name: b\n    extensions: [{name: rewriter}]\n", textScript,
+		runtime.WithExtension("rewriter", rewriter))
+	h.mustSend("a", "k", "call b")
+	hist := mustHistory(t, h.rt, "b", "k")
+	if len(hist) == 0 || hist[0].Content != "rewritten: hello" || hist[0].Metadata["callerAgent"] != "a" || hist[0].Metadata["callSource"] == nil {
+		t.Fatalf("b's input: %+v", hist)
+	}
+	res, err := h.send(context.Background(), "a", "k", "resume me")
+	checkErr(t, err, `agent "a" instance "k" turn-2: metadata key "resumes" is reserved by the runtime: a middleware's change of the turn's input may not set it (it names the paused turn a resume continues); name your own keys with a prefix, such as "myapp.resumes"`)
+	if !errors.Is(err, pipeline.ErrReservedMetadata) || res.FinishReason != pipeline.FinishError {
+		t.Errorf("result %+v, error %v", res, err)
+	}
+	if n := len(mustHistory(t, h.rt, "a", "k")); n != 2 {
+		t.Errorf("a's history has %d messages after the refused input, want 2", n)
+	}
 }

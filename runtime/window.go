@@ -93,6 +93,9 @@ func (w *window) Reduce(keep float64, reason string) (before, after int, err err
 
 // Condense shows summary in place of the messages ids.
 func (w *window) Condense(ids []string, summary pipeline.Message) (string, error) {
+	if err := pipeline.CheckMetadata("a summary's metadata", nil, summary.Metadata, pipeline.MetaSummary, pipeline.MetaPinned); err != nil {
+		return "", fmt.Errorf("condense: %w", err)
+	}
 	ts := w.ts()
 	pos, err := ts.leaving("condense", ids)
 	if err != nil {
@@ -108,8 +111,6 @@ func (w *window) Condense(ids []string, summary pipeline.Message) (string, error
 	if _, ok := summary.Metadata[pipeline.MetaSummary]; !ok {
 		summary.Metadata[pipeline.MetaSummary] = map[string]any{"messages": len(pos)}
 	}
-	delete(summary.Metadata, pipeline.MetaCondensedBy)
-	delete(summary.Metadata, pipeline.MetaTruncated)
 	if err := ts.conv.append(&summary); err != nil {
 		return "", fmt.Errorf("condense: %w", err)
 	}

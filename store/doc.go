@@ -17,9 +17,11 @@
 // extension, a secret by its name. Agent, extension and secret names match
 // [a-zA-Z0-9_.-]{1,64} (environment-variable names like OPENAI_API_KEY fit);
 // an instance key is 1 to 256 bytes of valid UTF-8 without NUL. Every store
-// method refuses other names with an error from [ValidateName] or
-// [ValidateInstanceKey], which the runtime can call itself to check names
-// early.
+// method refuses other names with an error that matches [ErrInvalidName].
+// A new instance key must also pass [ValidateInstanceKey], which refuses
+// what would mislead a path, a URL, a NATS subject or a person reading a
+// listing; the runtime applies it to every key from outside, and the store
+// keeps the looser rule so that instances stored before it stay readable.
 //
 // # Key layout
 //

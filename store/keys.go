@@ -207,7 +207,7 @@ func decodeKey(b []byte) (storeKey, error) {
 			return bad(err.Error())
 		}
 	}
-	if err := ValidateInstanceKey(k.instance); err != nil {
+	if err := validateStoredKey(k.instance); err != nil {
 		return bad(err.Error())
 	}
 	return k, nil

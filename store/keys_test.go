@@ -125,7 +125,7 @@ func FuzzKeys(f *testing.F) {
 			}
 		}
 
-		if ValidateName("agent name", agent) != nil || ValidateInstanceKey(instance) != nil {
+		if ValidateName("agent name", agent) != nil || validateStoredKey(instance) != nil {
 			return
 		}
 		keys := []storeKey{

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -23,8 +25,9 @@ const (
 )
 
 const (
-	nameRule = "want [a-zA-Z0-9_.-]{1,64}"
-	keyRule  = "want 1 to 256 bytes of UTF-8 without NUL"
+	nameRule      = "want [a-zA-Z0-9_.-]{1,64}"
+	keyRule       = `want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or ".."`
+	storedKeyRule = "want 1 to 256 bytes of UTF-8 without NUL"
 	// quoteMax is how many bytes of a refused name an error shows.
 	quoteMax = 80
 )
@@ -98,12 +101,31 @@ func ValidateEnvName(kind, s string) error {
 	return nil
 }
 
-// ValidateInstanceKey reports whether s is a valid instance key: 1 to 256
-// bytes of valid UTF-8 without NUL. The error reads
+// ValidateInstanceKey reports whether s is a valid new instance key: 1 to
+// 256 bytes of printable UTF-8 (as [unicode.IsPrint] says: letters, marks,
+// numbers, punctuation, symbols and the ASCII space), without '/', '\',
+// '*' or '>', with no space at either end, and neither "." nor "..". The
+// error says what is wrong and where:
 //
-//	store: invalid instance key "a\x00b": NUL at offset 1 (want 1 to 256 bytes of UTF-8 without NUL)
+//	store: invalid instance key "a/b": character "/" at offset 1 not allowed (want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or "..")
 //
 // and matches [ErrInvalidName].
+//
+// A key is shown in logs, listings and the web console, put in URL paths,
+// and may one day name a file or a NATS subject; the rule refuses what
+// would read there as something else. Control characters (a newline, a
+// tab, DEL) and the invisible ones (bidirectional overrides, zero-width
+// spaces, a no-break space) make two keys look alike or a listing lie;
+// '/' and '\' are path separators, and "." and ".." are directories;
+// '*' and '>' are NATS wildcards; a space at an end is invisible. What
+// people name conversations by stays valid: "alice@example.com",
+// "user:42", "chat #3", "ключ".
+//
+// The runtime checks every key that comes from outside with it: the keys
+// of its Send and Ask, and so of the HTTP API, the CLI and MCP, and of an
+// agent call. The store itself holds any key of 1 to 256 bytes of
+// UTF-8 without NUL, the older rule, so that instances stored under it
+// stay readable and their tasks and pending items finish.
 func ValidateInstanceKey(s string) error {
 	const kind = "instance key"
 	switch {
@@ -111,14 +133,49 @@ func ValidateInstanceKey(s string) error {
 		return &nameError{kind, s, "empty", keyRule}
 	case len(s) > maxInstanceKeyLen:
 		return &nameError{kind, s, strconv.Itoa(len(s)) + " bytes long", keyRule}
+	case s == "." || s == "..":
+		return &nameError{kind, s, strconv.Quote(s) + " is not allowed as a whole key", keyRule}
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0 {
-			return &nameError{kind, s, "NUL at offset " + strconv.Itoa(i), keyRule}
+	for i, r := range s {
+		var what string
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)):
+			return &nameError{kind, s, "invalid UTF-8 at offset " + strconv.Itoa(i), keyRule}
+		case unicode.IsControl(r):
+			what = "control character"
+		case r == '/' || r == '\\' || r == '*' || r == '>':
+			what = "character"
+		case r == ' ' && i == 0:
+			return &nameError{kind, s, "space at offset 0, at the start, not allowed", keyRule}
+		case r == ' ' && i == len(s)-1:
+			return &nameError{kind, s, "space at offset " + strconv.Itoa(i) + ", at the end, not allowed", keyRule}
+		case !unicode.IsPrint(r):
+			what = "unprintable character"
+		default:
+			continue
 		}
+		return &nameError{kind, s, fmt.Sprintf("%s %q at offset %d not allowed", what, string(r), i), keyRule}
+	}
+	return nil
+}
+
+// validateStoredKey reports whether s is a key the store holds: 1 to 256
+// bytes of valid UTF-8 without NUL, which separates the parts of a key.
+// It is looser than [ValidateInstanceKey], the rule for new keys, so that
+// instances stored before that rule stay readable.
+func validateStoredKey(s string) error {
+	const kind = "instance key"
+	switch {
+	case s == "":
+		return &nameError{kind, s, "empty", storedKeyRule}
+	case len(s) > maxInstanceKeyLen:
+		return &nameError{kind, s, strconv.Itoa(len(s)) + " bytes long", storedKeyRule}
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return &nameError{kind, s, "NUL at offset " + strconv.Itoa(i), storedKeyRule}
 	}
 	if !utf8.ValidString(s) {
-		return &nameError{kind, s, "not valid UTF-8", keyRule}
+		return &nameError{kind, s, "not valid UTF-8", storedKeyRule}
 	}
 	return nil
 }
@@ -128,7 +185,7 @@ func validate(agent, key string) error {
 	if err := ValidateName("agent name", agent); err != nil {
 		return err
 	}
-	return ValidateInstanceKey(key)
+	return validateStoredKey(key)
 }
 
 // validateState checks the names the state methods receive.

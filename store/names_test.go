@@ -1,10 +1,13 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -12,7 +15,9 @@ import (
 const (
 	nameRule = "(want [a-zA-Z0-9_.-]{1,64})"
 	envRule  = "(want [A-Za-z_][A-Za-z0-9_]{0,63})"
-	keyRule  = "(want 1 to 256 bytes of UTF-8 without NUL)"
+	keyRule  = `(want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or "..")`
+	// storedKeyRule is the looser rule of the keys the store holds.
+	storedKeyRule = "(want 1 to 256 bytes of UTF-8 without NUL)"
 )
 
 func TestValidateName(t *testing.T) {
@@ -50,21 +55,92 @@ func TestValidateInstanceKey(t *testing.T) {
 		want string
 	}{
 		{"simple", "ticket-42", ""},
-		{"spaces and punctuation", "user 7 / chat #3", ""},
+		{"an email", "alice@example.com", ""},
+		{"user:42", "user:42", ""},
+		{"spaces inside", "user 7 chat #3", ""},
+		{"dots inside", "v1.2..3", ""},
+		{"a dot and more", ".profile", ""},
+		{"three dots", "...", ""},
+		{"punctuation", `a-b_c+d=e,f;g!h?i#j%k&l'm"n(o)p[q]r{s}t|u~v^w$x<`, ""},
 		{"unicode", "ключ", ""},
+		{"emoji", "chat 💬", ""},
 		{"256 bytes", strings.Repeat("é", 128), ""},
 		{"empty", "", `store: invalid instance key "": empty ` + keyRule},
 		{"257 bytes", strings.Repeat("k", 257),
 			`store: invalid instance key "` + strings.Repeat("k", 80) + `"...: 257 bytes long ` + keyRule},
-		{"NUL", "k\x00x", `store: invalid instance key "k\x00x": NUL at offset 1 ` + keyRule},
-		{"invalid UTF-8", "k\xff", `store: invalid instance key "k\xff": not valid UTF-8 ` + keyRule},
-		{"cut rune", "\xc3", `store: invalid instance key "\xc3": not valid UTF-8 ` + keyRule},
+		{"NUL", "k\x00x", `store: invalid instance key "k\x00x": control character "\x00" at offset 1 not allowed ` + keyRule},
+		{"newline", "a\nb", `store: invalid instance key "a\nb": control character "\n" at offset 1 not allowed ` + keyRule},
+		{"tab", "a\tb", `store: invalid instance key "a\tb": control character "\t" at offset 1 not allowed ` + keyRule},
+		{"carriage return", "a\r", `store: invalid instance key "a\r": control character "\r" at offset 1 not allowed ` + keyRule},
+		{"DEL", "a\x7f", `store: invalid instance key "a\x7f": control character "\x7f" at offset 1 not allowed ` + keyRule},
+		{"C1 control", "a\u0085", `store: invalid instance key "a\u0085": control character "\u0085" at offset 1 not allowed ` + keyRule},
+		{"right-to-left override", "abc\u202Etxt.exe", `store: invalid instance key "abc\u202etxt.exe": unprintable character "\u202e" at offset 3 not allowed ` + keyRule},
+		{"bidi isolate", "\u2067x", `store: invalid instance key "\u2067x": unprintable character "\u2067" at offset 0 not allowed ` + keyRule},
+		{"zero-width space", "ad\u200bmin", `store: invalid instance key "ad\u200bmin": unprintable character "\u200b" at offset 2 not allowed ` + keyRule},
+		{"byte order mark", "\ufeffk", `store: invalid instance key "\ufeffk": unprintable character "\ufeff" at offset 0 not allowed ` + keyRule},
+		{"no-break space", "a\u00a0b", `store: invalid instance key "a\u00a0b": unprintable character "\u00a0" at offset 1 not allowed ` + keyRule},
+		{"line separator", "a\u2028b", `store: invalid instance key "a\u2028b": unprintable character "\u2028" at offset 1 not allowed ` + keyRule},
+		{"slash", "a/b", `store: invalid instance key "a/b": character "/" at offset 1 not allowed ` + keyRule},
+		{"backslash", `a\b`, `store: invalid instance key "a\\b": character "\\" at offset 1 not allowed ` + keyRule},
+		{"NATS wildcard >", "a>b", `store: invalid instance key "a>b": character ">" at offset 1 not allowed ` + keyRule},
+		{"NATS wildcard *", "*", `store: invalid instance key "*": character "*" at offset 0 not allowed ` + keyRule},
+		{"dot", ".", `store: invalid instance key ".": "." is not allowed as a whole key ` + keyRule},
+		{"dot dot", "..", `store: invalid instance key "..": ".." is not allowed as a whole key ` + keyRule},
+		{"leading space", " k", `store: invalid instance key " k": space at offset 0, at the start, not allowed ` + keyRule},
+		{"trailing space", "k ", `store: invalid instance key "k ": space at offset 1, at the end, not allowed ` + keyRule},
+		{"only a space", " ", `store: invalid instance key " ": space at offset 0, at the start, not allowed ` + keyRule},
+		{"invalid UTF-8", "k\xff", `store: invalid instance key "k\xff": invalid UTF-8 at offset 1 ` + keyRule},
+		{"cut rune", "\xc3", `store: invalid instance key "\xc3": invalid UTF-8 at offset 0 ` + keyRule},
+		{"the first fault is named", "a/b\n", `store: invalid instance key "a/b\n": character "/" at offset 1 not allowed ` + keyRule},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkNameError(t, store.ValidateInstanceKey(tt.in), tt.want)
 		})
 	}
+}
+
+// FuzzValidateInstanceKey checks the rule's promises on any string: a key
+// it accepts is 1 to 256 bytes of printable UTF-8 that no path, URL or
+// NATS subject reads as structure, and the store holds it; a key it
+// refuses gets an error that names the rule and matches ErrInvalidName.
+func FuzzValidateInstanceKey(f *testing.F) {
+	for _, s := range []string{"ticket-42", "alice@example.com", "user:42", "a/b", "..", ".", " k", "k ",
+		"a\nb", "a>b", "*", "abc\u202Etxt", "\xc3", "k\x00", "ключ", strings.Repeat("é", 129)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		err := store.ValidateInstanceKey(s)
+		if err != nil {
+			if !errors.Is(err, store.ErrInvalidName) || !strings.HasPrefix(err.Error(), "store: invalid instance key ") || !strings.HasSuffix(err.Error(), " "+keyRule) {
+				t.Fatalf("ValidateInstanceKey(%q) = %v", s, err)
+			}
+			return
+		}
+		switch {
+		case len(s) < 1 || len(s) > 256:
+			t.Fatalf("accepted %q: %d bytes", s, len(s))
+		case !utf8.ValidString(s):
+			t.Fatalf("accepted %q: not UTF-8", s)
+		case strings.ContainsAny(s, "/\\*>"):
+			t.Fatalf("accepted %q: a path separator or a NATS wildcard", s)
+		case s == "." || s == "..":
+			t.Fatalf("accepted %q", s)
+		case s[0] == ' ' || s[len(s)-1] == ' ':
+			t.Fatalf("accepted %q: space at an end", s)
+		}
+		for i, r := range s {
+			if !unicode.IsPrint(r) {
+				t.Fatalf("accepted %q: %U at offset %d is not printable", s, r, i)
+			}
+		}
+		// What the rule accepts, the store holds.
+		st := store.NewMemory()
+		defer st.Close()
+		if err := st.Commit(context.Background(), "a", s, store.Batch{Meta: &store.Meta{NextSeq: 1}}); err != nil {
+			t.Fatalf("the store refuses %q: %v", s, err)
+		}
+	})
 }
 
 // checkNameError checks err against want: nil for "", else that exact text,

@@ -85,7 +85,7 @@ func validateFilter(agent, key string) error {
 		}
 	}
 	if key != "" {
-		if err := ValidateInstanceKey(key); err != nil {
+		if err := validateStoredKey(key); err != nil {
 			return err
 		}
 	}

@@ -107,9 +107,11 @@ func (b *Batch) Empty() bool {
 // use.
 //
 // Agent, extension and secret names match [a-zA-Z0-9_.-]{1,64}; instance
-// keys are 1–256 bytes of UTF-8 without NUL. Every method refuses other names
-// with the error of [ValidateName] or [ValidateInstanceKey], and every method
-// of a closed store fails with [ErrClosed].
+// keys are 1–256 bytes of UTF-8 without NUL (new ones are checked against
+// the stricter [ValidateInstanceKey] by the runtime, not by the store).
+// Every method refuses other names with an error matching
+// [ErrInvalidName], and every method of a closed store fails with
+// [ErrClosed].
 type Store interface {
 	// LoadInstance returns the instance's meta and its records in Seq order;
 	// found is false (and the rest zero) when neither meta nor records are

@@ -63,6 +63,9 @@ optional "agent", "instance" and "chain" (the calling agents).`,
 			if err := dec.Decode(&c); err != nil {
 				return usageError("--call: %v", err)
 			}
+			if rest := strings.TrimLeft(callJSON[dec.InputOffset():], " \t\r\n"); rest != "" {
+				return usageError("--call: more after the JSON value, at offset %d: give one tool call", len(callJSON)-len(rest))
+			}
 			if c.Tool == "" {
 				return usageError(`--call: "tool" is required`)
 			}

@@ -24,6 +24,7 @@ func TestRules(t *testing.T) {
 		{"rules_eval_default", []string{"rules", "eval", starter, "--call", `{"tool":"fetch_url","args":{"url":"https://example.com"}}`}, exitOK},
 		{"rules_eval_no_call", []string{"rules", "eval", starter}, exitUsage},
 		{"rules_eval_bad_call", []string{"rules", "eval", starter, "--call", `{"tol":"x"}`}, exitUsage},
+		{"rules_eval_two_calls", []string{"rules", "eval", starter, "--call", `{"tool":"read_file"} {"tool":"execute_command"}`}, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -344,14 +344,16 @@ func (in *instance) resultJSON(f *frame) ([]byte, int32) {
 	return b, 0
 }
 
-// decodeStrict decodes JSON refusing unknown fields.
+// decodeStrict decodes JSON refusing unknown fields, and anything but
+// white space after the value (Decoder.More would take a stray '}' or ']'
+// for the end).
 func decodeStrict(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
-	if dec.More() {
+	if len(bytes.TrimLeft(b[dec.InputOffset():], " \t\r\n")) > 0 {
 		return errors.New("trailing data after the JSON value")
 	}
 	return nil

@@ -114,6 +114,16 @@ func TestWindowRefusals(t *testing.T) {
 			want: `extension "gowindow": step middleware: ganglion: window_apply condense: condense: message "msg-0" must stay in the window`,
 		},
 		{
+			name: "reserved metadata on a message", ext: gowindow, input: "reserved emit",
+			want: `extension "gowindow": step middleware: ganglion: emit: append message: metadata key "truncated" is reserved by the runtime: ` +
+				`a middleware's message may not set it (it leaves the message out of what the model sees); name your own keys with a prefix, such as "myapp.truncated"`,
+		},
+		{
+			name: "reserved metadata on a summary", ext: gowindow, input: "reserved summary",
+			want: `extension "gowindow": step middleware: ganglion: window_apply condense: condense: metadata key "awaits" is reserved by the runtime: ` +
+				`a summary's metadata may not set it (it marks a tool result that waits for a pending item); name your own keys with a prefix, such as "myapp.awaits"`,
+		},
+		{
 			name: "another model", ext: gowindow, input: "othermodel",
 			want: `extension "gowindow": step middleware: ganglion: complete: ` +
 				`complete: model "summariser": a WebAssembly extension can only call the agent's own model (model "")`,

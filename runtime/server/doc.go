@@ -20,7 +20,7 @@
 //	GET  /v1/ready                                      {"status": "ready"}, or 503: the runtime serves; needs no token
 //	GET  /v1/agents                                     the agents (description, team, tools, why one is unavailable) and the teams
 //	GET  /v1/agents/{agent}/instances                   the agent's stored instances
-//	POST /v1/agents/{agent}/instances/{key}/messages    {"text": ...}: a turn; its result
+//	POST /v1/agents/{agent}/instances/{key}/messages    {"text": ..., "metadata": {...}}: a turn; its result
 //	GET  /v1/agents/{agent}/instances/{key}/history     the stored messages (?effective=true: what the model sees)
 //	GET  /v1/agents/{agent}/instances/{key}/usage       the model usage of its turns
 //	GET  /v1/agents/{agent}/instances/{key}/events      the instance's events, as a stream
@@ -38,6 +38,27 @@
 // An action on an item answers with the item as it is then and the result
 // of the turn it resumed. A provided value is never in an answer, an event
 // or a log.
+//
+// # Input
+//
+// A body is one JSON object: an unknown field, or anything but white
+// space after the object ({"text": "x"} {"text": "y"}), is refused with
+// invalid_request, which says where. A message's optional metadata may
+// hold channel, replyTo and requester (see Browser clients), and keys of
+// the client's own, best under a prefix ("myapp.ticket"): no key with a
+// '.' is ever the runtime's. The keys the runtime gives meaning to are
+// reserved, and a message that sets one is refused, before it is stored,
+// with invalid_request naming the key: the effective history's marks
+// (truncated, summary, condensed_by, pinned), the marks of crashes and
+// pauses (interrupted, awaits, edited_arguments, continues, turn_id,
+// resumes, pending, failed), delegation's (taskId, parentTaskId,
+// taskChain, reported, team) and an agent call's (chain, callerAgent,
+// callerInstanceKey, callerTurnId, callSource); [pipeline.CheckMetadata]
+// lists them. An instance key in a path that addresses an instance for a
+// turn must pass [store.ValidateInstanceKey] (no control or invisible
+// characters, no / \ * >, no space at either end, not . or ..), or the
+// call is refused with invalid_name; reads (history, usage) also take the
+// keys of instances stored before that rule.
 //
 // # Streams
 //
@@ -97,7 +118,10 @@
 // a notification whose answer was lost gets it once more, with the same
 // ID: receivers deduplicate by it, as the standard asks. An event the
 // process published just before it died, before the outbox held it, is
-// not sent.
+// not sent. A redirect is not followed, to another host or the same: the
+// signed notification goes only to the URL configured, and a 3xx answer
+// is a failed try, retried as any other, with a warning that names its
+// Location.
 //
 // # The web console
 //

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -201,7 +203,9 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) {
 // messageRequest is the body of POST .../messages.
 type messageRequest struct {
 	Text string `json:"text"`
-	// Metadata is the input's metadata (channel, replyTo, ...).
+	// Metadata is the input's metadata: channel, replyTo, requester, and
+	// keys of the client's own, never one the runtime reserves
+	// (pipeline.CheckMetadata).
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
@@ -597,6 +601,8 @@ func classify(err error) (string, int) {
 		return "invalid_action", http.StatusBadRequest
 	case errors.Is(err, store.ErrInvalidName):
 		return "invalid_name", http.StatusBadRequest
+	case errors.Is(err, pipeline.ErrReservedMetadata):
+		return "invalid_request", http.StatusBadRequest
 	case errors.Is(err, runtime.ErrClosed):
 		return "closed", http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
@@ -607,19 +613,46 @@ func classify(err error) (string, int) {
 	return "internal", http.StatusInternalServerError
 }
 
+// readJSON decodes the request's body into v, which must be the body's
+// one JSON value: unknown fields and anything but white space after the
+// value are refused, with a 400 that says so (413 for a body over the
+// bound). It answers the request and returns false when it refuses.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request's body is over %d bytes", tooBig.Limit))
-			return false
-		}
-		writeError(w, http.StatusBadRequest, "invalid_request", "the request's body is not the JSON this call takes: "+err.Error())
-		return false
+	err := dec.Decode(v)
+	var after int64 = -1
+	if err == nil {
+		after, err = trailing(dec, r.Body)
 	}
-	return true
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request's body is over %d bytes", tooBig.Limit))
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request", "the request's body is not the JSON this call takes: "+err.Error())
+	case after >= 0:
+		writeError(w, http.StatusBadRequest, "invalid_request", fmt.Sprintf("the request's body has more after its JSON value, at offset %d: send one JSON object", after))
+	default:
+		return true
+	}
+	return false
+}
+
+// trailing returns the offset of the first byte after dec's value that is
+// not JSON white space, reading the rest of body, or -1 if there is none.
+func trailing(dec *json.Decoder, body io.Reader) (int64, error) {
+	rest := bufio.NewReader(io.MultiReader(dec.Buffered(), body))
+	for off := dec.InputOffset(); ; off++ {
+		switch b, err := rest.ReadByte(); {
+		case err == io.EOF:
+			return -1, nil
+		case err != nil:
+			return 0, err
+		case b != ' ' && b != '\t' && b != '\n' && b != '\r':
+			return off, nil
+		}
+	}
 }
 
 func writeError(w http.ResponseWriter, status int, code, msg string) {

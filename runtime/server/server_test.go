@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -246,7 +247,19 @@ func TestAPIErrors(t *testing.T) {
 		{"empty text", "POST", "/v1/agents/a/instances/k/messages", `{"text": " "}`, false, 400, "invalid_request", `"text\" is empty`},
 		{"unknown field", "POST", "/v1/agents/a/instances/k/messages", `{"txt": "hi"}`, false, 400, "invalid_request", `unknown field \"txt\"`},
 		{"not JSON", "POST", "/v1/agents/a/instances/k/messages", `hi`, false, 400, "invalid_request", "not the JSON this call takes"},
+		{"a second value", "POST", "/v1/agents/b/instances/k/messages", `{"text":"x"} {"text":"y"}`, false, 400, "invalid_request",
+			`the request's body has more after its JSON value, at offset 13: send one JSON object`},
+		{"trailing garbage", "POST", "/v1/agents/b/instances/k/messages", "{\"text\":\"x\"}\n\tx", false, 400, "invalid_request",
+			`the request's body has more after its JSON value, at offset 14: send one JSON object`},
+		{"a second value on an action", "POST", "/v1/pending/q_nope/answer", `{"answer": "x"}{}`, false, 400, "invalid_request",
+			`the request's body has more after its JSON value, at offset 15: send one JSON object`},
+		{"a value in pieces", "POST", "/v1/agents/b/instances/k/messages", `{"text":"x"}]`, false, 400, "invalid_request",
+			`the request's body has more after its JSON value, at offset 12: send one JSON object`},
 		{"too large", "POST", "/v1/agents/a/instances/k/messages", `{"text": "` + strings.Repeat("x", 1<<20) + `"}`, false, 413, "too_large", "over 1048576 bytes"},
+		{"newline in a key", "POST", "/v1/agents/a/instances/k%0Aadmin/messages", `{"text": "hi"}`, false, 400, "invalid_name",
+			`store: invalid instance key \"k\\nadmin\": control character \"\\n\" at offset 1 not allowed`},
+		{"NATS wildcard in a key", "POST", "/v1/agents/a/instances/a%3Eb/messages", `{"text": "hi"}`, false, 400, "invalid_name",
+			`store: invalid instance key \"a>b\": character \">\" at offset 1 not allowed`},
 		{"unknown item", "POST", "/v1/pending/q_nope/answer", `{"answer": "x"}`, false, 404, "not_found", "q_nope"},
 		{"unknown action", "POST", "/v1/pending/q_nope/shout", `{}`, false, 404, "not_found", "answer, skip, provide, reject or edit"},
 		{"edit without arguments", "POST", "/v1/pending/q_nope/edit", `{}`, false, 400, "invalid_request", `an edit needs \"arguments\"`},
@@ -544,5 +557,47 @@ func TestReady(t *testing.T) {
 	}
 	if code, _ := h.call("GET", "/v1/health", ""); code != 200 {
 		t.Errorf("health after Close = %d", code)
+	}
+}
+
+// TestReservedMetadataRefused: a client cannot hide its own message from
+// the model with the metadata the runtime gives meaning to: a message that
+// sets such a key is refused, 400, naming the key, and nothing is stored;
+// the same message without it reaches the model.
+func TestReservedMetadataRefused(t *testing.T) {
+	h := newHarness(t)
+	if code, body := h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "hello"}`); code != 200 {
+		t.Fatalf("first message = %d %s", code, body)
+	}
+	const rule = `; name your own keys with a prefix, such as \"myapp.%s\"`
+	tests := []struct {
+		name, metadata, key, why string
+	}{
+		{"truncated", `{"truncated": true}`, "truncated", "it leaves the message out of what the model sees"},
+		{"summary", `{"summary": true}`, "summary", "it marks a summary, which the model sees in place of the messages it condenses"},
+		{"condensed_by", `{"condensed_by": "msg-1"}`, "condensed_by", "it shows a summary in place of the message"},
+		{"pinned", `{"pinned": true}`, "pinned", "it keeps the message in every context window, whatever it costs"},
+		{"task ID", `{"taskId": "task_x"}`, "taskId", "it names the delegation task a turn works on"},
+		{"caller", `{"callerAgent": "boss"}`, "callerAgent", "it names the agent that called, which the orchestrator adds"},
+		{"one reserved key among others", `{"channel": "api", "myapp.note": 1, "turn_id": "turn-9"}`, "turn_id", "it names the turn a message belongs to"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "What is in notes.txt?", "metadata": `+tt.metadata+`}`)
+			want := `"code":"invalid_request","status":400,"message":"agent \"a\" instance \"k\": metadata key \"` + tt.key +
+				`\" is reserved by the runtime: the input's metadata may not set it (` + tt.why + `)` + fmt.Sprintf(rule, tt.key) + `"`
+			if code != 400 || !strings.Contains(body, want) {
+				t.Errorf("message with %s = %d %s\nwant 400 with %s", tt.metadata, code, body, want)
+			}
+		})
+	}
+	code, body := h.call("GET", "/v1/agents/a/instances/k/history", "")
+	if code != 200 || strings.Contains(body, "notes.txt") {
+		t.Errorf("a refused message was stored: %d %s", code, body)
+	}
+	// The client's own keys pass, and the model sees the message.
+	code, body = h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "What is in notes.txt?", "metadata": {"myapp.truncated": true, "channel": "api"}}`)
+	if code != 200 || !strings.Contains(body, `"content":"echo What is in notes.txt?"`) {
+		t.Errorf("message with the client's own keys = %d %s", code, body)
 	}
 }

@@ -36,7 +36,9 @@ import (
 // ("v1,<base64 HMAC-SHA256 of id.timestamp.body>" under Secret). A
 // receiver answers 2xx to take it; anything else, or no answer within 10
 // s, is tried again later, with a growing wait (1 s, 2 s, 4 s ... up to
-// an hour, 20 tries).
+// an hour, 20 tries). A redirect (3xx) is not followed, not even to the
+// same host: it is a failed try, logged with its Location, for the
+// notification and its signature go only to the URL configured.
 type Webhook struct {
 	URL string
 	// Secret signs the notifications: the bytes of "whsec_<base64>", or
@@ -54,7 +56,7 @@ type Webhook struct {
 func WithWebhooks(dir string, hooks ...Webhook) Option {
 	return func(s *Server) {
 		s.hooks = &outbox{dir: dir, hooks: hooks, logger: s.logger, now: time.Now, base: time.Second,
-			hc: &http.Client{Timeout: 10 * time.Second}, wake: make(chan struct{}, 1)}
+			hc: &http.Client{Timeout: 10 * time.Second, CheckRedirect: noRedirects}, wake: make(chan struct{}, 1)}
 	}
 }
 
@@ -367,11 +369,19 @@ func (o *outbox) post(ctx context.Context, h Webhook, d delivery) error {
 		return err
 	}
 	res.Body.Close()
-	if res.StatusCode < 200 || res.StatusCode > 299 {
+	switch {
+	case 300 <= res.StatusCode && res.StatusCode <= 399:
+		return fmt.Errorf("the receiver answered %s, to %s: notifications do not follow redirects; configure the URL it points to", res.Status, res.Header.Get("Location"))
+	case res.StatusCode < 200 || res.StatusCode > 299:
 		return fmt.Errorf("the receiver answered %s", res.Status)
 	}
 	return nil
 }
+
+// noRedirects makes the webhooks' client return a redirect as the answer:
+// following it would hand the signed notification, its webhook-id and
+// its signature, to whatever host the receiver names.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // sign is the Standard Webhooks signature of a notification.
 func sign(secret, id, ts string, body []byte) string {

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -32,7 +34,11 @@ type receiver struct {
 	mu     sync.Mutex
 	got    []received
 	refuse int // answer 503 to this many requests first
-	ts     *httptest.Server
+	// redirects is how many requests, after those refused, are answered
+	// with a 307 to redirect.
+	redirects int
+	redirect  string
+	ts        *httptest.Server
 }
 
 type received struct {
@@ -57,6 +63,11 @@ func newReceiver(t *testing.T, refuse int) *receiver {
 		if r.refuse > 0 {
 			r.refuse--
 			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		if r.redirects > 0 {
+			r.redirects--
+			http.Redirect(w, req, r.redirect, http.StatusTemporaryRedirect)
 			return
 		}
 		var body map[string]any
@@ -111,6 +122,12 @@ agents:
 // hookRuntime is a runtime whose server sends webhooks from outbox to r.
 func hookRuntime(t *testing.T, outbox string, r *receiver, events ...string) (*runtime.Runtime, *server.Server) {
 	t.Helper()
+	return hookRuntimeWith(t, outbox, r, nil, events...)
+}
+
+// hookRuntimeWith is hookRuntime with more options for the server.
+func hookRuntimeWith(t *testing.T, outbox string, r *receiver, opts []server.Option, events ...string) (*runtime.Runtime, *server.Server) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(hookScript), 0o644); err != nil {
 		t.Fatal(err)
@@ -123,8 +140,8 @@ func hookRuntime(t *testing.T, outbox string, r *receiver, events ...string) (*r
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(rt, server.WithWebhooks(outbox, server.Webhook{URL: r.ts.URL + "/hook", Secret: hookSecret, Events: events}),
-		server.WithWebhookBase(5*time.Millisecond))
+	srv, err := server.New(rt, append(opts, server.WithWebhooks(outbox, server.Webhook{URL: r.ts.URL + "/hook", Secret: hookSecret, Events: events}),
+		server.WithWebhookBase(5*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,3 +265,38 @@ func TestWebhookOutboxSurvives(t *testing.T) {
 }
 
 func ledgerOpen() ledger.Filter { return ledger.Filter{Open: true} }
+
+// TestWebhookRedirectNotFollowed: a receiver that answers with a redirect
+// to another host has not taken the notification: it is tried again, as
+// after any other failure, and the warning names where the redirect
+// pointed; the other host gets nothing, neither the body nor its
+// signature.
+func TestWebhookRedirectNotFollowed(t *testing.T) {
+	other := newReceiver(t, 0)
+	r := newReceiver(t, 0)
+	r.redirects, r.redirect = 2, other.ts.URL+"/elsewhere"
+	logs := &logtest.Recorder{Min: slog.LevelWarn}
+	rt, _ := hookRuntimeWith(t, t.TempDir(), r, []server.Option{server.WithLogger(slog.New(logs))}, "turn.failed")
+	rt.Send(context.Background(), "a", "k", runtime.UserMessage("fail now"))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.types())+len(other.types()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := other.types(); len(got) != 0 {
+		t.Fatalf("the host the redirect pointed to got %v", got)
+	}
+	if got := r.waitFor(1); len(got) != 1 || got[0] != "turn.failed" {
+		t.Fatalf("notifications: %v", got)
+	}
+	var warned []string
+	for _, rec := range logs.Records() {
+		if err, ok := logtest.Attr(rec, "err"); ok {
+			warned = append(warned, rec.Message+": "+err.String())
+		}
+	}
+	want := "webhook notification not taken; tried again later: the receiver answered 307 Temporary Redirect, to " + other.ts.URL +
+		"/elsewhere: notifications do not follow redirects; configure the URL it points to"
+	if len(warned) != 2 || warned[0] != want || warned[1] != want {
+		t.Errorf("warnings:\n%s\nwant twice:\n%s", strings.Join(warned, "\n"), want)
+	}
+}

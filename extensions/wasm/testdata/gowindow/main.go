@@ -9,6 +9,9 @@
 //     and fails with the host's refusal.
 //   - "othermodel": it calls a model other than the agent's, and fails
 //     with the host's refusal.
+//   - "reserved emit" and "reserved summary": it appends a message, or
+//     condenses the window's second message into a summary, with metadata
+//     the runtime reserves, and fails with the host's refusal.
 //
 // Any other input goes on to next.
 //
@@ -43,6 +46,16 @@ func step(s *ganglion.Step) error {
 			return err
 		}
 		_, err = s.Window().Condense([]string{msgs[0].Message.ID}, ganglion.Message{Content: "nothing"})
+		return err
+	case in == "reserved emit":
+		return s.Emit(ganglion.MessageEvent{Type: ganglion.MessageAppend,
+			Message: ganglion.Message{Role: ganglion.RoleUser, Content: "hidden", Metadata: map[string]any{"truncated": true}}})
+	case in == "reserved summary":
+		msgs, err := s.Window().Messages()
+		if err != nil {
+			return err
+		}
+		_, err = s.Window().Condense([]string{msgs[1].Message.ID}, ganglion.Message{Content: "nothing", Metadata: map[string]any{"awaits": "p_1"}})
 		return err
 	case in == "othermodel":
 		_, err := s.Models().Complete(ganglion.CompletionRequest{Model: "summariser", Messages: []ganglion.Message{{Role: ganglion.RoleUser, Content: "hi"}}})
