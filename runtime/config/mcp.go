@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/ganglion-dev/ganglion/internal/envref"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -26,6 +28,22 @@ func secretName(name string) bool {
 		}
 	}
 	return false
+}
+
+// decodeAgentMCP decodes an agent's mcp_servers entry from its YAML text
+// b: a server's name, the short form of {server: name}, or a mapping. The
+// checker has checked its shape, which shortForms allows.
+func decodeAgentMCP(m *AgentMCP, b []byte) error {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if name, ok := v.(string); ok {
+		*m = AgentMCP{Server: name}
+		return nil
+	}
+	type plain AgentMCP // without this decoder
+	return yaml.UnmarshalWithOptions(b, (*plain)(m), yaml.DisallowUnknownField())
 }
 
 // mcpServers checks the file's MCP servers and the agents' use of them.
