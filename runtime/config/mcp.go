@@ -14,6 +14,12 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
+// The values of [MCPServer.Start].
+const (
+	mcpStartLazy  = "lazy"  // the default: at the first step of an agent that uses it
+	mcpStartEager = "eager" // when the runtime starts
+)
+
 // mcpServerName is what a server's name may be: it prefixes its tools'
 // names, which providers limit to [A-Za-z0-9_-].
 var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
@@ -83,8 +89,8 @@ func (v *validator) mcpServers() {
 		v.refs(path+".env", pre+"env", s.Env)
 		v.refs(path+".headers", pre+"headers", s.Headers)
 		switch s.Start {
-		case "", "lazy":
-		case "eager":
+		case "", mcpStartLazy:
+		case mcpStartEager:
 			if n := envref.Secrets(s.Env, s.Headers); len(n) > 0 {
 				v.errorf(path+".start", "%sstart eager: the server takes the provided secret %s, so it starts for each instance at its first step, never before", pre, n[0])
 			}
