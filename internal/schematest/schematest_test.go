@@ -17,8 +17,10 @@ type outer struct {
 	Env    map[string]string `yaml:"env"`
 	Inner  *inner            `yaml:"inner"`
 	Skip   string            `yaml:"-"`
-	hidden int
+	hidden int               // unexported: no key
 }
+
+var _ = outer{hidden: 0}
 
 // TestMatch: Match finds each way a schema and a type can disagree, and
 // none when they agree.
