@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 
 	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -205,6 +206,7 @@ func parse(name string, data []byte, opts ...option) (*Rules, error) {
 		return nil, fmt.Errorf("%s: the file is empty (it needs default and rules)", name)
 	}
 	body := f.Docs[0].Body
+	src.body = body
 	if err := yaml.NodeToValue(body, &doc, yaml.DisallowUnknownField()); err != nil {
 		return nil, src.yamlError(err)
 	}
@@ -255,24 +257,24 @@ func parse(name string, data []byte, opts ...option) (*Rules, error) {
 			l, c := at(path + ".decision")
 			errs = append(errs, src.errorf(l, c, "%s: decision must be approve, ask or deny, got %q", label, rd.Decision))
 		}
-		when, wl, wc, block, err := scalar(rd.When)
+		w, err := whenOf(rd.When)
 		if err != nil {
 			errs = append(errs, src.errorf(l, c, "%s: when %v", label, err))
 			continue
 		}
+		when := w.expr
 		if len(when) > maxExpressionSize {
-			errs = append(errs, src.errorf(wl, wc, "%s: when is %d bytes, over the limit of %d", label, len(when), maxExpressionSize))
+			at := src.place(w, 0)
+			errs = append(errs, src.errorf(at.Line, at.Column, "%s: when is %d bytes, over the limit of %d", label, len(when), maxExpressionSize))
 			continue
 		}
 		prog, err := r.compile(when)
 		if err != nil {
-			el, ec, msg := exprPosition(err, wl, wc, block)
-			if !block && wl > 0 && wl <= len(src.lines) && wc > 0 && wc <= len(src.lines[wl-1]) &&
-				strings.Contains(src.lines[wl-1][wc-1:], " #") && !strings.HasPrefix(strings.TrimSpace(src.lines[wl-1][wc-1:]), "'") &&
-				!strings.HasPrefix(strings.TrimSpace(src.lines[wl-1][wc-1:]), "\"") {
+			at, msg := src.exprError(w, err)
+			if w.plain && strings.Contains(src.from(src.place(w, 0)), " #") {
 				msg += ` (YAML reads " #" and what follows as a comment: quote the expression)`
 			}
-			errs = append(errs, src.errorf(el, ec, "%s: %s", label, msg))
+			errs = append(errs, src.errorf(at.Line, at.Column, "%s: %s", label, msg))
 			continue
 		}
 		r.rules = append(r.rules, rule{name: rd.Name, when: when, decision: dec, reason: rd.Reason, program: prog, guards: leadingGuards(prog.Node())})
@@ -311,47 +313,77 @@ func (r *Rules) compile(when string) (*vm.Program, error) {
 	return expr.Compile(when, opts...)
 }
 
-// scalar returns a string node's value, where its text starts, and
-// whether it is a block scalar (its text starts on the next line).
-func scalar(n ast.Node) (value string, line, col int, block bool, err error) {
+// ruleWhen is a rule's when: its node and its expression.
+type ruleWhen struct {
+	node  ast.Node
+	expr  string
+	plain bool // written without quotes or a block indicator
+}
+
+// whenOf reads a rule's when from its node n.
+func whenOf(n ast.Node) (ruleWhen, error) {
 	if n == nil {
-		return "", 0, 0, false, errors.New("is missing")
+		return ruleWhen{}, errors.New("is missing")
 	}
+	w := ruleWhen{node: n}
 	tok := n.GetToken()
 	switch v := n.(type) {
 	case *ast.StringNode:
-		line, col = tok.Position.Line, tok.Position.Column
-		if strings.ContainsAny(tok.Origin, "\"'") && (strings.HasPrefix(strings.TrimSpace(tok.Origin), "\"") || strings.HasPrefix(strings.TrimSpace(tok.Origin), "'")) {
-			col++ // inside the quote
-		}
-		return v.Value, line, col, false, nil
+		w.expr, w.plain = v.Value, tok.Type == token.StringType
 	case *ast.LiteralNode:
-		return v.Value.Value, tok.Position.Line, tok.Position.Column, true, nil
+		w.expr = v.Value.Value
 	case *ast.BoolNode, *ast.IntegerNode, *ast.FloatNode, *ast.NullNode:
 		// when: true, when: 1 — an expression YAML happened to type.
-		return tok.Value, tok.Position.Line, tok.Position.Column, false, nil
+		w.expr, w.plain = tok.Value, true
+	default:
+		return ruleWhen{}, fmt.Errorf("must be a string (an expr expression), got %s", n.Type())
 	}
-	return "", tok.Position.Line, tok.Position.Column, false, fmt.Errorf("must be a string (an expr expression), got %s", n.Type())
+	return w, nil
 }
 
-// exprPosition maps an expr compile error to the file: its line and
-// column, and its message without expr's own snippet.
-func exprPosition(err error, line, col int, block bool) (int, int, string) {
+// exprError returns where in the file an expr compile error of w is, and
+// its message without expr's own snippet: the character expr names, or
+// the start of the expression if expr names none.
+func (s *source) exprError(w ruleWhen, err error) (yamlsrc.Pos, string) {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
-		return line, col, err.Error()
+		return s.place(w, 0), err.Error()
 	}
-	el, ec := fe.Line, fe.Column+1
-	if block {
-		// A block scalar's text starts on the line after the indicator,
-		// indented: the column is a guess at that indentation, two more
-		// than the key's.
-		return line + el, col + ec, fe.Message
+	return s.place(w, max(fe.From, 0)), fe.Message
+}
+
+// place returns where character k of w's expression is in the file (its
+// end if k is past it), through the style of the scalar that holds it:
+// quotes, escapes, folded lines, block indentation. If the scalar cannot be
+// read, it returns where the YAML parser says the scalar starts.
+func (s *source) place(w ruleWhen, k int) yamlsrc.Pos {
+	tok := w.node.GetToken()
+	at := yamlsrc.Pos{Line: tok.Position.Line, Column: tok.Position.Column}
+	from, indent := at, 0
+	if mv := s.keyOf(w.node); mv != nil {
+		// From the colon on: the parser's column of a plain scalar is
+		// off by the blanks after it.
+		colon := mv.Start.Position
+		from = yamlsrc.Pos{Line: colon.Line, Column: colon.Column + 1}
+		indent = mv.Key.GetToken().Position.Column - 1
 	}
-	if el <= 1 {
-		return line, col + ec - 1, fe.Message
+	pos, ok := yamlsrc.ScalarPositions(s.lines, from, indent, w.expr)
+	if !ok {
+		return at
 	}
-	return line + el - 1, ec, fe.Message
+	return pos[min(k, len(pos)-1)]
+}
+
+// keyOf returns the mapping entry whose value is n, nil if there is none.
+func (s *source) keyOf(n ast.Node) *ast.MappingValueNode {
+	if s.keys == nil && s.body != nil {
+		s.keys = map[ast.Node]*ast.MappingValueNode{}
+		for _, e := range ast.Filter(ast.MappingValueType, s.body) {
+			mv := e.(*ast.MappingValueNode)
+			s.keys[mv.Value] = mv
+		}
+	}
+	return s.keys[n]
 }
 
 // position returns the line and column of the node at path in body.
@@ -374,6 +406,8 @@ func position(body ast.Node, path string) (int, int) {
 type source struct {
 	name  string
 	lines []string
+	body  ast.Node                           // the parsed file, once it is
+	keys  map[ast.Node]*ast.MappingValueNode // each value's entry, built from body when first needed
 }
 
 var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] (.*)`)
@@ -388,6 +422,15 @@ func (s *source) yamlError(err error) error {
 		return s.errorf(line, col, "%s", m[3])
 	}
 	return fmt.Errorf("%s: %s", s.name, first)
+}
+
+// from returns the text of the line of p from p on.
+func (s *source) from(p yamlsrc.Pos) string {
+	if p.Line < 1 || p.Line > len(s.lines) {
+		return ""
+	}
+	r := []rune(s.lines[p.Line-1])
+	return string(r[min(max(p.Column-1, 0), len(r)):])
 }
 
 // errorf is an error at line and column, with the line and a caret.

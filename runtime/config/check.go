@@ -35,6 +35,7 @@ type checker struct {
 var (
 	astNodeType  = reflect.TypeFor[ast.Node]()
 	agentType    = reflect.TypeFor[Agent]()
+	agentMCPType = reflect.TypeFor[AgentMCP]()
 	timeType     = reflect.TypeFor[time.Time]()
 	durationType = reflect.TypeFor[time.Duration]()
 
@@ -50,6 +51,11 @@ var (
 		reflect.TypeFor[encoding.TextUnmarshaler](),
 	}
 )
+
+// shortForms are the struct types a file may also write as a string, the
+// value of one field, with what the string is: an agent's mcp_servers
+// entry calc stands for {server: calc} (see decodeAgentMCP).
+var shortForms = map[reflect.Type]string{agentMCPType: "an MCP server's name"}
 
 // where says which node a message is about: prefix names the agent (or
 // extension) it belongs to, rel the node's path relative to that.
@@ -117,6 +123,19 @@ func (c *checker) check(n ast.Node, t reflect.Type, w where) {
 	}
 	if t == astNodeType || t.Kind() == reflect.Interface {
 		return
+	}
+	if what, ok := shortForms[t]; ok {
+		switch n.(type) {
+		case *ast.StringNode, *ast.LiteralNode:
+			return
+		case ast.MapNode, *ast.TagNode:
+		case *ast.IntegerNode, *ast.FloatNode, *ast.BoolNode, *ast.InfinityNode, *ast.NanNode:
+			c.errorf(n, w, "expected %s or a mapping (%s), found %s (quote it to use it as text)", what, strings.Join(sortedKeys(structFields(t)), ", "), describe(n))
+			return
+		default:
+			c.errorf(n, w, "expected %s or a mapping (%s), found %s", what, strings.Join(sortedKeys(structFields(t)), ", "), describe(n))
+			return
+		}
 	}
 	if decodesItself(t) {
 		c.decodeSelf(n, t, w)

@@ -292,8 +292,12 @@ type MCPServer struct {
 }
 
 // AgentMCP is an MCP server an agent takes tools from: all its tools, or
-// those Tools names.
+// those Tools names. In a file, an entry is a mapping ({server: calc,
+// tools: [add]}) or, for all of a server's tools, the server's name alone
+// (calc, the short form of {server: calc}).
 type AgentMCP struct {
-	Server string   `yaml:"server"`
-	Tools  []string `yaml:"tools"`
+	// Server names one of the file's mcp_servers; required.
+	Server string `yaml:"server"`
+	// Tools are the server's tools the agent is offered; empty: all.
+	Tools []string `yaml:"tools"`
 }

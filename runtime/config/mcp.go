@@ -8,8 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/goccy/go-yaml"
+
 	"github.com/ganglion-dev/ganglion/internal/envref"
 	"github.com/ganglion-dev/ganglion/store"
+)
+
+// The values of [MCPServer.Start].
+const (
+	mcpStartLazy  = "lazy"  // the default: at the first step of an agent that uses it
+	mcpStartEager = "eager" // when the runtime starts
 )
 
 // mcpServerName is what a server's name may be: it prefixes its tools'
@@ -26,6 +34,22 @@ func secretName(name string) bool {
 		}
 	}
 	return false
+}
+
+// decodeAgentMCP decodes an agent's mcp_servers entry from its YAML text
+// b: a server's name, the short form of {server: name}, or a mapping. The
+// checker has checked its shape, which shortForms allows.
+func decodeAgentMCP(m *AgentMCP, b []byte) error {
+	var v any
+	if err := yaml.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if name, ok := v.(string); ok {
+		*m = AgentMCP{Server: name}
+		return nil
+	}
+	type plain AgentMCP // without this decoder
+	return yaml.UnmarshalWithOptions(b, (*plain)(m), yaml.DisallowUnknownField())
 }
 
 // mcpServers checks the file's MCP servers and the agents' use of them.
@@ -65,8 +89,8 @@ func (v *validator) mcpServers() {
 		v.refs(path+".env", pre+"env", s.Env)
 		v.refs(path+".headers", pre+"headers", s.Headers)
 		switch s.Start {
-		case "", "lazy":
-		case "eager":
+		case "", mcpStartLazy:
+		case mcpStartEager:
 			if n := envref.Secrets(s.Env, s.Headers); len(n) > 0 {
 				v.errorf(path+".start", "%sstart eager: the server takes the provided secret %s, so it starts for each instance at its first step, never before", pre, n[0])
 			}
