@@ -78,6 +78,8 @@ func TestScriptSchemaRefuses(t *testing.T) {
 		{"args and arguments", "agents: {a: {fallback: {steps: [{tool_calls: [{name: t, args: {}, arguments: '{}'}]}]}}}\n", "at '/agents/a/fallback/steps/0/tool_calls/0'"},
 		{"a negative chunk size", "chunk_size: -1\nagents: {a: {fallback: {steps: [{text: hi}]}}}\n", "at '/chunk_size'"},
 		{"an unknown key", "agents: {a: {fallback: {steps: [{txt: hi}]}}}\n", "additional properties 'txt' not allowed"},
+		{"an unknown kind", "agents: {a: {turns: [{kind: reply, steps: [{text: hi}]}]}}\n", "at '/agents/a/turns/0/kind'"},
+		{"a fallback with a kind", "agents: {a: {fallback: {kind: resume, steps: [{text: hi}]}}}\n", "at '/agents/a/fallback'"},
 		{"usage as text", "agents: {a: {fallback: {steps: [{text: hi, usage: {input_tokens: many}}]}}}\n", "at '/agents/a/fallback/steps/0/usage/input_tokens'"},
 	}
 	for _, tt := range tests {
