@@ -387,7 +387,7 @@ func TestMCPPauseAnsweredWithCLI(t *testing.T) {
 		t.Errorf("pending through ganglion mcp: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = exe(t, dir, "", "answer", dir, id, "Freemium")
-	check(t, "answer through ganglion mcp", r, exitOK, ptr(askResumed), ptr(""), id)
+	check(t, "answer through ganglion mcp", r, exitOK, ptr(askResumed), ptr("$ID of asker/mcp answered: Freemium\n"), id)
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "asker", Arguments: map[string]any{"message": "and now?"}})
 	must(t, err)
 	var got []string

@@ -475,13 +475,19 @@ func printPaused(ctx context.Context, rt agentsAPI, out *printer, agent, instanc
 		} else {
 			fmt.Fprintf(w, "[paused] %s %s: %s\n", it.ID, it.Kind, describe(it))
 		}
-		if out.record != "" {
-			fmt.Fprintf(w, "  the recording ends here, paused: the item lived only in this run's memory, so no command can answer it; "+
-				"to record the answer too, record without MESSAGE and answer at the prompt: %s\n", out.record)
-			continue
-		}
-		fmt.Fprintf(w, "  %s\n", howToAnswer(it, out.where))
+		fmt.Fprintf(w, "  %s\n", out.answerHint(it))
 	}
+}
+
+// answerHint is the line under a paused item: the commands that answer
+// it, or, for a recording, why none can (the item lived only in its
+// memory).
+func (out *printer) answerHint(it ledger.Item) string {
+	if out.record != "" {
+		return "the recording ends here, paused: the item lived only in this run's memory, so no command can answer it; " +
+			"to record the answer too, record without MESSAGE and answer at the prompt: " + out.record
+	}
+	return howToAnswer(it, out.where)
 }
 
 // howToAnswer is the command lines that answer it, as they work from the

@@ -245,7 +245,7 @@ func (s *session) printPaused(ctx context.Context, res *pipeline.TurnResult, w i
 	}
 	for _, it := range items {
 		fmt.Fprintf(w, "[paused] %s%s %s: %s\n", s.whose(it), it.ID, it.Kind, describe(it))
-		fmt.Fprintf(w, "  %s\n", howToAnswer(it, s.out.where))
+		fmt.Fprintf(w, "  %s\n", s.out.answerHint(it))
 	}
 }
 
