@@ -152,4 +152,9 @@
 // paused instance returns an error wrapping [ErrPaused] that names the
 // pending items. A resume turn whose task failed (a required dependency
 // rejected or never provided) returns an error wrapping [ErrTaskFailed].
+// Send and Ask refuse, before anything runs, an instance key that
+// [store.ValidateInstanceKey] refuses (an error matching
+// [store.ErrInvalidName]) and metadata that sets a key the runtime
+// reserves (matching [pipeline.ErrReservedMetadata]): those keys are the
+// runtime's own marks, and input from outside never carries them.
 package runtime
