@@ -68,7 +68,7 @@ func (cl *mcpCall) settle(ctx context.Context, round int, note string) *mcp.Call
 		if r := cl.answer(); r != nil {
 			return r
 		}
-		items, err := m.waitsFor(ctx, cl.agent, cl.key)
+		items, err := waitingItems(ctx, m.rt, cl.agent, cl.key)
 		if err != nil {
 			cl.c.returned()
 			return toolError(err.Error())
@@ -134,7 +134,7 @@ func (cl *mcpCall) again(ctx context.Context) *mcp.CallToolResult {
 	}
 	cl.sent = !st.Unsent
 	cl.c.watch() // before the answers resume the agent
-	items, err := cl.m.waitsFor(ctx, cl.agent, cl.key)
+	items, err := waitingItems(ctx, cl.m.rt, cl.agent, cl.key)
 	if err != nil {
 		return toolError(err.Error())
 	}
@@ -207,39 +207,6 @@ func (cl *mcpCall) roundTrips() bool {
 		v = p.ProtocolVersion
 	}
 	return v >= multiRoundTrip
-}
-
-// waitsFor returns the open items that agent's instance key waits for:
-// its own, and those of every instance a task of its tree works on (the
-// delegations its turns made, and theirs).
-func (m *mcpAgents) waitsFor(ctx context.Context, agent, key string) ([]ledger.Item, error) {
-	tasks, err := m.rt.Tasks(ctx, "", "")
-	if err != nil {
-		return nil, err
-	}
-	roots := map[string]bool{}
-	for _, t := range tasks {
-		if t.Agent == agent && t.Instance == key && t.ParentID == "" {
-			roots[t.ID] = true
-		}
-	}
-	tree := map[convKey]bool{{agent, key}: true}
-	for _, t := range tasks {
-		if roots[t.ID] || roots[t.Root] {
-			tree[convKey{t.Agent, t.Instance}] = true
-		}
-	}
-	open, err := m.rt.Pending(ctx, ledger.Filter{Open: true})
-	if err != nil {
-		return nil, err
-	}
-	var out []ledger.Item
-	for _, it := range open {
-		if tree[convKey{it.Agent, it.Instance}] {
-			out = append(out, it)
-		}
-	}
-	return out, nil
 }
 
 // elicitation returns the form that asks the client for it, with note

@@ -479,6 +479,42 @@ func printPaused(ctx context.Context, rt agentsAPI, out *printer, agent, instanc
 	}
 }
 
+// waitingItems returns the open items that agent's instance key waits
+// for: its own, and those of the paused turns in every delegation tree its
+// turns rooted (the tasks it delegated, and theirs). Another instance's
+// items that have nothing to do with it are left out. The interactive run
+// and ganglion mcp both show these, and only these.
+func waitingItems(ctx context.Context, api agentsAPI, agent, key string) ([]ledger.Item, error) {
+	tasks, err := api.Tasks(ctx, "", "")
+	if err != nil {
+		return nil, err
+	}
+	roots := map[string]bool{}
+	for _, t := range tasks {
+		if t.Agent == agent && t.Instance == key && t.ParentID == "" {
+			roots[t.ID] = true
+		}
+	}
+	type turn struct{ agent, instance, id string }
+	paused := map[turn]bool{}
+	for _, t := range tasks {
+		if (roots[t.ID] || roots[t.Root]) && t.State == runtime.TaskPaused {
+			paused[turn{t.Agent, t.Instance, t.Turn}] = true
+		}
+	}
+	open, err := api.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.Item
+	for _, it := range open {
+		if it.Agent == agent && it.Instance == key || paused[turn{it.Agent, it.Instance, it.TurnID}] {
+			out = append(out, it)
+		}
+	}
+	return out, nil
+}
+
 // answerHint is the line under a paused item: the commands that answer
 // it, or, for a recording, why none can (the item lived only in its
 // memory).

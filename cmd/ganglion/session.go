@@ -127,7 +127,7 @@ func (s *session) shown(ctx context.Context, agent, key string, res *pipeline.Tu
 // nothing left to ask; it reports false when input ended first.
 func (s *session) resume(ctx context.Context, res *pipeline.TurnResult, sc *lineReader, stdin io.Reader, stderr io.Writer) (bool, error) {
 	for {
-		items, err := s.waitingFor(ctx, res)
+		items, err := waitingItems(ctx, s.api, s.agent, s.instance)
 		if err != nil {
 			fmt.Fprintln(stderr, "ganglion:", err)
 			return true, nil
@@ -173,37 +173,6 @@ func (s *session) resume(ctx context.Context, res *pipeline.TurnResult, sc *line
 	}
 }
 
-// waitingFor returns the open items turn res waits for: those of the
-// session's instance and, when res belongs to a delegation chain
-// (res.TaskID), those of the chain's paused tasks, not those of any other
-// instance.
-func (s *session) waitingFor(ctx context.Context, res *pipeline.TurnResult) ([]ledger.Item, error) {
-	open, err := s.api.Pending(ctx, ledger.Filter{Open: true})
-	if err != nil {
-		return nil, err
-	}
-	type turn struct{ agent, instance, id string }
-	paused := map[turn]bool{}
-	if res.TaskID != "" {
-		tasks, err := s.api.Tasks(ctx, "", "")
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range chain(tasks, res.TaskID) {
-			if t.State == runtime.TaskPaused {
-				paused[turn{t.Agent, t.Instance, t.Turn}] = true
-			}
-		}
-	}
-	var out []ledger.Item
-	for _, it := range open {
-		if it.Agent == s.agent && it.Instance == s.instance || paused[turn{it.Agent, it.Instance, it.TurnID}] {
-			out = append(out, it)
-		}
-	}
-	return out, nil
-}
-
 // chain returns task id of tasks and the tasks under it.
 func chain(tasks []runtime.Task, id string) []runtime.Task {
 	in := map[string]bool{id: true}
@@ -238,7 +207,7 @@ func (s *session) printPaused(ctx context.Context, res *pipeline.TurnResult, w i
 	if s.out.json {
 		return
 	}
-	items, err := s.waitingFor(ctx, res)
+	items, err := waitingItems(ctx, s.api, s.agent, s.instance)
 	if err != nil {
 		fmt.Fprintln(w, "ganglion:", err)
 		return
