@@ -18,6 +18,19 @@ var ErrClosed = errors.New("store: closed")
 // since, and nothing of the batch was written.
 var ErrFenced = errors.New("store: fenced")
 
+// ErrUnavailable is matched by the error of a call the store could not
+// complete because its server did not answer in time, or had no leader
+// for the data (a NATS server died and the cluster is electing another):
+// a transient condition, worth trying again after a moment.
+var ErrUnavailable = errors.New("store: unavailable")
+
+// ErrOutcomeUnknown is matched, with [ErrUnavailable], by the error of a
+// commit whose answer never came: the batch may have been stored whole,
+// or not at all, and a batch still in flight may yet land. Before it goes
+// on, a writer takes a new fence ([Store.Fence]), which a late batch of
+// the old one cannot pass, and reads the instance again.
+var ErrOutcomeUnknown = errors.New("store: commit outcome unknown")
+
 // Meta is what a store keeps about an instance besides its messages.
 type Meta struct {
 	// Turns counts the turns started in the instance.
