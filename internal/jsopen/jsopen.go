@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -54,6 +55,27 @@ func Transient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Unavailable reports whether err, from a request to NATS or JetStream,
+// says that nobody answered, or not in time, or that the cluster cannot
+// serve for now: no responders (a stream without a leader during an
+// election), no response from the stream, a timeout, a connection that
+// is reconnecting, or a [Transient] refusal or 503 of the JetStream API.
+// Such a request may succeed a moment later. A deadline counts: the
+// caller tells its own ctx's end from the request's bound.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, e := range []error{nats.ErrNoResponders, nats.ErrTimeout, nats.ErrConnectionReconnecting, nats.ErrDisconnected,
+		jetstream.ErrNoStreamResponse, jetstream.ErrJetStreamNotEnabled, context.DeadlineExceeded} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var api *jetstream.APIError
+	return Transient(err) || errors.As(err, &api) && api.Code == 503
 }
 
 // Backoff bounds the wait between two tries of [Create].

@@ -3,10 +3,12 @@ package jsopen
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -35,6 +37,35 @@ func TestTransient(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Transient(tc.err); got != tc.want {
 				t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no responders", fmt.Errorf("commit: %w", nats.ErrNoResponders), true},
+		{"no response from stream", jetstream.ErrNoStreamResponse, true},
+		{"timeout", nats.ErrTimeout, true},
+		{"deadline", context.DeadlineExceeded, true},
+		{"reconnecting", nats.ErrConnectionReconnecting, true},
+		{"no leader", noLeader, true},
+		{"peer offline", offline, true},
+		{"another 503", &jetstream.APIError{Code: 503, ErrorCode: 10039, Description: "jetstream not enabled for account"}, true},
+		{"insufficient resources", noResources, false},
+		{"another API error", badConfig, false},
+		{"closed by its owner", nats.ErrConnectionClosed, false},
+		{"canceled", context.Canceled, false},
+		{"plain", errors.New("no responders"), false},
+		{"nil", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Unavailable(tc.err); got != tc.want {
+				t.Errorf("Unavailable(%v) = %v, want %v", tc.err, got, tc.want)
 			}
 		})
 	}
