@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/jsopen"
+	"github.com/ganglion-dev/ganglion/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -62,11 +63,15 @@ func (c *Counters) Add(ctx context.Context, key, field string, delta int64) (int
 	m.Header.Set("Nats-Incr", strconv.FormatInt(delta, 10))
 	resp, err := c.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
-		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: %w", delta, field, key, err)
+		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: %w", delta, field, key, Unavailable(ctx, err))
 	}
 	var ack counterAck
 	if err := json.Unmarshal(resp.Data, &ack); err != nil {
 		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: the server's answer: %w", delta, field, key, err)
+	}
+	if ack.Error != nil && ack.Error.Code == 503 {
+		// No leader for the stream, or it cannot serve for now.
+		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: the server cannot now: %s (%w)", delta, field, key, ack.Error.Description, store.ErrUnavailable)
 	}
 	if ack.Error != nil {
 		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: the server refused it: %s", delta, field, key, ack.Error.Description)
@@ -83,7 +88,7 @@ func (c *Counters) Get(ctx context.Context, key, field string) (int64, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("cluster: read counter %s of %q: %w", field, key, err)
+		return 0, fmt.Errorf("cluster: read counter %s of %q: %w", field, key, Unavailable(ctx, err))
 	}
 	var v struct {
 		Value string `json:"val"`
@@ -97,7 +102,7 @@ func (c *Counters) Get(ctx context.Context, key, field string) (int64, error) {
 // Forget deletes every counter of key.
 func (c *Counters) Forget(ctx context.Context, key string) error {
 	if err := c.stream.Purge(ctx, jetstream.WithPurgeSubject(c.subjectOf(key, ">"))); err != nil {
-		return fmt.Errorf("cluster: forget the counters of %q: %w", key, err)
+		return fmt.Errorf("cluster: forget the counters of %q: %w", key, Unavailable(ctx, err))
 	}
 	return nil
 }

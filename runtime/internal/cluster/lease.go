@@ -73,7 +73,9 @@ func leaseKey(name string) string {
 }
 
 // Acquire takes the lease on name, or fails with an error matching
-// [ErrHeld] that names its owner.
+// [ErrHeld] that names its owner. Its errors, as those of every request
+// here, match [store.ErrUnavailable] when JetStream did not answer
+// ([Unavailable]).
 func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	key := leaseKey(name)
 	rev, err := l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
@@ -87,12 +89,14 @@ func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 			return &Lease{l: l, name: name, key: key, rev: e.Revision()}, nil
 		case gerr == nil:
 			return nil, &HeldError{Name: name, Owner: string(e.Value())}
+		case jsopen.Unavailable(gerr):
+			return nil, fmt.Errorf("cluster: lease on %q: who holds it: %w", name, Unavailable(ctx, gerr))
 		}
 		// It expired or was released since: the caller tries again.
 		return nil, &HeldError{Name: name, Owner: "?"}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("cluster: lease on %q: %w", name, err)
+		return nil, fmt.Errorf("cluster: lease on %q: %w", name, Unavailable(ctx, err))
 	}
 	return &Lease{l: l, name: name, key: key, rev: rev}, nil
 }
@@ -118,7 +122,7 @@ func (l *Leases) Owner(ctx context.Context, name string) (string, error) {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("cluster: owner of lease on %q: %w", name, err)
+		return "", fmt.Errorf("cluster: owner of lease on %q: %w", name, Unavailable(ctx, err))
 	}
 	return string(e.Value()), nil
 }
@@ -132,7 +136,7 @@ func (l *Leases) Owner(ctx context.Context, name string) (string, error) {
 func (l *Leases) WatchHolders(ctx context.Context, fn func([]string)) error {
 	w, err := l.kv.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("cluster: watch lease holders: %w", err)
+		return fmt.Errorf("cluster: watch lease holders: %w", Unavailable(ctx, err))
 	}
 	go func() {
 		defer w.Stop()
@@ -184,7 +188,7 @@ func (le *Lease) Renew(ctx context.Context) error {
 			le.rev = 0
 			return fmt.Errorf("cluster: renew lease on %q: %w", le.name, ErrLost)
 		}
-		return fmt.Errorf("cluster: renew lease on %q: %w", le.name, err)
+		return fmt.Errorf("cluster: renew lease on %q: %w", le.name, Unavailable(ctx, err))
 	}
 	le.rev = ack.Sequence
 	return nil
@@ -205,7 +209,7 @@ func (le *Lease) Release(ctx context.Context) error {
 		if isWrongSequence(err) {
 			return fmt.Errorf("cluster: release lease on %q: %w", le.name, ErrLost)
 		}
-		return fmt.Errorf("cluster: release lease on %q: %w", le.name, err)
+		return fmt.Errorf("cluster: release lease on %q: %w", le.name, Unavailable(ctx, err))
 	}
 	return nil
 }

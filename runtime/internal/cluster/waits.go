@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/jsopen"
+	"github.com/ganglion-dev/ganglion/store"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
@@ -57,9 +58,9 @@ func waitKeys(from string) string {
 func (w *Waits) Add(ctx context.Context, from, to string, ttl time.Duration) (remove func(context.Context) error, err error) {
 	key := waitKeys(from) + "." + nuid.Next()
 	if _, err := w.kv.Create(ctx, key, []byte(to), jetstream.KeyTTL(max(ttl.Truncate(time.Second)+time.Second, minTTL))); err != nil {
-		return nil, fmt.Errorf("cluster: record that %s waits for %s: %w", from, to, err)
+		return nil, fmt.Errorf("cluster: record that %s waits for %s: %w", from, to, Unavailable(ctx, err))
 	}
-	return func(ctx context.Context) error { return w.kv.Purge(ctx, key) }, nil
+	return func(ctx context.Context) error { return Unavailable(ctx, w.kv.Purge(ctx, key)) }, nil
 }
 
 // Path returns the instances from "from" to "to" along the graph's edges,
@@ -110,7 +111,7 @@ func (w *Waits) edges(ctx context.Context, from string) ([]string, error) {
 	}
 	defer sub.Unsubscribe()
 	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+w.stream, inbox, body); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster: read whom %s waits for: %w", from, Unavailable(ctx, err))
 	}
 	var out []string
 	for {
@@ -123,6 +124,8 @@ func (w *Waits) edges(ctx context.Context, from string) ([]string, error) {
 				}
 			case "204", "404": // the end, or no edge
 				return out, nil
+			case "503": // no responders: the bucket's server is down
+				return nil, fmt.Errorf("cluster: read whom %s waits for: the server answered %s %s (%w)", from, status, m.Header.Get("Description"), store.ErrUnavailable)
 			default:
 				return nil, fmt.Errorf("cluster: read whom %s waits for: the server answered %s %s", from, status, m.Header.Get("Description"))
 			}
