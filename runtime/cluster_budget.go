@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 )
 
 // This file counts a task tree's spending across the processes of a
@@ -52,15 +54,22 @@ func (n *node) addSpend(root string, s Spend) {
 	}
 }
 
-// readSpent returns the cluster's sums of the tree of root task root.
+// readSpent returns the cluster's sums of the tree of root task root,
+// each read bounded by leaseTimeout (past it, its error matches
+// store.ErrUnavailable).
 func (n *node) readSpent(ctx context.Context, root string) (Spend, error) {
+	rctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
 	var (
 		wg   sync.WaitGroup
 		sums [3]int64
 		errs [3]error
 	)
 	for i, name := range []string{counterDelegations, counterTurns, counterTokens} {
-		wg.Go(func() { sums[i], errs[i] = n.budgets.Get(ctx, root, name) })
+		wg.Go(func() {
+			sums[i], errs[i] = n.budgets.Get(rctx, root, name)
+			errs[i] = cluster.Unavailable(ctx, errs[i])
+		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {

@@ -20,7 +20,9 @@ func leaseName(agent, key string) string { return agent + "/" + key }
 
 // own makes sure this process holds inst's lease, taking it if nobody
 // does, and fails with an error matching errMoved if another process
-// holds it. The caller holds inst's turn slot.
+// holds it, or store.ErrUnavailable if JetStream did not answer in time
+// (the lease and the fence are asked under a bound of their own, whose
+// end is no deadline of the caller's). The caller holds inst's turn slot.
 func (r *Runtime) own(ctx context.Context, inst *instance) error {
 	n := r.node
 	if n == nil {
@@ -45,7 +47,7 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		if he := (*cluster.HeldError)(nil); errors.As(err, &he) {
 			return fmt.Errorf("agent %q instance %q: %w (%s)", inst.agent.name, inst.key, errMoved, he.Owner)
 		}
-		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.agent.name, inst.key, err)
+		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.agent.name, inst.key, cluster.Unavailable(ctx, err))
 	}
 	// The fence is taken after the lease and before the instance is
 	// loaded: what a former owner committed before it is loaded, what it
@@ -53,7 +55,7 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 	fence, err := r.store.Fence(lctx, inst.agent.name, inst.key)
 	if err != nil {
 		n.forget(inst, l)
-		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.agent.name, inst.key, err)
+		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.agent.name, inst.key, cluster.Unavailable(ctx, err))
 	}
 	inst.lease = l
 	inst.fence.Store(fence)
@@ -307,14 +309,18 @@ func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 }
 
 // owner returns the process that owns agent's instance key: mine when it
-// is this one, "" when nobody owns it.
+// is this one, "" when nobody owns it. The lookup is one round trip to
+// JetStream, bounded by leaseTimeout: past it, the error matches
+// store.ErrUnavailable, not the caller's deadline.
 func (n *node) owner(ctx context.Context, agent, key string) (owner string, mine bool, err error) {
 	if n.holds(agent, key) {
 		return n.name, true, nil
 	}
-	owner, err = n.leases.Owner(ctx, leaseName(agent, key))
+	lctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
+	owner, err = n.leases.Owner(lctx, leaseName(agent, key))
 	if err != nil {
-		return "", false, err
+		return "", false, cluster.Unavailable(ctx, err)
 	}
 	return owner, owner == n.name, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 )
 
 // This file routes turns and agent calls to the process that owns their
@@ -134,7 +135,7 @@ func (n *node) waitFor(ctx context.Context, self, to string, timeout time.Durati
 	defer cancel()
 	remove, err := n.waits.Add(wctx, self, to, timeout)
 	if err != nil {
-		return nil, err
+		return nil, cluster.Unavailable(ctx, err)
 	}
 	done = func() {
 		n.releasing.Add(1)
@@ -150,7 +151,7 @@ func (n *node) waitFor(ctx context.Context, self, to string, timeout time.Durati
 	path, err := n.waits.Path(wctx, to, self)
 	if err != nil {
 		done()
-		return nil, err
+		return nil, cluster.Unavailable(ctx, err)
 	}
 	if path != nil {
 		done()

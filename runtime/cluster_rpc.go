@@ -37,7 +37,8 @@ var remoteKinds = map[string]error{
 	"budget": errBudget, "no-task": ErrNoTask, "invalid-name": store.ErrInvalidName,
 	"deadline": context.DeadlineExceeded, "canceled": context.Canceled,
 	"item-not-found": ledger.ErrNotFound, "item-resolved": ledger.ErrResolved,
-	"invalid-action": extensions.ErrInvalidAction,
+	"invalid-action": extensions.ErrInvalidAction, "store-unavailable": store.ErrUnavailable,
+	"outcome-unknown": store.ErrOutcomeUnknown,
 }
 
 // remoteError is a routed turn's error as the owner wrote it.
