@@ -90,8 +90,19 @@
 // unknown_agent (404), paused, already_resolved, task_failed (409: the
 // action was taken and the task it was for failed, as a rejected required
 // dependency fails it), too_large (413),
-// agent_unavailable, closed (503), timeout (504), internal (500). The
-// message says what was wrong and what to do.
+// agent_unavailable, closed, unavailable, outcome_unknown (503), timeout
+// (504), internal (500). The message says what was wrong and what to do.
+//
+// A transient failure carries a Retry-After header, in seconds, and the
+// same as "retry_after" in its body: unavailable (the store did not
+// answer: a NATS server is down, or its cluster elects a leader, for
+// about 5 s) and closed (the process is stopping; in a cluster another
+// takes its instances over). A call that failed so did nothing, unless a
+// turn ran (its "result" has a turn_id): a GET, an action on a pending
+// item (one that was applied is refused as already_resolved) and a
+// message whose turn did not start may be sent again as they are.
+// outcome_unknown (a write the store never confirmed: it may have been
+// saved) has no Retry-After: look at the history or the item first.
 //
 // # Browser clients
 //

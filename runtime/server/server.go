@@ -186,6 +186,9 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := s.rt.Pending(ctx, ledger.Filter{Open: true}); err != nil {
+		if _, _, after := classify(err); after > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(after))
+		}
 		writeError(w, http.StatusServiceUnavailable, "not_ready", "the runtime does not serve: "+err.Error())
 		return
 	}
@@ -261,8 +264,7 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 		case o := <-done:
 			seq = s.drain(sse, f, seq, &h) // what the turn published last
 			if o.err != nil {
-				code, status := classify(o.err)
-				sse.event("", "error", mustJSON(apiError{Code: code, Status: status, Message: o.err.Error(), Result: o.res}))
+				sse.event("", "error", mustJSON(errorOf(o.err, o.res)))
 				sse.flush()
 				return
 			}
@@ -568,49 +570,91 @@ type apiError struct {
 	Message string `json:"message"`
 	// Result is the turn's result when a turn ran and failed, or paused.
 	Result *pipeline.TurnResult `json:"result,omitempty"`
+	// RetryAfter, in seconds, says that the failure is transient and when
+	// to try again, as the answer's Retry-After header does (an event
+	// stream's error event has no header of its own).
+	RetryAfter int `json:"retry_after,omitempty"`
 }
 
-// fail answers a call the runtime refused or failed.
+// errorOf is the body of a call that failed with err.
+func errorOf(err error, res *pipeline.TurnResult) apiError {
+	code, status, after := classify(err)
+	msg := err.Error()
+	switch code {
+	case "unavailable":
+		msg = "the store is unavailable for a moment (a NATS server is down or electing a leader); try again: " + msg
+	case "outcome_unknown":
+		msg = "the store did not confirm a write (a NATS server is down or electing a leader): the turn or action may have been saved, or not; " +
+			"read the history or the pending item before you try it again: " + msg
+	}
+	return apiError{Code: code, Status: status, Message: msg, Result: res, RetryAfter: after}
+}
+
+// fail answers a call the runtime refused or failed: a transient failure
+// with a Retry-After header.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error, res *pipeline.TurnResult) {
-	code, status := classify(err)
-	if status >= 500 {
+	e := errorOf(err, res)
+	if e.Status >= 500 {
 		s.logger.Error("API call failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSONStatus(w, status, map[string]any{"error": apiError{Code: code, Status: status, Message: err.Error(), Result: res}})
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
+	writeJSONStatus(w, e.Status, map[string]any{"error": e})
 }
 
-// classify maps an error of the runtime to an API error code and an HTTP
-// status.
-func classify(err error) (string, int) {
+// retryAfter is how many seconds a client waits before it tries again a
+// call that failed because the store was unavailable for a moment, or
+// the process was closing. A NATS cluster that lost a server elects new
+// leaders for its streams within about 5 s: a client that tries every
+// 2 s is served within 2 s of their end, and asks two or three times
+// meanwhile.
+const retryAfter = 2
+
+// classify maps an error of the runtime to an API error code, an HTTP
+// status, and, for a transient failure, the seconds to wait before trying
+// again (0: do not try again as it is). The order matters: an error of
+// the store that was not answered in time may also match the deadline of
+// its own bound, which is no timeout of the call.
+func classify(err error) (code string, status, after int) {
 	switch {
+	case errors.Is(err, store.ErrOutcomeUnknown):
+		// Transient too, but trying again is safe only if nothing was
+		// saved: no Retry-After, which invites the same call again, and
+		// the message says to look first.
+		return "outcome_unknown", http.StatusServiceUnavailable, 0
+	case errors.Is(err, store.ErrUnavailable):
+		return "unavailable", http.StatusServiceUnavailable, retryAfter
+	case errors.Is(err, runtime.ErrClosed):
+		// This process is stopping; in a cluster, another takes its
+		// instances over once it has.
+		return "closed", http.StatusServiceUnavailable, retryAfter
 	case errors.Is(err, runtime.ErrUnknownAgent):
-		return "unknown_agent", http.StatusNotFound
+		return "unknown_agent", http.StatusNotFound, 0
 	case errors.Is(err, ledger.ErrNotFound), errors.Is(err, runtime.ErrNoTask):
-		return "not_found", http.StatusNotFound
+		return "not_found", http.StatusNotFound, 0
 	case errors.Is(err, runtime.ErrAgentUnavailable):
-		return "agent_unavailable", http.StatusServiceUnavailable
+		return "agent_unavailable", http.StatusServiceUnavailable, 0
 	case errors.Is(err, runtime.ErrPaused):
-		return "paused", http.StatusConflict
+		return "paused", http.StatusConflict, 0
 	case errors.Is(err, runtime.ErrTaskFailed):
 		// The action was taken (a required dependency rejected, say),
 		// and the task it was for failed, as it should.
-		return "task_failed", http.StatusConflict
+		return "task_failed", http.StatusConflict, 0
 	case errors.Is(err, ledger.ErrResolved):
-		return "already_resolved", http.StatusConflict
+		return "already_resolved", http.StatusConflict, 0
 	case errors.Is(err, extensions.ErrInvalidAction), errors.Is(err, ledger.ErrWrongInstance):
-		return "invalid_action", http.StatusBadRequest
+		return "invalid_action", http.StatusBadRequest, 0
 	case errors.Is(err, store.ErrInvalidName):
-		return "invalid_name", http.StatusBadRequest
+		return "invalid_name", http.StatusBadRequest, 0
 	case errors.Is(err, pipeline.ErrReservedMetadata):
-		return "invalid_request", http.StatusBadRequest
-	case errors.Is(err, runtime.ErrClosed):
-		return "closed", http.StatusServiceUnavailable
+		return "invalid_request", http.StatusBadRequest, 0
 	case errors.Is(err, context.DeadlineExceeded):
-		return "timeout", http.StatusGatewayTimeout
+		return "timeout", http.StatusGatewayTimeout, 0
 	case errors.Is(err, context.Canceled):
-		return "canceled", 499 // the client went away
+		return "canceled", 499, 0 // the client went away
 	}
-	return "internal", http.StatusInternalServerError
+	return "internal", http.StatusInternalServerError, 0
 }
 
 // readJSON decodes the request's body into v, which must be the body's

@@ -70,6 +70,12 @@ func newHarness(t *testing.T, opts ...server.Option) *harness {
 // newHarnessOn is newHarness with the runtime's store options.
 func newHarnessOn(t *testing.T, storeOpts []runtime.Option, opts ...server.Option) *harness {
 	t.Helper()
+	return newHarnessConfig(t, testConfig, storeOpts, opts...)
+}
+
+// newHarnessConfig is newHarnessOn with a config of its own.
+func newHarnessConfig(t *testing.T, cfg string, storeOpts []runtime.Option, opts ...server.Option) *harness {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(testScript), 0o644); err != nil {
 		t.Fatal(err)
@@ -77,7 +83,7 @@ func newHarnessOn(t *testing.T, storeOpts []runtime.Option, opts ...server.Optio
 	if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(testConfig))
+	c, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,21 +108,35 @@ func newHarnessOn(t *testing.T, storeOpts []runtime.Option, opts ...server.Optio
 // call makes an API call with the token and returns the status and body.
 func (h *harness) call(method, path, body string, header ...string) (int, string) {
 	h.t.Helper()
+	req := h.request(method, path, body)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, b := h.do(req)
+	return res.StatusCode, b
+}
+
+// request is an API call with the token.
+func (h *harness) request(method, path, body string) *http.Request {
+	h.t.Helper()
 	req, err := http.NewRequest(method, h.ts.URL+path, strings.NewReader(body))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
+	return req
+}
+
+// do makes req and returns the answer, its body read and closed.
+func (h *harness) do(req *http.Request) (*http.Response, string) {
+	h.t.Helper()
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return res, string(b)
 }
 
 // stream opens an event stream of path with the token, from after the
