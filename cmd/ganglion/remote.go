@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,7 +59,7 @@ func openAgents(ctx context.Context, f runFlags, dir string, stderr io.Writer, e
 	if err == nil {
 		return rt, rt, func() { rt.Close() }, nil
 	}
-	c, err := serverFor(f, dir, err)
+	c, err := serverFor(f, dir, err, stderr)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -67,8 +68,9 @@ func openAgents(ctx context.Context, f runFlags, dir string, stderr io.Writer, e
 
 // serverFor returns a client of the server that holds the data directory
 // of dir, when openErr (opening the runtime failed) says a process holds
-// it and that process is a server; else openErr.
-func serverFor(f runFlags, dir string, openErr error) (*remote, error) {
+// it and that process is a server; else openErr. The client says on
+// stderr when it tries a call again.
+func serverFor(f runFlags, dir string, openErr error, stderr io.Writer) (*remote, error) {
 	if !errors.Is(openErr, store.ErrInUse) {
 		return nil, openErr
 	}
@@ -83,6 +85,7 @@ func serverFor(f runFlags, dir string, openErr error) (*remote, error) {
 	case !ok:
 		return nil, openErr
 	}
+	c.stderr = stderr
 	return c, nil
 }
 
@@ -117,7 +120,23 @@ func dialServer(data string) (*remote, bool, error) {
 type remote struct {
 	base, token string
 	hc          *http.Client
+	// stderr is where a call tried again says so; nil: nowhere.
+	stderr io.Writer
+	// sleep waits d, or until ctx ends; nil: a timer. Tests count the
+	// waits instead.
+	sleep func(ctx context.Context, d time.Duration) error
 }
+
+// How a call the server answered 503 with a Retry-After is tried again:
+// the store was unavailable for a moment (a NATS server is down, or its
+// cluster elects a leader, for about 5 s) or the process was stopping.
+// The server's wait is honoured up to maxRetryWait; after maxRetries
+// retries, or once the waits would pass retryFor in all, the call fails.
+const (
+	maxRetryWait = 10 * time.Second
+	maxRetries   = 10
+	retryFor     = 30 * time.Second
+)
 
 // remoteError is an error the server answered; Is matches the runtime's
 // sentinel of its code, so that the commands treat it as they treat the
@@ -153,18 +172,87 @@ func (e *remoteError) Is(target error) bool {
 // send makes a request with the token and returns the server's answer
 // when it succeeded; an answer of 300 or more becomes the server's error
 // (a *remoteError where the body carries one) and its body is closed.
+//
+// An answer 503 with a Retry-After (a transient failure) is tried again
+// after that wait, saying so on stderr, when the call is safe to repeat
+// (repeatable): then the call fails only once the retries are spent
+// (maxRetries, retryFor), naming how long it was tried.
 func (c *remote) send(ctx context.Context, method, path string, in any, accept string) (*http.Response, error) {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, err
 		}
-		body = bytes.NewReader(b)
+		body = b
+	}
+	var waited time.Duration
+	for retries := 0; ; retries++ {
+		res, after, err := c.try(ctx, method, path, body, accept)
+		var e *remoteError
+		errors.As(err, &e)
+		switch {
+		case err == nil:
+			return res, nil
+		case retries > 0 && e != nil && e.Code == "already_resolved":
+			return nil, fmt.Errorf("%w (an earlier try of this call, answered %d, may have been the one that resolved it)", err, http.StatusServiceUnavailable)
+		case after <= 0 || !repeatable(method, err):
+			return nil, err
+		}
+		wait := min(after, maxRetryWait)
+		if retries == maxRetries || waited+wait > retryFor {
+			return nil, fmt.Errorf("the server answered %d %s to %d tries in %s: %w", http.StatusServiceUnavailable, e.Code, retries+1, waited, err)
+		}
+		if c.stderr != nil {
+			fmt.Fprintf(c.stderr, "the server is unavailable for a moment (%s); trying again in %s\n", oneLine(e.Message, 160), wait)
+		}
+		sleep := c.sleep
+		if sleep == nil {
+			sleep = sleepCtx
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			return nil, fmt.Errorf("%w (then, waiting to try again: %w)", err, serr)
+		}
+		waited += wait
+	}
+}
+
+// repeatable reports whether a call that failed with err, a transient
+// failure the server answered, is safe to make again as it is: a GET, or
+// a POST whose turn did not start (its result, if any, has no turn ID:
+// the failure came before anything was stored, finding the instance's
+// owner or taking its lease; an action on a pending item that was applied
+// is refused the second time, as already resolved). The server honours
+// no idempotency key, so a POST whose turn started is not made again.
+func repeatable(method string, err error) bool {
+	var e *remoteError
+	if !errors.As(err, &e) {
+		return false
+	}
+	return method == http.MethodGet || method == http.MethodPost && (e.Result == nil || e.Result.TurnID == "")
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// try is one request of send; after is the answer's Retry-After when it
+// answered 503 with one.
+func (c *remote) try(ctx context.Context, method, path string, in []byte, accept string) (res *http.Response, after time.Duration, err error) {
+	var body io.Reader
+	if in != nil {
+		body = bytes.NewReader(in)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if in != nil {
@@ -173,22 +261,25 @@ func (c *remote) send(ctx context.Context, method, path string, in any, accept s
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	res, err := c.hc.Do(req)
+	res, err = c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if res.StatusCode < 300 {
-		return res, nil
+		return res, 0, nil
 	}
 	defer res.Body.Close()
+	if n, err := strconv.Atoi(res.Header.Get("Retry-After")); err == nil && res.StatusCode == http.StatusServiceUnavailable && n >= 0 {
+		after = max(time.Duration(n)*time.Second, 100*time.Millisecond)
+	}
 	var e struct {
 		Error remoteError `json:"error"`
 	}
 	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if json.Unmarshal(b, &e) != nil || e.Error.Message == "" {
-		return nil, fmt.Errorf("the server answered %s", res.Status)
+		return nil, after, fmt.Errorf("the server answered %s", res.Status)
 	}
-	return nil, &e.Error
+	return nil, after, &e.Error
 }
 
 // do makes a call; out, if not nil, receives the answer's JSON.

@@ -286,7 +286,7 @@ func runAgent(ctx context.Context, f runFlags, dir, msg string, interactive bool
 		if f.record != "" || f.trace {
 			return err
 		}
-		c, err := serverFor(f, dir, err)
+		c, err := serverFor(f, dir, err, stderr)
 		if err != nil {
 			return err
 		}
