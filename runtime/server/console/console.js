@@ -13,18 +13,49 @@ const streams = [];
 
 function status(text) { $("status").textContent = text; }
 
+// A call the server answered 503 with a Retry-After (the store was
+// unavailable for a moment: a NATS server is down, or its cluster elects
+// a leader, for about 5 s) is made again after that wait, at most
+// maxRetryWait seconds, when it is safe to repeat: a GET, or a POST whose
+// turn did not start (the error's result has no turn_id; an action that
+// was applied is refused the second time). It fails after maxRetries
+// retries, or once the waits would pass retryFor seconds in all.
+const maxRetryWait = 10, maxRetries = 10, retryFor = 30;
+
+// notices counts the calls waiting to be tried again: the notice shows
+// while there is one.
+let notices = 0;
+
+function notice(delta) {
+  notices += delta;
+  $("notice").hidden = notices === 0;
+}
+
 async function api(method, path, body) {
-  const res = await fetch(path, {
-    method,
-    headers: Object.assign({ "Authorization": "Bearer " + token }, body ? { "Content-Type": "application/json" } : {}),
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const data = await res.json().catch(() => ({}));
-  if (!res.ok) {
-    const msg = data.error ? data.error.message : res.statusText;
-    throw new Error(msg);
+  let waited = 0;
+  for (let retries = 0; ; retries++) {
+    const res = await fetch(path, {
+      method,
+      headers: Object.assign({ "Authorization": "Bearer " + token }, body ? { "Content-Type": "application/json" } : {}),
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const data = await res.json().catch(() => ({}));
+    if (res.ok) return data;
+    const err = data.error || {};
+    const after = Number.parseInt(res.headers.get("Retry-After") || "", 10);
+    const safe = method === "GET" || !(err.result && err.result.turn_id);
+    const wait = Math.min(Number.isNaN(after) ? 0 : Math.max(after, 0.1), maxRetryWait);
+    if (res.status !== 503 || !wait || !safe || retries === maxRetries || waited + wait > retryFor) {
+      throw new Error(err.message || res.statusText);
+    }
+    notice(+1);
+    try {
+      await new Promise((r) => setTimeout(r, wait * 1000));
+    } finally {
+      notice(-1);
+    }
+    waited += wait;
   }
-  return data;
 }
 
 // stream reads a server-sent event stream with fetch (an EventSource
