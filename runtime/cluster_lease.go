@@ -27,8 +27,14 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		return nil
 	}
 	inst.used.Store(time.Now().UnixNano())
-	if inst.lease != nil && inst.lease.Held() && inst.fence.Load() != lostFence {
-		return nil
+	if inst.lease != nil && inst.lease.Held() {
+		switch inst.fence.Load() {
+		case unknownFence:
+			return r.refence(ctx, inst)
+		case lostFence:
+		default:
+			return nil
+		}
 	}
 	if inst.lease != nil {
 		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
@@ -62,6 +68,34 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 	n.mu.Unlock()
 	// The tasks of the instance may have changed while another process
 	// owned it.
+	r.forgetTasks(inst)
+	return nil
+}
+
+// refence takes a new fence for inst, whose lease this process keeps,
+// after a commit of it got no answer (unknownFence): the batch may be
+// stored, or still in flight, and the new fence makes the store refuse it
+// if it lands later. Then the instance is read again, with its tasks. The
+// lease is kept, not given up and taken again: a release still running
+// in the background could purge the new lease. The caller holds inst's
+// turn slot.
+func (r *Runtime) refence(ctx context.Context, inst *instance) error {
+	inst.unload()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
+	defer cancel()
+	fence, err := r.store.Fence(lctx, inst.agent.name, inst.key)
+	if err != nil {
+		return fmt.Errorf("agent %q instance %q: take a new fence after a commit that got no answer: %w", inst.agent.name, inst.key, err)
+	}
+	inst.fence.Store(fence)
+	r.forgetTasks(inst)
+	r.logger.Info("cluster: took a new fence after a commit that got no answer; reading the instance again", "agent", inst.agent.name, "instance", inst.key)
+	return nil
+}
+
+// forgetTasks drops inst's tasks from the tasks' cache: they are read
+// again from the store.
+func (r *Runtime) forgetTasks(inst *instance) {
 	r.tasks.mu.Lock()
 	for id, t := range r.tasks.cache {
 		if t.Agent == inst.agent.name && t.Instance == inst.key {
@@ -69,13 +103,17 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		}
 	}
 	r.tasks.mu.Unlock()
-	return nil
 }
 
 // lostFence is an instance's fence once a commit found that another
 // process took a later one: no store hands it out, so every commit that
 // carries it is refused until own takes the instance again.
 const lostFence = math.MaxUint64
+
+// unknownFence is an instance's fence once a commit got no answer
+// (store.ErrOutcomeUnknown): no store hands it out either, so every
+// commit that carries it is refused until own takes a new fence.
+const unknownFence = math.MaxUint64 - 1
 
 // movedIfFenced makes err, if a commit's fence refused it, match errMoved
 // too: nothing was written, and the write may go to the new owner.
@@ -275,7 +313,9 @@ func (n *node) holds(agent, key string) bool {
 
 // pin keeps this process's lease of agent's instance key, if it holds it,
 // from being given up as idle until unpin: the caller writes what the
-// owner alone writes (a task of the instance) outside a turn.
+// owner alone writes (a task of the instance) outside a turn. It is not
+// ok either while the instance's fence must be taken again: the caller
+// takes the lease (takeLease), whose own takes the fence.
 func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	r := n.r
 	r.cache.mu.Lock()
@@ -289,7 +329,10 @@ func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	}
 	n.mu.Lock()
 	l := n.held[in]
-	ok = l != nil && l.Held()
+	// A fence that the store refuses (lostFence, unknownFence) must be
+	// taken again, by own, before the instance's owner writes.
+	f := in.fence.Load()
+	ok = l != nil && l.Held() && f != lostFence && f != unknownFence
 	if ok {
 		in.pins++
 	}

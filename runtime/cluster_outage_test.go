@@ -1,0 +1,172 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
+	"github.com/ganglion-dev/ganglion/store"
+)
+
+const outageScript = `
+agents:
+  a:
+    turns:
+      - match: "second"
+        steps: [{text: "second answered"}]
+    fallback:
+      steps:
+        - tool_calls: [{name: freeze, id: f1, args: {}}]
+        - text: "first answered"
+`
+
+// requestTimeout is the store's request timeout in the outage tests.
+const requestTimeout = 2 * time.Second
+
+// TestClusterCommitAnswerLost: the NATS server that took a step's commit
+// goes silent before it answers (a proxy drops its replies, as when the
+// server dies), then its connections drop. The turn ends within the
+// store's request timeout with an error matching ErrOutcomeUnknown; the
+// next turn of the instance runs, on a history that has the lost commit
+// whole or not at all; Close returns.
+func TestClusterCommitAnswerLost(t *testing.T) {
+	nats := natstest.NewCluster(t, 3)
+	proxy := natstest.NewProxy(t, nats.URL(0))
+	dir := t.TempDir()
+	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
+	nc, _ := natstest.Connect(t, proxy.URL())
+	st, err := store.OpenJetStream(context.Background(), nc, bucket, store.WithReplicas(3), store.WithRequestTimeout(requestTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sc, err := scripted.Parse("script.yaml", []byte(outageScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeze := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "freeze", Description: "Loses the server's answers.", Category: pipeline.CategoryOther},
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			proxy.Freeze()
+			return &pipeline.ToolResult{Content: "frozen"}, nil
+		}}
+	file := parseConfig(t, dir, modelLine+fmt.Sprintf("agents:\n  - name: a\n    tools: [freeze]\ncluster: {url: %q, name: %s, lease_ttl: 4s, replicas: 3}\n", proxy.URL(), bucket))
+	opts := []runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc), runtime.WithStore(st), runtime.WithTool(freeze),
+		runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm"))}
+	if os.Getenv("GANGLION_TEST_CLUSTER_LOG") != "" {
+		opts = append(opts, runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	}
+	rt, err := runtime.New(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			rt.Close()
+		}
+	}()
+
+	// The turn's step commits after the tool froze the proxy: the batch
+	// reaches the server, its answer is lost.
+	bound := requestTimeout + 20*time.Second
+	done := make(chan error, 1)
+	go func() {
+		_, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("first"))
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(bound):
+		t.Fatalf("the turn whose commit got no answer did not end within %s", bound)
+	}
+	if !errors.Is(err, store.ErrOutcomeUnknown) || !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("the turn whose commit got no answer: got %v, want an error matching ErrOutcomeUnknown and ErrUnavailable", err)
+	}
+	t.Logf("first turn: %v", err)
+
+	// The server's connections drop: the clients reconnect to the others.
+	proxy.Cut()
+	var res *pipeline.TurnResult
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		res, err = rt.Send(ctx, "a", "k", runtime.UserMessage("second"))
+		cancel()
+		// A request sent before a client saw its connection drop is lost
+		// with it: unavailable, and worth trying again.
+		if err == nil || !errors.Is(err, store.ErrUnavailable) || try == 5 {
+			break
+		}
+		t.Logf("second turn, try %d: %v", try+1, err)
+	}
+	if err != nil || res.Response.Content != "second answered" {
+		t.Fatalf("the next turn of the instance: %+v, %v", res, err)
+	}
+	msgs, err := rt.History(context.Background(), "a", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkWellFormed(t, msgs)
+
+	start := time.Now()
+	closeBound := requestTimeout + 3*5*time.Second + 10*time.Second
+	go func() { done <- rt.Close() }()
+	select {
+	case err = <-done:
+		closed = true
+	case <-time.After(closeBound):
+		t.Fatalf("Close did not return within %s", closeBound)
+	}
+	if err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	t.Logf("Close took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// checkWellFormed fails t unless msgs is a history whose every tool call
+// is answered once, after it, and whose last message is the second turn's
+// answer.
+func checkWellFormed(t *testing.T, msgs []pipeline.Message) {
+	t.Helper()
+	calls := map[string]bool{} // by ID: answered
+	var lines []string
+	for _, m := range msgs {
+		lines = append(lines, fmt.Sprintf("%s: %q %v %q", m.Role, m.Content, m.ToolCalls, m.ToolCallID))
+		for _, c := range m.ToolCalls {
+			calls[c.ID] = false
+		}
+		if m.Role == pipeline.RoleTool {
+			answered, ok := calls[m.ToolCallID]
+			if !ok || answered {
+				t.Fatalf("tool result for %q without its call, or twice, in:\n%s", m.ToolCallID, joinLines(lines))
+			}
+			calls[m.ToolCallID] = true
+		}
+	}
+	for id, answered := range calls {
+		if !answered {
+			t.Fatalf("tool call %q without its result in:\n%s", id, joinLines(lines))
+		}
+	}
+	if n := len(msgs); n == 0 || msgs[n-1].Content != "second answered" {
+		t.Fatalf("the history does not end with the second turn's answer:\n%s", joinLines(lines))
+	}
+	t.Logf("history:\n%s", joinLines(lines))
+}
+
+func joinLines(lines []string) string {
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
