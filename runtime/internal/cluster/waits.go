@@ -56,10 +56,16 @@ func waitKeys(from string) string {
 // least one); remove takes the edge away.
 func (w *Waits) Add(ctx context.Context, from, to string, ttl time.Duration) (remove func(context.Context) error, err error) {
 	key := waitKeys(from) + "." + nuid.Next()
-	if _, err := w.kv.Create(ctx, key, []byte(to), jetstream.KeyTTL(max(ttl.Truncate(time.Second)+time.Second, minTTL))); err != nil {
+	cctx, cancel := bound(ctx)
+	defer cancel()
+	if _, err := w.kv.Create(cctx, key, []byte(to), jetstream.KeyTTL(max(ttl.Truncate(time.Second)+time.Second, minTTL))); err != nil {
 		return nil, fmt.Errorf("cluster: record that %s waits for %s: %w", from, to, err)
 	}
-	return func(ctx context.Context) error { return w.kv.Purge(ctx, key) }, nil
+	return func(ctx context.Context) error {
+		ctx, cancel := bound(ctx)
+		defer cancel()
+		return w.kv.Purge(ctx, key)
+	}, nil
 }
 
 // Path returns the instances from "from" to "to" along the graph's edges,
@@ -112,6 +118,8 @@ func (w *Waits) edges(ctx context.Context, from string) ([]string, error) {
 	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+w.stream, inbox, body); err != nil {
 		return nil, err
 	}
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	var out []string
 	for {
 		select {
