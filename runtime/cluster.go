@@ -68,6 +68,9 @@ type node struct {
 	// process that stopped, which its leases' expiry frees.
 	orphans    time.Time
 	recovering atomic.Bool        // a recovery runs
+	// storeDown: the store did not answer the last renewal round's ping;
+	// read and written by the renewal loop alone.
+	storeDown bool
 	unwatch    context.CancelFunc // ends the watch of the live processes
 
 	stop      chan struct{}  // ends the renewal loop

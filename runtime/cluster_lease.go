@@ -206,7 +206,11 @@ func (n *node) evicted(inst *instance) {
 }
 
 // renewLoop renews the leases held three times per TTL, and gives up
-// those of instances idle for a whole TTL.
+// those of instances idle for a whole TTL. A round first asks the store
+// whether it answers: a process that cannot reach its store can run no
+// turn, so it renews nothing, and its membership and leases expire; the
+// other processes take its instances and tasks over, and it joins again
+// once its store answers.
 func (n *node) renewLoop() {
 	defer close(n.done)
 	ttl := n.leases.TTL()
@@ -217,6 +221,9 @@ func (n *node) renewLoop() {
 		case <-n.stop:
 			return
 		case <-t.C:
+		}
+		if !n.storeAnswers() {
+			continue
 		}
 		n.renewMembership()
 		n.mu.Lock()
@@ -235,7 +242,7 @@ func (n *node) renewLoop() {
 		}
 		n.mu.Unlock()
 		idleSince := time.Now().Add(-ttl).UnixNano()
-		var renew []*cluster.Lease
+		renew := map[*cluster.Lease]*instance{}
 		for in, l := range held {
 			if in.used.Load() < idleSince && in.tryAcquire() {
 				// Idle, no turn runs or waits, and nothing writes its
@@ -259,10 +266,37 @@ func (n *node) renewLoop() {
 				}
 				in.release()
 			}
-			renew = append(renew, l)
+			renew[l] = in
 		}
 		n.renew(renew)
 	}
+}
+
+// storePinger is a store that can be asked whether its server answers:
+// the JetStream store.
+type storePinger interface {
+	Ping(ctx context.Context) error
+}
+
+// storeAnswers asks the store, if it can be asked, whether it answers, and
+// logs when that changes. It runs on the renewal loop alone.
+func (n *node) storeAnswers() bool {
+	p, ok := n.r.store.(storePinger)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+	defer cancel()
+	err := p.Ping(ctx)
+	switch {
+	case err != nil && !n.storeDown:
+		n.storeDown = true
+		n.r.logger.Warn("cluster: the store does not answer; this process leaves the cluster until it does, and its instances and tasks move to the others", "err", err)
+	case err == nil && n.storeDown:
+		n.storeDown = false
+		n.r.logger.Info("cluster: the store answers again; this process joins the cluster again")
+	}
+	return err == nil
 }
 
 // renewers bounds the renewals in flight: one after the other, a
@@ -270,8 +304,10 @@ func (n *node) renewLoop() {
 // TTL.
 const renewers = 64
 
-// renew renews leases, renewers at a time.
-func (n *node) renew(leases []*cluster.Lease) {
+// renew renews leases, each an instance's, renewers at a time. A lease
+// found lost is renewed no more: it leaves the held ones, and the
+// instance's next turn takes it again (own).
+func (n *node) renew(leases map[*cluster.Lease]*instance) {
 	var wg sync.WaitGroup
 	next := make(chan *cluster.Lease)
 	for range min(renewers, len(leases)) {
@@ -282,6 +318,11 @@ func (n *node) renew(leases []*cluster.Lease) {
 				cancel()
 				switch {
 				case errors.Is(err, cluster.ErrLost):
+					n.mu.Lock()
+					if in := leases[l]; n.held[in] == l {
+						delete(n.held, in)
+					}
+					n.mu.Unlock()
 					n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
 				case err != nil:
 					n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
@@ -289,8 +330,15 @@ func (n *node) renew(leases []*cluster.Lease) {
 			}
 		})
 	}
-	for _, l := range leases {
-		next <- l
+	// A round on a server that does not answer takes leaseTimeout for
+	// each renewers leases: once the node stops, the rest are left.
+feed:
+	for l := range leases {
+		select {
+		case next <- l:
+		case <-n.stop:
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()

@@ -8,12 +8,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -40,8 +45,8 @@ const requestTimeout = 2 * time.Second
 // next turn of the instance runs, on a history that has the lost commit
 // whole or not at all; Close returns.
 func TestClusterCommitAnswerLost(t *testing.T) {
-	nats := natstest.NewCluster(t, 3)
-	proxy := natstest.NewProxy(t, nats.URL(0))
+	servers := natstest.NewCluster(t, 3)
+	proxy := natstest.NewProxy(t, servers.URL(0))
 	dir := t.TempDir()
 	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
 	nc, _ := natstest.Connect(t, proxy.URL())
@@ -169,4 +174,104 @@ func joinLines(lines []string) string {
 		b.WriteString("  " + l + "\n")
 	}
 	return b.String()
+}
+
+// lockedBuffer is a log destination for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestClusterMemberLeavesWithoutStore: a process whose store stops
+// answering, while its connection for leases still works, leaves the
+// cluster (the other processes stop listing it as live, and take what it
+// owned) and joins again once its store answers; it says so once.
+func TestClusterMemberLeavesWithoutStore(t *testing.T) {
+	srv := natstest.Server(t)
+	proxy := natstest.NewProxy(t, srv.ClientURL())
+	dir := t.TempDir()
+	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
+	// Through the proxy first; once it is cut, to the server itself.
+	nc, err := nats.Connect(proxy.URL()+","+srv.ClientURL(), nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	st, err := store.OpenJetStream(context.Background(), nc, bucket, store.WithRequestTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sc, err := scripted.Parse("script.yaml", []byte(agentsScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := parseConfig(t, dir, modelLine+fmt.Sprintf("agents:\n  - name: a\ncluster: {url: %q, name: %s, lease_ttl: 2s}\n", srv.ClientURL(), bucket))
+	var logs lockedBuffer
+	var rts []*runtime.Runtime
+	for i, opts := range [][]runtime.Option{
+		{runtime.WithStore(st), runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))},
+		nil,
+	} {
+		opts = append(opts, runtime.WithConfig(file), runtime.WithModel(sc), runtime.WithSecretKey(clusterKey),
+			runtime.WithWasmCache(filepath.Join(dir, fmt.Sprintf("wasm%d", i))))
+		rt, err := runtime.New(context.Background(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Close()
+		rts = append(rts, rt)
+	}
+
+	// The processes alive, as the members' bucket lists them.
+	_, js := natstest.Connect(t, srv.ClientURL())
+	members, err := cluster.Open(context.Background(), js, bucket+"_nodes", "observer", 2*time.Second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := make(chan int, 100)
+	watch, stop := context.WithCancel(context.Background())
+	defer stop()
+	if err := members.WatchHolders(watch, func(l []string) { live <- len(l) }); err != nil {
+		t.Fatal(err)
+	}
+	await := func(want int, within time.Duration, what string) {
+		t.Helper()
+		deadline := time.After(within)
+		for {
+			select {
+			case n := <-live:
+				if n == want {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("%s: not %d live processes within %s\nlogs of the process without a store:\n%s", what, want, within, logs.String())
+			}
+		}
+	}
+	await(2, 10*time.Second, "at start")
+	proxy.Freeze()
+	// A TTL of 2 s, a ping of at most 1 s a round: gone within 2 TTL,
+	// with slack.
+	await(1, 15*time.Second, "once a process's store stopped answering")
+	proxy.Cut()
+	await(2, 15*time.Second, "once its store answered again")
+	if n := strings.Count(logs.String(), "this process leaves the cluster"); n != 1 {
+		t.Fatalf("the process said %d times that it leaves the cluster, want once:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), "joins the cluster again") {
+		t.Fatalf("the process did not say it joins again:\n%s", logs.String())
+	}
 }

@@ -2,12 +2,16 @@ package runtime
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -100,4 +104,73 @@ func TestUnknownCommitTakesNewFence(t *testing.T) {
 	if got := strings.Join(users, ","); got != "one,two,three" {
 		t.Fatalf("user messages: %s, want one,two,three (the unanswered commit was stored, and read again once)", got)
 	}
+}
+
+// TestLostLeaseLoggedOnce: a lease found lost at a renewal leaves the
+// leases held, so that it is not renewed, and reported, every round.
+func TestLostLeaseLoggedOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	url := natstest.Server(t).ClientURL()
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(fmt.Sprintf(
+		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: a\ncluster: {url: %q, lease_ttl: 1s}\n", url)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedLog
+	r, err := New(ctx, WithConfig(cfg), WithModel(summaryModel{}), WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), WithoutExpiryTimer(),
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if _, err := r.Send(ctx, "a", "k", UserMessage("one")); err != nil {
+		t.Fatal(err)
+	}
+	inst := r.cache.instances[instanceID{"a", "k"}]
+	inst.used.Store(time.Now().Add(time.Hour).UnixNano()) // not idle: renewed, not given up
+	// Another writer of the lease's key: its next renewal finds it lost.
+	_, js := natstest.Connect(t, url)
+	kv, err := js.KeyValue(ctx, "ganglion_leases")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "lease."+base64.RawURLEncoding.EncodeToString([]byte("a/k")), []byte("another")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for inst.lease.Held() {
+		if time.Now().After(deadline) {
+			t.Fatal("the renewals did not find the lease lost within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // six more rounds
+	if n := strings.Count(logs.String(), "a lease expired before it was renewed"); n != 1 {
+		t.Fatalf("the lost lease was reported %d times, want once:\n%s", n, logs.String())
+	}
+	r.node.mu.Lock()
+	_, held := r.node.held[inst]
+	r.node.mu.Unlock()
+	if held {
+		t.Fatal("the lost lease is still among those held")
+	}
+}
+
+// lockedLog is a log destination for concurrent writers.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedLog) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedLog) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
