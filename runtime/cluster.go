@@ -68,9 +68,6 @@ type node struct {
 	// process that stopped, which its leases' expiry frees.
 	orphans    time.Time
 	recovering atomic.Bool        // a recovery runs
-	// storeDown: the store did not answer the last renewal round's ping;
-	// read and written by the renewal loop alone.
-	storeDown bool
 	unwatch    context.CancelFunc // ends the watch of the live processes
 
 	stop      chan struct{}  // ends the renewal loop
@@ -78,6 +75,10 @@ type node struct {
 	handlers  sync.WaitGroup // routed requests being answered
 	releasing sync.WaitGroup // leases being given up in the background
 	adding    sync.WaitGroup // additions to task budgets' counters (cluster_budget.go)
+
+	// storeDown: the store did not answer the last renewal round's ping;
+	// read and written by the renewal loop alone.
+	storeDown bool
 }
 
 // Defaults of the config's cluster block.
