@@ -148,7 +148,12 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 	r.node = n
 	r.tasks.api.remote = n.deliverAnswer
 	if o.store == nil {
-		st, err := store.OpenJetStream(ctx, nc, name, store.WithReplicas(max(c.Replicas, 1)))
+		opts := []store.JetStreamOption{store.WithReplicas(max(c.Replicas, 1))}
+		if c.RequestTimeout != "" {
+			d, _ := time.ParseDuration(c.RequestTimeout) // Validate checked it
+			opts = append(opts, store.WithRequestTimeout(d))
+		}
+		st, err := store.OpenJetStream(ctx, nc, name, opts...)
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}

@@ -47,43 +47,12 @@ const requestTimeout = 2 * time.Second
 func TestClusterCommitAnswerLost(t *testing.T) {
 	servers := natstest.NewCluster(t, 3)
 	proxy := natstest.NewProxy(t, servers.URL(0))
-	dir := t.TempDir()
-	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
-	nc, _ := natstest.Connect(t, proxy.URL())
-	st, err := store.OpenJetStream(context.Background(), nc, bucket, store.WithReplicas(3), store.WithRequestTimeout(requestTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	sc, err := scripted.Parse("script.yaml", []byte(outageScript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	freeze := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "freeze", Description: "Loses the server's answers.", Category: pipeline.CategoryOther},
-		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-			proxy.Freeze()
-			return &pipeline.ToolResult{Content: "frozen"}, nil
-		}}
-	file := parseConfig(t, dir, modelLine+fmt.Sprintf("agents:\n  - name: a\n    tools: [freeze]\ncluster: {url: %q, name: %s, lease_ttl: 4s, replicas: 3}\n", proxy.URL(), bucket))
-	opts := []runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc), runtime.WithStore(st), runtime.WithTool(freeze),
-		runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm"))}
-	if os.Getenv("GANGLION_TEST_CLUSTER_LOG") != "" {
-		opts = append(opts, runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
-	}
-	rt, err := runtime.New(context.Background(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := false
-	defer func() {
-		if !closed {
-			rt.Close()
-		}
-	}()
+	rt := outageRuntime(t, proxy, 3)
 
 	// The turn's step commits after the tool froze the proxy: the batch
 	// reaches the server, its answer is lost.
 	bound := requestTimeout + 20*time.Second
+	var err error
 	done := make(chan error, 1)
 	go func() {
 		_, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("first"))
@@ -96,6 +65,9 @@ func TestClusterCommitAnswerLost(t *testing.T) {
 	}
 	if !errors.Is(err, store.ErrOutcomeUnknown) || !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("the turn whose commit got no answer: got %v, want an error matching ErrOutcomeUnknown and ErrUnavailable", err)
+	}
+	if want := `store: commit agent "a" instance "k": the server did not answer within 2s; the batch may or may not be stored`; !strings.Contains(err.Error(), want) {
+		t.Fatalf("the turn whose commit got no answer: got %v, want it to say %q", err, want)
 	}
 	t.Logf("first turn: %v", err)
 
@@ -122,19 +94,91 @@ func TestClusterCommitAnswerLost(t *testing.T) {
 	}
 	checkWellFormed(t, msgs)
 
+	closeWithin(t, rt)
+}
+
+// outageRuntime starts a runtime of a cluster (agent a, whose tool
+// freeze freezes proxy) through proxy, whose store's requests wait
+// requestTimeout for their answer, keeping replicas copies; closed when
+// the test ends.
+func outageRuntime(t *testing.T, proxy *natstest.Proxy, replicas int) *runtime.Runtime {
+	t.Helper()
+	dir := t.TempDir()
+	bucket := unsafeName.ReplaceAllString(t.Name(), "_")
+	sc, err := scripted.Parse("script.yaml", []byte(outageScript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeze := pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "freeze", Description: "Loses the server's answers.", Category: pipeline.CategoryOther},
+		Func: func(context.Context, *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			proxy.Freeze()
+			return &pipeline.ToolResult{Content: "frozen"}, nil
+		}}
+	// One connection, through the proxy, for the store and the leases, as
+	// a process has.
+	file := parseConfig(t, dir, modelLine+fmt.Sprintf("agents:\n  - name: a\n    tools: [freeze]\ncluster: {url: %q, name: %s, lease_ttl: 4s, replicas: %d, request_timeout: %s}\n",
+		proxy.URL(), bucket, replicas, requestTimeout))
+	opts := []runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc), runtime.WithTool(freeze),
+		runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm"))}
+	if os.Getenv("GANGLION_TEST_CLUSTER_LOG") != "" {
+		opts = append(opts, runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, nil))))
+	}
+	rt, err := runtime.New(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// closeWithin closes rt, failing t unless Close returns within its
+// bound: the store's request timeout, then a lease operation for each of
+// the renewal round's steps (ping, membership, leases) and the releases,
+// with slack.
+func closeWithin(t *testing.T, rt *runtime.Runtime) {
+	t.Helper()
+	bound := requestTimeout + 4*5*time.Second + 10*time.Second
 	start := time.Now()
-	closeBound := requestTimeout + 3*5*time.Second + 10*time.Second
+	done := make(chan error, 1)
 	go func() { done <- rt.Close() }()
 	select {
-	case err = <-done:
-		closed = true
-	case <-time.After(closeBound):
-		t.Fatalf("Close did not return within %s", closeBound)
-	}
-	if err != nil {
-		t.Errorf("Close: %v", err)
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("Close did not return within %s", bound)
 	}
 	t.Logf("Close took %s", time.Since(start).Round(time.Millisecond))
+}
+
+// TestClusterCloseWithSilentServer: Close returns within its bound while
+// the NATS server answers nothing, a turn's commit waiting for it.
+func TestClusterCloseWithSilentServer(t *testing.T) {
+	proxy := natstest.NewProxy(t, natstest.Server(t).ClientURL())
+	rt := outageRuntime(t, proxy, 1)
+	if _, err := rt.Send(context.Background(), "a", "warm", runtime.UserMessage("second")); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage("first"))
+		ended <- err
+	}()
+	// The turn froze the proxy once its commit is what is left.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if proxy.Frozen() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the turn did not reach its tool within 30 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	closeWithin(t, rt)
+	if err := <-ended; !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("the turn cut off by the silent server: %v, want an error matching store.ErrUnavailable", err)
+	}
 }
 
 // checkWellFormed fails t unless msgs is a history whose every tool call

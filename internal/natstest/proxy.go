@@ -51,6 +51,9 @@ func (p *Proxy) URL() string { return "nats://" + p.ln.Addr().String() }
 // lost. A connection stays frozen until [Proxy.Cut] closes it.
 func (p *Proxy) Freeze() { p.frozen.Store(true) }
 
+// Frozen reports whether Freeze was called.
+func (p *Proxy) Frozen() bool { return p.frozen.Load() }
+
 // Cut closes every proxied connection and the listener: the clients see
 // their server gone, and reconnect to another one they know of.
 func (p *Proxy) Cut() {
