@@ -690,7 +690,11 @@ func (b *batch) publish(ctx context.Context) error {
 			return fmt.Errorf("the server's answer to a commit: %w", err)
 		}
 		if ack.Error != nil {
-			return &apiError{errCode: ack.Error.ErrCode, msg: fmt.Sprintf("the server refused the batch of %d messages: %s (error %d)", len(b.msgs), ack.Error.Description, ack.Error.ErrCode)}
+			err := &apiError{errCode: ack.Error.ErrCode, msg: fmt.Sprintf("the server refused the batch of %d messages: %s (error %d)", len(b.msgs), ack.Error.Description, ack.Error.ErrCode)}
+			if ack.Error.Code == 503 { // refused for now: nothing written
+				return &unavailableError{msg: "the server cannot take the batch for now", err: err}
+			}
+			return err
 		}
 		if last > 0 && ack.Count != len(b.msgs) {
 			return fmt.Errorf("the server stored %d of the batch's %d messages", ack.Count, len(b.msgs))

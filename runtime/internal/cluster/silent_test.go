@@ -9,12 +9,12 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 )
 
-// TestRequestsBoundedWhenServerSilent: once the server stops answering,
+// TestClusterRequestsBoundedWhenServerSilent: once the server stops answering,
 // every request of leases, counters and the wait-for graph returns within
 // its bound, as unavailable, even under a caller's ctx whose deadline is
 // an hour away (the JetStream client bounds a request only when the ctx
 // has none).
-func TestRequestsBoundedWhenServerSilent(t *testing.T) {
+func TestClusterRequestsBoundedWhenServerSilent(t *testing.T) {
 	defer func(d time.Duration) { requestTimeout = d }(requestTimeout)
 	requestTimeout = 500 * time.Millisecond
 	srv := natstest.Server(t)
