@@ -273,7 +273,8 @@ func (n *node) renewLoop() {
 }
 
 // storePinger is a store that can be asked whether its server answers:
-// the JetStream store.
+// the JetStream store. Another store (a caller's own, or one that wraps
+// the JetStream store) is taken to answer.
 type storePinger interface {
 	Ping(ctx context.Context) error
 }
