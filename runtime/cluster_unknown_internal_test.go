@@ -32,12 +32,12 @@ func (s *lostAnswers) Commit(ctx context.Context, agent, key string, b store.Bat
 	return fmt.Errorf("store: commit agent %q instance %q: the server did not answer; the batch may or may not be stored: %w: %w", agent, key, store.ErrOutcomeUnknown, store.ErrUnavailable)
 }
 
-// TestUnknownCommitTakesNewFence: after a commit whose answer was lost,
+// TestClusterUnknownCommitTakesNewFence: after a commit whose answer was lost,
 // the owner keeps the instance's lease, and before the next turn takes a
 // new fence (so that the batch, were it still in flight, would be
 // refused) and reads the instance again; meanwhile no write goes out
 // under the old fence.
-func TestUnknownCommitTakesNewFence(t *testing.T) {
+func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	url := natstest.Server(t).ClientURL()
@@ -106,9 +106,9 @@ func TestUnknownCommitTakesNewFence(t *testing.T) {
 	}
 }
 
-// TestLostLeaseLoggedOnce: a lease found lost at a renewal leaves the
+// TestClusterLostLeaseLoggedOnce: a lease found lost at a renewal leaves the
 // leases held, so that it is not renewed, and reported, every round.
-func TestLostLeaseLoggedOnce(t *testing.T) {
+func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	url := natstest.Server(t).ClientURL()
