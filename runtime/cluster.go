@@ -75,6 +75,10 @@ type node struct {
 	handlers  sync.WaitGroup // routed requests being answered
 	releasing sync.WaitGroup // leases being given up in the background
 	adding    sync.WaitGroup // additions to task budgets' counters (cluster_budget.go)
+
+	// storeDown: the store did not answer the last renewal round's ping;
+	// read and written by the renewal loop alone.
+	storeDown bool
 }
 
 // Defaults of the config's cluster block.
@@ -144,7 +148,12 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 	r.node = n
 	r.tasks.api.remote = n.deliverAnswer
 	if o.store == nil {
-		st, err := store.OpenJetStream(ctx, nc, name, store.WithReplicas(max(c.Replicas, 1)))
+		opts := []store.JetStreamOption{store.WithReplicas(max(c.Replicas, 1))}
+		if c.RequestTimeout != "" {
+			d, _ := time.ParseDuration(c.RequestTimeout) // Validate checked it
+			opts = append(opts, store.WithRequestTimeout(d))
+		}
+		st, err := store.OpenJetStream(ctx, nc, name, opts...)
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}

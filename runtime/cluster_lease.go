@@ -29,8 +29,14 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		return nil
 	}
 	inst.used.Store(time.Now().UnixNano())
-	if inst.lease != nil && inst.lease.Held() && inst.fence.Load() != lostFence {
-		return nil
+	if inst.lease != nil && inst.lease.Held() {
+		switch inst.fence.Load() {
+		case unknownFence:
+			return r.refence(ctx, inst)
+		case lostFence:
+		default:
+			return nil
+		}
 	}
 	if inst.lease != nil {
 		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
@@ -64,6 +70,34 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 	n.mu.Unlock()
 	// The tasks of the instance may have changed while another process
 	// owned it.
+	r.forgetTasks(inst)
+	return nil
+}
+
+// refence takes a new fence for inst, whose lease this process keeps,
+// after a commit of it got no answer (unknownFence): the batch may be
+// stored, or still in flight, and the new fence makes the store refuse it
+// if it lands later. Then the instance is read again, with its tasks. The
+// lease is kept, not given up and taken again: a release still running
+// in the background could purge the new lease. The caller holds inst's
+// turn slot.
+func (r *Runtime) refence(ctx context.Context, inst *instance) error {
+	inst.unload()
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
+	defer cancel()
+	fence, err := r.store.Fence(lctx, inst.agent.name, inst.key)
+	if err != nil {
+		return fmt.Errorf("agent %q instance %q: take a new fence after a commit that got no answer: %w", inst.agent.name, inst.key, err)
+	}
+	inst.fence.Store(fence)
+	r.forgetTasks(inst)
+	r.logger.Info("cluster: took a new fence after a commit that got no answer; reading the instance again", "agent", inst.agent.name, "instance", inst.key)
+	return nil
+}
+
+// forgetTasks drops inst's tasks from the tasks' cache: they are read
+// again from the store.
+func (r *Runtime) forgetTasks(inst *instance) {
 	r.tasks.mu.Lock()
 	for id, t := range r.tasks.cache {
 		if t.Agent == inst.agent.name && t.Instance == inst.key {
@@ -71,13 +105,17 @@ func (r *Runtime) own(ctx context.Context, inst *instance) error {
 		}
 	}
 	r.tasks.mu.Unlock()
-	return nil
 }
 
 // lostFence is an instance's fence once a commit found that another
 // process took a later one: no store hands it out, so every commit that
 // carries it is refused until own takes the instance again.
 const lostFence = math.MaxUint64
+
+// unknownFence is an instance's fence once a commit got no answer
+// (store.ErrOutcomeUnknown): no store hands it out either, so every
+// commit that carries it is refused until own takes a new fence.
+const unknownFence = math.MaxUint64 - 1
 
 // movedIfFenced makes err, if a commit's fence refused it, match errMoved
 // too: nothing was written, and the write may go to the new owner.
@@ -170,7 +208,11 @@ func (n *node) evicted(inst *instance) {
 }
 
 // renewLoop renews the leases held three times per TTL, and gives up
-// those of instances idle for a whole TTL.
+// those of instances idle for a whole TTL. A round first asks the store
+// whether it answers: a process that cannot reach its store can run no
+// turn, so it renews nothing, and its membership and leases expire; the
+// other processes take its instances and tasks over, and it joins again
+// once its store answers.
 func (n *node) renewLoop() {
 	defer close(n.done)
 	ttl := n.leases.TTL()
@@ -181,6 +223,9 @@ func (n *node) renewLoop() {
 		case <-n.stop:
 			return
 		case <-t.C:
+		}
+		if !n.storeAnswers() {
+			continue
 		}
 		n.renewMembership()
 		n.mu.Lock()
@@ -199,7 +244,7 @@ func (n *node) renewLoop() {
 		}
 		n.mu.Unlock()
 		idleSince := time.Now().Add(-ttl).UnixNano()
-		var renew []*cluster.Lease
+		renew := map[*cluster.Lease]*instance{}
 		for in, l := range held {
 			if in.used.Load() < idleSince && in.tryAcquire() {
 				// Idle, no turn runs or waits, and nothing writes its
@@ -223,10 +268,38 @@ func (n *node) renewLoop() {
 				}
 				in.release()
 			}
-			renew = append(renew, l)
+			renew[l] = in
 		}
 		n.renew(renew)
 	}
+}
+
+// storePinger is a store that can be asked whether its server answers:
+// the JetStream store. Another store (a caller's own, or one that wraps
+// the JetStream store) is taken to answer.
+type storePinger interface {
+	Ping(ctx context.Context) error
+}
+
+// storeAnswers asks the store, if it can be asked, whether it answers, and
+// logs when that changes. It runs on the renewal loop alone.
+func (n *node) storeAnswers() bool {
+	p, ok := n.r.store.(storePinger)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
+	defer cancel()
+	err := p.Ping(ctx)
+	switch {
+	case err != nil && !n.storeDown:
+		n.storeDown = true
+		n.r.logger.Warn("cluster: the store does not answer; this process leaves the cluster until it does, and its instances and tasks move to the others", "err", err)
+	case err == nil && n.storeDown:
+		n.storeDown = false
+		n.r.logger.Info("cluster: the store answers again; this process joins the cluster again")
+	}
+	return err == nil
 }
 
 // renewers bounds the renewals in flight: one after the other, a
@@ -234,8 +307,10 @@ func (n *node) renewLoop() {
 // TTL.
 const renewers = 64
 
-// renew renews leases, renewers at a time.
-func (n *node) renew(leases []*cluster.Lease) {
+// renew renews leases, each an instance's, renewers at a time. A lease
+// found lost is renewed no more: it leaves the held ones, and the
+// instance's next turn takes it again (own).
+func (n *node) renew(leases map[*cluster.Lease]*instance) {
 	var wg sync.WaitGroup
 	next := make(chan *cluster.Lease)
 	for range min(renewers, len(leases)) {
@@ -246,6 +321,11 @@ func (n *node) renew(leases []*cluster.Lease) {
 				cancel()
 				switch {
 				case errors.Is(err, cluster.ErrLost):
+					n.mu.Lock()
+					if in := leases[l]; n.held[in] == l {
+						delete(n.held, in)
+					}
+					n.mu.Unlock()
 					n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
 				case err != nil:
 					n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
@@ -253,8 +333,15 @@ func (n *node) renew(leases []*cluster.Lease) {
 			}
 		})
 	}
-	for _, l := range leases {
-		next <- l
+	// A round on a server that does not answer takes leaseTimeout for
+	// each renewers leases: once the node stops, the rest are left.
+feed:
+	for l := range leases {
+		select {
+		case next <- l:
+		case <-n.stop:
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
@@ -277,7 +364,9 @@ func (n *node) holds(agent, key string) bool {
 
 // pin keeps this process's lease of agent's instance key, if it holds it,
 // from being given up as idle until unpin: the caller writes what the
-// owner alone writes (a task of the instance) outside a turn.
+// owner alone writes (a task of the instance) outside a turn. It is not
+// ok either while the instance's fence must be taken again: the caller
+// takes the lease (takeLease), whose own takes the fence.
 func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	r := n.r
 	r.cache.mu.Lock()
@@ -291,7 +380,10 @@ func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	}
 	n.mu.Lock()
 	l := n.held[in]
-	ok = l != nil && l.Held()
+	// A fence that the store refuses (lostFence, unknownFence) must be
+	// taken again, by own, before the instance's owner writes.
+	f := in.fence.Load()
+	ok = l != nil && l.Held() && f != lostFence && f != unknownFence
 	if ok {
 		in.pins++
 	}

@@ -71,8 +71,9 @@ type instance struct {
 	// the store refuses what this process writes once another took the
 	// instance over, even if this one stalled past its lease without
 	// knowing. Zero outside a cluster and while this process does not
-	// hold the lease; lostFence once a commit found it passed. Read by
-	// reports and state writes outside the instance's turns.
+	// hold the lease; lostFence once a commit found it passed;
+	// unknownFence once a commit got no answer. Read by reports and state
+	// writes outside the instance's turns.
 	fence atomic.Uint64
 	// pins counts the writers of its tasks outside a turn, which keep its
 	// lease from being given up as idle; guarded by the node's mu.
@@ -194,8 +195,14 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
 		in.hist.reset()
-		if errors.Is(err, store.ErrFenced) {
+		switch {
+		case errors.Is(err, store.ErrFenced):
 			in.fence.Store(lostFence) // another process owns the instance: own takes it again, or routes there
+		case errors.Is(err, store.ErrOutcomeUnknown) && in.fence.Load() != 0:
+			// The batch may be stored, or land later still: own takes a
+			// new fence, which refuses it, before the instance is read
+			// again; meanwhile its writes are refused.
+			in.fence.Store(unknownFence)
 		}
 		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
 	}

@@ -236,6 +236,30 @@ func (s checkedStore) ListTasks(ctx context.Context, agent, key string) ([]TaskR
 	return s.b.listTasks(ctx, agent, key)
 }
 
+// Ping asks the store's server for one cheap answer: nil if it answers
+// within ctx and the store's request timeout, an error matching
+// [ErrUnavailable] if not. A store kept in the process always answers.
+// The runtime's cluster mode pings its store before it renews its
+// membership: a process that cannot reach its store leaves the cluster.
+func (s checkedStore) Ping(ctx context.Context) error {
+	if err := s.b.begin(); err != nil {
+		return err
+	}
+	defer s.b.end()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if p, ok := s.b.(pinger); ok {
+		return p.ping(ctx)
+	}
+	return nil
+}
+
+// pinger is a backend with a server to ask, which may not answer.
+type pinger interface {
+	ping(ctx context.Context) error
+}
+
 // Close implements [Store].
 func (s checkedStore) Close() error { return s.b.close() }
 

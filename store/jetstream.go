@@ -25,8 +25,9 @@ import (
 type JetStreamOption interface{ applyJetStream(*jsConfig) }
 
 type jsConfig struct {
-	replicas int
-	storage  jetstream.StorageType
+	replicas       int
+	storage        jetstream.StorageType
+	requestTimeout time.Duration
 }
 
 type jsOptionFunc func(*jsConfig)
@@ -38,6 +39,31 @@ func (f jsOptionFunc) applyJetStream(c *jsConfig) { f(c) }
 // server). It applies when the bucket is created.
 func WithReplicas(n int) JetStreamOption {
 	return jsOptionFunc(func(c *jsConfig) { c.replicas = max(1, n) })
+}
+
+// defaultRequestTimeout is how long the JetStream store waits for the
+// server's answer to one request, unless [WithRequestTimeout] says
+// otherwise. A live cluster answers in milliseconds; a commit of a large
+// batch to three replicas on file storage, or any request while the
+// bucket's stream elects a new leader after a server died (about 5 s in a
+// soak of three servers), takes seconds. 10 s outlasts both, and is short
+// enough that a process whose server died gives up on it, and on the
+// instance's turn, well within a minute.
+const defaultRequestTimeout = 10 * time.Second
+
+// WithRequestTimeout bounds each request the store sends to the server
+// (default 10 s, which outlasts a stream's leader election after a
+// server died; d <= 0 keeps it): a request the
+// server does not answer within d fails with an error matching
+// [ErrUnavailable], whether or not the caller's ctx has a deadline; a
+// commit's last request, with [ErrOutcomeUnknown] too. A call of the
+// store may send several requests, each with its own d.
+func WithRequestTimeout(d time.Duration) JetStreamOption {
+	return jsOptionFunc(func(c *jsConfig) {
+		if d > 0 {
+			c.requestTimeout = d
+		}
+	})
 }
 
 // OpenJetStream returns a Store kept in a JetStream key-value bucket of
@@ -91,8 +117,19 @@ func WithReplicas(n int) JetStreamOption {
 // default); a larger one fails, naming the limit, and writes nothing. An
 // instance of more than 1,023 messages is loaded through a watch, which
 // a commit to the same instance landing meanwhile can split.
+//
+// # Errors
+//
+// Every request to the server is bounded ([WithRequestTimeout]), so that
+// no call waits forever for a server that died with the request. A call
+// whose request got no answer in time, or found no server to answer it
+// (the stream has no leader while the cluster elects one), fails with an
+// error matching [ErrUnavailable]. A commit whose last request, the one
+// that commits the batch, got no answer matches [ErrOutcomeUnknown] too:
+// the server may have stored the batch whole, or not at all; a commit that
+// failed before it sent that request wrote nothing.
 func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...JetStreamOption) (Store, error) {
-	c := jsConfig{replicas: 1, storage: jetstream.FileStorage}
+	c := jsConfig{replicas: 1, storage: jetstream.FileStorage, requestTimeout: defaultRequestTimeout}
 	for _, o := range opts {
 		o.applyJetStream(&c)
 	}
@@ -119,7 +156,7 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 			return nil, fmt.Errorf("store: open bucket %q: allow atomic batches (NATS server 2.12 or later): %w", bucket, err)
 		}
 	}
-	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1}
+	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1, timeout: c.requestTimeout}
 	return checkedStore{s}, nil
 }
 
@@ -133,6 +170,7 @@ type jsStore struct {
 	// replicated: the bucket has more than one replica, whose direct
 	// gets a replica behind its leader may answer (see snapshot).
 	replicated bool
+	timeout    time.Duration // of each request ([WithRequestTimeout])
 
 	mu     sync.RWMutex // held for reading by each call, for writing by close
 	closed bool
@@ -159,6 +197,52 @@ func (s *jsStore) close() error {
 	return nil
 }
 
+// request bounds one request to the server: ctx, with the store's request
+// timeout as a deadline of its own.
+func (s *jsStore) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// unavailableError is the error of a request that got no answer in time,
+// or found no server to answer it: it matches [ErrUnavailable], and
+// [ErrOutcomeUnknown] too when it was a commit's last request.
+type unavailableError struct {
+	msg     string // what happened, without err
+	unknown bool
+	err     error
+}
+
+func (e *unavailableError) Error() string { return e.msg + ": " + e.err.Error() }
+
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// Is makes the error match ErrUnavailable, and ErrOutcomeUnknown if the
+// commit's outcome is unknown.
+func (e *unavailableError) Is(target error) bool {
+	return target == ErrUnavailable || e.unknown && target == ErrOutcomeUnknown
+}
+
+// unavailable returns err, of a request bounded by [jsStore.request] under
+// the caller's ctx, as an [unavailableError] if it says that nobody
+// answered (in time); else, or once ctx itself has ended, err as it is.
+func (s *jsStore) unavailable(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if ue := (*unavailableError)(nil); errors.As(err, &ue) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return &unavailableError{msg: fmt.Sprintf("the server did not answer within %s", s.timeout), err: err}
+	case errors.Is(err, errNoResponders), errors.Is(err, nats.ErrNoResponders):
+		return &unavailableError{msg: "no server answers for the bucket (its stream may have no leader)", err: err}
+	case jsopen.Unavailable(err):
+		return &unavailableError{msg: "the server is unavailable", err: err}
+	}
+	return err
+}
+
 // enc encodes a name for a key: any bytes, in the key's alphabet.
 func enc(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
 
@@ -182,12 +266,14 @@ func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
 		// leader may answer (see snapshot): ask the leader.
 		return s.leaderGet(ctx, key)
 	}
-	e, err := s.kv.Get(ctx, key)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	e, err := s.kv.Get(rctx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, false, nil
 	case err != nil:
-		return nil, false, err
+		return nil, false, s.unavailable(ctx, err)
 	}
 	v := e.Value()
 	if v == nil {
@@ -264,9 +350,11 @@ var errTooManyKeys = errors.New("more keys than one isolated read returns")
 func (s *jsStore) snapshot(ctx context.Context, filters []string, keysOnly bool, f func(key string, value []byte) error) error {
 	var floor uint64
 	if s.replicated {
-		info, err := s.stream.Info(ctx)
+		rctx, cancel := s.request(ctx)
+		info, err := s.stream.Info(rctx)
+		cancel()
 		if err != nil {
-			return err
+			return s.unavailable(ctx, err)
 		}
 		floor = info.State.LastSeq
 	}
@@ -278,8 +366,12 @@ func (s *jsStore) snapshot(ctx context.Context, filters []string, keysOnly bool,
 		switch {
 		case errors.Is(err, errTooManyKeys):
 			return s.each(ctx, filters, keysOnly, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
-		case !errors.Is(err, errNoResponders) && !errors.Is(err, errBehind) || time.Now().After(deadline):
+		case !errors.Is(err, errNoResponders) && !errors.Is(err, errBehind):
 			return err
+		case time.Now().After(deadline) && errors.Is(err, errBehind):
+			return &unavailableError{msg: fmt.Sprintf("the replica that answered stayed behind its leader for %s", maxSnapshotWait), err: err}
+		case time.Now().After(deadline):
+			return s.unavailable(ctx, err)
 		}
 		select {
 		case <-time.After(wait):
@@ -309,6 +401,19 @@ func (s *jsStore) leaderGet(ctx context.Context, key string) ([]byte, bool, erro
 	return v, true, nil
 }
 
+// ping implements [checkedStore.Ping]: it asks the stream's leader for
+// the last message of a key that is never written, which the leader
+// answers at once, that there is none. A replica alone, which answers a
+// read but cannot take a commit, does not answer it.
+func (s *jsStore) ping(ctx context.Context) error {
+	if _, err := s.leaderLast(ctx, s.subject+"ping"); err != nil {
+		return fmt.Errorf("store: ping bucket %q: %w", strings.TrimPrefix(s.stream.CachedInfo().Config.Name, "KV_"), err)
+	}
+	return nil
+}
+
+var _ pinger = (*jsStore)(nil)
+
 // storedMsg is a message of the stream as its leader answers it.
 type storedMsg struct {
 	Subject string `json:"subject"`
@@ -327,9 +432,11 @@ func (s *jsStore) leaderLast(ctx context.Context, subject string) (*storedMsg, e
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream.CachedInfo().Config.Name, body)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	m, err := s.nc.RequestWithContext(rctx, "$JS.API.STREAM.MSG.GET."+s.stream.CachedInfo().Config.Name, body)
 	if err != nil {
-		return nil, err
+		return nil, s.unavailable(ctx, err)
 	}
 	var resp struct {
 		Message *storedMsg          `json:"message"`
@@ -342,7 +449,7 @@ func (s *jsStore) leaderLast(ctx context.Context, subject string) (*storedMsg, e
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
 		return nil, nil
 	case resp.Error != nil:
-		return nil, resp.Error
+		return nil, s.unavailable(ctx, resp.Error) // a 503 is unavailable
 	case resp.Message == nil:
 		return nil, errors.New("the server answered no message")
 	}
@@ -396,8 +503,10 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint6
 	}
 	defer sub.Unsubscribe()
 	if err := s.nc.PublishRequest("$JS.API.DIRECT.GET."+s.stream.CachedInfo().Config.Name, inbox, body); err != nil {
-		return err
+		return s.unavailable(ctx, err)
 	}
+	rctx, cancel := s.request(ctx)
+	defer cancel()
 	type kv struct {
 		key   string
 		value []byte
@@ -407,8 +516,8 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint6
 		var m *nats.Msg
 		select {
 		case m = <-answers:
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-rctx.Done():
+			return cmp.Or(ctx.Err(), s.unavailable(ctx, rctx.Err()))
 		}
 		switch status := m.Header.Get("Status"); status {
 		case "":
@@ -504,7 +613,8 @@ type pubAck struct {
 const errTooManyBatches = 10211
 
 // commit publishes the batch atomically: all its messages are stored, or
-// none.
+// none. When its last request gets no answer in time, its error matches
+// ErrOutcomeUnknown: the server may have stored it.
 func (b *batch) commit(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
@@ -519,7 +629,10 @@ func (b *batch) commit(ctx context.Context) error {
 		busy := errors.As(err, &ae) && (ae.errCode == errTooManyBatches || ae.errCode == errSubjectInFlight)
 		// No responders: the stream has no leader for a moment (it was
 		// just created, or its leader moved); a new batch is tried.
-		leaderless := errors.Is(err, nats.ErrNoResponders) && time.Now().Before(deadline)
+		leaderless := errors.Is(err, nats.ErrNoResponders)
+		if leaderless && time.Now().After(deadline) {
+			return b.s.unavailable(ctx, err)
+		}
 		if !busy && !leaderless {
 			return err
 		}
@@ -558,16 +671,30 @@ func (b *batch) publish(ctx context.Context) error {
 		if last > 0 {
 			m.Header.Set("Nats-Batch-Commit", "1")
 		}
-		resp, err := b.s.nc.RequestMsgWithContext(ctx, m)
-		if err != nil {
-			return err
+		rctx, cancel := b.s.request(ctx)
+		resp, err := b.s.nc.RequestMsgWithContext(rctx, m)
+		cancel()
+		switch {
+		case err == nil:
+		case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)):
+			// The batch went out and its answer did not come back: the
+			// server may have stored it, or a server may yet do so.
+			return &unavailableError{msg: fmt.Sprintf("the server did not answer within %s; the batch may or may not be stored", b.s.timeout), unknown: true, err: err}
+		case errors.Is(err, nats.ErrNoResponders):
+			return err // no stream took it: commit tries again
+		default:
+			return b.s.unavailable(ctx, err)
 		}
 		var ack pubAck
 		if err := json.Unmarshal(resp.Data, &ack); err != nil {
 			return fmt.Errorf("the server's answer to a commit: %w", err)
 		}
 		if ack.Error != nil {
-			return &apiError{errCode: ack.Error.ErrCode, msg: fmt.Sprintf("the server refused the batch of %d messages: %s (error %d)", len(b.msgs), ack.Error.Description, ack.Error.ErrCode)}
+			err := &apiError{errCode: ack.Error.ErrCode, msg: fmt.Sprintf("the server refused the batch of %d messages: %s (error %d)", len(b.msgs), ack.Error.Description, ack.Error.ErrCode)}
+			if ack.Error.Code == 503 { // refused for now: nothing written
+				return &unavailableError{msg: "the server cannot take the batch for now", err: err}
+			}
+			return err
 		}
 		if last > 0 && ack.Count != len(b.msgs) {
 			return fmt.Errorf("the server stored %d of the batch's %d messages", ack.Count, len(b.msgs))
@@ -624,6 +751,9 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 	if err := bt.commit(ctx); err != nil {
 		if b.Fence != 0 && isWrongLast(err) {
 			return fencedError(agent, key, b.Fence)
+		}
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return fmt.Errorf("store: commit agent %q instance %q: %w", agent, key, err)
 		}
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 	}
@@ -852,6 +982,9 @@ func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []strin
 		}
 	}
 	if err := bt.commit(ctx); err != nil {
+		if errors.Is(err, ErrOutcomeUnknown) {
+			return fmt.Errorf("store: commit tasks: %w", err)
+		}
 		return fmt.Errorf("store: commit tasks: nothing written: %w", err)
 	}
 	return nil

@@ -37,9 +37,11 @@ func jsFenceKey(agent, key string) string { return jsInstance("fence", agent, ke
 // fence key's new write.
 func (s *jsStore) fence(ctx context.Context, agent, key string) (uint64, error) {
 	taken := time.Now().UTC().AppendFormat(nil, time.RFC3339Nano) // for whoever reads the bucket
-	seq, err := s.kv.Put(ctx, jsFenceKey(agent, key), taken)
+	rctx, cancel := s.request(ctx)
+	defer cancel()
+	seq, err := s.kv.Put(rctx, jsFenceKey(agent, key), taken)
 	if err != nil {
-		return 0, fmt.Errorf("store: take the fence of agent %q instance %q: %w", agent, key, err)
+		return 0, fmt.Errorf("store: take the fence of agent %q instance %q: %w", agent, key, s.unavailable(ctx, err))
 	}
 	return seq, nil
 }

@@ -67,9 +67,11 @@ func (s *jsStore) each(ctx context.Context, filters []string, metaOnly bool, f f
 // since, a value replaced or a key purged, and nothing would show it.)
 func (s *jsStore) mark(ctx context.Context) (last uint64, mark string, err error) {
 	if !s.replicated {
-		info, err := s.stream.Info(ctx)
+		rctx, cancel := s.request(ctx)
+		defer cancel()
+		info, err := s.stream.Info(rctx)
 		if err != nil {
-			return 0, "", err
+			return 0, "", s.unavailable(ctx, err)
 		}
 		return info.State.LastSeq, "", nil
 	}
@@ -100,16 +102,32 @@ func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark
 	if metaOnly {
 		opts = append(opts, jetstream.MetaOnly())
 	}
-	w, err := s.kv.WatchFiltered(ctx, watched, opts...)
+	// The watch ends with wctx; each entry must come within the request
+	// timeout of the one before, which bounds a watch of any size.
+	// Its creation is a request too: ending wctx cuts it short.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	created := time.AfterFunc(s.timeout, cancel)
+	w, err := s.kv.WatchFiltered(wctx, watched, opts...)
+	if !created.Stop() && err == nil {
+		w.Stop()
+		err = context.Canceled
+	}
 	if err != nil {
-		return nil, false, err
+		if ctx.Err() == nil && wctx.Err() != nil {
+			err = context.DeadlineExceeded // the request timed out
+		}
+		return nil, false, s.unavailable(ctx, err)
 	}
 	defer w.Stop()
+	silent := time.NewTimer(s.timeout)
+	defer silent.Stop()
 	reached := mark == ""
 	var out []jetstream.KeyValueEntry
 	for {
 		select {
 		case e := <-w.Updates():
+			silent.Reset(s.timeout)
 			switch {
 			case e == nil: // every current value is delivered
 				if !reached {
@@ -128,6 +146,8 @@ func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark
 			if e.Operation() == jetstream.KeyValuePut {
 				out = append(out, e)
 			}
+		case <-silent.C:
+			return nil, false, s.unavailable(ctx, context.DeadlineExceeded)
 		case <-ctx.Done():
 			return nil, false, ctx.Err()
 		}

@@ -33,12 +33,22 @@ type Cluster struct {
 	// owns its instances before another process may take them over: a Go
 	// duration of whole seconds, 1s to 5m. Default 10s.
 	LeaseTTL string `yaml:"lease_ttl"`
+	// RequestTimeout is how long a request to the shared store waits for
+	// the NATS server's answer before the call fails as unavailable (a
+	// commit's, as of unknown outcome): a Go duration from 1s to 5m.
+	// Default 10s, which outlasts a stream's leader election after a
+	// server died.
+	RequestTimeout string `yaml:"request_timeout"`
 }
 
 // Bounds of [Cluster].
 const (
 	maxReplicas = 5
 	maxLeaseTTL = 5 * time.Minute
+	// A request timeout below a second would fail requests a busy
+	// cluster answers.
+	minRequestTimeout = time.Second
+	maxRequestTimeout = 5 * time.Minute
 )
 
 var clusterName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -89,6 +99,15 @@ func (v *validator) cluster(c *Cluster) {
 			v.errorf("$.cluster.lease_ttl", "cluster: lease_ttl %q is not a duration (\"10s\", \"1m\")", c.LeaseTTL)
 		case d < time.Second || d > maxLeaseTTL || d%time.Second != 0:
 			v.errorf("$.cluster.lease_ttl", "cluster: lease_ttl must be whole seconds from 1s to %v, got %v", maxLeaseTTL, d)
+		}
+	}
+	if c.RequestTimeout != "" {
+		d, err := time.ParseDuration(c.RequestTimeout)
+		switch {
+		case err != nil:
+			v.errorf("$.cluster.request_timeout", "cluster: request_timeout %q is not a duration (\"10s\", \"1m\")", c.RequestTimeout)
+		case d < minRequestTimeout || d > maxRequestTimeout:
+			v.errorf("$.cluster.request_timeout", "cluster: request_timeout must be from %v to %v, got %v", minRequestTimeout, maxRequestTimeout, d)
 		}
 	}
 }

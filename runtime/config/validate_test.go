@@ -251,6 +251,16 @@ cluster: {url: "nats://127.0.0.1:4222", lease_ttl: 1500ms}
 agents:
   - name: assistant
 `, `ganglion.yaml:2:52: cluster: lease_ttl must be whole seconds from 1s to 5m0s, got 1.5s`},
+	{"cluster_request_timeout", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://127.0.0.1:4222", request_timeout: 500ms}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:58: cluster: request_timeout must be from 1s to 5m0s, got 500ms`},
+	{"cluster_request_timeout_not_duration", `model: {provider: scripted, script: s.yaml}
+cluster: {url: "nats://127.0.0.1:4222", request_timeout: soon}
+agents:
+  - name: assistant
+`, `ganglion.yaml:2:58: cluster: request_timeout "soon" is not a duration ("10s", "1m")`},
 	{"cluster_secret_ref", `model: {provider: scripted, script: s.yaml}
 cluster: {url: "nats://ops:${secret:NATS}@127.0.0.1:4222"}
 agents:

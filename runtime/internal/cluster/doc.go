@@ -12,4 +12,8 @@
 // owner last wrote, so a process that lost its lease (it paused past the
 // TTL and another took over) learns so at its next renewal, and never
 // overwrites the new owner's.
+//
+// Every request to NATS here is bounded (5 s) whatever the
+// caller's ctx: a server that dies with a request in flight never
+// answers it, and a caller must learn so.
 package cluster

@@ -14,6 +14,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// requestTimeout bounds each request of this package to NATS, whether or
+// not the caller's ctx has a deadline (the JetStream client gives a
+// request 5 s only when it has none). A live server answers in
+// milliseconds; a replicated write during a stream's leader election
+// takes seconds. A variable for tests.
+var requestTimeout = 5 * time.Second
+
+// bound returns ctx with requestTimeout as a deadline of its own.
+func bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, requestTimeout)
+}
+
 // ErrHeld is the error of Acquire when another owner holds the lease.
 var ErrHeld = errors.New("lease held by another owner")
 
@@ -78,8 +90,12 @@ func leaseKey(name string) string {
 // ([Unavailable]).
 func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	key := leaseKey(name)
-	rev, err := l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
+	cctx, cancel := bound(ctx)
+	rev, err := l.kv.Create(cctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
+	cancel()
 	if errors.Is(err, jetstream.ErrKeyExists) {
+		ctx, cancel := bound(ctx)
+		defer cancel()
 		e, gerr := l.kv.Get(ctx, key)
 		switch {
 		case gerr == nil && string(e.Value()) == l.owner:
@@ -117,6 +133,8 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // Owner returns who holds the lease on name, or "" when nobody does.
 func (l *Leases) Owner(ctx context.Context, name string) (string, error) {
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	e, err := l.kv.Get(ctx, leaseKey(name))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
@@ -181,6 +199,8 @@ func (le *Lease) Renew(ctx context.Context) error {
 	if le.rev == 0 {
 		return fmt.Errorf("cluster: renew lease on %q: %w", le.name, ErrLost)
 	}
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	ack, err := le.l.js.Publish(ctx, le.l.prefix+le.key, []byte(le.l.owner),
 		jetstream.WithExpectLastSequencePerSubject(le.rev), jetstream.WithMsgTTL(le.l.ttl))
 	if err != nil {
@@ -205,6 +225,8 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	rev := le.rev
 	le.rev = 0
+	ctx, cancel := bound(ctx)
+	defer cancel()
 	if err := le.l.kv.Purge(ctx, le.key, jetstream.LastRevision(rev)); err != nil {
 		if isWrongSequence(err) {
 			return fmt.Errorf("cluster: release lease on %q: %w", le.name, ErrLost)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -57,10 +56,16 @@ func waitKeys(from string) string {
 // least one); remove takes the edge away.
 func (w *Waits) Add(ctx context.Context, from, to string, ttl time.Duration) (remove func(context.Context) error, err error) {
 	key := waitKeys(from) + "." + nuid.Next()
-	if _, err := w.kv.Create(ctx, key, []byte(to), jetstream.KeyTTL(max(ttl.Truncate(time.Second)+time.Second, minTTL))); err != nil {
+	cctx, cancel := bound(ctx)
+	defer cancel()
+	if _, err := w.kv.Create(cctx, key, []byte(to), jetstream.KeyTTL(max(ttl.Truncate(time.Second)+time.Second, minTTL))); err != nil {
 		return nil, fmt.Errorf("cluster: record that %s waits for %s: %w", from, to, Unavailable(ctx, err))
 	}
-	return func(ctx context.Context) error { return Unavailable(ctx, w.kv.Purge(ctx, key)) }, nil
+	return func(ctx context.Context) error {
+		cctx, cancel := bound(ctx)
+		defer cancel()
+		return Unavailable(ctx, w.kv.Purge(cctx, key))
+	}, nil
 }
 
 // Path returns the instances from "from" to "to" along the graph's edges,
@@ -113,6 +118,8 @@ func (w *Waits) edges(ctx context.Context, from string) ([]string, error) {
 	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+w.stream, inbox, body); err != nil {
 		return nil, fmt.Errorf("cluster: read whom %s waits for: %w", from, Unavailable(ctx, err))
 	}
+	rctx, cancel := bound(ctx)
+	defer cancel()
 	var out []string
 	for {
 		select {
@@ -129,8 +136,8 @@ func (w *Waits) edges(ctx context.Context, from string) ([]string, error) {
 			default:
 				return nil, fmt.Errorf("cluster: read whom %s waits for: the server answered %s %s", from, status, m.Header.Get("Description"))
 			}
-		case <-ctx.Done():
-			return nil, errors.Join(errors.New("cluster: read the wait-for graph"), ctx.Err())
+		case <-rctx.Done():
+			return nil, fmt.Errorf("cluster: read whom %s waits for: %w", from, Unavailable(ctx, rctx.Err()))
 		}
 	}
 }
