@@ -61,9 +61,9 @@ type counterAck struct {
 func (c *Counters) Add(ctx context.Context, key, field string, delta int64) (int64, error) {
 	m := nats.NewMsg(c.subjectOf(key, field))
 	m.Header.Set("Nats-Incr", strconv.FormatInt(delta, 10))
-	ctx, cancel := bound(ctx)
+	cctx, cancel := bound(ctx)
 	defer cancel()
-	resp, err := c.nc.RequestMsgWithContext(ctx, m)
+	resp, err := c.nc.RequestMsgWithContext(cctx, m)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: %w", delta, field, key, Unavailable(ctx, err))
 	}
@@ -85,9 +85,9 @@ func (c *Counters) Add(ctx context.Context, key, field string, delta int64) (int
 // added to it. It reads from the stream's leader, which has applied every
 // addition that was answered.
 func (c *Counters) Get(ctx context.Context, key, field string) (int64, error) {
-	ctx, cancel := bound(ctx)
+	cctx, cancel := bound(ctx)
 	defer cancel()
-	msg, err := c.stream.GetLastMsgForSubject(ctx, c.subjectOf(key, field))
+	msg, err := c.stream.GetLastMsgForSubject(cctx, c.subjectOf(key, field))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -105,9 +105,9 @@ func (c *Counters) Get(ctx context.Context, key, field string) (int64, error) {
 
 // Forget deletes every counter of key.
 func (c *Counters) Forget(ctx context.Context, key string) error {
-	ctx, cancel := bound(ctx)
+	cctx, cancel := bound(ctx)
 	defer cancel()
-	if err := c.stream.Purge(ctx, jetstream.WithPurgeSubject(c.subjectOf(key, ">"))); err != nil {
+	if err := c.stream.Purge(cctx, jetstream.WithPurgeSubject(c.subjectOf(key, ">"))); err != nil {
 		return fmt.Errorf("cluster: forget the counters of %q: %w", key, Unavailable(ctx, err))
 	}
 	return nil

@@ -94,9 +94,9 @@ func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	rev, err := l.kv.Create(cctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
 	cancel()
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		ctx, cancel := bound(ctx)
+		cctx, cancel := bound(ctx)
 		defer cancel()
-		e, gerr := l.kv.Get(ctx, key)
+		e, gerr := l.kv.Get(cctx, key)
 		switch {
 		case gerr == nil && string(e.Value()) == l.owner:
 			// Ours still: a renewal that timed out on the way back was
@@ -133,9 +133,9 @@ func (e *HeldError) Is(target error) bool { return target == ErrHeld }
 
 // Owner returns who holds the lease on name, or "" when nobody does.
 func (l *Leases) Owner(ctx context.Context, name string) (string, error) {
-	ctx, cancel := bound(ctx)
+	cctx, cancel := bound(ctx)
 	defer cancel()
-	e, err := l.kv.Get(ctx, leaseKey(name))
+	e, err := l.kv.Get(cctx, leaseKey(name))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrKeyDeleted):
 		return "", nil
@@ -199,9 +199,9 @@ func (le *Lease) Renew(ctx context.Context) error {
 	if le.rev == 0 {
 		return fmt.Errorf("cluster: renew lease on %q: %w", le.name, ErrLost)
 	}
-	ctx, cancel := bound(ctx)
+	cctx, cancel := bound(ctx)
 	defer cancel()
-	ack, err := le.l.js.Publish(ctx, le.l.prefix+le.key, []byte(le.l.owner),
+	ack, err := le.l.js.Publish(cctx, le.l.prefix+le.key, []byte(le.l.owner),
 		jetstream.WithExpectLastSequencePerSubject(le.rev), jetstream.WithMsgTTL(le.l.ttl))
 	if err != nil {
 		if isWrongSequence(err) {
@@ -225,9 +225,9 @@ func (le *Lease) Release(ctx context.Context) error {
 	}
 	rev := le.rev
 	le.rev = 0
-	ctx, cancel := bound(ctx)
+	cctx, cancel := bound(ctx)
 	defer cancel()
-	if err := le.l.kv.Purge(ctx, le.key, jetstream.LastRevision(rev)); err != nil {
+	if err := le.l.kv.Purge(cctx, le.key, jetstream.LastRevision(rev)); err != nil {
 		if isWrongSequence(err) {
 			return fmt.Errorf("cluster: release lease on %q: %w", le.name, ErrLost)
 		}
