@@ -1,0 +1,474 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/pipeline"
+)
+
+// The checks and the report of TestClusterSoak.
+
+// soakHistory is what a history's call answers.
+type soakHistory struct{ Messages []pipeline.Message }
+
+// soakAgents are the agents of soakConfig.
+var soakAgents = []string{"worker", "asker", "lead", "helper"}
+
+// check reads what the cluster kept, through the API, and checks it.
+func (s *soak) check() {
+	rng := rand.New(rand.NewPCG(s.seed, 3))
+	req := s.newReq("check", "-", "-")
+	get := func(path string, v any) bool {
+		deadline := time.Now().Add(soakLookBound)
+		for time.Now().Before(deadline) {
+			r := s.attempt(req, "look", s.pick(rng, nil), "GET", path, "", soakReadTimeout)
+			if r.status == http.StatusOK {
+				if err := json.Unmarshal(r.body, v); err != nil {
+					s.find("read", "GET %s: %v", path, err)
+					return false
+				}
+				return true
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		s.find("read", "GET %s: no process answered 200 for %v", path, soakLookBound)
+		return false
+	}
+	histories := map[string][]pipeline.Message{} // agent/key → history
+	calls := map[string]soakCall{}               // idempotency key → call
+	for _, agent := range soakAgents {
+		var out struct{ Instances []string }
+		if !get("/v1/agents/"+agent+"/instances", &out) {
+			continue
+		}
+		for _, key := range out.Instances {
+			var h soakHistory
+			if !get("/v1/agents/"+agent+"/instances/"+key+"/history", &h) {
+				continue
+			}
+			where := agent + "/" + key
+			histories[where] = h.Messages
+			s.wellFormed(where, h.Messages)
+			for _, m := range h.Messages {
+				for _, c := range m.ToolCalls {
+					calls[pipeline.IdempotencyKey(agent, key, m.ID, c.ID)] = soakCall{where, m.ID, c}
+				}
+			}
+		}
+	}
+	s.checkRequests(histories)
+	s.checkFanOuts(histories)
+	s.checkMarks(histories, calls)
+
+	var items struct{ Items []soakItem }
+	if get("/v1/pending?all=true", &items) {
+		for _, it := range items.Items {
+			switch {
+			case it.Open:
+				s.find("open-item", "item %s (%s) of %s/%s, turn %s, is %s, open after the quiet period", it.ID, it.Kind, it.Agent, it.Instance, it.TurnID, it.Status)
+			case it.Status == "answered" && it.ResumedBy == "":
+				s.find("unresumed", "item %s of %s/%s, turn %s, was answered and no turn resumed it", it.ID, it.Agent, it.Instance, it.TurnID)
+			}
+		}
+	}
+	var tasks struct{ Tasks []json.RawMessage }
+	if get("/v1/tasks", &tasks) {
+		for _, task := range tasks.Tasks {
+			s.find("open-task", "open after the quiet period: %s", oneLine(string(task), 300))
+		}
+	}
+}
+
+// soakCall is a tool call of a history.
+type soakCall struct {
+	where, msgID string
+	call         pipeline.ToolCall
+}
+
+// wellFormed checks a history: message numbers increase; a tool result
+// answers a call of the assistant message before it that has none yet;
+// user and assistant messages come only once every call before them has
+// its result; after the quiet period no call waits for its result.
+func (s *soak) wellFormed(where string, msgs []pipeline.Message) {
+	last := -1
+	var open []string // calls of the last assistant message without a result
+	var asking string // the assistant message whose calls are open
+	for _, m := range msgs {
+		n, err := strconv.Atoi(strings.TrimPrefix(m.ID, "msg-"))
+		if err != nil || n <= last {
+			s.findAt("history", m.CreatedAt, "%s: message %s comes after msg-%d", where, m.ID, last)
+		}
+		last = max(last, n)
+		switch m.Role {
+		case pipeline.RoleUser, pipeline.RoleAssistant:
+			if len(open) > 0 {
+				s.findAt("history", m.CreatedAt, "%s: %s (%s) comes while calls %v of %s have no result", where, m.ID, m.Role, open, asking)
+				open = nil
+			}
+			if m.Role == pipeline.RoleAssistant {
+				asking = m.ID
+				for _, c := range m.ToolCalls {
+					open = append(open, c.ID)
+				}
+			}
+		case pipeline.RoleTool:
+			i := slices.Index(open, m.ToolCallID)
+			if i < 0 {
+				s.findAt("history", m.CreatedAt, "%s: %s is a result for call %s, which has one already or was not just made", where, m.ID, m.ToolCallID)
+				continue
+			}
+			open = slices.Delete(open, i, i+1)
+		}
+	}
+	if len(open) > 0 {
+		s.find("history", "%s: calls %v of %s have no result after the quiet period", where, open, asking)
+	}
+}
+
+// findAt records a finding about something stored at t.
+func (s *soak) findAt(check string, t time.Time, format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.findings = append(s.findings, soakFinding{check, t.Sub(s.began), fmt.Sprintf(format, args...)})
+}
+
+// checkRequests checks that each request is stored at most once, and
+// that each one answered 200 is stored once, with its answer once.
+func (s *soak) checkRequests(histories map[string][]pipeline.Message) {
+	for _, req := range s.reqs {
+		if req.kind != "turn" && req.kind != "ask" && req.kind != "fan" && req.kind != "probe" {
+			continue
+		}
+		msgs := histories[req.agent+"/"+req.key]
+		var at []int
+		for i, m := range msgs {
+			if m.Role == pipeline.RoleUser && m.Content == req.text {
+				at = append(at, i)
+			}
+		}
+		req.mu.Lock()
+		outcome := req.outcome
+		req.mu.Unlock()
+		switch {
+		case len(at) > 1:
+			s.findAt("twice", msgs[at[1]].CreatedAt, "%s is stored %d times: %s", req.id, len(at), req)
+			continue
+		case len(at) == 0 && (outcome == "answered" || outcome == "accepted"):
+			s.find("lost", "%s was %s, and no history has it: %s", req.id, outcome, req)
+			continue
+		case len(at) == 0:
+			continue
+		}
+		if req.kind != "turn" && req.kind != "probe" {
+			continue
+		}
+		answers := 0
+		for _, m := range msgs[at[0]+1:] {
+			if m.Role == pipeline.RoleUser {
+				break
+			}
+			if m.Role == pipeline.RoleAssistant && m.Content == "done: "+req.text {
+				answers++
+			}
+		}
+		if outcome == "answered" && answers != 1 || answers > 1 {
+			s.findAt("answers", msgs[at[0]].CreatedAt, "%s was answered 200, and its history has its answer %d times: %s", req.id, answers, req)
+		}
+	}
+}
+
+// checkFanOuts checks that each lead instance got one report for each
+// fan-out whose delegations were stored.
+func (s *soak) checkFanOuts(histories map[string][]pipeline.Message) {
+	for where, msgs := range histories {
+		if !strings.HasPrefix(where, "lead/") {
+			continue
+		}
+		delegated, reports := 0, 0
+		var last time.Time
+		for i, m := range msgs {
+			switch {
+			case m.Role == pipeline.RoleUser && strings.HasPrefix(m.Content, "fan "):
+				if slices.ContainsFunc(msgs[i+1:min(len(msgs), i+4)], func(r pipeline.Message) bool {
+					return r.Role == pipeline.RoleTool && r.Name == "call_agent" && !r.IsError && strings.HasPrefix(r.Content, "Delegated to ")
+				}) {
+					delegated++
+				}
+			case m.Role == pipeline.RoleAssistant && m.Content == "LEAD-DONE":
+				reports++
+				last = m.CreatedAt
+			}
+		}
+		if reports > delegated {
+			s.findAt("fan-out", last, "%s: %d reports for %d fan-outs that delegated: a root answered twice", where, reports, delegated)
+		} else if reports < delegated {
+			s.find("fan-out", "%s: %d reports for %d fan-outs that delegated, after the quiet period", where, reports, delegated)
+		}
+	}
+}
+
+// soakMarkLine is a line of marks.log.
+var soakMarkLine = regexp.MustCompile(`^gk-[0-9a-f]{32}$`)
+
+// checkMarks checks that no command ran twice, that each ran for a call
+// of a history, and that each call with a result that is not an error
+// ran.
+func (s *soak) checkMarks(histories map[string][]pipeline.Message, calls map[string]soakCall) {
+	b, err := os.ReadFile(filepath.Join(s.dir, "workspace", "marks.log"))
+	if err != nil {
+		s.find("marks", "%v", err)
+		return
+	}
+	ran := map[string]int{}
+	for line := range strings.Lines(string(b)) {
+		k := strings.TrimSpace(line)
+		if !soakMarkLine.MatchString(k) {
+			s.find("marks", "marks.log holds %q", line)
+			continue
+		}
+		ran[k]++
+	}
+	for k, n := range ran {
+		c, ok := calls[k]
+		switch {
+		case n > 1 && ok:
+			s.find("rerun", "the command of %s call %s ran %d times (key %s)", c.where, c.call.ID, n, k)
+		case n > 1:
+			s.find("rerun", "a command ran %d times with key %s, which no call of the histories has", n, k)
+		case !ok:
+			s.find("unknown-mark", "a command ran with key %s, which no call of the histories has", k)
+		}
+	}
+	for k, c := range calls {
+		if c.call.Name != "execute_command" || ran[k] > 0 {
+			continue
+		}
+		for _, m := range histories[c.where] {
+			if m.Role == pipeline.RoleTool && m.ToolCallID == c.call.ID && !m.IsError {
+				s.findAt("missing-mark", m.CreatedAt, "%s call %s of %s succeeded, and its command left no mark", c.where, c.call.ID, c.msgID)
+			}
+		}
+	}
+}
+
+// before names the last fault at or before at.
+func (s *soak) before(at time.Duration) string {
+	var last *soakFault
+	for _, f := range s.faults {
+		if f.at <= at {
+			last = f
+		}
+	}
+	if last == nil {
+		return "before any fault"
+	}
+	return fmt.Sprintf("%v after %s", (at - last.at).Round(time.Millisecond), last)
+}
+
+// report logs what the soak did and measured, and fails the test with
+// what it found, each finding with the fault before it.
+func (s *soak) report() {
+	t := s.t
+	// The load.
+	outcomes := map[string]map[string]int{}
+	retried := 0
+	var okTook []time.Duration
+	for _, req := range s.reqs {
+		if outcomes[req.kind] == nil {
+			outcomes[req.kind] = map[string]int{}
+		}
+		outcomes[req.kind][req.outcome]++
+		sends := 0
+		for _, a := range req.attempts {
+			if a.what == "send" {
+				sends++
+			}
+			if a.res.status == http.StatusOK && a.what != "look" && s.quiet(a.at) {
+				okTook = append(okTook, a.res.took)
+			}
+		}
+		if sends > 1 && req.kind != "probe" {
+			retried++
+		}
+	}
+	var lines []string
+	for _, k := range []string{"turn", "ask", "fan", "probe"} {
+		lines = append(lines, fmt.Sprintf("%s %v", k, outcomes[k]))
+	}
+	p50, pmax := percentiles(okTook)
+	t.Logf("load: %s; %d requests sent again after a failed call; %d questions answered by the quiet period; calls answered 200 away from faults: p50 %v, max %v",
+		strings.Join(lines, ", "), retried, s.swept, p50, pmax)
+
+	// The faults, and what clients saw during each kind.
+	byKind := map[string][]time.Duration{}
+	seen := map[string]map[string]int{}
+	worst := map[string]time.Duration{}
+	for _, f := range s.faults {
+		if f.recovered {
+			byKind[f.kind] = append(byKind[f.kind], f.recovery)
+		}
+		if seen[f.kind] == nil {
+			seen[f.kind] = map[string]int{}
+		}
+		for _, req := range s.reqs {
+			if req.kind == "probe" || req.kind == "check" {
+				continue
+			}
+			for _, a := range req.attempts {
+				if a.what != "look" && a.at >= f.at && a.at <= f.at+f.recovery+time.Second {
+					seen[f.kind][a.res.class()]++
+					if a.res.status == http.StatusOK {
+						worst[f.kind] = max(worst[f.kind], a.res.took)
+					}
+				}
+			}
+		}
+	}
+	var table strings.Builder
+	fmt.Fprintf(&table, "| fault | faults | recovered | recovery p50 | recovery max | clients' calls during recovery | slowest 200 then |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, k := range []string{"kill", "term", "stall", "nats"} {
+		n := 0
+		for _, f := range s.faults {
+			if f.kind == k {
+				n++
+			}
+		}
+		p50, pmax := percentiles(byKind[k])
+		fmt.Fprintf(&table, "| %s | %d | %d | %v | %v | %s | %v |\n", k, n, len(byKind[k]), p50, pmax, tally(seen[k]), worst[k].Round(time.Millisecond))
+	}
+	t.Logf("recovery, from the fault until a probe turn on an instance the faulted process owned succeeds through another process (NATS: one on each process's):\n%s", table.String())
+	var stops []string
+	for _, st := range s.stops {
+		stops = append(stops, fmt.Sprintf("%s %v exit %d", st.proc, st.took.Round(time.Millisecond), st.code))
+	}
+	t.Logf("stops (SIGTERM, --shutdown-timeout %v): %s", s.shutdown, strings.Join(stops, ", "))
+	if path := os.Getenv("GANGLION_SOAK_REPORT"); path != "" || s.long {
+		if path == "" {
+			path = filepath.Join(os.TempDir(), fmt.Sprintf("ganglion-soak-%d.md", s.seed))
+		}
+		md := fmt.Sprintf("GANGLION_SOAK=%v GANGLION_SOAK_SEED=%d go test -count=1 -timeout 0 -run TestClusterSoak -v ./cmd/ganglion/\n\n%d faults over %v; %d requests.\n\n%s",
+			s.duration, s.seed, len(s.faults), s.duration, len(s.reqs), table.String())
+		if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
+			t.Errorf("write the recovery figures: %v", err)
+		} else {
+			t.Logf("recovery figures written to %s", path)
+		}
+	}
+
+	// The findings, by check.
+	byCheck := map[string][]soakFinding{}
+	var checks []string
+	for _, f := range s.findings {
+		if byCheck[f.check] == nil {
+			checks = append(checks, f.check)
+		}
+		byCheck[f.check] = append(byCheck[f.check], f)
+	}
+	for _, c := range checks {
+		fs := byCheck[c]
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %d findings", c, len(fs))
+		for _, f := range fs[:min(len(fs), 5)] {
+			fmt.Fprintf(&b, "\n  at %v (%s): %s", f.at.Round(time.Millisecond), s.before(f.at), f.text)
+		}
+		t.Errorf("%s", b.String())
+	}
+	s.dumps()
+	if t.Failed() || os.Getenv("GANGLION_SOAK_KEEP") != "" {
+		keep, err := os.MkdirTemp("", "ganglion-soak-")
+		if err == nil {
+			err = os.CopyFS(keep, os.DirFS(s.dir))
+		}
+		if err != nil {
+			t.Logf("keeping the logs: %v", err)
+		} else {
+			t.Logf("the project, marks.log and the processes' logs (logs/NAME.START.log) are kept in %s", keep)
+		}
+	}
+}
+
+// quiet says whether no fault was under way at at (a fault lasts until
+// its recovery, and a second more).
+func (s *soak) quiet(at time.Duration) bool {
+	for _, f := range s.faults {
+		if at >= f.at && at <= f.at+f.recovery+time.Second {
+			return false
+		}
+	}
+	return true
+}
+
+// dumps logs, from each log with a goroutine dump, the goroutines that
+// were in ganglion's own code, beyond the server's idle ones.
+func (s *soak) dumps() {
+	logs, _ := filepath.Glob(filepath.Join(s.logs, "*.log"))
+	for _, path := range logs {
+		b, _ := os.ReadFile(path)
+		i := strings.Index(string(b), "SIGQUIT: quit")
+		if i < 0 {
+			continue
+		}
+		var kept []string
+		for g := range strings.SplitSeq(string(b[i:]), "\n\n") {
+			if strings.Contains(g, "ganglion-dev/ganglion/store") || strings.Contains(g, "(*instance).acquire") || strings.Contains(g, "forward") {
+				kept = append(kept, compactStack(g))
+			}
+		}
+		s.t.Logf("goroutine dump in %s: %d goroutines in the store, waiting for an instance or forwarding; the first ones:\n%s",
+			filepath.Base(path), len(kept), strings.Join(kept[:min(len(kept), 4)], "\n\n"))
+	}
+}
+
+// compactStack renders a goroutine of a dump on fewer lines: each frame
+// as its function and file:line, without the scheduler's frames and the
+// addresses, at most 12 frames.
+func compactStack(g string) string {
+	lines := strings.Split(strings.TrimSpace(g), "\n")
+	out := []string{lines[0]}
+	for i := 1; i+1 < len(lines) && len(out) <= 12; i += 2 {
+		fn := lines[i]
+		if strings.HasPrefix(fn, "runtime.") {
+			continue
+		}
+		if j := strings.LastIndex(fn, "("); j > 0 {
+			fn = fn[:j]
+		}
+		file := strings.Fields(lines[i+1] + " ")[0]
+		out = append(out, "  "+fn+" "+file)
+	}
+	return strings.Join(out, "\n")
+}
+
+// percentiles returns the median and the maximum of ds.
+func percentiles(ds []time.Duration) (p50, pmax time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond)
+}
+
+// tally renders counts as "200 ×12, 503 ×3", most first.
+func tally(counts map[string]int) string {
+	var keys []string
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return counts[b] - counts[a] })
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s ×%d", k, counts[k]))
+	}
+	return strings.Join(out, ", ")
+}
