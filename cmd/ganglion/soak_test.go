@@ -49,6 +49,8 @@ import (
 //     question was resumed;
 //   - every fan-out was reported to its lead exactly once;
 //   - every stop ended within its timeout, with exit code 0;
+//   - no call was answered 500: what a fault causes is transient, and
+//     says so with a 503;
 //   - no request went unanswered for soakRequestTimeout, and the cluster
 //     served again within soakRecoveryBound of each fault.
 //
@@ -76,7 +78,7 @@ func TestClusterSoak(t *testing.T) {
 	}
 	s := newSoak(t)
 	s.warm()
-	load := s.load(4)
+	load := s.load(5)
 	s.runFaults()
 	s.settle(load)
 	s.check()
@@ -188,6 +190,8 @@ type soak struct {
 	stops    []soakStop
 	stuck    map[*soakProc]string // processes a request hung on, and the request
 	swept    int                  // questions the quiet period answered
+	finished int                  // requests accepted after a failed call that the history shows answered
+	cut      int                  // ... and not answered
 	quietAt  time.Duration        // when the quiet period began
 }
 
@@ -573,6 +577,11 @@ func (s *soak) attempt(req *soakReq, what string, p *soakProc, method, path, bod
 	req.mu.Lock()
 	req.attempts = append(req.attempts, soakAttempt{what, p.name, at, r})
 	req.mu.Unlock()
+	if r.status == http.StatusInternalServerError {
+		// A fault is a transient outage, which a client should be told it
+		// may retry: 503, not 500.
+		s.find("500", "%s: %s %s via %s: %s", req.id, method, path, p.name, r)
+	}
 	if r.err != nil && r.String() == "no answer in time" && timeout >= soakRequestTimeout {
 		p.mu.Lock()
 		frozen := p.frozen
