@@ -128,12 +128,17 @@ const soakMark = `echo \"$GANGLION_IDEMPOTENCY_KEY\" >> marks.log; sleep `
 
 const soakScript = `agents:
   worker:
+    turns:
+      - match: "^settle "
+        steps: [{text: "settled"}]
     fallback:
       steps:
         - tool_calls: [{name: execute_command, args: {command: "` + soakMark + `0.1"}}]
         - text: "done: {{ .Input }}"
   asker:
     turns:
+      - match: "^settle "
+        steps: [{text: "settled"}]
       - kind: resume
         steps:
           - tool_calls: [{name: execute_command, args: {command: "` + soakMark + `1"}}]
@@ -151,6 +156,8 @@ const soakScript = `agents:
     turns:
       - kind: delegation_report
         steps: [{text: "LEAD-DONE"}]
+      - match: "^settle "
+        steps: [{text: "settled"}]
     fallback:
       steps:
         - tool_calls:
@@ -192,6 +199,7 @@ type soak struct {
 	swept    int                  // questions the quiet period answered
 	finished int                  // requests accepted after a failed call that the history shows answered
 	cut      int                  // ... and not answered
+	settled  int                  // instances a turn was sent to at the end, for their cut calls' results
 	quietAt  time.Duration        // when the quiet period began
 }
 
@@ -268,6 +276,18 @@ func newSoak(t *testing.T) *soak {
 		s.askKeys <- k
 	}
 	s.began = time.Now()
+	// Whatever happens, no process outlives the test.
+	t.Cleanup(func() {
+		for _, p := range s.procs {
+			p.mu.Lock()
+			cmd, exited := p.cmd, p.exited
+			p.mu.Unlock()
+			if cmd != nil {
+				cmd.Process.Kill()
+				<-exited
+			}
+		}
+	})
 	for i := range 3 {
 		p := &soakProc{name: fmt.Sprintf("p%d", i+1), data: filepath.Join(s.dir, fmt.Sprintf("p%d", i+1), "data")}
 		s.procs = append(s.procs, p)
@@ -275,16 +295,6 @@ func newSoak(t *testing.T) *soak {
 			t.Fatal(err)
 		}
 	}
-	// Whatever happens, no process outlives the test.
-	t.Cleanup(func() {
-		for _, p := range s.procs {
-			p.mu.Lock()
-			cmd, exited := p.cmd, p.exited
-			p.mu.Unlock()
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
 	return s
 }
 
