@@ -314,6 +314,18 @@ func (s *soak) check() {
 				s.find("open-item", "item %s (%s) of %s/%s, turn %s, is %s, open after the quiet period", it.ID, it.Kind, it.Agent, it.Instance, it.TurnID, it.Status)
 			case it.Status == "answered" && it.ResumedBy == "":
 				s.find("unresumed", "item %s of %s/%s, turn %s, was answered and no turn resumed it", it.ID, it.Agent, it.Instance, it.TurnID)
+			case it.Status == "answered" && it.Agent == "asker":
+				// The resume turn finishes: its answer is in the history.
+				msgs := histories["asker/"+it.Instance]
+				if !slices.ContainsFunc(msgs, func(m pipeline.Message) bool {
+					return m.Role == pipeline.RoleAssistant && m.Content == "asker got it" && m.Metadata["turn_id"] == it.ResumedBy
+				}) {
+					var tail []string
+					for _, m := range msgs[max(0, len(msgs)-4):] {
+						tail = append(tail, describeMessage(m))
+					}
+					s.findAt("resume-unfinished", it.UpdatedAt, "item %s of asker/%s was answered, and its resume %s did not finish; the history ends: %s", it.ID, it.Instance, it.ResumedBy, strings.Join(tail, " | "))
+				}
 			}
 		}
 	}

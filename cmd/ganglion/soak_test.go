@@ -50,7 +50,8 @@ import (
 //   - every fan-out was reported to its lead exactly once;
 //   - every stop ended within its timeout, with exit code 0;
 //   - no call was answered 500: what a fault causes is transient, and
-//     says so with a 503;
+//     says so with a 503; none 499 (the client cancels nothing);
+//   - every answered question's resume turn finished;
 //   - no request went unanswered for soakRequestTimeout, and the cluster
 //     served again within soakRecoveryBound of each fault.
 //
@@ -587,6 +588,10 @@ func (s *soak) attempt(req *soakReq, what string, p *soakProc, method, path, bod
 	req.mu.Lock()
 	req.attempts = append(req.attempts, soakAttempt{what, p.name, at, r})
 	req.mu.Unlock()
+	if r.status == 499 {
+		// The client cancelled nothing: the server gave up on its own.
+		s.find("499", "%s: %s %s via %s: %s", req.id, method, path, p.name, r)
+	}
 	if r.status == http.StatusInternalServerError {
 		// A fault is a transient outage, which a client should be told it
 		// may retry: 503, not 500.
@@ -766,14 +771,15 @@ func (s *soak) question(rng *rand.Rand) {
 
 // soakItem is a pending item, as the API lists it.
 type soakItem struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind"`
-	Agent     string `json:"agent"`
-	Instance  string `json:"instance"`
-	TurnID    string `json:"turn_id"`
-	Status    string `json:"status"`
-	Open      bool   `json:"open"`
-	ResumedBy string `json:"resumed_by"`
+	ID        string    `json:"id"`
+	Kind      string    `json:"kind"`
+	Agent     string    `json:"agent"`
+	Instance  string    `json:"instance"`
+	TurnID    string    `json:"turn_id"`
+	Status    string    `json:"status"`
+	Open      bool      `json:"open"`
+	ResumedBy string    `json:"resumed_by"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // pending lists the pending items (open ones, or all) of an instance
