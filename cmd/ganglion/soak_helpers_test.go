@@ -315,11 +315,19 @@ func (s *soak) check() {
 			case it.Status == "answered" && it.ResumedBy == "":
 				s.find("unresumed", "item %s of %s/%s, turn %s, was answered and no turn resumed it", it.ID, it.Agent, it.Instance, it.TurnID)
 			case it.Status == "answered" && it.Agent == "asker":
-				// The resume turn finishes: its answer is in the history.
+				// The resume turn finishes: its answer follows its input,
+				// the message that names the turn.
 				msgs := histories["asker/"+it.Instance]
-				if !slices.ContainsFunc(msgs, func(m pipeline.Message) bool {
-					return m.Role == pipeline.RoleAssistant && m.Content == "asker got it" && m.Metadata["turn_id"] == it.ResumedBy
-				}) {
+				finished := false
+				if i := slices.IndexFunc(msgs, func(m pipeline.Message) bool { return m.Metadata["turn_id"] == it.ResumedBy }); i >= 0 {
+					for _, m := range msgs[i+1:] {
+						if m.Role == pipeline.RoleUser {
+							break
+						}
+						finished = finished || m.Role == pipeline.RoleAssistant && m.Content == "asker got it"
+					}
+				}
+				if !finished {
 					var tail []string
 					for _, m := range msgs[max(0, len(msgs)-4):] {
 						tail = append(tail, describeMessage(m))
@@ -440,32 +448,36 @@ func (s *soak) checkRequests(histories map[string][]pipeline.Message) {
 	}
 }
 
-// checkFanOuts checks that each lead instance got one report for each
-// fan-out whose delegations were stored.
+// checkFanOuts checks that each root task of a lead instance was
+// reported once (a report turn's input names its root task), and that
+// the lead got as many reports as it made fan-outs that delegated.
 func (s *soak) checkFanOuts(histories map[string][]pipeline.Message) {
 	for where, msgs := range histories {
 		if !strings.HasPrefix(where, "lead/") {
 			continue
 		}
-		delegated, reports := 0, 0
-		var last time.Time
+		delegated, reported := 0, 0
+		reports := map[string][]string{} // root task → its reports' messages
+		var task string                  // the root task of the turn at hand
 		for i, m := range msgs {
 			switch {
-			case m.Role == pipeline.RoleUser && strings.HasPrefix(m.Content, "fan "):
-				if slices.ContainsFunc(msgs[i+1:min(len(msgs), i+4)], func(r pipeline.Message) bool {
+			case m.Role == pipeline.RoleUser && m.Metadata["continues"] == nil:
+				task, _ = m.Metadata["taskId"].(string)
+				if strings.HasPrefix(m.Content, "fan ") && slices.ContainsFunc(msgs[i+1:min(len(msgs), i+4)], func(r pipeline.Message) bool {
 					return r.Role == pipeline.RoleTool && r.Name == "call_agent" && !r.IsError && strings.HasPrefix(r.Content, "Delegated to ")
 				}) {
 					delegated++
 				}
 			case m.Role == pipeline.RoleAssistant && m.Content == "LEAD-DONE":
-				reports++
-				last = m.CreatedAt
+				reported++
+				reports[task] = append(reports[task], m.ID)
+				if len(reports[task]) == 2 {
+					s.findAt("fan-out", m.CreatedAt, "%s: root task %q was reported twice, in %v", where, task, reports[task])
+				}
 			}
 		}
-		if reports > delegated {
-			s.findAt("fan-out", last, "%s: %d reports for %d fan-outs that delegated: a root answered twice", where, reports, delegated)
-		} else if reports < delegated {
-			s.find("fan-out", "%s: %d reports for %d fan-outs that delegated, after the quiet period", where, reports, delegated)
+		if reported != delegated {
+			s.find("fan-out", "%s: %d reports for %d fan-outs that delegated, after the quiet period", where, reported, delegated)
 		}
 	}
 }
@@ -639,8 +651,11 @@ func (s *soak) report() {
 		if path == "" {
 			path = filepath.Join(os.TempDir(), fmt.Sprintf("ganglion-soak-%d.md", s.seed))
 		}
-		md := fmt.Sprintf("GANGLION_SOAK=%v GANGLION_SOAK_SEED=%d go test -count=1 -timeout 0 -run TestClusterSoak -v ./cmd/ganglion/\n\n%d faults over %v; %d requests.\n\n%s",
-			s.duration, s.seed, len(s.faults), s.duration, len(s.reqs), table.String())
+		md := fmt.Sprintf("```\nGANGLION_SOAK=%v GANGLION_SOAK_SEED=%d go test -count=1 -timeout 0 -run TestClusterSoak -v ./cmd/ganglion/\n```\n\n"+
+			"Three `ganglion serve` processes (`replicas: 3`, `lease_ttl: %v`, `--shutdown-timeout %v`) on three embedded NATS servers, %d faults over %v, %d requests. "+
+			"Recovery: from the fault until a probe turn on an instance the faulted process owned succeeds through another process (a NATS server: one on an instance of each process); "+
+			"a fault not recovered in %v is left out of the figures. The calls are the clients' calls in flight during the fault or its recovery.\n\n%s",
+			s.duration, s.seed, soakLeaseTTL, s.shutdown, len(s.faults), s.duration, len(s.reqs), soakRecoveryBound, table.String())
 		if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 			t.Errorf("write the recovery figures: %v", err)
 		} else {
@@ -659,6 +674,7 @@ func (s *soak) report() {
 	}
 	for _, c := range checks {
 		fs := byCheck[c]
+		slices.SortStableFunc(fs, func(a, b soakFinding) int { return int(a.at - b.at) })
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %d findings", c, len(fs))
 		for _, f := range fs[:min(len(fs), 5)] {

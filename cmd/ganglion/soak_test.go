@@ -46,12 +46,11 @@ import (
 //   - every history is well formed: message numbers increase, every tool
 //     call has exactly one result, right after the call;
 //   - no task and no pending item is left open, and every answered
-//     question was resumed;
+//     question's resume turn finished;
 //   - every fan-out was reported to its lead exactly once;
 //   - every stop ended within its timeout, with exit code 0;
 //   - no call was answered 500: what a fault causes is transient, and
 //     says so with a 503; none 499 (the client cancels nothing);
-//   - every answered question's resume turn finished;
 //   - no request went unanswered for soakRequestTimeout, and the cluster
 //     served again within soakRecoveryBound of each fault.
 //
@@ -307,6 +306,14 @@ func (s *soak) find(check, format string, args ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.findings = append(s.findings, soakFinding{check, s.since(), fmt.Sprintf(format, args...)})
+}
+
+// findDuring records a broken invariant about something that began at
+// at, since the soak began.
+func (s *soak) findDuring(check string, at time.Duration, format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.findings = append(s.findings, soakFinding{check, at, fmt.Sprintf(format, args...)})
 }
 
 // pick returns a process, at random among those up other than not.
@@ -602,7 +609,7 @@ func (s *soak) attempt(req *soakReq, what string, p *soakProc, method, path, bod
 		frozen := p.frozen
 		p.mu.Unlock()
 		if !frozen {
-			s.find("hang", "%s: %s %s via %s got no answer in %v", req.id, method, path, p.name, timeout)
+			s.findDuring("hang", at, "%s: %s %s via %s, sent at %v, got no answer in %v", req.id, method, path, p.name, at.Round(time.Millisecond), timeout)
 			s.mu.Lock()
 			s.stuck[p] = fmt.Sprintf("%s hung on it", req.id)
 			s.mu.Unlock()
