@@ -318,21 +318,22 @@ func (s *soak) check() {
 				// The resume turn finishes: its answer follows its input,
 				// the message that names the turn.
 				msgs := histories["asker/"+it.Instance]
+				i := slices.IndexFunc(msgs, func(m pipeline.Message) bool { return m.Metadata["turn_id"] == it.ResumedBy })
+				if i < 0 {
+					s.findAt("resume-unfinished", it.UpdatedAt, "item %s of asker/%s was answered, and no message of its history names its resume %s", it.ID, it.Instance, it.ResumedBy)
+					continue
+				}
 				finished := false
-				if i := slices.IndexFunc(msgs, func(m pipeline.Message) bool { return m.Metadata["turn_id"] == it.ResumedBy }); i >= 0 {
-					for _, m := range msgs[i+1:] {
-						if m.Role == pipeline.RoleUser {
-							break
-						}
-						finished = finished || m.Role == pipeline.RoleAssistant && m.Content == "asker got it"
+				turn := []string{describeMessage(msgs[i])}
+				for _, m := range msgs[i+1:] {
+					if m.Role == pipeline.RoleUser {
+						break
 					}
+					turn = append(turn, describeMessage(m))
+					finished = finished || m.Role == pipeline.RoleAssistant && m.Content == "asker got it"
 				}
 				if !finished {
-					var tail []string
-					for _, m := range msgs[max(0, len(msgs)-4):] {
-						tail = append(tail, describeMessage(m))
-					}
-					s.findAt("resume-unfinished", it.UpdatedAt, "item %s of asker/%s was answered, and its resume %s did not finish; the history ends: %s", it.ID, it.Instance, it.ResumedBy, strings.Join(tail, " | "))
+					s.findAt("resume-unfinished", it.UpdatedAt, "item %s of asker/%s was answered, and its resume %s did not finish: %s", it.ID, it.Instance, it.ResumedBy, strings.Join(turn, " | "))
 				}
 			}
 		}
