@@ -323,17 +323,17 @@ func (s *soak) check() {
 					s.findAt("resume-unfinished", it.UpdatedAt, "item %s of asker/%s was answered, and no message of its history names its resume %s", it.ID, it.Instance, it.ResumedBy)
 					continue
 				}
-				finished := false
+				finished, last := false, msgs[i].CreatedAt
 				turn := []string{describeMessage(msgs[i])}
 				for _, m := range msgs[i+1:] {
 					if m.Role == pipeline.RoleUser {
 						break
 					}
 					turn = append(turn, describeMessage(m))
-					finished = finished || m.Role == pipeline.RoleAssistant && m.Content == "asker got it"
+					finished, last = finished || m.Role == pipeline.RoleAssistant && m.Content == "asker got it", m.CreatedAt
 				}
 				if !finished {
-					s.findAt("resume-unfinished", it.UpdatedAt, "item %s of asker/%s was answered, and its resume %s did not finish: %s", it.ID, it.Instance, it.ResumedBy, strings.Join(turn, " | "))
+					s.findAt("resume-unfinished", last, "item %s of asker/%s was answered, and its resume %s did not finish: %s", it.ID, it.Instance, it.ResumedBy, strings.Join(turn, " | "))
 				}
 			}
 		}
