@@ -76,6 +76,8 @@ func (s *soak) start(p *soakProc) error {
 		log.Close()
 		return err
 	}
+	// The cluster names a process by its host and process ID.
+	fmt.Fprintf(log, "soak: %s.%d is process %d\n", p.name, gen, cmd.Process.Pid)
 	addrc := make(chan string, 1)
 	go func() { // copies stdout to the log, and says where p listens
 		sc := bufio.NewScanner(out)
