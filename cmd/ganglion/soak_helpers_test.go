@@ -452,8 +452,9 @@ func (s *soak) checkRequests(histories map[string][]pipeline.Message) {
 }
 
 // checkFanOuts checks that each root task of a lead instance was
-// reported once (a report turn's input names its root task), and that
-// the lead got as many reports as it made fan-outs that delegated.
+// reported once (a report turn's input names its root task), with no
+// delegated task failed, and that the lead got as many reports as it
+// made fan-outs that delegated.
 func (s *soak) checkFanOuts(histories map[string][]pipeline.Message) {
 	for where, msgs := range histories {
 		if !strings.HasPrefix(where, "lead/") {
@@ -466,6 +467,10 @@ func (s *soak) checkFanOuts(histories map[string][]pipeline.Message) {
 			switch {
 			case m.Role == pipeline.RoleUser && m.Metadata["continues"] == nil:
 				task, _ = m.Metadata["taskId"].(string)
+				if task != "" && strings.Contains(m.Content, "(failed)") {
+					// The helper never fails: a fault made its task fail.
+					s.findAt("task-failed", m.CreatedAt, "%s %s: a report of root task %s says a delegated task failed: %s", where, m.ID, task, oneLine(m.Content[max(0, strings.Index(m.Content, "(failed)")-60):], 300))
+				}
 				if strings.HasPrefix(m.Content, "fan ") && slices.ContainsFunc(msgs[i+1:min(len(msgs), i+4)], func(r pipeline.Message) bool {
 					return r.Role == pipeline.RoleTool && r.Name == "call_agent" && !r.IsError && strings.HasPrefix(r.Content, "Delegated to ")
 				}) {

@@ -47,7 +47,8 @@ import (
 //     call has exactly one result, right after the call;
 //   - no task and no pending item is left open, and every answered
 //     question's resume turn finished;
-//   - every fan-out was reported to its lead exactly once;
+//   - every fan-out was reported to its lead exactly once, and none of
+//     its delegated tasks failed (the helper never fails: a fault did);
 //   - every stop ended within its timeout, with exit code 0;
 //   - no call was answered 500: what a fault causes is transient, and
 //     says so with a 503; none 499 (the client cancels nothing);
