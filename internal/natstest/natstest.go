@@ -101,6 +101,9 @@ type TestCluster struct {
 	tb      testing.TB
 	opts    []*server.Options
 	servers []*server.Server
+	// stopped maps a server that Stop shut down to its client port, on
+	// which Start starts it again.
+	stopped map[int]int
 }
 
 // NewCluster is [Cluster], returning the cluster.
@@ -189,6 +192,48 @@ func (c *TestCluster) Restart(i int) {
 	if !c.servers[i].ReadyForConnections(readyTimeout) {
 		c.tb.Fatalf("NATS server s%d did not start again in %s", i+1, readyTimeout)
 	}
+}
+
+// Stop shuts server i down and keeps it down until [TestCluster.Start]:
+// a test sees how its clients fare while one server is gone. A server
+// stopped already stays stopped.
+func (c *TestCluster) Stop(i int) {
+	c.tb.Helper()
+	if _, ok := c.stopped[i]; ok {
+		return
+	}
+	port := c.servers[i].Addr().(*net.TCPAddr).Port
+	c.servers[i].Shutdown()
+	c.servers[i].WaitForShutdown()
+	if c.stopped == nil {
+		c.stopped = map[int]int{}
+	}
+	c.stopped[i] = port
+}
+
+// Start starts server i, which [TestCluster.Stop] shut down, again with
+// its name, data, cluster port and client port (so that clients given
+// [TestCluster.URLs] before find it again), and returns once it takes
+// connections: its routes to the others, and the leader's view of it,
+// may not be back yet. A server that is not stopped is left alone.
+func (c *TestCluster) Start(i int) {
+	c.tb.Helper()
+	port, ok := c.stopped[i]
+	if !ok {
+		return
+	}
+	o := *c.opts[i]
+	o.Port = port
+	s, err := server.NewServer(&o)
+	if err != nil {
+		c.tb.Fatalf("NATS server s%d: %v", i+1, err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(readyTimeout) {
+		c.tb.Fatalf("NATS server s%d did not start again on port %d in %s", i+1, port, readyTimeout)
+	}
+	c.servers[i] = s
+	delete(c.stopped, i)
 }
 
 // Connect connects to the NATS server(s) at url and returns the
