@@ -102,7 +102,10 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 // A load reads the instance's keys in one direct get, which the server
 // isolates from commits: it sees each commit whole or not at all.
 //
-// Opening creates or updates the bucket, which a busy cluster may take
+// Opening creates the bucket, or updates one whose replicas or storage
+// differ from the options' (which other processes' commits may find
+// refused for a moment, so change them with the cluster stopped), which
+// a busy cluster may take
 // more than the client's default 5 s a request to do: with a ctx that has
 // no deadline, opening waits up to 30 s. Meanwhile it tries again while
 // the cluster cannot place the bucket's replicas because a server looks
@@ -142,22 +145,49 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
+	kv, stream, err := openBucket(ctx, js, bucket, c)
+	if err != nil {
+		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
+	}
+	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1, timeout: c.requestTimeout}
+	return checkedStore{s}, nil
+}
+
+// openBucket returns the bucket and its stream, creating the bucket or
+// updating it to c. An existing bucket that is as c asks, its stream
+// taking atomic batches, is used as it is: an update rewrites the stream's
+// configuration from the bucket's, which cannot say "atomic batches", and
+// until the flag was set again every other process's commit was refused
+// ("atomic publish is disabled").
+func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, c jsConfig) (jetstream.KeyValue, jetstream.Stream, error) {
+	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
+	switch {
+	case err == nil:
+		if cfg := stream.CachedInfo().Config; cfg.AllowAtomicPublish && cfg.Replicas == c.replicas && cfg.Storage == c.storage && cfg.MaxMsgsPerSubject == 1 {
+			kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
+			if err == nil {
+				err = jsopen.WaitLeader(ctx, stream)
+			}
+			return kv, stream, err
+		}
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, nil, err
+	}
 	kv, stream, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
+		return nil, nil, err
 	}
 	// The bucket's stream must take atomic batches; a key-value
 	// configuration cannot say so, its stream's can.
 	if cfg := stream.CachedInfo().Config; !cfg.AllowAtomicPublish {
 		cfg.AllowAtomicPublish = true
 		if _, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, cfg) }); err != nil {
-			return nil, fmt.Errorf("store: open bucket %q: allow atomic batches (NATS server 2.12 or later): %w", bucket, err)
+			return nil, nil, fmt.Errorf("allow atomic batches (NATS server 2.12 or later): %w", err)
 		}
 	}
-	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1, timeout: c.requestTimeout}
-	return checkedStore{s}, nil
+	return kv, stream, nil
 }
 
 // jsStore is the JetStream backend of [OpenJetStream].

@@ -62,3 +62,58 @@ func TestJetStreamOpenFailsAtOnce(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestJetStreamOpenKeepsAtomicBatches: a process that opens a bucket other
+// processes commit to leaves its stream taking atomic batches. Opening
+// used to update the bucket's stream from the bucket's configuration,
+// which cannot say "atomic batches", and only then set the flag again:
+// meanwhile every other process's batch was refused ("atomic publish is
+// disabled (error 10174)"), seen in the chaos soak as a process started.
+func TestJetStreamOpenKeepsAtomicBatches(t *testing.T) {
+	url := natstest.Server(t).ClientURL()
+	nc, _ := natstest.Connect(t, url)
+	ctx := context.Background()
+	first, err := store.OpenJetStream(ctx, nc, "shared")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	_, js := natstest.Connect(t, url)
+	done := make(chan struct{})
+	opened := make(chan error, 1)
+	go func() {
+		defer close(done)
+		for range 20 {
+			nc2, _ := natstest.Connect(t, url)
+			s, err := store.OpenJetStream(ctx, nc2, "shared")
+			if err != nil {
+				opened <- err
+				return
+			}
+			s.Close()
+		}
+	}()
+	for i := uint64(1); ; i++ {
+		select {
+		case <-done:
+			select {
+			case err := <-opened:
+				t.Fatalf("open the bucket again: %v", err)
+			default:
+			}
+			info, err := js.Stream(ctx, "KV_shared")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !info.CachedInfo().Config.AllowAtomicPublish {
+				t.Fatal("the bucket's stream no longer takes atomic batches")
+			}
+			return
+		default:
+		}
+		b := store.Batch{Put: []store.Record{rec(i, "m"), rec(i+1000000, "n")}, Meta: meta(1, i+1)}
+		if err := first.Commit(ctx, "a", "k", b); err != nil {
+			t.Fatalf("commit %d while another process opens the bucket: %v", i, err)
+		}
+	}
+}
