@@ -103,14 +103,13 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 // isolates from commits: it sees each commit whole or not at all.
 //
 // Opening creates the bucket, or updates one whose replicas or storage
-// differ from the options' (which other processes' commits may find
-// refused for a moment, so change them with the cluster stopped), which
-// a busy cluster may take
-// more than the client's default 5 s a request to do: with a ctx that has
-// no deadline, opening waits up to 30 s. Meanwhile it tries again while
-// the cluster cannot place the bucket's replicas because a server looks
-// offline (as it does for a moment after its route to the leader comes
-// back), or has no JetStream leader; any other refusal fails at once.
+// differ from the options' (meanwhile other processes' commits may be
+// refused: change them with the cluster stopped). A busy cluster may take
+// more than the client's default 5 s a request to do either: with a ctx
+// that has no deadline, opening waits up to 30 s. Meanwhile it tries again
+// while the cluster cannot place the bucket's replicas because a server
+// looks offline (as it does for a moment after its route to the leader
+// comes back), or has no JetStream leader; any other refusal fails at once.
 //
 // # Limits
 //
