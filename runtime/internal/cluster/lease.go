@@ -93,6 +93,11 @@ func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	cctx, cancel := bound(ctx)
 	rev, err := l.kv.Create(cctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
 	cancel()
+	if isWrongSequence(err) && !errors.Is(err, jetstream.ErrKeyExists) {
+		// The key was deleted (released, or expired) and another owner's
+		// write of it came first: held, or about to be.
+		return nil, &HeldError{Name: name, Owner: "?"}
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		cctx, cancel := bound(ctx)
 		defer cancel()

@@ -212,3 +212,60 @@ func TestWatchHoldersAndOwner(t *testing.T) {
 	}()
 	await("proc-a")
 }
+
+// TestLeaseRaceAfterRelease: on a replicated bucket, owners racing for a
+// lease just released all get it or ErrHeld. The key is deleted then, and
+// the second write of a deleted key fails with the replicated stream's
+// own code (10164, not 10071), which the client does not take for "the
+// key exists": it reached the runtime as "take its lease: wrong last
+// sequence", answered 500, in the chaos soak.
+func TestLeaseRaceAfterRelease(t *testing.T) {
+	ctx := context.Background()
+	url := natstest.Cluster(t, 3)
+	var all []*Leases
+	for i := range 6 {
+		_, js := natstest.Connect(t, url)
+		l, err := Open(ctx, js, "leases", "proc-"+string(rune('a'+i)), 5*time.Second, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, l)
+	}
+	for round := range 10 {
+		first, err := all[0].Acquire(ctx, "assistant/k")
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := first.Release(ctx); err != nil {
+			t.Fatalf("round %d: release: %v", round, err)
+		}
+		var (
+			mu   sync.Mutex
+			won  []*Lease
+			errs []error
+			wg   sync.WaitGroup
+		)
+		for _, l := range all[1:] {
+			wg.Go(func() {
+				le, err := l.Acquire(ctx, "assistant/k")
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					won = append(won, le)
+				case !errors.Is(err, ErrHeld):
+					errs = append(errs, err)
+				}
+			})
+		}
+		wg.Wait()
+		if len(won) > 1 || len(errs) > 0 {
+			t.Fatalf("round %d: %d winners, errors %v; want at most one winner, and ErrHeld for the others", round, len(won), errs)
+		}
+		for _, le := range won {
+			if err := le.Release(ctx); err != nil {
+				t.Fatalf("round %d: release: %v", round, err)
+			}
+		}
+	}
+}
