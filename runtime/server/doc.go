@@ -101,8 +101,9 @@
 // turn ran (its "result" has a turn_id): a GET, an action on a pending
 // item (one that was applied is refused as already_resolved) and a
 // message whose turn did not start may be sent again as they are.
-// outcome_unknown (a write the store never confirmed: it may have been
-// saved) has no Retry-After: look at the history or the item first.
+// outcome_unknown (a write the store never confirmed, or a call whose
+// process stopped or lost the instance before it answered: it may have
+// been done) has no Retry-After: look at the history or the item first.
 //
 // # Browser clients
 //

@@ -584,7 +584,7 @@ func errorOf(err error, res *pipeline.TurnResult) apiError {
 	case "unavailable":
 		msg = "the store is unavailable for a moment (a NATS server is down or electing a leader); try again: " + msg
 	case "outcome_unknown":
-		msg = "the store did not confirm a write (a NATS server is down or electing a leader): the turn or action may have been saved, or not; " +
+		msg = "the turn or action may have been done, or not (the store did not confirm a write, or the process running it stopped or lost the instance before it answered); " +
 			"read the history or the pending item before you try it again: " + msg
 	}
 	return apiError{Code: code, Status: status, Message: msg, Result: res, RetryAfter: after}
@@ -618,10 +618,12 @@ const retryAfter = 2
 // its own bound, which is no timeout of the call.
 func classify(err error) (code string, status, after int) {
 	switch {
-	case errors.Is(err, store.ErrOutcomeUnknown):
+	case errors.Is(err, store.ErrOutcomeUnknown), errors.Is(err, store.ErrFenced):
 		// Transient too, but trying again is safe only if nothing was
 		// saved: no Retry-After, which invites the same call again, and
-		// the message says to look first.
+		// the message says to look first. A fenced commit is a turn whose
+		// process lost the instance to another while it ran (it stalled
+		// past its lease): its earlier steps may be saved.
 		return "outcome_unknown", http.StatusServiceUnavailable, 0
 	case errors.Is(err, store.ErrUnavailable):
 		return "unavailable", http.StatusServiceUnavailable, retryAfter
