@@ -1,0 +1,170 @@
+package runtime_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/ledger"
+	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
+)
+
+// holdScript: agent a asks a question; the turn that resumes after the
+// answer calls hold, then answers.
+const holdScript = `
+agents:
+  a:
+    turns:
+      - steps:
+          - text: |
+              [USER_QUESTION]
+              category: business
+              question: Go on?
+              options: ["yes", "no"]
+              required: true
+              [/USER_QUESTION]
+      - steps:
+          - tool_calls: [{name: hold, id: h1, args: {}}]
+          - text: "resumed after hold"
+`
+
+const holdConfig = `
+agents:
+  - name: a
+    tools: [hold]
+    extensions: [{name: relay}, {name: protocol}]
+`
+
+// holdTool is a tool that says it started, then waits until the test
+// releases it or its context ends, and records which.
+type holdTool struct {
+	started chan struct{}
+	release chan struct{}
+
+	mu   sync.Mutex
+	ends []string // "released", or "cut: " and the context's error
+}
+
+func newHoldTool() *holdTool {
+	return &holdTool{started: make(chan struct{}, 10), release: make(chan struct{})}
+}
+
+func (h *holdTool) tool() runtime.Option {
+	return runtime.WithTool(pipeline.Tool{ToolSpec: pipeline.ToolSpec{Name: "hold", Description: "Holds until released.", Category: pipeline.CategoryOther},
+		Func: func(ctx context.Context, _ *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+			h.started <- struct{}{}
+			select {
+			case <-h.release:
+				h.end("released")
+				return &pipeline.ToolResult{Content: "held, then released"}, nil
+			case <-ctx.Done():
+				h.end("cut: " + ctx.Err().Error())
+				return nil, ctx.Err()
+			}
+		}})
+}
+
+func (h *holdTool) end(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ends = append(h.ends, s)
+}
+
+func (h *holdTool) ended() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.ends)
+}
+
+// pauseOnP1 runs the turn of a/k that asks the question on p1 (which so
+// owns the instance), and returns the question's ID as p2 lists it.
+func pauseOnP1(t *testing.T, c *testCluster) string {
+	t.Helper()
+	res, err := c.send(0, "a", "k", "start")
+	if !errors.Is(err, runtime.ErrPaused) && (err != nil || res.FinishReason != pipeline.FinishPaused) {
+		t.Fatalf("the first turn: %+v, %v; want it paused", res, err)
+	}
+	items, err := c.rts[1].Pending(context.Background(), ledger.Filter{Agent: "a", Instance: "k", Open: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("p2's pending items: %+v, %v", items, err)
+	}
+	return items[0].ID
+}
+
+type answered struct {
+	res *pipeline.TurnResult
+	err error
+}
+
+// answerThroughP2 answers the question through p2 in the background, and
+// waits until its resume turn's call of hold has started (on p1).
+func answerThroughP2(t *testing.T, c *testCluster, h *holdTool, id string) <-chan answered {
+	t.Helper()
+	done := make(chan answered, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := c.rts[1].Answer(ctx, id, "yes")
+		done <- answered{res, err}
+	}()
+	select {
+	case <-h.started:
+	case a := <-done:
+		t.Fatalf("Answer through p2 ended before the resume called hold: %+v, %v", a.res, a.err)
+	case <-time.After(time.Minute):
+		t.Fatal("the resume turn never called hold")
+	}
+	return done
+}
+
+// TestClusterStopLetsARoutedResumeFinish: a question asked through p1 is
+// answered through p2, so the resume turn runs on p1, the owner; p1 is
+// stopped while the resume's tool call runs. The stop lets the call and
+// the turn finish, as it would a resume answered through p1 itself, and
+// the answerer on p2 gets the resume's answer.
+func TestClusterStopLetsARoutedResumeFinish(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(*runtime.Runtime) error
+	}{
+		{"Close", (*runtime.Runtime).Close},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHoldTool()
+			c := newClusterOn(t, natstest.Server(t).ClientURL(), 1, 2, holdConfig, holdScript, h.tool())
+			id := pauseOnP1(t, c)
+			done := answerThroughP2(t, c, h, id)
+			stopped := make(chan error, 1)
+			go func() { stopped <- tc.stop(c.rts[0]) }()
+			// Let the stop begin while the call holds: the stop must wait
+			// for it, not cut it.
+			time.Sleep(500 * time.Millisecond)
+			close(h.release)
+
+			a := <-done
+			if a.err != nil || a.res == nil || a.res.Response.Content != "resumed after hold" {
+				t.Errorf("Answer through p2: %+v, %v; want the resume turn's answer", a.res, a.err)
+			}
+			if err := <-stopped; err != nil {
+				t.Errorf("stop of p1: %v", err)
+			}
+			if got := h.ended(); !slices.Equal(got, []string{"released"}) {
+				t.Errorf("hold's calls ended %q; want once, released", got)
+			}
+			it, err := c.rts[1].PendingItem(context.Background(), id)
+			if err != nil || it.Open || it.Status != ledger.Answered || it.ResumedBy == "" {
+				t.Errorf("the item after the stop: %+v, %v; want it answered and resumed", it, err)
+			}
+			hist := c.history(1, "a", "k")
+			if len(hist) == 0 || !strings.HasSuffix(hist[len(hist)-1], "resumed after hold") || countLines(hist, "ran on p2") != 0 {
+				t.Errorf("the history:\n%s\nwant the resume's answer last, every turn on p1", strings.Join(hist, "\n"))
+			}
+		})
+	}
+}
