@@ -87,7 +87,9 @@ func (n *node) serveAct(m *nats.Msg) {
 			act.Value = string(v)
 		}
 		// The sender gave up when its own wait ended; the action is the
-		// human's, and runs to its end here.
-		return resultReply(n.r.actHere(n.r.tasks.bg, req.ID, act))
+		// human's, and runs to its end here, as one asked here does: a
+		// stop gives its resume turn the stop's time (Runtime.Shutdown).
+		res, err := n.r.actHere(context.Background(), req.ID, act)
+		return resultReply(res, n.movedIfClosed(err))
 	})
 }

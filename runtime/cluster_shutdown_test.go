@@ -134,6 +134,11 @@ func TestClusterStopLetsARoutedResumeFinish(t *testing.T) {
 		stop func(*runtime.Runtime) error
 	}{
 		{"Close", (*runtime.Runtime).Close},
+		{"Shutdown", func(rt *runtime.Runtime) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			return rt.Shutdown(ctx)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHoldTool()

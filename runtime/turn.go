@@ -107,6 +107,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
 	r := a.rt
+	// A stop whose time is up cuts the turn (Runtime.Shutdown).
+	ctx, unbind := r.bound(ctx)
+	defer unbind()
 	// The instance's turns run one at a time, so its turn state is reused.
 	ts := &inst.ts
 	ts.agent, ts.inst = a, inst
@@ -172,6 +175,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		reason := pipeline.FinishError
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			reason = pipeline.FinishAborted
+			if context.Cause(ctx) == errCut {
+				err = errCut // its caller did not cancel it: say why it ended
+			}
 		}
 		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.steps, Usage: ts.usage}
 		err = fmt.Errorf("agent %q instance %q %s: %w", a.name, inst.key, ts.turnID, err)
