@@ -173,3 +173,101 @@ func TestClusterStopLetsARoutedResumeFinish(t *testing.T) {
 		})
 	}
 }
+
+// awaitResumed waits until process i sees item id resumed and the history
+// of a/k ending with the resume's answer, and returns the history.
+func awaitResumed(t *testing.T, rt *runtime.Runtime, id string) (ledger.Item, []string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		it, err := rt.PendingItem(ctx, id)
+		msgs, herr := rt.History(ctx, "a", "k")
+		var lines []string
+		for _, m := range msgs {
+			lines = append(lines, string(m.Role)+": "+m.Content)
+		}
+		if err == nil && herr == nil && it.ResumedBy != "" && len(lines) > 0 && lines[len(lines)-1] == "assistant: resumed after hold" {
+			return it, lines
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the resume was never finished: item %+v, %v; history (%v):\n%s", it, err, herr, strings.Join(lines, "\n"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestClusterStopTooShortForARoutedResume: p1, the owner, is stopped with
+// too little time for the resume turn of an answer given through p2. The
+// stop cuts the turn when its time is up; the answerer on p2 is told that
+// the answer was taken and that the turn finishes on the instance's next
+// owner, not that it cancelled anything; and p2, which takes the instance
+// over, finishes the turn: the item ends answered and resumed.
+func TestClusterStopTooShortForARoutedResume(t *testing.T) {
+	h := newHoldTool() // never released: only the stop ends it
+	c := newClusterOn(t, natstest.Server(t).ClientURL(), 1, 2, holdConfig, holdScript, h.tool())
+	id := pauseOnP1(t, c)
+	done := answerThroughP2(t, c, h, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := c.rts[0].Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "turns still ran when its time was up, and were cut") {
+		t.Errorf("Shutdown of p1: %v; want it to say that its time was up", err)
+	}
+	a := <-done
+	want := `pending item ` + id + `: the answer was taken, but its resume turn turn-2 did not end: runtime: closed: the runtime stopped before the turn ended; the instance's next owner finishes it`
+	if a.err == nil || a.err.Error() != want || !errors.Is(a.err, runtime.ErrClosed) || errors.Is(a.err, context.Canceled) {
+		t.Errorf("Answer through p2: %+v, %v;\nwant the error %q, matching ErrClosed", a.res, a.err, want)
+	}
+	if got := h.ended(); !slices.Equal(got, []string{"cut: context canceled"}) {
+		t.Errorf("hold's calls ended %q; want once, cut by the stop", got)
+	}
+	it, hist := awaitResumed(t, c.rts[1], id)
+	if it.Status != ledger.Answered || it.Open || it.ResumedBy != "turn-2" {
+		t.Errorf("the item: %+v; want it answered, resumed by turn-2", it)
+	}
+	if countLines(hist, "system: ran on p2") != 1 || countLines(hist, "user: Answer to your question \"Go on?\": yes") != 1 {
+		t.Errorf("the history:\n%s\nwant the resume turn's input once, the turn continued on p2", strings.Join(hist, "\n"))
+	}
+}
+
+// TestClusterStoppingOwnerSendsTurnsOn: a turn routed to an owner that
+// stops waits for the owner's leases to pass, and runs on the next owner,
+// instead of failing because the owner closed.
+func TestClusterStoppingOwnerSendsTurnsOn(t *testing.T) {
+	h := newHoldTool()
+	c := newClusterOn(t, natstest.Server(t).ClientURL(), 1, 2, holdConfig+`
+  - name: b
+    extensions: [{name: relay}]
+`, holdScript+`
+  b:
+    fallback:
+      steps: [{text: "b answers"}]
+`, h.tool())
+	id := pauseOnP1(t, c)
+	c.mustSend(0, "b", "k2", "warm up") // p1 owns b/k2 too
+	done := answerThroughP2(t, c, h, id)
+	stopped := make(chan error, 1)
+	go func() { stopped <- c.rts[0].Shutdown(context.Background()) }()
+	time.Sleep(300 * time.Millisecond) // the stop refuses new turns now
+	sent := make(chan answered, 1)
+	go func() {
+		res, err := c.send(1, "b", "k2", "hello")
+		sent <- answered{res, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the turn was sent back, and waits
+	close(h.release)
+	if a := <-done; a.err != nil {
+		t.Errorf("Answer through p2: %+v, %v", a.res, a.err)
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("Shutdown of p1: %v", err)
+	}
+	s := <-sent
+	if s.err != nil || s.res.Response.Content != "b answers" {
+		t.Fatalf("the turn sent through p2 while p1 stopped: %+v, %v; want it run by the next owner", s.res, s.err)
+	}
+	if hist := c.history(1, "b", "k2"); countLines(hist, "system: ran on p2") != 1 {
+		t.Errorf("b/k2's history:\n%s\nwant the second turn on p2", strings.Join(hist, "\n"))
+	}
+}
