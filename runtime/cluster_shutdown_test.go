@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -269,5 +272,96 @@ func TestClusterStoppingOwnerSendsTurnsOn(t *testing.T) {
 	}
 	if hist := c.history(1, "b", "k2"); countLines(hist, "system: ran on p2") != 1 {
 		t.Errorf("b/k2's history:\n%s\nwant the second turn on p2", strings.Join(hist, "\n"))
+	}
+}
+
+// clusterAskerEnv names the config of the cluster process that
+// TestClusterOwnerKilledMidResume kills.
+const clusterAskerEnv = "GANGLION_TEST_CLUSTER_ASKER"
+
+// killResumeScript is holdScript with block (markTools) in place of hold.
+var killResumeScript = strings.ReplaceAll(holdScript, "{name: hold, id: h1, args: {}}", "{name: block, id: b1, args: {}}")
+
+// runAskingNode is the process TestClusterOwnerKilledMidResume kills: it
+// joins the cluster, runs the turn of a/k that asks the question, writes
+// the question's ID in marks/ready, and serves until it is killed.
+func runAskingNode(cfg string) {
+	marks := os.Getenv(clusterMarksEnv)
+	fail := func(err error) {
+		fmt.Fprintln(os.Stderr, "cluster node:", err)
+		os.Exit(1)
+	}
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, append(markTools(marks, true), runtime.WithConfigFile(cfg), runtime.WithSecretKey(clusterKey))...)
+	if err != nil {
+		fail(err)
+	}
+	if _, err := rt.Send(ctx, "a", "k", runtime.UserMessage("start")); !errors.Is(err, runtime.ErrPaused) && err != nil {
+		fail(err)
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Agent: "a", Instance: "k", Open: true})
+	if err != nil || len(items) != 1 {
+		fail(fmt.Errorf("pending items %+v, %v; want one", items, err))
+	}
+	os.WriteFile(filepath.Join(marks, "ready"), []byte(items[0].ID), 0o644)
+	select {}
+}
+
+// TestClusterOwnerKilledMidResume: the owner of an instance is killed
+// while the resume turn of an answer given through another process runs
+// a tool. The answerer is told that the answer was taken and that the
+// instance's next owner finishes the turn; the other process takes the
+// instance over and finishes it (the cut call gets its interrupted result
+// and does not run again): the item ends answered and resumed.
+func TestClusterOwnerKilledMidResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills a process")
+	}
+	cfg, marks, child, _ := startClusterChild(t, clusterAskerEnv, killResumeScript, `
+  - name: a
+    tools: [block]
+    extensions: [{name: protocol}]`)
+	awaitFile(t, filepath.Join(marks, "ready"), child)
+	id, err := os.ReadFile(filepath.Join(marks, "ready"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(context.Background(), append(markTools(marks, false),
+		runtime.WithConfigFile(cfg), runtime.WithSecretKey(clusterKey))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	done := make(chan answered, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		res, err := rt.Answer(ctx, string(id), "yes")
+		done <- answered{res, err}
+	}()
+	awaitFile(t, filepath.Join(marks, "blocked"), child)
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+
+	// The answerer learns that the owner left when its lease expires, and
+	// this process may have finished the turn by when it looks.
+	a := <-done
+	taken := fmt.Sprintf(`pending item %q: the action was taken (the item is answered)`, id)
+	if a.err == nil || !strings.HasPrefix(a.err.Error(), taken) || !errors.Is(a.err, runtime.ErrClosed) || errors.Is(a.err, context.Canceled) ||
+		!strings.HasSuffix(a.err.Error(), ` stopped before its resume turn ended; the instance's next owner finishes it (runtime: closed)`) &&
+			!strings.Contains(a.err.Error(), ` and resume turn turn-2 ran, but process `) {
+		t.Errorf("Answer: %+v, %v; want it to say that the answer was taken, and that the next owner finishes the turn or has", a.res, a.err)
+	}
+	it, hist := awaitResumed(t, rt, string(id))
+	if it.Status != ledger.Answered || it.Open || it.ResumedBy != "turn-2" {
+		t.Errorf("the item: %+v; want it answered, resumed by turn-2", it)
+	}
+	if len(hist) < 2 || !strings.HasPrefix(hist[len(hist)-2], "tool: interrupted: the process stopped while tool \"block\" ran") {
+		t.Errorf("the history:\n%s\nwant block's call interrupted, then the answer", strings.Join(hist, "\n"))
+	}
+	if _, err := os.Stat(filepath.Join(marks, "blocked-again")); err == nil {
+		t.Error("the cut call ran again after the takeover")
 	}
 }
