@@ -730,8 +730,16 @@ var errCut = fmt.Errorf("%w: the runtime stopped before the turn ended", ErrClos
 const cutGrace = 2 * time.Second
 
 // bound returns ctx, cut when the runtime's stop cuts its turns
-// ([Runtime.Shutdown]), with context.Cause errCut then; stop frees it.
+// ([Runtime.Shutdown]), with context.Cause errCut then; stop frees it. A
+// turn of context.Background (most turns the runtime starts itself) runs
+// under r.halt itself, which costs it nothing.
 func (r *Runtime) bound(ctx context.Context) (_ context.Context, stop func()) {
+	switch {
+	case r.halt == nil: // a runtime New did not build (tests)
+		return ctx, func() {}
+	case ctx == context.Background():
+		return r.halt, func() {}
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	unwatch := context.AfterFunc(r.halt, func() { cancel(errCut) })
 	return ctx, func() { unwatch(); cancel(nil) }

@@ -129,8 +129,10 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		turn = inst.meta.Turns
 		ts.turnID = turnIDOf(uint64(turn))
 	}
-	ts.storeCtx = ctx
-	if ctx.Done() != nil {
+	switch ts.storeCtx = ctx; {
+	case ctx == r.halt:
+		ts.storeCtx = context.Background() // what bound made it of
+	case ctx.Done() != nil:
 		// Only a context that can end needs detaching (one without Done has
 		// no deadline either); detaching costs an allocation a turn.
 		ts.storeCtx = context.WithoutCancel(ctx)
