@@ -734,10 +734,7 @@ const cutGrace = 2 * time.Second
 // turn of context.Background (most turns the runtime starts itself) runs
 // under r.halt itself, which costs it nothing.
 func (r *Runtime) bound(ctx context.Context) (_ context.Context, stop func()) {
-	switch {
-	case r.halt == nil: // a runtime New did not build (tests)
-		return ctx, func() {}
-	case ctx == context.Background():
+	if ctx == context.Background() {
 		return r.halt, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -755,8 +752,8 @@ func (r *Runtime) bound(ctx context.Context) (_ context.Context, stop func()) {
 type gate struct {
 	// state counts the admitted turns, plus gateClosed once closed.
 	state   atomic.Int64
-	closeMu sync.Mutex // serialises close
-	// drained is made by close before it sets the closed bit, and closed
+	closeMu sync.Mutex // serialises shut
+	// drained is made by shut before it sets the closed bit, and closed
 	// (once) when no admitted turn is left.
 	drained chan struct{}
 	drain   sync.Once
