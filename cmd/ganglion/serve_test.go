@@ -420,9 +420,11 @@ agents:
 			t.Fatal("the resume's command never started")
 		}
 	}
+	stopping := time.Now()
 	if r := stopA(); r.code != exitOK {
 		t.Errorf("a exited %d:\n%s", r.code, r.stderr)
 	}
+	t.Logf("a stopped %v after SIGINT, its resume's command (2 s) having run", time.Since(stopping))
 	if r := <-answered; r.code != http.StatusOK || !strings.Contains(r.body, "done: ") || !strings.Contains(r.body, "slept") {
 		t.Errorf("the answer through b: %d %s; want the resume's answer", r.code, r.body)
 	}
