@@ -652,6 +652,12 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 		*out = *r
 		out.CallID, out.Name = c.ID, c.Name
 	}
+	if ctx.Err() != nil && context.Cause(ctx) == errCut {
+		// The runtime's stop cut the call: the model reads what a crash's
+		// result says (closeInterrupted), and what the tool said.
+		out.Content = fmt.Sprintf("interrupted: the process stopped while tool %q ran (call %s); it may or may not have taken effect. Check its effect before you run it again.\n%s", c.Name, c.ID, out.Content)
+		out.IsError = true
+	}
 	// No tool result shows a provided secret: not to the model, the
 	// history, the events or the logs. toolHandler masked what the tool
 	// said before any middleware saw it; this masks what a middleware
