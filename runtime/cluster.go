@@ -242,13 +242,39 @@ func (n *node) start() error {
 	return nil
 }
 
-// shutdown stops serving and renewing, and gives up every lease, so that
-// other processes take the instances over at once. The runtime's turns
-// have ended.
-func (n *node) shutdown() error {
+// refuse makes the node send back the requests other processes route
+// here from now on (see handle): the runtime stops, and its instances will
+// move once their turns have ended.
+func (n *node) refuse() {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
+}
+
+// stopping is the error of a request that reached this process while it
+// stops, before it ran: the sender looks for the instance's owner again,
+// which is another process once this one has given its leases up.
+func (n *node) stopping() error {
+	return fmt.Errorf("%w (%s, which stops)", errMoved, n.name)
+}
+
+// movedIfClosed is err, unless err says that the runtime refused a
+// routed request at its door because it stops ([Runtime.sendHere] and
+// [Runtime.actHere] return ErrClosed itself then, before anything ran):
+// then it is [node.stopping]'s error.
+func (n *node) movedIfClosed(err error) error {
+	if err == ErrClosed {
+		return n.stopping()
+	}
+	return err
+}
+
+// shutdown stops serving and renewing, and gives up every lease, so that
+// other processes take the instances over at once. The runtime's turns
+// have ended, or were cut (then the requests still answered are waited for
+// at most cutGrace).
+func (n *node) shutdown() error {
+	n.refuse()
 	if n.unbus != nil {
 		n.unbus()
 	}
@@ -258,7 +284,9 @@ func (n *node) shutdown() error {
 			errs = append(errs, fmt.Errorf("cluster: unsubscribe: %w", err))
 		}
 	}
-	n.handlers.Wait()
+	if !waitAtMost(&n.handlers, n.r.halt, cutGrace) {
+		n.r.logger.Warn("cluster: stop: requests routed here were still answered when the stop's time was up; leaving them")
+	}
 	if n.stop != nil {
 		close(n.stop)
 		<-n.done
@@ -281,6 +309,24 @@ func (n *node) shutdown() error {
 	n.adding.Wait()
 	n.releasing.Wait()
 	return errors.Join(errs...)
+}
+
+// waitAtMost waits for wg, at most grace once halt has ended; it reports
+// whether wg was done.
+func waitAtMost(wg *sync.WaitGroup, halt context.Context, grace time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-halt.Done():
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
+		return false
+	}
 }
 
 // setLive notes the processes alive. When one has gone, the instances it

@@ -67,7 +67,7 @@ func (n *node) forwardAct(ctx context.Context, owner, id string, act extensions.
 	rep, err := n.call(ctx, owner, ".act", req)
 	switch {
 	case errors.Is(err, errOwnerLeft):
-		return nil, fmt.Errorf("pending item %q: %w; see whether the item is still open", id, err)
+		return nil, n.ownerLeft(ctx, owner, id, err)
 	case err != nil:
 		return nil, fmt.Errorf("pending item %q: %w", id, err)
 	}
@@ -87,7 +87,29 @@ func (n *node) serveAct(m *nats.Msg) {
 			act.Value = string(v)
 		}
 		// The sender gave up when its own wait ended; the action is the
-		// human's, and runs to its end here.
-		return resultReply(n.r.actHere(n.r.tasks.bg, req.ID, act))
+		// human's, and runs to its end here, as one asked here does: a
+		// stop gives its resume turn the stop's time (Runtime.Shutdown).
+		res, err := n.r.actHere(context.Background(), req.ID, act)
+		return resultReply(res, n.movedIfClosed(err))
 	})
+}
+
+// ownerLeft is the error of an action on item id that owner took and
+// left the cluster (stopped, was killed) before it answered; err is
+// call's. The item says how far the action went: still open, it was not
+// taken (act again); else it was, and either its resume turn ran, or the
+// instance's next owner finishes it (recoverResumes), as it does a resume
+// cut by a stop. The error matches [ErrClosed]: the process that took the
+// action closed.
+func (n *node) ownerLeft(ctx context.Context, owner, id string, err error) error {
+	it, gerr := n.r.ledger.Get(ctx, id)
+	switch {
+	case gerr != nil:
+		return fmt.Errorf("pending item %q: %w, and reading the item to see whether the action was taken failed: %v (%w)", id, err, gerr, ErrClosed)
+	case it.Open:
+		return fmt.Errorf("pending item %q: %w; the action was not taken, the item is still open: act on it again (%w)", id, err, ErrClosed)
+	case it.ResumedBy != "":
+		return fmt.Errorf("pending item %q: the action was taken (the item is %s) and resume turn %s ran, but process %s stopped before it answered: see the instance's history (%w)", id, it.Status, it.ResumedBy, owner, ErrClosed)
+	}
+	return fmt.Errorf("pending item %q: the action was taken (the item is %s), but process %s stopped before its resume turn ended; the instance's next owner finishes it (%w)", id, it.Status, owner, ErrClosed)
 }

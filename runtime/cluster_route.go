@@ -111,7 +111,8 @@ func (n *node) serve(m *nats.Msg) {
 			delete(n.running, req.ID)
 			n.mu.Unlock()
 		}()
-		return resultReply(n.r.sendHere(ctx, req.Agent, req.Instance, req.Input))
+		res, err := n.r.sendHere(ctx, req.Agent, req.Instance, req.Input)
+		return resultReply(res, n.movedIfClosed(err))
 	})
 }
 

@@ -97,6 +97,10 @@ func (n *node) reply(m *nats.Msg, rep remoteReply) {
 	}
 }
 
+// leftGrace is how long call still waits for an answer once the process
+// asked has left.
+const leftGrace = 500 * time.Millisecond
+
 // errOwnerLeft is call's error when the process it waited for left the
 // cluster before answering: what it was asked may have been done in part.
 var errOwnerLeft = errors.New("the process stopped before it answered")
@@ -115,10 +119,13 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var left atomic.Bool
-	defer n.onLeave(owner, func() { left.Store(true); cancel() })()
+	// A process that stops answers before it leaves, but its answer and
+	// the news that it left reach this process apart: give the answer
+	// leftGrace to land.
+	defer n.onLeave(owner, func() { left.Store(true); time.AfterFunc(leftGrace, cancel) })()
 	msg, err := n.nc.RequestWithContext(rctx, n.prefix+owner+suffix, data)
 	switch {
-	case left.Load() && ctx.Err() == nil:
+	case err != nil && left.Load() && ctx.Err() == nil:
 		return remoteReply{}, fmt.Errorf("process %s: %w", owner, errOwnerLeft)
 	case ctx.Err() != nil:
 		return remoteReply{}, ctx.Err()
@@ -136,13 +143,13 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 
 // handle answers m, a request another process sent with call, with what
 // answer makes of its decoded body, in a goroutine of its own: NATS calls
-// a subscription's handler for one message at a time. Once the node shuts
-// down it answers ErrClosed.
+// a subscription's handler for one message at a time. Once the node stops
+// it answers errMoved: the sender looks for the instance's next owner.
 func handle[T any](n *node, m *nats.Msg, answer func(T) remoteReply) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		n.reply(m, errorReply(ErrClosed))
+		n.reply(m, errorReply(n.stopping()))
 		return
 	}
 	n.handlers.Add(1)

@@ -113,8 +113,9 @@ func newCluster(t testing.TB, n int, cfg string) *testCluster {
 }
 
 // newClusterOn is newCluster on the NATS servers at urls, keeping
-// replicas copies of the shared data, with the model's script.
-func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string) *testCluster {
+// replicas copies of the shared data, with the model's script; every
+// runtime gets more, too.
+func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string, more ...runtime.Option) *testCluster {
 	t.Helper()
 	dir := t.TempDir()
 	sc, err := scripted.Parse("script.yaml", []byte(script))
@@ -131,6 +132,7 @@ func newClusterOn(t testing.TB, urls string, replicas, n int, cfg, script string
 		opts := []runtime.Option{runtime.WithConfig(file), runtime.WithModel(sc),
 			runtime.WithSecretKey(clusterKey), runtime.WithWasmCache(filepath.Join(dir, "wasm-"+name)),
 			runtime.WithExtension("relay", relay(name, c.blocked, c.took, c.meet))}
+		opts = append(opts, more...)
 		if os.Getenv("GANGLION_TEST_CLUSTER_LOG") != "" { // to debug a cluster test
 			opts = append(opts, runtime.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("process", name)))
 		}

@@ -66,8 +66,10 @@
 // tool call the history shows without a result, because the process died
 // while it ran, is never run again: when its instance loads it gets an
 // error result marked [MetaInterrupted], and a [events.TurnInterrupted]
-// event is published. A task's turn cut short continues from its next step
-// (input metadata "continues"). Every call carries a stable
+// event is published. A task's turn cut short, and a resume turn cut short
+// (by a crash, or by [Runtime.Shutdown] when its time is up), continue from
+// their next step (input metadata "continues"), on the instance's next
+// owner. Every call carries a stable
 // [pipeline.ToolCallContext.IdempotencyKey]. [New] finishes what a stopped
 // process left open unless given [WithoutRecovery]; [Runtime.Recover] does
 // it on demand, for every stored instance.
@@ -142,7 +144,8 @@
 //
 // # Errors
 //
-// Send returns [ErrClosed] after Close, an error wrapping [ErrUnknownAgent]
+// Send returns [ErrClosed] after Close (and once [Runtime.Shutdown] began,
+// or for a turn it cut), an error wrapping [ErrUnknownAgent]
 // for an agent the config does not define, one wrapping
 // [ErrAgentUnavailable] for an agent that failed to load ([WithPartialLoad]),
 // and for a failed turn a result

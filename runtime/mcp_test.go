@@ -38,6 +38,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(clusterNodeEnv); cfg != "" {
 		runClusterNode(cfg) // never returns: the test kills it
 	}
+	if cfg := os.Getenv(clusterAskerEnv); cfg != "" {
+		runAskingNode(cfg) // never returns: the test kills it
+	}
 	if cfg := os.Getenv(clusterStallEnv); cfg != "" {
 		runStalledNode(cfg) // never returns
 	}

@@ -547,9 +547,10 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 	}
 	if by := inst.resumedBy(turnID); by != "" {
 		// The resume turn ran, or began: a stop of the process came before
-		// the items were marked. A task's resume turn cut short goes on
-		// from where it stopped (interrupt.go); any other ended there.
-		if _, cut := inst.interrupted(in); !cut || a.turnTask(ctx, inst, in) == "" {
+		// the items were marked. Cut short, it goes on from where it
+		// stopped (interrupt.go), as the answer asked; if it ended, or
+		// other turns followed it, nothing is left to run.
+		if _, cut := inst.interrupted(in); !cut {
 			return nil, r.ledger.MarkResumed(storeCtx, ids, by)
 		}
 	}
@@ -557,6 +558,12 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 	res, err := a.runTurn(ctx, inst, in)
 	if res.TurnID == "" {
 		return res, err // the turn never began (its agent is unavailable): nothing resumed
+	}
+	if res.FinishReason == pipeline.FinishAborted && r.gate.closing() {
+		// The stop of this runtime cut it, not its caller: the items stay
+		// unmarked, and the instance's next owner (another process, or the
+		// next start) finishes the turn (recoverResumes).
+		return res, fmt.Errorf("pending item %s: the answer was taken, but its resume turn %s did not end: %w; the instance's next owner finishes it", strings.Join(ids, ", "), res.TurnID, errCut)
 	}
 	if merr := r.ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {
 		err = errors.Join(err, merr)

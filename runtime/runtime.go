@@ -80,6 +80,10 @@ type Runtime struct {
 	tasks  delegations   // delegation tasks and their turns (delegation.go)
 	expiry expiry        // the loop that expires pending items (pending.go)
 	gate   gate          // running turns; Close waits for them
+	// halt ends when a stop cuts the turns still running (cut, with
+	// errCut): every turn runs under it (see bound).
+	halt context.Context
+	cut  context.CancelCauseFunc
 }
 
 type instanceID struct{ agent, key string }
@@ -161,6 +165,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.calls.transport = r
 	}
 	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
+	r.halt, r.cut = context.WithCancelCause(context.Background())
 	r.tasks.cache, r.tasks.trees = map[string]*Task{}, map[string]*tree{}
 	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]*queuedReport{}
 	r.tasks.api = &apiChannel{}
@@ -664,21 +669,77 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 // Close waits for running turns to end, then closes the extensions and
 // the workspace, exports the last telemetry (the metrics' last collection
 // reads the store), and closes the store (unless it came from
-// [WithStore]). Later calls return [ErrClosed]. Close is idempotent.
+// [WithStore]). Later calls return [ErrClosed]. Close is idempotent. It is
+// [Runtime.Shutdown] with a context that never ends.
 func (r *Runtime) Close() error {
+	return r.Shutdown(context.Background())
+}
+
+// Shutdown stops the runtime gracefully. It refuses new turns at once (in
+// a cluster, a turn or an action another process routes here is sent back
+// to look for the instance's next owner), lets the running turns finish
+// until ctx ends, then releases everything as Close does. Delegation task
+// turns running in the background are cut at once: their tasks are
+// stored, and run again at the next start or on another process.
+//
+// If ctx ends first, the turns still running are cut: their callers get
+// an error matching [ErrClosed], and the resume turn of an answered
+// pending item cut so is finished by the instance's next owner (this
+// runtime's next start, or another process of the cluster), never lost.
+// Shutdown then waits a little for the cut turns to end, releases within
+// bounded time, and returns an error wrapping ctx's. Later calls return
+// nil at once, as Close's do.
+func (r *Runtime) Shutdown(ctx context.Context) error {
 	// Task turns running in the background are aborted: their tasks stay
 	// stored and run again at the next start.
 	if r.tasks.cancel != nil {
 		r.tasks.cancel()
 	}
-	if !r.gate.close() {
+	if r.node != nil {
+		r.node.refuse() // before the gate closes: sent back, not refused
+	}
+	drained, ok := r.gate.shut()
+	if !ok {
 		return nil
+	}
+	var errs []error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("runtime: stop: turns still ran when its time was up, and were cut: %w", ctx.Err()))
+		r.cut(errCut)
+		select {
+		case <-drained:
+		case <-time.After(cutGrace):
+			r.logger.Warn("runtime: stop: turns cut by the stop did not end in time; releasing anyway", "grace", cutGrace)
+		}
 	}
 	if r.expiry.stop != nil {
 		close(r.expiry.stop)
 		<-r.expiry.done
 	}
-	return r.release()
+	return errors.Join(append(errs, r.release())...)
+}
+
+// errCut is the error of a turn that a stop cut ([Runtime.Shutdown]'s
+// context ended before the turn did).
+var errCut = fmt.Errorf("%w: the runtime stopped before the turn ended", ErrClosed)
+
+// cutGrace is how long Shutdown waits for the turns it cut to end before
+// it releases what they use anyway.
+const cutGrace = 2 * time.Second
+
+// bound returns ctx, cut when the runtime's stop cuts its turns
+// ([Runtime.Shutdown]), with context.Cause errCut then; stop frees it. A
+// turn of context.Background (most turns the runtime starts itself) runs
+// under r.halt itself, which costs it nothing.
+func (r *Runtime) bound(ctx context.Context) (_ context.Context, stop func()) {
+	if ctx == context.Background() {
+		return r.halt, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	unwatch := context.AfterFunc(r.halt, func() { cancel(errCut) })
+	return ctx, func() { unwatch(); cancel(nil) }
 }
 
 // gate admits turns until it is closed, and lets its closer wait for the
@@ -691,8 +752,8 @@ func (r *Runtime) Close() error {
 type gate struct {
 	// state counts the admitted turns, plus gateClosed once closed.
 	state   atomic.Int64
-	closeMu sync.Mutex // serialises close
-	// drained is made by close before it sets the closed bit, and closed
+	closeMu sync.Mutex // serialises shut
+	// drained is made by shut before it sets the closed bit, and closed
 	// (once) when no admitted turn is left.
 	drained chan struct{}
 	drain   sync.Once
@@ -715,22 +776,33 @@ func (g *gate) leave() {
 	}
 }
 
-// close closes the gate and waits for the running turns; it reports false
-// if the gate was already closed.
-func (g *gate) close() bool {
+// shut closes the gate and returns a channel closed once the running
+// turns have left; it reports false if the gate was already closed.
+func (g *gate) shut() (drained <-chan struct{}, ok bool) {
 	g.closeMu.Lock()
+	defer g.closeMu.Unlock()
 	if g.state.Load()&gateClosed != 0 {
-		g.closeMu.Unlock()
-		return false
+		return nil, false
 	}
 	g.drained = make(chan struct{})
 	if g.state.Add(gateClosed) == gateClosed {
 		g.drain.Do(func() { close(g.drained) })
 	}
-	g.closeMu.Unlock()
-	<-g.drained
-	return true
+	return g.drained, true
 }
+
+// close closes the gate and waits for the running turns; it reports false
+// if the gate was already closed.
+func (g *gate) close() bool {
+	drained, ok := g.shut()
+	if ok {
+		<-drained
+	}
+	return ok
+}
+
+// closing reports whether the gate was closed: the runtime stops.
+func (g *gate) closing() bool { return g.state.Load()&gateClosed != 0 }
 
 func (r *Runtime) release() error {
 	if r.untape != nil {

@@ -107,6 +107,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
 	r := a.rt
+	// A stop whose time is up cuts the turn (Runtime.Shutdown).
+	ctx, unbind := r.bound(ctx)
+	defer unbind()
 	// The instance's turns run one at a time, so its turn state is reused.
 	ts := &inst.ts
 	ts.agent, ts.inst = a, inst
@@ -126,8 +129,10 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		turn = inst.meta.Turns
 		ts.turnID = turnIDOf(uint64(turn))
 	}
-	ts.storeCtx = ctx
-	if ctx.Done() != nil {
+	switch ts.storeCtx = ctx; {
+	case ctx == r.halt:
+		ts.storeCtx = context.Background() // what bound made it of
+	case ctx.Done() != nil:
 		// Only a context that can end needs detaching (one without Done has
 		// no deadline either); detaching costs an allocation a turn.
 		ts.storeCtx = context.WithoutCancel(ctx)
@@ -172,6 +177,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		reason := pipeline.FinishError
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			reason = pipeline.FinishAborted
+			if context.Cause(ctx) == errCut {
+				err = errCut // its caller did not cancel it: say why it ended
+			}
 		}
 		res = &pipeline.TurnResult{TurnID: ts.turnID, FinishReason: reason, Steps: ts.steps, Usage: ts.usage}
 		err = fmt.Errorf("agent %q instance %q %s: %w", a.name, inst.key, ts.turnID, err)
@@ -643,6 +651,12 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 		// The result answers this call, whatever a middleware put in it.
 		*out = *r
 		out.CallID, out.Name = c.ID, c.Name
+	}
+	if ctx.Err() != nil && context.Cause(ctx) == errCut {
+		// The runtime's stop cut the call: the model reads what a crash's
+		// result says (closeInterrupted), and what the tool said.
+		out.Content = fmt.Sprintf("interrupted: the process stopped while tool %q ran (call %s); it may or may not have taken effect. Check its effect before you run it again.\n%s", c.Name, c.ID, out.Content)
+		out.IsError = true
 	}
 	// No tool result shows a provided secret: not to the model, the
 	// history, the events or the logs. toolHandler masked what the tool

@@ -99,11 +99,7 @@ own message.`,
 			}
 			agents.reachable(web.url, web.tokenFile)
 			web.serve()
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				web.stop(sctx)
-			}()
+			defer stopAll(web, rt, mcpStopTimeout)
 			if h.addr == "" {
 				in, ok := stdin.(io.ReadCloser)
 				if !ok {
@@ -133,6 +129,10 @@ own message.`,
 	cmd.Flags().StringVar(&h.key, "tls-key", "", "TLS key file (PEM) of --tls-cert")
 	return cmd
 }
+
+// mcpStopTimeout is how long the calls and turns in flight may take to
+// finish when ganglion mcp stops.
+const mcpStopTimeout = 10 * time.Second
 
 // mcpArgs are a tool call's arguments: the message, and the instance.
 type mcpArgs struct {

@@ -55,7 +55,10 @@ on the process that owns it, delegations spread over them, and every
 process's event stream shows every agent's events. Give each process its
 own --data (where its token is kept) and the same ` + runtime.SecretKeyEnv + `.
 
-Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` to finish.`,
+Interrupt it (Ctrl-C, or SIGTERM) to stop: it takes no new call, and the
+turns in flight get ` + "--shutdown-timeout" + ` to finish, those that other processes
+of a cluster sent here too; a turn still running then is cut (the resume
+of an answered item is finished by the instance's next owner).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := projectDir(args)
@@ -104,9 +107,7 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 			case <-ctx.Done():
 			}
 			fmt.Fprintln(stderr, "stopping: finishing the calls in flight")
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			if err := web.stop(sctx); err != nil {
+			if err := stopAll(web, rt, shutdownTimeout); err != nil {
 				return failed(fmt.Errorf("stop: %w", err))
 			}
 			return nil
@@ -116,7 +117,7 @@ Interrupt it (Ctrl-C) to stop: turns in flight get ` + "--shutdown-timeout" + ` 
 	cmd.Flags().StringVar(&h.addr, "addr", defaultAddr, "HOST:PORT to listen on (port 0: any free port, printed)")
 	cmd.Flags().StringVar(&h.cert, "tls-cert", "", "TLS certificate file (PEM), to serve HTTPS")
 	cmd.Flags().StringVar(&h.key, "tls-key", "", "TLS key file (PEM) of --tls-cert")
-	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long calls in flight may take to finish when the server stops")
+	cmd.Flags().DurationVar(&shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long the calls and turns in flight may take to finish when the server stops")
 	cmd.Flags().StringVar(&f.cluster, "cluster", "", "join the cluster at these NATS URLs (nats://host:4222, comma-separated), as the config's cluster.url: several processes run the config as one system; needs "+runtime.SecretKeyEnv+", the same in each")
 	return cmd
 }

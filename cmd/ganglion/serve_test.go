@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -342,5 +343,92 @@ func TestServeCluster(t *testing.T) {
 		if r := stop(); r.code != exitOK {
 			t.Errorf("serve exited %d:\n%s", r.code, r.stderr)
 		}
+	}
+}
+
+// TestServeClusterStopFinishesRoutedResume: a question asked through
+// serve process a is answered through b, so the resume turn runs on a, the
+// owner; a is stopped (SIGINT) while the resume's command runs. The stop
+// gives the turn its --shutdown-timeout: the command finishes, a exits
+// cleanly, and the answerer on b gets the resume's answer.
+func TestServeClusterStopFinishesRoutedResume(t *testing.T) {
+	t.Parallel()
+	srv := natstest.Server(t)
+	dir := project(t, `workspace: workspace
+model: {provider: scripted, script: script.yaml}
+agents:
+  - name: asker
+    tools: [execute_command]
+    extensions: [{name: protocol}]
+`)
+	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(`agents:
+  asker:
+    turns:
+      - steps:
+          - text: |
+              [USER_QUESTION]
+              category: business
+              question: Go on?
+              options: ["yes", "no"]
+              required: true
+              [/USER_QUESTION]
+      - steps:
+          - tool_calls: [{name: execute_command, id: c1, args: {command: "touch started && sleep 2 && echo slept"}}]
+          - text: "done: {{ .LastMessage }}"
+`), 0o644))
+	env := append(childEnv(), runtime.SecretKeyEnv+"="+base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	a, tokenA, stopA := startServeWith(t, dir, env, "--cluster", srv.ClientURL(), "--data", filepath.Join(dir, "a"))
+	b, tokenB, stopB := startServeWith(t, dir, env, "--cluster", srv.ClientURL(), "--data", filepath.Join(dir, "b"))
+	call := func(addr, token, method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, "http://"+addr+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer res.Body.Close()
+		out, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(out)
+	}
+	if code, out := call(a, tokenA, "POST", "/v1/agents/asker/instances/k/messages", `{"text": "start"}`); !strings.Contains(out, "paused") {
+		t.Fatalf("the first turn through a: %d %s; want it paused", code, out)
+	}
+	code, out := call(b, tokenB, "GET", "/v1/pending?agent=asker", "")
+	var list struct {
+		Items []struct {
+			ID string `json:"id"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); code != http.StatusOK || err != nil || len(list.Items) != 1 {
+		t.Fatalf("the pending items through b: %d %s (%v)", code, out, err)
+	}
+	type reply struct {
+		code int
+		body string
+	}
+	answered := make(chan reply, 1)
+	go func() {
+		code, out := call(b, tokenB, "POST", "/v1/pending/"+list.Items[0].ID+"/answer", `{"answer": "yes"}`)
+		answered <- reply{code, out}
+	}()
+	started := filepath.Join(dir, "workspace", "started")
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the resume's command never started")
+		}
+	}
+	stopping := time.Now()
+	if r := stopA(); r.code != exitOK {
+		t.Errorf("a exited %d:\n%s", r.code, r.stderr)
+	}
+	t.Logf("a stopped %v after SIGINT, its resume's command (2 s) having run", time.Since(stopping))
+	if r := <-answered; r.code != http.StatusOK || !strings.Contains(r.body, "done: ") || !strings.Contains(r.body, "slept") {
+		t.Errorf("the answer through b: %d %s; want the resume's answer", r.code, r.body)
+	}
+	if r := stopB(); r.code != exitOK {
+		t.Errorf("b exited %d:\n%s", r.code, r.stderr)
 	}
 }

@@ -145,6 +145,34 @@ func (a *httpAgents) stop(ctx context.Context) error {
 	return nil
 }
 
+// stopAll stops serving a and the runtime rt within timeout: a takes no
+// new call at once; rt lets its turns finish until timeout ends, then cuts
+// those left (see [runtime.Runtime.Shutdown]), so that a routed resume or
+// a turn another process sent here gets the same time as a call to this
+// server; then the calls in flight get answerGrace to write their answers
+// before their connections are closed.
+func stopAll(a *httpAgents, rt *runtime.Runtime, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	// The server's own deadline comes after the runtime's: a call cut by
+	// the runtime's stop answers what happened, not a closed connection.
+	hctx, hcancel := context.WithCancel(context.Background())
+	defer hcancel()
+	stopped := make(chan error, 1)
+	go func() { stopped <- a.stop(hctx) }()
+	err := rt.Shutdown(ctx)
+	t := time.AfterFunc(answerGrace, hcancel)
+	defer t.Stop()
+	if herr := <-stopped; herr != nil {
+		err = errors.Join(err, fmt.Errorf("the HTTP calls in flight did not end: %w", herr))
+	}
+	return err
+}
+
+// answerGrace is how long stopAll lets the calls in flight answer once the
+// runtime has stopped.
+const answerGrace = time.Second
+
 // tokenLine says where the token is, and shows it when this start made it.
 func (a *httpAgents) tokenLine() string {
 	if a.made {
