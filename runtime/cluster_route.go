@@ -12,6 +12,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // This file routes turns and agent calls to the process that owns their
@@ -85,10 +86,13 @@ func (n *node) forward(ctx context.Context, owner, agent, key string, in pipelin
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q on process %s: %w", agent, key, owner, ctx.Err())
 	case errors.Is(err, errMoved):
 		return nil, fmt.Errorf("agent %q instance %q: %w", agent, key, err)
+	case errors.Is(err, errOwnerLeft):
+		// The turn may have run in part, and running it again is not this
+		// call's to decide: its outcome is unknown, and its history says
+		// what it did. A task's turn is continued by the process that
+		// takes the instance over.
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: %w (%w: it may have run in part; its history says)", agent, key, err, store.ErrOutcomeUnknown)
 	case err != nil:
-		// errOwnerLeft included: the turn may have run in part, and
-		// running it again is not this call's to decide. A task's turn is
-		// continued by the process that takes the instance over.
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: %w", agent, key, err)
 	}
 	return rep.Result, replyError(rep)

@@ -58,8 +58,12 @@ import (
 // input, which Send now refuses), 657 with store.ErrUnavailable and
 // ErrOutcomeUnknown (a store that did not answer: a transient outage the
 // API answers 503, and a commit that may or may not have landed, which a
-// writer must read back before going on).
-const maxExported = 657
+// writer must read back before going on), 659 with store.WithRequestTimeout
+// (the bound of every request of the JetStream store, which the cluster's
+// request_timeout sets) and Runtime.Shutdown (a stop that gives running
+// turns, routed ones included, a window and cuts the rest: what a
+// server's --shutdown-timeout promises).
+const maxExported = 659
 
 // TestSurface holds the line on the number of exported identifiers. When it
 // fails, unexport or delete before raising the limit: export what users
