@@ -111,13 +111,23 @@ var errOwnerLeft = errors.New("the process stopped before it answered")
 // TTL), with errOwnerLeft when the owner leaves the cluster while the call
 // waits (its answer will never come), and with ctx's error when ctx ends
 // first.
+//
+// A stop of this process waits for the call, as for a turn of its own,
+// and refuses new ones (ErrClosed); if the stop's time runs out first, the
+// call ends with an error matching errCut and store.ErrOutcomeUnknown, and
+// owner goes on with what it was asked.
 func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteReply, error) {
 	data, err := json.Marshal(req)
 	if err != nil {
 		return remoteReply{}, err
 	}
+	if !n.r.forwards.enter() {
+		return remoteReply{}, ErrClosed
+	}
+	defer n.r.forwards.leave()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer context.AfterFunc(n.r.halt, cancel)()
 	var left atomic.Bool
 	// A process that stops answers before it leaves, but its answer and
 	// the news that it left reach this process apart: give the answer
@@ -129,6 +139,8 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 		return remoteReply{}, fmt.Errorf("process %s: %w", owner, errOwnerLeft)
 	case ctx.Err() != nil:
 		return remoteReply{}, ctx.Err()
+	case err != nil && n.r.halt.Err() != nil:
+		return remoteReply{}, fmt.Errorf("process %s: %w; it goes on there (%w: read the history or the pending item)", owner, errCut, store.ErrOutcomeUnknown)
 	case errors.Is(err, nats.ErrNoResponders):
 		return remoteReply{}, fmt.Errorf("%w (%s, which does not answer)", errMoved, owner)
 	case err != nil:

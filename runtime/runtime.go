@@ -80,6 +80,10 @@ type Runtime struct {
 	tasks  delegations   // delegation tasks and their turns (delegation.go)
 	expiry expiry        // the loop that expires pending items (pending.go)
 	gate   gate          // running turns; Close waits for them
+	// forwards are the turns and actions this process sent to another
+	// in a cluster and waits for (cluster_rpc.go): a stop waits for their
+	// answers as it waits for its own turns, before its connection closes.
+	forwards gate
 	// halt ends when a stop cuts the turns still running (cut, with
 	// errCut): every turn runs under it (see bound).
 	halt context.Context
@@ -702,6 +706,9 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
+	if fwd, ok := r.forwards.shut(); ok {
+		drained = both(drained, fwd)
+	}
 	var errs []error
 	select {
 	case <-drained:
@@ -719,6 +726,17 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 		<-r.expiry.done
 	}
 	return errors.Join(append(errs, r.release())...)
+}
+
+// both returns a channel closed once a and b are.
+func both(a, b <-chan struct{}) <-chan struct{} {
+	c := make(chan struct{})
+	go func() {
+		<-a
+		<-b
+		close(c)
+	}()
+	return c
 }
 
 // errCut is the error of a turn that a stop cut ([Runtime.Shutdown]'s
