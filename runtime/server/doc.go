@@ -35,9 +35,10 @@
 //	GET  /v1/tasks                                      the open delegation tasks (?agent=, ?instance=)
 //	GET  /v1/gui/{client}/answers                       a browser client's answers, as a stream ([WithGUI])
 //
-// An action on an item answers with the item as it is then and the result
-// of the turn it resumed. A provided value is never in an answer, an event
-// or a log.
+// An action on an item answers with the item as it is then ("item", left
+// out when the item cannot be read after the action, as while the server
+// stops) and the result of the turn it resumed. A provided value is never
+// in an answer, an event or a log.
 //
 // # Input
 //

@@ -540,14 +540,18 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err, res)
 		return
 	}
-	it, err := s.rt.PendingItem(ctx, id)
-	if err != nil {
-		s.fail(w, r, err, res)
-		return
-	}
 	// The item as it is now, and the turn its answer resumed, if any (an
-	// item whose turn waits for more answers resumes nothing yet).
-	writeJSON(w, http.StatusOK, map[string]any{"item": it, "result": res})
+	// item whose turn waits for more answers resumes nothing yet). The
+	// action was applied: a read of the item that fails (a stopping
+	// runtime refuses it) leaves the item out, not the answer's success,
+	// which a client would otherwise try again and find already resolved.
+	body := map[string]any{"result": res}
+	if it, err := s.rt.PendingItem(ctx, id); err == nil {
+		body["item"] = it
+	} else {
+		s.logger.Warn("the item could not be read after its action; answering without it", "item", id, "err", err)
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) tasks(w http.ResponseWriter, r *http.Request) {

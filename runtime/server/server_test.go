@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/server"
@@ -36,6 +37,13 @@ agents:
       - match: "ask me"
         steps:
           - text: "[USER_QUESTION]\ncategory: choice\nquestion: Which way?\noptions: [Left, Right]\nrequired: true\n[/USER_QUESTION]"
+      - match: "go slow"
+        steps:
+          - text: "[USER_QUESTION]\ncategory: choice\nquestion: Slow or fast?\noptions: [Slow, Fast]\nrequired: true\n[/USER_QUESTION]"
+      - match: "Slow or fast.*Slow"
+        steps:
+          - tool_calls: [{name: execute_command, id: s1, args: {command: 'sleep 1'}}]
+          - text: "slowly done"
       - match: "Answer to your question"
         steps: [{text: "You chose {{ .Input }}"}]
       - match: "need a key"
@@ -619,5 +627,53 @@ func TestReservedMetadataRefused(t *testing.T) {
 	code, body = h.call("POST", "/v1/agents/a/instances/k/messages", `{"text": "What is in notes.txt?", "metadata": {"myapp.truncated": true, "channel": "api"}}`)
 	if code != 200 || !strings.Contains(body, `"content":"echo What is in notes.txt?"`) {
 		t.Errorf("message with the client's own keys = %d %s", code, body)
+	}
+}
+
+// TestAnswerDuringStop: an answer whose resume turn ends while the
+// runtime stops is answered 200 with the turn's result, as it was applied.
+// The item is read again after the action, which a stopping runtime
+// refuses: that read's refusal made it 503 "closed" with a Retry-After,
+// and a client that tried again was told the item was already resolved.
+func TestAnswerDuringStop(t *testing.T) {
+	h := newHarness(t)
+	if code, body := h.call("POST", "/v1/agents/a/instances/stop/messages", `{"text": "go slow"}`); code != http.StatusOK || !strings.Contains(body, `"paused"`) {
+		t.Fatalf("question = %d %s", code, body)
+	}
+	items, err := h.rt.Pending(context.Background(), ledger.Filter{Open: true, Agent: "a", Instance: "stop"})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("pending = %v, %v", items, err)
+	}
+	type answer struct {
+		code int
+		body string
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		code, body := h.call("POST", "/v1/pending/"+items[0].ID+"/answer", `{"answer": "Slow"}`)
+		answered <- answer{code, body}
+	}()
+	// Once the resume turn runs its command, stop the runtime: the stop
+	// waits for the turn, and the read after it is refused.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		hist, err := h.rt.History(context.Background(), "a", "stop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(hist); n > 0 && len(hist[n-1].ToolCalls) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the resume turn did not start its command")
+		}
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.rt.Shutdown(context.Background()) }()
+	got := <-answered
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if got.code != http.StatusOK || !strings.Contains(got.body, "slowly done") {
+		t.Fatalf("answer during the stop = %d %s; want 200 with the resume's result", got.code, got.body)
 	}
 }
