@@ -123,7 +123,10 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 // # Errors
 //
 // Every request to the server is bounded ([WithRequestTimeout]), so that
-// no call waits forever for a server that died with the request. A call
+// no call waits forever for a server that died with the request; one that
+// went out before nc reconnected (to another server, its own having died)
+// waits a second more at most, as its answer was lost with the old
+// connection unless its stream had not answered yet. A call
 // whose request got no answer in time, or found no server to answer it
 // (the stream has no leader while the cluster elects one), fails with an
 // error matching [ErrUnavailable]. A commit whose last request, the one
@@ -148,7 +151,8 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
-	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1, timeout: c.requestTimeout}
+	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1, timeout: c.requestTimeout,
+		conn: watchConn(nc)}
 	return checkedStore{s}, nil
 }
 
@@ -200,6 +204,7 @@ type jsStore struct {
 	// gets a replica behind its leader may answer (see snapshot).
 	replicated bool
 	timeout    time.Duration // of each request ([WithRequestTimeout])
+	conn       *connWatch    // ends the requests a reconnection orphaned (jetstream_reconnect.go)
 
 	mu     sync.RWMutex // held for reading by each call, for writing by close
 	closed bool
@@ -223,13 +228,17 @@ func (s *jsStore) close() error {
 		return ErrClosed
 	}
 	s.closed = true
+	s.conn.close()
 	return nil
 }
 
 // request bounds one request to the server: ctx, with the store's request
-// timeout as a deadline of its own.
+// timeout as a deadline of its own, ended also by a reconnection of the
+// connection the request went out on (jetstream_reconnect.go).
 func (s *jsStore) request(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, stop := s.conn.bound(ctx)
+	return ctx, func() { stop(); cancel() }
 }
 
 // unavailableError is the error of a request that got no answer in time,
@@ -264,6 +273,9 @@ func (s *jsStore) unavailable(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return &unavailableError{msg: fmt.Sprintf("the server did not answer within %s", s.timeout), err: err}
+	case errors.Is(err, context.Canceled):
+		// ctx lives: the request's own bound ended it, at a reconnection.
+		return &unavailableError{msg: errReconnected, err: err}
 	case errors.Is(err, errNoResponders), errors.Is(err, nats.ErrNoResponders):
 		return &unavailableError{msg: "no server answers for the bucket (its stream may have no leader)", err: err}
 	case jsopen.Unavailable(err):
@@ -709,6 +721,8 @@ func (b *batch) publish(ctx context.Context) error {
 			// The batch went out and its answer did not come back: the
 			// server may have stored it, or a server may yet do so.
 			return &unavailableError{msg: fmt.Sprintf("the server did not answer within %s; the batch may or may not be stored", b.s.timeout), unknown: true, err: err}
+		case ctx.Err() == nil && errors.Is(err, context.Canceled):
+			return &unavailableError{msg: errReconnected + "; the batch may or may not be stored", unknown: true, err: err}
 		case errors.Is(err, nats.ErrNoResponders):
 			return err // no stream took it: commit tries again
 		default:

@@ -109,3 +109,42 @@ func testServerSilent(t *testing.T, url string, replicas int) {
 		})
 	}
 }
+
+// TestJetStreamCommitAcrossReconnect: when the connection's server dies
+// with a commit in flight and the client reconnects to another, the
+// commit's answer is lost with the old connection: the commit ends, its
+// outcome unknown, about a second after the reconnection, not when its
+// request timeout (here a minute) runs out. The chaos soak saw turns wait
+// the whole default timeout (10 s) after each NATS server's death.
+func TestJetStreamCommitAcrossReconnect(t *testing.T) {
+	c := natstest.NewCluster(t, 3)
+	p := natstest.NewProxy(t, c.URL(0))
+	// Through the proxy; the client learns the other servers from it, and
+	// reconnects to one of them.
+	nc, _ := natstest.Connect(t, p.URL())
+	s, err := store.OpenJetStream(context.Background(), nc, "moving", store.WithReplicas(3), store.WithRequestTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(1, "before")}, Meta: meta(1, 2)})
+	p.Freeze() // the next commit's answer is lost
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		done <- s.Commit(context.Background(), "a", "k", store.Batch{Put: []store.Record{rec(2, "lost answer")}, Meta: meta(2, 3)})
+	}()
+	time.Sleep(200 * time.Millisecond) // the commit is in flight
+	p.Cut()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the commit did not end within 30 s of its connection's reconnection")
+	}
+	t.Logf("the commit ended %s after it began: %v", time.Since(start).Round(time.Millisecond), err)
+	if !errors.Is(err, store.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "the connection to the server was lost") {
+		t.Fatalf("commit across a reconnection = %v; want one matching store.ErrOutcomeUnknown, saying the connection was lost", err)
+	}
+	// The store serves on the new connection.
+	commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(3, "after")}, Meta: meta(3, 4)})
+}
