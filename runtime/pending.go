@@ -565,10 +565,68 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 		// next start) finishes the turn (recoverResumes).
 		return res, fmt.Errorf("pending item %s: the answer was taken, but its resume turn %s did not end: %w; the instance's next owner finishes it", strings.Join(ids, ", "), res.TurnID, errCut)
 	}
+	if errors.Is(err, store.ErrUnavailable) {
+		// The store did not save the turn, or did not say whether it did
+		// (a NATS server died with a commit): the items stay unmarked, and
+		// the resume is tried again once the store answers; it goes on
+		// from whatever of the turn was saved, as above.
+		r.resumeLater(a.name, inst.key, turnID)
+		return res, fmt.Errorf("pending item %s: the answer was taken, but its resume turn %s was not saved: %w; it is tried again by itself", strings.Join(ids, ", "), res.TurnID, err)
+	}
 	if merr := r.ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {
 		err = errors.Join(err, merr)
 	}
 	return res, err
+}
+
+// resumeRetries are the waits before each try of resumeLater.
+var resumeRetries = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 15 * time.Second, 30 * time.Second}
+
+// resumeLater tries again, in the background, the resume of turnID of
+// agent's instance key, which the store failed to save: until it is
+// saved, the instance moves to another process, or the runtime stops.
+// What is still undone then, the next start finishes (recoverResumes).
+// One loop tries each turn: a try that fails so again asks for another,
+// which the loop running makes.
+func (r *Runtime) resumeLater(agent, key, turnID string) {
+	id := agent + "\x00" + key + "\x00" + turnID
+	if _, running := r.resuming.LoadOrStore(id, true); running {
+		return
+	}
+	ctx := r.tasks.bg
+	go func() {
+		defer r.resuming.Delete(id)
+		for _, wait := range resumeRetries {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			if !r.gate.enter() {
+				return
+			}
+			err := func() error {
+				defer r.gate.leave()
+				a, inst, done, err := r.holdInstance(ctx, "paused "+turnID, agent, key)
+				if err != nil {
+					return err
+				}
+				defer done()
+				_, err = a.resumeIfReady(ctx, inst, turnID)
+				return err
+			}()
+			switch {
+			case err == nil:
+				return
+			case errors.Is(err, errMoved):
+				r.logger.Warn("a resume the store failed to save was not tried again: its instance moved to another process; the next start of the runtime finishes it", "agent", agent, "instance", key, "turn", turnID)
+				return
+			case !errors.Is(err, store.ErrUnavailable):
+				r.logger.Error("trying again a resume the store failed to save failed", "agent", agent, "instance", key, "turn", turnID, "err", err)
+				return
+			}
+		}
+	}()
 }
 
 // resumedBy returns the ID of the turn whose input resumed turnID, or "".

@@ -84,6 +84,9 @@ type Runtime struct {
 	// in a cluster and waits for (cluster_rpc.go): a stop waits for their
 	// answers as it waits for its own turns, before its connection closes.
 	forwards gate
+	// resuming holds the resumes being tried again after the store failed
+	// to save them (resumeLater), by agent, instance and turn.
+	resuming sync.Map
 	// halt ends when a stop cuts the turns still running (cut, with
 	// errCut): every turn runs under it (see bound).
 	halt context.Context
