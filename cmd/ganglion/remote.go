@@ -204,7 +204,7 @@ func (c *remote) send(ctx context.Context, method, path string, in any, accept s
 			return nil, fmt.Errorf("the server answered %d %s to %d tries in %s: %w", http.StatusServiceUnavailable, e.Code, retries+1, waited, err)
 		}
 		if c.stderr != nil {
-			fmt.Fprintf(c.stderr, "the server is unavailable for a moment (%s); trying again in %s\n", oneLine(e.Message, 160), wait)
+			fmt.Fprintf(c.stderr, "the server answered %d %s (%s); trying again in %s\n", http.StatusServiceUnavailable, e.Code, oneLine(e.Message, 160), wait)
 		}
 		sleep := c.sleep
 		if sleep == nil {

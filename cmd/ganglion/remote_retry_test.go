@@ -66,9 +66,12 @@ func TestRemoteRetriesUnavailable(t *testing.T) {
 		stderr  string // each line of it
 	}{
 		{"a read, unavailable twice", []answer{unavailable, unavailable, {200, "", `{"items": []}`}},
-			func(c *remote) error { _, err := c.Pending(context.Background(), ledger.Filter{Open: true}); return err },
+			func(c *remote) error {
+				_, err := c.Pending(context.Background(), ledger.Filter{Open: true})
+				return err
+			},
 			3, []time.Duration{2 * time.Second, 2 * time.Second}, "",
-			strings.Repeat("the server is unavailable for a moment (the store is unavailable for a moment (a NATS server is down or electing a leader); try again: store: unavailable); trying again in 2s\n", 2)},
+			strings.Repeat("the server answered 503 unavailable (the store is unavailable for a moment (a NATS server is down or electing a leader); try again: store: unavailable); trying again in 2s\n", 2)},
 		{"a message whose turn did not start", []answer{unavailable, {200, "", `{"result": {"turn_id": "turn-000001", "finish_reason": "text"}}`}},
 			func(c *remote) error {
 				res, err := c.Send(context.Background(), "a", "k", runtime.UserMessage("hi"))
@@ -79,7 +82,10 @@ func TestRemoteRetriesUnavailable(t *testing.T) {
 			},
 			2, []time.Duration{2 * time.Second}, "", "trying again in 2s\n"},
 		{"a message whose turn started", []answer{started, {200, "", `{}`}},
-			func(c *remote) error { _, err := c.Send(context.Background(), "a", "k", runtime.UserMessage("hi")); return err },
+			func(c *remote) error {
+				_, err := c.Send(context.Background(), "a", "k", runtime.UserMessage("hi"))
+				return err
+			},
 			1, nil, "the store is unavailable for a moment; try again: commit", ""},
 		{"a long Retry-After is capped", []answer{{503, "3600", unavailableBody}, {200, "", `{"tasks": []}`}},
 			func(c *remote) error { _, err := c.Tasks(context.Background(), "", ""); return err },
@@ -141,7 +147,7 @@ func TestRemoteRetriesUnavailable(t *testing.T) {
 				t.Fatalf("stderr:\n%s\nwant:\n%s", stderr.String(), tt.stderr)
 			}
 			for i := range lines {
-				if !strings.HasSuffix(lines[i], want[i]) || !strings.HasPrefix(lines[i], "the server is unavailable for a moment (") && lines[i] != "" {
+				if !strings.HasSuffix(lines[i], want[i]) || !strings.HasPrefix(lines[i], "the server answered 503 unavailable (") && lines[i] != "" {
 					t.Errorf("stderr line %q, want one ending %q", lines[i], want[i])
 				}
 			}
