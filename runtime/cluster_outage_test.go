@@ -264,7 +264,6 @@ func TestClusterMemberLeavesWithoutStore(t *testing.T) {
 	}
 	file := parseConfig(t, dir, modelLine+fmt.Sprintf("agents:\n  - name: a\ncluster: {url: %q, name: %s, lease_ttl: 2s}\n", srv.ClientURL(), bucket))
 	var logs lockedBuffer
-	var rts []*runtime.Runtime
 	for i, opts := range [][]runtime.Option{
 		{runtime.WithStore(st), runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))},
 		nil,
@@ -276,7 +275,6 @@ func TestClusterMemberLeavesWithoutStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer rt.Close()
-		rts = append(rts, rt)
 	}
 
 	// The processes alive, as the members' bucket lists them.
