@@ -2,14 +2,19 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/ganglion-dev/ganglion/internal/jsopen"
 )
 
-// This file ends the requests that a reconnection of the store's NATS
-// connection orphaned.
+// This file bounds the store's requests to the server, and says what
+// their failures mean: a request waits at most the store's request timeout,
+// and less once a reconnection of the store's NATS connection orphaned it.
 //
 // A request's answer comes back on the connection the request went out
 // on. When that connection's server dies, the client reconnects to
@@ -94,3 +99,55 @@ func (w *connWatch) close() {
 
 // errReconnected says why a request ended that a reconnection orphaned.
 const errReconnected = "the connection to the server was lost while the request waited, and its answer with it"
+
+// request bounds one request to the server: ctx, with the store's request
+// timeout as a deadline of its own, ended also by a reconnection of the
+// connection the request went out on (jetstream_requests.go).
+func (s *jsStore) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, stop := s.conn.bound(ctx)
+	return ctx, func() { stop(); cancel() }
+}
+
+// unavailableError is the error of a request that got no answer in time,
+// or found no server to answer it: it matches [ErrUnavailable], and
+// [ErrOutcomeUnknown] too when it was a commit's last request.
+type unavailableError struct {
+	msg     string // what happened, without err
+	unknown bool
+	err     error
+}
+
+func (e *unavailableError) Error() string { return e.msg + ": " + e.err.Error() }
+
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// Is makes the error match ErrUnavailable, and ErrOutcomeUnknown if the
+// commit's outcome is unknown.
+func (e *unavailableError) Is(target error) bool {
+	return target == ErrUnavailable || e.unknown && target == ErrOutcomeUnknown
+}
+
+// unavailable returns err, of a request bounded by [jsStore.request] under
+// the caller's ctx, as an [unavailableError] if it says that nobody
+// answered (in time); else, or once ctx itself has ended, err as it is.
+func (s *jsStore) unavailable(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	if ue := (*unavailableError)(nil); errors.As(err, &ue) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return &unavailableError{msg: fmt.Sprintf("the server did not answer within %s", s.timeout), err: err}
+	case errors.Is(err, context.Canceled):
+		// ctx lives: the request's own bound ended it, at a reconnection.
+		return &unavailableError{msg: errReconnected, err: err}
+	case errors.Is(err, errNoResponders), errors.Is(err, nats.ErrNoResponders):
+		return &unavailableError{msg: "no server answers for the bucket (its stream may have no leader)", err: err}
+	case jsopen.Unavailable(err):
+		return &unavailableError{msg: "the server is unavailable", err: err}
+	}
+	return err
+}
