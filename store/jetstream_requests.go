@@ -77,15 +77,12 @@ func (w *connWatch) loop() {
 	}
 }
 
-// bound returns ctx, ended also when the connection reconnects (and
-// reconnectGrace has passed); stop frees it.
-func (w *connWatch) bound(ctx context.Context) (_ context.Context, stop func()) {
+// current returns the context that ends reconnectGrace after the
+// connection's next reconnection.
+func (w *connWatch) current() context.Context {
 	w.mu.Lock()
-	epoch := w.epoch
-	w.mu.Unlock()
-	ctx, cancel := context.WithCancel(ctx)
-	unwatch := context.AfterFunc(epoch, cancel)
-	return ctx, func() { unwatch(); cancel() }
+	defer w.mu.Unlock()
+	return w.epoch
 }
 
 // close ends the watch.
@@ -105,7 +102,7 @@ const errReconnected = "the connection to the server was lost while the request 
 // connection the request went out on (jetstream_requests.go).
 func (s *jsStore) request(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	ctx, stop := s.conn.bound(ctx)
+	stop := context.AfterFunc(s.conn.current(), cancel)
 	return ctx, func() { stop(); cancel() }
 }
 
