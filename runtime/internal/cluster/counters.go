@@ -61,9 +61,11 @@ type counterAck struct {
 func (c *Counters) Add(ctx context.Context, key, field string, delta int64) (int64, error) {
 	m := nats.NewMsg(c.subjectOf(key, field))
 	m.Header.Set("Nats-Incr", strconv.FormatInt(delta, 10))
-	cctx, cancel := bound(ctx)
-	defer cancel()
-	resp, err := c.nc.RequestMsgWithContext(cctx, m)
+	var resp *nats.Msg
+	err := retry(ctx, false, func(cctx context.Context) (err error) {
+		resp, err = c.nc.RequestMsgWithContext(cctx, m)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("cluster: add %d to counter %s of %q: %w", delta, field, key, Unavailable(ctx, err))
 	}

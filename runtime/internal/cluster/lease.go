@@ -90,9 +90,13 @@ func leaseKey(name string) string {
 // ([Unavailable]).
 func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 	key := leaseKey(name)
-	cctx, cancel := bound(ctx)
-	rev, err := l.kv.Create(cctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
-	cancel()
+	var rev uint64
+	// A second write of a create that was applied fails with "the key
+	// exists" and is found to be ours below.
+	err := retry(ctx, true, func(cctx context.Context) (err error) {
+		rev, err = l.kv.Create(cctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
+		return err
+	})
 	if isWrongSequence(err) && !errors.Is(err, jetstream.ErrKeyExists) {
 		// The key was deleted (released, or expired) and another owner's
 		// write of it came first: held, or about to be.
