@@ -13,6 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
@@ -43,8 +44,8 @@ type agent struct {
 	models   map[string]openedModel
 	maxSteps int
 	tools    []pipeline.Tool
-	extTools map[string]bool // the tools extensions registered
-	mcp      []*agentMCP     // the MCP servers it takes tools from
+	extTools map[string]bool  // the tools extensions registered
+	sourced  []seam.StepTools // the tool sources that offer it tools (MCP servers)
 	pipe     *pipeline.Pipeline
 	logger   *slog.Logger
 	apis     []*extensions.API
@@ -145,7 +146,11 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 	}
 	a.tools = a.delegationScope(tools)
-	a.useMCP(ac)
+	for _, src := range a.rt.sources {
+		if st := src.ForAgent(ac); st != nil {
+			a.sourced = append(a.sourced, st)
+		}
+	}
 
 	var b pipeline.Builder
 	for _, ec := range ac.Extensions {

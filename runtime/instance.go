@@ -54,12 +54,6 @@ type instance struct {
 	// paused maps the instance's open pending items to their turns.
 	paused  map[string]string
 	secrets instanceSecrets // its provided secrets, read once per load (secrets.go)
-	// mcp are its own sources of the MCP servers that take a provided
-	// secret, by server name (mcp.go); closed when it leaves the cache.
-	mcp map[string]*instanceMCP
-	// mcpWarned is, by server name, why its tools were last not offered
-	// to the instance, so that a reason is logged once.
-	mcpWarned map[string]string
 
 	// lease is the instance's lease in a cluster, while this process
 	// owns it (cluster.go); used is when a turn last started on it, in

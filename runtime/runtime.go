@@ -25,6 +25,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
@@ -58,22 +59,19 @@ type Runtime struct {
 	bus       *events.Bus
 	logger    *slog.Logger
 	now       func() time.Time
-	workspace *tool.Workspace       // nil when no agent uses the workspace tools
-	wasm      wasmHost              // loads the WASM extensions
-	agents    roster                // the agents and teams; fixed once New returns
-	ledger    *ledger.Ledger        // the pending items of paused turns
-	keyring   *secret.Keyring       // seals provided secrets
-	tape      tape.Tape             // records or replays the session, if set
-	untape    func()                // ends the tape's subscription to the bus
-	tel       *telemetry.T          // spans and metrics; nil when both are off
-	exporter  *otlp.Providers       // the OTLP export New opened, which Close flushes
-	meter     metric.MeterProvider  // the meter provider of WithMeterProvider, which Close flushes
-	untel     []func()              // end the tracer's subscriptions to the bus
-	mcp       map[string]*mcpServer // the MCP servers, by name
-	// mcpClosing counts the MCP sources closing in the background (an
-	// evicted instance's); Close waits for them.
-	mcpClosing sync.WaitGroup
-	node       *node // this process in a cluster (cluster.go); nil when it runs alone
+	workspace *tool.Workspace      // nil when no agent uses the workspace tools
+	wasm      wasmHost             // loads the WASM extensions
+	agents    roster               // the agents and teams; fixed once New returns
+	ledger    *ledger.Ledger       // the pending items of paused turns
+	keyring   *secret.Keyring      // seals provided secrets
+	tape      tape.Tape            // records or replays the session, if set
+	untape    func()               // ends the tape's subscription to the bus
+	tel       *telemetry.T         // spans and metrics; nil when both are off
+	exporter  *otlp.Providers      // the OTLP export New opened, which Close flushes
+	meter     metric.MeterProvider // the meter provider of WithMeterProvider, which Close flushes
+	untel     []func()             // end the tracer's subscriptions to the bus
+	sources   []seam.ToolSource    // offer tools besides the agents' own: MCP servers
+	node      *node                // this process in a cluster (cluster.go); nil when it runs alone
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -141,6 +139,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		},
 		ProviderNames: func() []string { return slices.Sorted(maps.Keys(o.providers)) },
 		ModelSupplied: o.model != nil,
+		Import:        linked,
 	}
 	if err := cfg.Validate(known); err != nil {
 		return nil, err
@@ -218,7 +217,13 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.openMCP(ctx, cfg)
+	if len(cfg.MCPServers) > 0 {
+		src, err := seam.MCP(ctx, seam.Env{Config: cfg, Logger: r.logger, Tape: r.tape})
+		if err != nil {
+			return nil, fmt.Errorf("runtime: MCP servers: %w", err)
+		}
+		r.sources = append(r.sources, src)
+	}
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
@@ -503,7 +508,9 @@ func (r *Runtime) evictLocked() {
 		if in := e.Value.(*instance); in.refs == 0 {
 			delete(r.cache.instances, instanceID{in.agent.name, in.key})
 			r.cache.lru.Remove(e)
-			in.closeMCP()
+			for _, src := range r.sources {
+				src.Evicted((*instanceView)(in))
+			}
 			if r.node != nil {
 				r.node.evicted(in)
 			}
@@ -838,7 +845,6 @@ func (r *Runtime) release() error {
 		defer r.node.nc.Close() // after the store, which uses it
 	}
 	r.cache.mu.Lock()
-	cached := slices.Collect(maps.Values(r.cache.instances))
 	r.cache.instances = nil // no turn runs any more; let the histories go
 	r.cache.lru.Init()
 	r.cache.mu.Unlock()
@@ -850,7 +856,9 @@ func (r *Runtime) release() error {
 	if r.wasm.engine != nil {
 		errs = append(errs, r.wasm.engine.Close())
 	}
-	errs = append(errs, r.closeMCP(cached))
+	for _, src := range r.sources {
+		errs = append(errs, src.Close())
+	}
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())
 	}

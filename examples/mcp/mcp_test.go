@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/runtime"
+	// A program that runs a config with mcp_servers links MCP, as the
+	// ganglion command does.
+	_ "github.com/ganglion-dev/ganglion/runtime/mcp"
 )
 
 func TestMCPExample(t *testing.T) {

@@ -41,6 +41,11 @@ type Known struct {
 	// ModelSupplied says that the caller gives every agent a model of its own
 	// (as runtime.WithModel does), so an agent without a model is fine.
 	ModelSupplied bool
+	// Import, when set, returns the import path of the package that links
+	// the part of the config at a top-level key (mcp_servers, cluster)
+	// into the program, or "" when the program linked it: a config that
+	// uses a part the program did not link is refused at that key.
+	Import func(key string) string
 }
 
 // nameSet is one kind of Known, prepared for one Validate call.
@@ -97,6 +102,7 @@ func (f *File) Validate(k Known) error {
 		providers:     newNameSet(k.Provider, k.ProviderNames),
 		modelSupplied: k.ModelSupplied,
 	}
+	v.linked(k.Import)
 	if f.Model != nil {
 		v.model(f.Model, "$.model", "model: ")
 	}
@@ -120,6 +126,24 @@ func (f *File) Validate(k Known) error {
 		}
 	}
 	return v.errs.err()
+}
+
+// linked refuses the parts of the file that need a package the program did
+// not link; imp is Known.Import.
+func (v *validator) linked(imp func(string) string) {
+	if imp == nil {
+		return
+	}
+	for _, part := range []struct {
+		key  string
+		used bool
+	}{
+		{"mcp_servers", len(v.f.MCPServers) > 0},
+	} {
+		if p := imp(part.key); part.used && p != "" {
+			v.errorf("$."+part.key, "%s: this program does not link it; add to the program: import _ %q", part.key, p)
+		}
+	}
 }
 
 // teams checks the teams against the agents (named in agents, by index).
