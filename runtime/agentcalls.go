@@ -160,13 +160,11 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 	if timeout <= 0 {
 		timeout = c.a.rt.calls.timeout
 	}
-	if n := c.a.rt.node; n != nil {
-		done, err := n.waitFor(ctx, self, to, timeout)
-		if err != nil {
-			return "", fmt.Errorf("call agent %q: %w", target, err)
-		}
-		defer done()
+	done, err := c.a.rt.place.waitFor(ctx, self, to, timeout)
+	if err != nil {
+		return "", fmt.Errorf("call agent %q: %w", target, err)
 	}
+	defer done()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := c.a.rt.calls.transport.Deliver(cctx, target, key, in)

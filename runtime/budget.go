@@ -93,8 +93,8 @@ func (r *Runtime) tree(ctx context.Context, t *Task) (*tree, error) {
 		return tr, nil
 	}
 	tr := &tree{root: root, agent: t.Agent}
-	if r.node != nil {
-		// The cluster's counters hold what the tree spent (readSpent).
+	if r.place.sharesSpend() {
+		// The shared counters hold what the tree spent (readSpent).
 		if t.ID != root {
 			if rt, err := r.Task(ctx, root); err == nil {
 				tr.agent = rt.Agent
@@ -196,8 +196,8 @@ func (r *Runtime) spend(ctx context.Context, t *Task, s Spend) {
 // caller holds r.tasks.mu.
 func (r *Runtime) addSpent(ctx context.Context, tr *tree, s Spend) {
 	tr.spent.add(s)
-	if r.node != nil {
-		r.node.addSpend(tr.root, s)
+	if r.place.sharesSpend() {
+		r.place.addSpend(tr.root, s)
 	}
 }
 
@@ -205,11 +205,11 @@ func (r *Runtime) addSpent(ctx context.Context, tr *tree, s Spend) {
 // a cluster, other processes spend on it too. The caller holds
 // r.tasks.mu, which readSpent lets go while it reads.
 func (r *Runtime) readSpent(ctx context.Context, tr *tree) {
-	if r.node == nil {
+	if !r.place.sharesSpend() {
 		return
 	}
 	r.tasks.mu.Unlock()
-	sums, err := r.node.readSpent(ctx, tr.root)
+	sums, err := r.place.readSpent(ctx, tr.root)
 	r.tasks.mu.Lock()
 	if err != nil {
 		r.logger.Warn("a task tree's spending in the cluster was not read; judging it by this process's count", "task", tr.root, "err", err)

@@ -145,7 +145,7 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 	}
 	n := &node{r: r, nc: nc, leases: leases, members: members, waits: waits, budgets: budgets, name: self, prefix: name + ".node.", events: name + ".events.",
 		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
-	r.node = n
+	r.place = n
 	r.tasks.api.remote = n.deliverAnswer
 	if o.store == nil {
 		opts := []store.JetStreamOption{store.WithReplicas(max(c.Replicas, 1))}
@@ -270,10 +270,11 @@ func (n *node) movedIfClosed(err error) error {
 }
 
 // shutdown stops serving and renewing, and gives up every lease, so that
-// other processes take the instances over at once. The runtime's turns
+// other processes take the instances over at once; closed closes the
+// connection, after the store. The runtime's turns
 // have ended, or were cut (then the requests still answered are waited for
 // at most cutGrace).
-func (n *node) shutdown() error {
+func (n *node) shutdown() (closed func(), err error) {
 	n.refuse()
 	if n.unbus != nil {
 		n.unbus()
@@ -308,7 +309,8 @@ func (n *node) shutdown() error {
 	}
 	n.adding.Wait()
 	n.releasing.Wait()
-	return errors.Join(errs...)
+	// The connection closes after the store, which uses it.
+	return n.nc.Close, errors.Join(errs...)
 }
 
 // waitAtMost waits for wg, at most grace once halt has ended; it reports

@@ -54,6 +54,16 @@ func (n *node) addSpend(root string, s Spend) {
 	}
 }
 
+// sharesSpend is true: what task trees spend is counted in the cluster's
+// counters.
+func (n *node) sharesSpend() bool { return true }
+
+// forgetSpent deletes the counters of the tree of root task root, which
+// ended.
+func (n *node) forgetSpent(ctx context.Context, root string) error {
+	return n.budgets.Forget(ctx, root)
+}
+
 // readSpent returns the cluster's sums of the tree of root task root,
 // each read bounded by leaseTimeout (past it, its error matches
 // store.ErrUnavailable).

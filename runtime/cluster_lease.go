@@ -23,11 +23,8 @@ func leaseName(agent, key string) string { return agent + "/" + key }
 // holds it, or store.ErrUnavailable if JetStream did not answer in time
 // (the lease and the fence are asked under a bound of their own, whose
 // end is no deadline of the caller's). The caller holds inst's turn slot.
-func (r *Runtime) own(ctx context.Context, inst *instance) error {
-	n := r.node
-	if n == nil {
-		return nil
-	}
+func (n *node) own(ctx context.Context, inst *instance) error {
+	r := n.r
 	inst.used.Store(time.Now().UnixNano())
 	if inst.lease != nil && inst.lease.Held() {
 		switch inst.fence.Load() {
@@ -130,7 +127,7 @@ func movedIfFenced(err error) error {
 // owner alone writes: zero outside a cluster, or if this process does not
 // hold the instance's lease (it is not cached here, or was given up).
 func (r *Runtime) fence(agent, key string) uint64 {
-	if r.node == nil {
+	if _, clustered := r.place.(*node); !clustered {
 		return 0
 	}
 	r.cache.mu.Lock()
@@ -417,6 +414,13 @@ func (n *node) owner(ctx context.Context, agent, key string) (owner string, mine
 	return owner, owner == n.name, nil
 }
 
+// mayRun reports whether this process may run the tasks of agent's
+// instance key: it owns it, or nobody does (as far as JetStream answers).
+func (n *node) mayRun(ctx context.Context, agent, key string) bool {
+	owner, mine, err := n.owner(ctx, agent, key)
+	return err == nil && (owner == "" || mine)
+}
+
 // takeLease takes the lease of agent's instance key, which nobody owns,
 // for this process, waiting at most leaseTimeout for a turn of it that
 // runs here to end.
@@ -433,5 +437,5 @@ func (r *Runtime) takeLease(ctx context.Context, agent, key string) error {
 		return fmt.Errorf("agent %q instance %q: %w (waiting for its turn here: %v)", agent, key, errMoved, err)
 	}
 	defer inst.release()
-	return r.own(ctx, inst)
+	return r.place.own(ctx, inst)
 }

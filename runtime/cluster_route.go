@@ -36,26 +36,27 @@ type remoteSend struct {
 //
 // place says what to do when nobody owns the instance: run the turn on
 // the process the instance's name hashes to (true), or here.
-func (r *Runtime) route(ctx context.Context, agentName, key string, in pipeline.InputEvent, place bool) (*pipeline.TurnResult, error) {
+func (n *node) route(ctx context.Context, agentName, key string, in pipeline.InputEvent, place bool) (*pipeline.TurnResult, error) {
+	r := n.r
 	if _, err := r.runnable(agentName); err != nil {
 		return nil, err
 	}
 	var res *pipeline.TurnResult
-	waited, err := r.node.whileMoved(ctx, func() error {
-		owner, mine, err := r.node.owner(ctx, agentName, key)
+	waited, err := n.whileMoved(ctx, func() error {
+		owner, mine, err := n.owner(ctx, agentName, key)
 		if err != nil {
 			res = &pipeline.TurnResult{FinishReason: pipeline.FinishError}
 			return fmt.Errorf("agent %q instance %q: %w", agentName, key, err)
 		}
 		placed := owner == "" && place
 		if placed {
-			owner = r.node.place(agentName, key)
-			mine = owner == r.node.name
+			owner = n.place(agentName, key)
+			mine = owner == n.name
 		}
 		if mine || owner == "" {
 			res, err = r.sendHere(ctx, agentName, key, in)
 		} else {
-			res, err = r.node.forward(ctx, owner, agentName, key, in)
+			res, err = n.forward(ctx, owner, agentName, key, in)
 		}
 		if placed && errors.Is(err, errMoved) {
 			place = false // the process it hashed to is gone: run it here

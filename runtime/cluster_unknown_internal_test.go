@@ -72,7 +72,7 @@ func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 	if f := r.fence("a", "k"); f != unknownFence {
 		t.Fatalf("fence after the lost answer = %d, want unknownFence: the old one would let a late batch land", f)
 	}
-	if unpin, ok := r.node.pin("a", "k"); ok {
+	if unpin, ok := r.place.(*node).pin("a", "k"); ok {
 		unpin()
 		t.Fatal("pin is ok while the instance's fence must be taken again")
 	}
@@ -149,9 +149,9 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 	if n := strings.Count(logs.String(), "a lease expired before it was renewed"); n != 1 {
 		t.Fatalf("the lost lease was reported %d times, want once:\n%s", n, logs.String())
 	}
-	r.node.mu.Lock()
-	_, held := r.node.held[inst]
-	r.node.mu.Unlock()
+	r.place.(*node).mu.Lock()
+	_, held := r.place.(*node).held[inst]
+	r.place.(*node).mu.Unlock()
 	if held {
 		t.Fatal("the lost lease is still among those held")
 	}

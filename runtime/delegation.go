@@ -636,11 +636,8 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		return
 	}
 	for _, t := range ts {
-		if r.node != nil {
-			// Another process's tasks are its own to run.
-			if owner, mine, err := r.node.owner(ctx, t.Agent, t.Instance); err != nil || owner != "" && !mine {
-				continue
-			}
+		if !r.place.mayRun(ctx, t.Agent, t.Instance) {
+			continue // another process's tasks are its own to run
 		}
 		if ta, ok := r.agents.byName[t.Agent]; !ok {
 			r.logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)

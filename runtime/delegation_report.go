@@ -46,8 +46,8 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 			delete(r.tasks.trees, t.ID) // the tree has ended: nothing more to spend
 		}
 		r.tasks.mu.Unlock()
-		if err == nil && r.node != nil {
-			if ferr := r.node.budgets.Forget(ctx, t.ID); ferr != nil {
+		if err == nil && r.place.sharesSpend() {
+			if ferr := r.place.forgetSpent(ctx, t.ID); ferr != nil {
 				r.logger.Warn("the counters of an ended task tree were not deleted; they expire on their own", "task", t.ID, "err", ferr)
 			}
 		}
@@ -66,12 +66,9 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 		resp.File = file
 		resp.Response = fmt.Sprintf("[Task complete] Full result: %s\n\nSummary:\n%s...", file, truncateRunes(answer, reportSummary))
 	}
-	if r.node != nil {
-		// The parent's task is written by the process that owns its
-		// instance, alone.
-		return r.node.report(ctx, t.ParentID, resp)
-	}
-	return r.applyReport(ctx, t.ParentID, resp)
+	// The parent's task is written by the process that owns its instance,
+	// alone.
+	return r.place.report(ctx, t.ParentID, resp)
 }
 
 // applyReport adds a child task's report to its parent, parentID, and

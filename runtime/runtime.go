@@ -71,7 +71,7 @@ type Runtime struct {
 	meter     metric.MeterProvider // the meter provider of WithMeterProvider, which Close flushes
 	untel     []func()             // end the tracer's subscriptions to the bus
 	sources   []seam.ToolSource    // offer tools besides the agents' own: MCP servers
-	node      *node                // this process in a cluster (cluster.go); nil when it runs alone
+	place     placement            // where instances live: here, or the cluster's node
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -156,6 +156,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			r.calls.timeout = d // Validate checked it
 		}
 	}
+	r.place = here{r} // the cluster replaces it (openCluster)
 	if r.tape != nil {
 		r.untape = r.bus.Subscribe("*", func(ev events.Event) {
 			if ev.Process == "" { // another process's events are its session's
@@ -235,10 +236,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 		r.agents.byName[a.name] = a
 	}
-	if r.node != nil {
-		if err := r.node.start(); err != nil {
-			return nil, err
-		}
+	if err := r.place.start(); err != nil {
+		return nil, err
 	}
 	ok = true
 	if !o.noRecovery {
@@ -511,9 +510,7 @@ func (r *Runtime) evictLocked() {
 			for _, src := range r.sources {
 				src.Evicted((*instanceView)(in))
 			}
-			if r.node != nil {
-				r.node.evicted(in)
-			}
+			r.place.evicted(in)
 		}
 		e = prev
 	}
@@ -565,21 +562,15 @@ func checkInput(agentName, key string, md map[string]any) error {
 // process asked for. In a cluster, it runs here unless another process
 // owns its instance.
 func (r *Runtime) sendAsked(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	if r.node == nil {
-		return r.sendHere(ctx, agentName, instanceKey, in)
-	}
-	return r.route(ctx, agentName, instanceKey, in, false)
+	return r.place.route(ctx, agentName, instanceKey, in, false)
 }
 
 // send is a turn the runtime starts itself: an agent call, a delegated
 // task's turn. In a cluster, one of an instance nobody owns runs on the
-// process the instance's name hashes to (see [node.place]), so that
-// delegations spread.
+// process the instance's name hashes to, so that delegations spread
+// (placement.route's spread).
 func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	if r.node == nil {
-		return r.sendHere(ctx, agentName, instanceKey, in)
-	}
-	return r.route(ctx, agentName, instanceKey, in, true)
+	return r.place.route(ctx, agentName, instanceKey, in, true)
 }
 
 // sendHere runs the turn in this process.
@@ -598,7 +589,7 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
 	}
 	defer inst.release()
-	if err := r.own(ctx, inst); err != nil {
+	if err := r.place.own(ctx, inst); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
 	if err := inst.load(ctx, r.store); err != nil {
@@ -709,9 +700,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	if r.tasks.cancel != nil {
 		r.tasks.cancel()
 	}
-	if r.node != nil {
-		r.node.refuse() // before the gate closes: sent back, not refused
-	}
+	r.place.refuse() // before the gate closes: sent back, not refused
 	drained, ok := r.gate.shut()
 	if !ok {
 		return nil
@@ -840,10 +829,9 @@ func (r *Runtime) release() error {
 		f()
 	}
 	var errs []error
-	if r.node != nil {
-		errs = append(errs, r.node.shutdown())
-		defer r.node.nc.Close() // after the store, which uses it
-	}
+	closed, err := r.place.shutdown()
+	errs = append(errs, err)
+	defer closed() // after the store, which may use what it closes
 	r.cache.mu.Lock()
 	r.cache.instances = nil // no turn runs any more; let the histories go
 	r.cache.lru.Init()

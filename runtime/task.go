@@ -240,14 +240,12 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	wait := make(chan Report, 1)
 	r.tasks.api.waiters.Store(replyTo, wait)
 	defer r.tasks.api.waiters.Delete(replyTo)
-	if r.node != nil {
-		// The task may end on another process: it sends the answer here.
-		stop, err := r.node.awaitAnswer(replyTo, wait)
-		if err != nil {
-			return nil, err
-		}
-		defer stop()
+	// The task may end on another process: it sends the answer here.
+	stop, err := r.place.awaitAnswer(replyTo, wait)
+	if err != nil {
+		return nil, err
 	}
+	defer stop()
 	in := UserMessage(text)
 	in.Metadata = map[string]any{"channel": ChannelAPI, "replyTo": replyTo}
 	res, err := r.sendAsked(ctx, agentName, instanceKey, in)
