@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -154,7 +155,11 @@ func (r *Runtime) taskFence(put []*Task) uint64 {
 	return r.fence(put[0].Agent, put[0].Instance)
 }
 
-// ownedState is the extensions' state store: in a cluster, the state of
+// state is the extensions' state store: the state of an instance this
+// process owns is written under the instance's fence (ownedState).
+func (n *node) state() extensions.StateStore { return ownedState{n.r} }
+
+// ownedState is the extensions' state store in a cluster: the state of
 // an instance this process owns is written under the instance's fence,
 // so that an extension of an owner that stalled past its lease cannot
 // write over what the next owner's wrote.

@@ -48,6 +48,9 @@ type placement interface {
 	addSpend(root string, s Spend)
 	readSpent(ctx context.Context, root string) (Spend, error)
 	forgetSpent(ctx context.Context, root string) error
+	// state is the extensions' state store: the store itself, or in a
+	// cluster one that writes an instance's state under its fence.
+	state() extensions.StateStore
 	// refuse sends back what reaches this process from now on: it stops.
 	refuse()
 	// shutdown stops serving, after the turns ended or were cut; closed
@@ -88,6 +91,8 @@ func (here) addSpend(string, Spend) {}
 func (here) sharesSpend() bool { return false }
 
 func (here) readSpent(context.Context, string) (Spend, error) { return Spend{}, nil }
+
+func (h here) state() extensions.StateStore { return h.r.store }
 
 func (here) forgetSpent(context.Context, string) error { return nil }
 func (here) refuse()                                   {}

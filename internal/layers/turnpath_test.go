@@ -17,7 +17,8 @@ import (
 // coverage counters (the program is internal/layers/turnpath, built with
 // coverage on and run on the quick start's config): the files
 // it enters, by package. A turn of an agent that uses no optional feature
-// must not enter that feature's packages: not MCP's, not the cluster's.
+// must not enter that feature's code: not MCP's packages, not the
+// cluster's (its files in package runtime included).
 // It logs the files it entered, the figure BENCHMARKS.md records.
 func TestPlainTurnPath(t *testing.T) {
 	if testing.Short() {
@@ -80,6 +81,15 @@ func TestPlainTurnPath(t *testing.T) {
 	for _, p := range pkgs {
 		if p == "runtime/mcp" || strings.HasPrefix(p, "runtime/internal/mcpsrc") || strings.HasPrefix(p, "runtime/internal/cluster") {
 			t.Errorf("a plain turn entered package %s, which only a config with MCP servers or a cluster uses", p)
+		}
+		if p != "runtime" {
+			continue
+		}
+		for _, f := range byPkg[p] {
+			// The cluster's files, until it is a package of its own.
+			if strings.HasPrefix(f, "cluster") {
+				t.Errorf("a plain turn entered runtime/%s, which only a config with a cluster uses", f)
+			}
 		}
 	}
 }
