@@ -5,7 +5,40 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 )
+
+func init() {
+	turnhost.Get = hostOf
+	turnhost.Set = setHost
+}
+
+// hostOf is turnhost.Get.
+func hostOf(c any) any {
+	switch c := c.(type) {
+	case *TurnContext:
+		return c.host
+	case *StepContext:
+		return c.turn.host
+	case *ToolCallContext:
+		return c.host
+	}
+	return nil
+}
+
+// setHost is turnhost.Set.
+func setHost(c, v any) {
+	switch c := c.(type) {
+	case *TurnContext:
+		c.host = v
+	case *ToolCallContext:
+		c.host = v
+	default:
+		panic(fmt.Sprintf("turnhost.Set: %T holds no turn state", c))
+	}
+}
 
 // FinishReason says how a turn ended.
 type FinishReason string
@@ -93,9 +126,6 @@ type TurnInfo struct {
 	TurnID       string
 	Input        InputEvent
 	Conversation Conversation
-	// Host is the runtime's own state for the turn, for its innermost handlers.
-	// Middleware has no use for it.
-	Host any
 	// Agents calls other agents (see [TurnContext.Agents]); nil: none.
 	Agents Agents
 	// Window is the turn's context window (see [StepContext.Window]) and
@@ -110,6 +140,7 @@ type TurnInfo struct {
 // A TurnContext is used by one goroutine at a time: the turn's own.
 type TurnContext struct {
 	info TurnInfo
+	host any // the runtime's state for the turn (internal/turnhost)
 	p    *Pipeline
 	cur  cursor[*TurnResult]
 }
@@ -153,9 +184,6 @@ func (t *TurnContext) Conversation() Conversation { return t.info.Conversation }
 // ([MetaPinned]) but hold no other reserved metadata ([CheckMetadata]);
 // a replacement keeps the reserved metadata of the message it replaces.
 func (t *TurnContext) EmitMessage(ev MessageEvent) error { return t.info.Conversation.Apply(ev) }
-
-// Host returns the runtime's state for the turn; see [TurnInfo.Host].
-func (t *TurnContext) Host() any { return t.info.Host }
 
 // Next runs the rest of the chain and returns its outcome. A middleware calls
 // it at most once; a second call returns an error wrapping [ErrNextCalledTwice]
@@ -276,9 +304,6 @@ func (s *StepContext) Conversation() Conversation { return s.turn.info.Conversat
 // EmitMessage changes the conversation before the model sees it.
 func (s *StepContext) EmitMessage(ev MessageEvent) error { return s.turn.info.Conversation.Apply(ev) }
 
-// Host returns the runtime's state for the turn; see [TurnInfo.Host].
-func (s *StepContext) Host() any { return s.turn.info.Host }
-
 // Next runs the rest of the chain: in the end, the model call and the tool calls.
 func (s *StepContext) Next(ctx context.Context) (*StepResult, error) {
 	if s.p == nil {
@@ -297,7 +322,6 @@ type ToolCallInfo struct {
 	// Tool is the tool the call names, if the step's catalog offers it.
 	Tool  Tool
 	Found bool
-	Host  any
 	// Input is the event that started the turn.
 	Input InputEvent
 	// MessageID is the ID of the stored message whose tool calls hold this
@@ -314,6 +338,7 @@ type ToolCallInfo struct {
 // may run concurrently, each with its own context.
 type ToolCallContext struct {
 	info ToolCallInfo
+	host any // the runtime's state for the turn (internal/turnhost)
 	p    *Pipeline
 	cur  cursor[*ToolResult]
 }
@@ -384,9 +409,6 @@ func (c *ToolCallContext) SetArguments(args json.RawMessage) { c.info.Call.Argum
 
 // Tool returns the tool the call names, and whether the step offers it.
 func (c *ToolCallContext) Tool() (Tool, bool) { return c.info.Tool, c.info.Found }
-
-// Host returns the runtime's state for the turn; see [TurnInfo.Host].
-func (c *ToolCallContext) Host() any { return c.info.Host }
 
 // Next runs the rest of the chain and, in the end, the tool. A middleware
 // replaces the result by returning another one.
