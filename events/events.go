@@ -8,61 +8,42 @@ import (
 	"time"
 )
 
-// The topics the runtime publishes. Extensions publish their own topics; by
-// convention those start with the extension's name ("audit.tool_call").
+// The topics the runtime publishes, each with a payload type (its name and
+// "Data"). An extension's own topics start with its name ("audit.tool_call").
 const (
-	TurnStarted     = "turn.started"
-	TurnFinished    = "turn.finished"
-	StepFinished    = "step.finished"
-	ModelDelta      = "model.delta"
-	ToolStarted     = "tool.started"
-	ToolFinished    = "tool.finished"
-	MessageAppended = "message.appended"
-	// TurnInterrupted: when an instance loaded, its history showed tool
-	// calls without results, because the process stopped while they ran;
-	// each got an "interrupted" result, and the turn they belonged to
-	// (TurnID) ended there. Data "calls" names them.
-	TurnInterrupted = "turn.interrupted"
-	LayerSkipped    = "middleware.skipped"
-	// ModelRetry: a model call failed with a rate limit or a server or
-	// network error and is tried again after a wait.
-	ModelRetry = "model.retry"
-	// ContextCondensed and ContextTruncated: messages of an instance were
-	// summarised, or left out, of the history its model sees; both carry
-	// the message counts before and after.
+	TurnStarted      = "turn.started"
+	TurnFinished     = "turn.finished"
+	StepFinished     = "step.finished"
+	ModelDelta       = "model.delta"
+	ToolStarted      = "tool.started"
+	ToolFinished     = "tool.finished"
+	MessageAppended  = "message.appended"
+	TurnInterrupted  = "turn.interrupted"
+	LayerSkipped     = "middleware.skipped"
+	ModelRetry       = "model.retry"
 	ContextCondensed = "context.condensed"
 	ContextTruncated = "context.truncated"
-	// Delegation: a turn delegated a child task; a task
-	// completed (reported to its parent, or answered); a root task's
-	// answer went to its requester's channel; a team started.
-	TaskDelegated = "task.delegated"
-	TaskCompleted = "task.completed"
-	TaskAnswered  = "task.answered"
-	// TaskBudgetSpent: a task tree spent a budget of its root agent's
-	// task_budget; its tasks end (see TaskBudgetSpentData).
-	TaskBudgetSpent = "task.budget_spent"
-	TeamActivated   = "team.activated"
+	TaskDelegated    = "task.delegated"
+	TaskCompleted    = "task.completed"
+	TaskAnswered     = "task.answered"
+	TaskBudgetSpent  = "task.budget_spent"
+	TeamActivated    = "team.activated"
 )
 
-// Event is one published event.
+// Event is one published event; Data must be JSON-serialisable.
 type Event struct {
 	Topic    string    `json:"topic"`
 	Time     time.Time `json:"time"`
 	Agent    string    `json:"agent,omitempty"`
 	Instance string    `json:"instance,omitempty"`
 	TurnID   string    `json:"turn_id,omitempty"`
-	// Source is "runtime" or the name of the extension that published the event.
-	Source string `json:"source"`
-	// Data is the payload; it must be JSON-serialisable.
-	Data any `json:"data,omitempty"`
-	// Process names the process of a cluster the event happened on, when
-	// it is another than the one whose bus delivers it; empty for the
-	// bus's own events.
+	Source   string    `json:"source"` // "runtime" or the extension's name
+	Data     any       `json:"data,omitempty"`
+	// Process names the cluster process the event happened on, if not this one.
 	Process string `json:"process,omitempty"`
 }
 
-// Handler receives events. It runs on the publisher's goroutine, so it must
-// be quick and must not block; hand slow work to a goroutine of your own.
+// Handler receives events on the publisher's goroutine: it must not block.
 type Handler func(Event)
 
 type subscription struct {
@@ -71,14 +52,9 @@ type subscription struct {
 	live    atomic.Bool
 }
 
-// Bus is an in-process publish/subscribe bus with topics.
-//
-// Delivery is synchronous and in publication order per publisher, which
-// keeps a turn's events ordered. A handler that panics is logged and
-// unsubscribed; it never fails the publisher.
-//
-// A Bus is safe for concurrent use. Publishing costs one atomic load when
-// nobody subscribes.
+// Bus is an in-process publish/subscribe bus, safe for concurrent use.
+// Delivery is synchronous, in publication order per publisher; a handler
+// that panics is logged and unsubscribed.
 type Bus struct {
 	mu     sync.Mutex // serialises changes to subs
 	subs   atomic.Pointer[[]*subscription]
@@ -108,17 +84,14 @@ func NewBus(opts ...Option) *Bus {
 	return b
 }
 
-// Active reports whether anyone subscribes to anything. Publishers use it to
-// skip building payloads nobody reads.
+// Active reports whether anyone subscribes to anything.
 func (b *Bus) Active() bool {
 	p := b.subs.Load()
 	return p != nil && len(*p) > 0
 }
 
-// Subscribe calls fn for every event whose topic matches pattern: an exact
-// topic ("turn.finished"), a prefix ending in ".*" ("turn.*" matches
-// "turn.started" but not "turnover"), or "*" for everything. The returned
-// function unsubscribes; it is idempotent.
+// Subscribe calls fn for every event whose topic matches pattern: a topic,
+// "prefix.*" or "*". The returned function unsubscribes.
 func (b *Bus) Subscribe(pattern string, fn Handler) (unsubscribe func()) {
 	s := &subscription{pattern: pattern, fn: fn}
 	s.live.Store(true)

@@ -17,8 +17,7 @@ import (
 type TurnStartedData struct {
 	Kind pipeline.InputKind `json:"kind"`
 	Text string             `json:"text"`
-	// Continues says the turn goes on with a turn a stop of the process
-	// cut short, under that turn's ID.
+	// Continues: the turn goes on with one a stop cut short, under its ID.
 	Continues bool `json:"continues"`
 }
 
@@ -38,8 +37,7 @@ type StepFinishedData struct {
 	Usage     pipeline.Usage `json:"usage"`
 }
 
-// ModelDeltaData is the payload of [ModelDelta]: a piece of the model's
-// text ("text") or reasoning ("reasoning") as it streams.
+// ModelDeltaData is the payload of [ModelDelta].
 type ModelDeltaData struct {
 	Kind string `json:"kind"`
 	Text string `json:"text"`
@@ -52,8 +50,7 @@ type ToolStartedData struct {
 	Arguments string `json:"arguments"`
 }
 
-// ToolFinishedData is the payload of [ToolFinished]; Content is the
-// result with the instance's secrets masked.
+// ToolFinishedData is the payload of [ToolFinished].
 type ToolFinishedData struct {
 	ToolStartedData
 	IsError    bool   `json:"is_error"`
@@ -71,14 +68,12 @@ type MessageAppendedData struct {
 	IsError    bool                `json:"is_error"`
 }
 
-// TurnInterruptedData is the payload of [TurnInterrupted]: the tools
-// whose calls got an interrupted result.
+// TurnInterruptedData is the payload of [TurnInterrupted].
 type TurnInterruptedData struct {
 	Calls []string `json:"calls"`
 }
 
-// LayerSkippedData is the payload of [LayerSkipped]: a fail_open
-// middleware failed and was skipped.
+// LayerSkippedData is the payload of [LayerSkipped].
 type LayerSkippedData struct {
 	Extension string `json:"extension"`
 	Hook      string `json:"hook"`
@@ -87,19 +82,16 @@ type LayerSkippedData struct {
 
 // ModelRetryData is the payload of [ModelRetry].
 type ModelRetryData struct {
-	Step       int   `json:"step"`
-	Attempt    int   `json:"attempt"`
-	MaxRetries int   `json:"max_retries"`
-	DelayMS    int64 `json:"delay_ms"`
-	// RetryAfter says the server set the wait.
+	Step       int    `json:"step"`
+	Attempt    int    `json:"attempt"`
+	MaxRetries int    `json:"max_retries"`
+	DelayMS    int64  `json:"delay_ms"`
 	RetryAfter bool   `json:"retry_after"`
 	Kind       string `json:"kind"`
 	Error      string `json:"error"`
 }
 
-// ContextCondensedData is the payload of [ContextCondensed]: the
-// effective message counts before and after, how many messages the
-// summary stands for, and the estimated token counts.
+// ContextCondensedData is the payload of [ContextCondensed].
 type ContextCondensedData struct {
 	Before       int    `json:"before"`
 	After        int    `json:"after"`
@@ -110,9 +102,7 @@ type ContextCondensedData struct {
 	TokensAfter  int    `json:"tokens_after"`
 }
 
-// ContextTruncatedData is the payload of [ContextTruncated]: why, and the
-// effective message counts before and after; Keep is the share a
-// reduction aimed at, 0 when chosen messages were left out.
+// ContextTruncatedData is the payload of [ContextTruncated].
 type ContextTruncatedData struct {
 	Reason string  `json:"reason"`
 	Before int     `json:"before"`
@@ -120,21 +110,18 @@ type ContextTruncatedData struct {
 	Keep   float64 `json:"keep,omitempty"`
 }
 
-// TaskDelegatedData is the payload of [TaskDelegated]; Message is the
-// child's request, cut to one line of at most 200 characters.
+// TaskDelegatedData is the payload of [TaskDelegated].
 type TaskDelegatedData struct {
 	TaskID      string `json:"task_id"`
 	ChildTaskID string `json:"child_task_id"`
 	To          string `json:"to"`
 	Team        string `json:"team"`
 	Message     string `json:"message"`
-	// Pending counts the parent's children not yet reported.
-	Pending int  `json:"pending"`
-	Root    bool `json:"root"`
+	Pending     int    `json:"pending"`
+	Root        bool   `json:"root"`
 }
 
-// TaskCompletedData is the payload of [TaskCompleted]; Response is the
-// answer, cut to one line of at most 200 characters.
+// TaskCompletedData is the payload of [TaskCompleted].
 type TaskCompletedData struct {
 	TaskID       string `json:"task_id"`
 	ParentTaskID string `json:"parent_task_id"`
@@ -142,8 +129,7 @@ type TaskCompletedData struct {
 	Response     string `json:"response"`
 }
 
-// TaskAnsweredData is the payload of [TaskAnswered]: a root task's
-// answer, and whether it reached its requester's channel.
+// TaskAnsweredData is the payload of [TaskAnswered].
 type TaskAnsweredData struct {
 	TaskID    string `json:"task_id"`
 	Requester string `json:"requester"`
@@ -153,9 +139,7 @@ type TaskAnsweredData struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// TaskBudgetSpentData is the payload of [TaskBudgetSpent]: which budget
-// of the tree rooted at RootTaskID ran out ("delegations", "turns" or
-// "tokens"), and what the tree had spent.
+// TaskBudgetSpentData is the payload of [TaskBudgetSpent].
 type TaskBudgetSpentData struct {
 	RootTaskID  string `json:"root_task_id"`
 	RootAgent   string `json:"root_agent"`
@@ -193,11 +177,8 @@ var payloads = map[string]func() any{
 	TeamActivated:    func() any { return new(TeamActivatedData) },
 }
 
-// UnmarshalJSON decodes an event as it is encoded (by an event stream of
-// the HTTP server, say). Data becomes the payload type of the topic for
-// the runtime's topics (a [TurnFinishedData] for [TurnFinished], not a
-// pointer), so that a program reads a remote event as it reads one of its
-// own bus; for any other topic it is what encoding/json makes of it.
+// UnmarshalJSON decodes an event; Data becomes the payload type (not a
+// pointer) of a runtime topic, what encoding/json makes of it otherwise.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	type plain Event
 	var raw struct {

@@ -17,10 +17,8 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// Extension is what an agent loads: native Go code or, through the WASM
-// host, a WebAssembly module. Register is called once per agent that lists
-// the extension, with an [API] bound to that agent and extension; it
-// registers middleware and tools and may subscribe to events.
+// Extension is what an agent loads, native or WebAssembly. Register is called
+// once per agent that lists it, with an [API] bound to that agent.
 type Extension interface {
 	Register(api *API) error
 }
@@ -31,29 +29,24 @@ type Func func(api *API) error
 // Register calls f(api).
 func (f Func) Register(api *API) error { return f(api) }
 
-// Closer is implemented by extensions that hold resources; the runtime calls
-// Close once when it shuts down.
+// Closer is an extension that holds resources; the runtime calls Close once
+// at shutdown.
 type Closer interface {
 	Close() error
 }
 
 // Config is an extension's own settings from the agent's config.
 type Config interface {
-	// Decode decodes the settings into v (a pointer to a struct), refusing
-	// unknown fields. Errors carry the config file's line and column.
+	// Decode decodes into v (a pointer to a struct), refusing unknown fields;
+	// errors carry the line and column.
 	Decode(v any) error
 }
 
-// Factory makes an extension from its settings. It runs once per agent that
-// lists the extension.
+// Factory makes an extension from its settings, once per agent.
 type Factory func(cfg Config) (Extension, error)
 
-// Registry maps extension names to factories. The runtime consults it for
-// every `name:` an agent's config lists. It is a value, not a global: an
-// app builds the one it wants.
-//
-// The zero Registry is empty and ready to use. A Registry is safe for
-// concurrent use.
+// Registry maps extension names to factories; an app builds the one it
+// wants. The zero Registry is ready to use; it is safe for concurrent use.
 type Registry struct {
 	mu sync.RWMutex
 	m  map[string]Factory
@@ -62,8 +55,7 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{m: map[string]Factory{}} }
 
-// Register adds a factory under name. Names follow the agent-name rule
-// ([a-zA-Z0-9_.-]{1,64}); a name can be registered once.
+// Register adds a factory under name ([a-zA-Z0-9_.-]{1,64}), once.
 func (r *Registry) Register(name string, f Factory) error {
 	if err := store.ValidateName("extension name", name); err != nil {
 		return err
@@ -125,50 +117,29 @@ func (r *Registry) Merge(other *Registry) {
 	}
 }
 
-// API is what an extension registers through:
-// pipeline middleware, tools, persistent state, events and a logger, all
-// bound to one agent and one extension.
-//
-// An API is safe for concurrent use once Register has returned: middleware
-// uses State, Events and Logger from many turns at once.
+// API is what an extension registers through, bound to one agent and one
+// extension; safe for concurrent use once Register has returned.
 type API struct {
-	// Name is the extension's name as configured.
-	Name string
-	// Agent is the agent the extension is loaded for.
-	Agent string
-	// Pipeline registers middleware.
+	Name     string
+	Agent    string
 	Pipeline *Pipeline
-	// Tools registers tools for the agent.
-	Tools *Tools
-	// State keeps JSON per instance, persisted with the instance.
-	State *State
-	// Events publishes and subscribes to the runtime's event bus.
-	Events *Events
-	// Logger is the extension's logger; it carries the agent and extension names.
-	Logger *slog.Logger
-	// Pending pauses turns on what a human must answer.
-	Pending *Pending
-	// Secrets reads the secrets the config grants the extension.
-	Secrets *Secrets
-	// Workspace is the directory the agent's file tools are confined to,
-	// or "" if it has none.
+	Tools    *Tools
+	State    *State
+	Events   *Events
+	Logger   *slog.Logger
+	Pending  *Pending
+	Secrets  *Secrets
+	// Workspace confines the agent's file tools; "" if none.
 	Workspace string
-	// Models opens models of the extension's own, for the calls its
-	// middleware makes with [pipeline.StepContext.Models].
-	Models *Models
-	// AgentNames are the names of the runtime's agents, in config order,
-	// those not built yet included: what ctx.agents may be asked to call.
+	Models    *Models
+	// AgentNames are the runtime's agents, in config order.
 	AgentNames []string
 
 	peer func(agent, extension string) (Extension, bool)
 }
 
-// Peer returns the extension another agent of the runtime loaded under
-// name, for built-in extensions that cooperate across agents (the approval
-// extension applies a calling agent's rules to the agents it calls). It
-// reports false when the agent or the extension does not exist, and
-// always for WebAssembly extensions, which are reached only through their
-// hooks.
+// Peer returns the extension another agent loaded under name, for built-ins
+// that cooperate across agents; false if there is none or it is WebAssembly.
 func (a *API) Peer(agent, name string) (Extension, bool) {
 	if a.peer == nil {
 		return nil, false
@@ -176,35 +147,27 @@ func (a *API) Peer(agent, name string) (Extension, bool) {
 	return a.peer(agent, name)
 }
 
-// Host is what the runtime provides to build an [API]. Extension authors do
-// not use it.
+// Host is what the runtime provides to build an [API]; nil Pending,
+// Secrets, Peer or OpenModel refuse every call.
 type Host struct {
-	Agent    string
-	Builder  *pipeline.Builder
-	Store    StateStore
-	Bus      *events.Bus
-	Logger   *slog.Logger
-	AddTool  func(pipeline.Tool) error
-	Priority int
-	OnError  pipeline.OnError
-	// Pending and Secrets may be nil: the API's Pending and Secrets then
-	// refuse every call with a clear error.
-	Pending PendingHost
-	Secrets SecretsHost
-	// Grants names the secrets the extension may read.
-	Grants []string
-	// Workspace is the agent's workspace directory, if any.
-	Workspace string
-	// Peer finds another agent's extension by name (API.Peer); nil: none.
-	Peer func(agent, extension string) (Extension, bool)
-	// OpenModel opens the model described under key of the extension's
-	// config (Models.Open); nil: none. AgentNames: API.AgentNames.
+	Agent      string
+	Builder    *pipeline.Builder
+	Store      StateStore
+	Bus        *events.Bus
+	Logger     *slog.Logger
+	AddTool    func(pipeline.Tool) error
+	Priority   int
+	OnError    pipeline.OnError
+	Pending    PendingHost
+	Secrets    SecretsHost
+	Grants     []string
+	Workspace  string
+	Peer       func(agent, extension string) (Extension, bool)
 	OpenModel  func(key string) (string, error)
 	AgentNames []string
 }
 
-// NewAPI returns the API of extension name on h. The runtime calls it; so do
-// tests that drive an extension without a runtime.
+// NewAPI returns the API of extension name on h, for the runtime and tests.
 func NewAPI(name string, h Host) *API {
 	logger := h.Logger
 	if logger == nil {
@@ -257,18 +220,15 @@ func (p *Pipeline) ToolCall(fn pipeline.ToolCallFunc, opts ...pipeline.LayerOpti
 	p.b.ToolCall(p.owner, fn, p.opts(opts)...)
 }
 
-// Models opens the models an extension calls on its own, beside the
-// agent's (a cheaper one to summarise, a stronger one to review).
+// Models opens models an extension calls on its own, beside the agent's.
 type Models struct {
 	open func(key string) (string, error)
 	ext  string
 }
 
-// Open opens the model described under key of the extension's config: a
-// mapping with the fields of an agent's model (provider, name, base_url,
-// api_key_env, max_retries, ...). It returns the name that
-// [pipeline.CompletionRequest].Model takes. Call it from Register; the
-// error says what is wrong with the settings and where.
+// Open opens the model under key of the extension's config (an agent's model
+// fields) and returns its name for [pipeline.CompletionRequest]. Call it
+// from Register.
 func (m *Models) Open(key string) (string, error) {
 	if m.open == nil {
 		return "", fmt.Errorf("extension %q: open model: this runtime opens no models for extensions", m.ext)
@@ -276,7 +236,7 @@ func (m *Models) Open(key string) (string, error) {
 	return m.open(key)
 }
 
-// Tools registers tools that the agent offers to its model.
+// Tools registers the agent's tools.
 type Tools struct {
 	add func(pipeline.Tool) error
 	ext string
@@ -296,12 +256,10 @@ func (t *Tools) Register(tool pipeline.Tool) error {
 // MaxStateSize bounds one extension's state per instance.
 const MaxStateSize = 1 << 20
 
-// StateStore keeps extensions' state: one value per agent, instance and
-// extension. A [store.Store] is one; an extension needs no more of it.
+// StateStore keeps one value per agent, instance and extension.
 type StateStore interface {
-	// GetState returns the value, or nil if there is none.
+	// GetState returns nil if there is none; SetState(nil) deletes.
 	GetState(ctx context.Context, agent, instanceKey, extension string) ([]byte, error)
-	// SetState replaces the value; nil deletes it.
 	SetState(ctx context.Context, agent, instanceKey, extension string, value []byte) error
 }
 
@@ -321,8 +279,8 @@ func (s *State) Get(ctx context.Context, instanceKey string) (json.RawMessage, e
 	return b, nil
 }
 
-// Set replaces the state of the instance. The value must be valid JSON of at
-// most [MaxStateSize] bytes; nil deletes the state.
+// Set replaces the state: valid JSON of at most [MaxStateSize] bytes; nil
+// deletes it.
 func (s *State) Set(ctx context.Context, instanceKey string, v json.RawMessage) error {
 	if v != nil {
 		if len(v) > MaxStateSize {
@@ -338,7 +296,7 @@ func (s *State) Set(ctx context.Context, instanceKey string, v json.RawMessage) 
 	return nil
 }
 
-// Load decodes the state of the instance into v and reports whether there was any.
+// Load decodes the state into v and reports whether there was any.
 func (s *State) Load(ctx context.Context, instanceKey string, v any) (bool, error) {
 	b, err := s.Get(ctx, instanceKey)
 	if err != nil || b == nil {
@@ -359,8 +317,7 @@ func (s *State) Save(ctx context.Context, instanceKey string, v any) error {
 	return s.Set(ctx, instanceKey, b)
 }
 
-// Events publishes and subscribes for one extension. Its events carry the
-// extension's name as Source.
+// Events publishes and subscribes for one extension, as Source.
 type Events struct {
 	bus   *events.Bus
 	agent string
@@ -372,7 +329,7 @@ type Events struct {
 // ErrNoBus is returned when the runtime gave the extension no event bus.
 var ErrNoBus = errors.New("no event bus")
 
-// Publish publishes data under topic for instance (which may be empty).
+// Publish publishes data under topic for instance (may be empty).
 func (e *Events) Publish(topic, instance string, data any) {
 	if e.bus == nil {
 		return
@@ -380,8 +337,7 @@ func (e *Events) Publish(topic, instance string, data any) {
 	e.bus.Publish(events.Event{Topic: topic, Agent: e.agent, Instance: instance, Source: e.ext, Data: data})
 }
 
-// PublishTurn publishes like Publish, for the event of a turn: the
-// event's TurnID is turnID.
+// PublishTurn is Publish with the event's TurnID.
 func (e *Events) PublishTurn(topic, instance, turnID string, data any) {
 	if e.bus == nil {
 		return
@@ -389,8 +345,8 @@ func (e *Events) PublishTurn(topic, instance, turnID string, data any) {
 	e.bus.Publish(events.Event{Topic: topic, Agent: e.agent, Instance: instance, TurnID: turnID, Source: e.ext, Data: data})
 }
 
-// Subscribe calls fn for events matching pattern (see [events.Bus.Subscribe])
-// until the runtime closes or the returned function is called.
+// Subscribe calls fn for events matching pattern ([events.Bus.Subscribe])
+// until shutdown or unsubscribe.
 func (e *Events) Subscribe(pattern string, fn events.Handler) (unsubscribe func(), err error) {
 	if e.bus == nil {
 		return nil, fmt.Errorf("extension %q: subscribe: %w", e.ext, ErrNoBus)
@@ -402,7 +358,7 @@ func (e *Events) Subscribe(pattern string, fn events.Handler) (unsubscribe func(
 	return un, nil
 }
 
-// Close ends every subscription of the extension. The runtime calls it on shutdown.
+// Close ends the extension's subscriptions; the runtime calls it.
 func (e *Events) Close() {
 	e.mu.Lock()
 	subs := slices.Clone(e.subs)

@@ -20,12 +20,12 @@ type Status string
 // The statuses of an item. An item starts pending and ends in one of the others.
 const (
 	Pending  Status = "pending"
-	Answered Status = "answered" // a question got its answer
-	Provided Status = "provided" // a dependency got its value
-	Rejected Status = "rejected" // a human refused: a dependency, an approval
-	Skipped  Status = "skipped"  // an optional question took its default
-	Timeout  Status = "timeout"  // nobody answered in time
-	Failed   Status = "failed"   // the item cannot be answered any more
+	Answered Status = "answered"
+	Provided Status = "provided"
+	Rejected Status = "rejected"
+	Skipped  Status = "skipped"
+	Timeout  Status = "timeout"
+	Failed   Status = "failed"
 )
 
 // final reports whether s ends an item.
@@ -44,67 +44,42 @@ var (
 	ErrWrongInstance = errors.New("belongs to another instance")
 )
 
-// Item is something a paused turn waits for: a question, a dependency, a
-// tool approval. The kinds and their requests belong to the extensions that
-// create them; the ledger keeps them and their lifecycle.
+// Item is something a paused turn waits for, of the kind its Extension
+// handles; Answer and Message (what the model reads on resume) never hold a
+// secret. Fields: docs/extensions.md, "The pause ledger".
 type Item struct {
-	ID   string `json:"id"`
-	Kind string `json:"kind"` // e.g. "question", "dependency", "approval"
-	// Extension is the extension that created the item and resolves it.
-	Extension string `json:"extension,omitempty"`
-	// Where the item belongs: the turn, step and tool call that paused.
-	Agent    string `json:"agent"`
-	Instance string `json:"instance"`
-	TurnID   string `json:"turn_id"`
-	Step     int    `json:"step"`
-	CallID   string `json:"call_id,omitempty"`
-	// Request is what is asked (the parsed block, the tool call), as JSON.
-	Request  json.RawMessage `json:"request"`
-	Required bool            `json:"required"`
-	Status   Status          `json:"status"`
-	// Open is true while the item can be resolved: from its creation until
-	// it is resolved, and after a timeout that leaves it open (a required
-	// question keeps waiting for its answer).
-	Open bool `json:"open"`
-	// Checkpoint is the ID of the last message of the instance's history
-	// when the turn paused: where the resume continues.
-	Checkpoint string `json:"checkpoint,omitempty"`
-	// Answer is the answer given, for items whose answer is not secret.
-	// A secret (a dependency's value) is never put here.
-	Answer string `json:"answer,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// Message is what the model reads about the resolution when the turn
-	// resumes. It never holds a secret.
-	Message string `json:"message,omitempty"`
-	// Fails is set when the resolution fails the paused task (a required
-	// dependency rejected or timed out); Reason says why.
-	Fails bool `json:"fails,omitempty"`
-	// ResumedBy is the ID of the turn that resumed the paused turn once all
-	// its items were resolved.
-	ResumedBy string `json:"resumed_by,omitempty"`
-	// Trace is the W3C traceparent of the turn that paused, when it was
-	// traced: the resume turn links to it, however much later it runs.
-	Trace     string    `json:"trace,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-	// ExpiresAt, if set, is when a pending item times out (see Expire).
-	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	ID         string          `json:"id"`
+	Kind       string          `json:"kind"`
+	Extension  string          `json:"extension,omitempty"`
+	Agent      string          `json:"agent"`
+	Instance   string          `json:"instance"`
+	TurnID     string          `json:"turn_id"`
+	Step       int             `json:"step"`
+	CallID     string          `json:"call_id,omitempty"`
+	Request    json.RawMessage `json:"request"`
+	Required   bool            `json:"required"`
+	Status     Status          `json:"status"`
+	Open       bool            `json:"open"`
+	Checkpoint string          `json:"checkpoint,omitempty"`
+	Answer     string          `json:"answer,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	Message    string          `json:"message,omitempty"`
+	Fails      bool            `json:"fails,omitempty"`
+	ResumedBy  string          `json:"resumed_by,omitempty"`
+	Trace      string          `json:"trace,omitempty"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+	ExpiresAt  time.Time       `json:"expires_at,omitzero"` // zero: never times out
 }
 
-// Resolution is how an item ends.
+// Resolution is how an item ends; its fields become the [Item]'s.
+// KeepOpen leaves it open to a later resolution (a required question that
+// timed out); Agent and Instance, if set, must be the item's.
 type Resolution struct {
-	Status Status
-	Answer string
-	Reason string
-	// Message is what the model reads about it; see [Item.Message].
-	Message string
-	// KeepOpen leaves the item open to a later resolution: a required
-	// question that timed out still waits for its answer.
-	KeepOpen bool
-	// Fails fails the paused task; see [Item.Fails].
-	Fails bool
-	// Agent and Instance, if set, must be the item's: an answer meant for
-	// another instance is refused.
+	Status          Status
+	Answer, Reason  string
+	Message         string
+	KeepOpen, Fails bool
 	Agent, Instance string
 }
 
@@ -146,10 +121,8 @@ func (l *Ledger) Create(ctx context.Context, it Item) (Item, error) {
 }
 
 // CreateWith is [Ledger.Create] with the writing left to commit, which
-// must store r, and may store it together with other changes in one
-// transaction (see [store.Batch.Pending]): a turn that pauses commits the
-// message that asks and the item that waits for the answer at once. If
-// commit fails, the item does not exist and its error is returned.
+// must store r, alone or in one transaction with other changes; if it
+// fails, the item does not exist.
 func (l *Ledger) CreateWith(ctx context.Context, it Item, commit func(r store.PendingRecord) error) (Item, error) {
 	if it.Kind == "" {
 		return Item{}, errors.New("ledger: an item needs a kind")
@@ -199,10 +172,8 @@ func (l *Ledger) Get(ctx context.Context, id string) (Item, error) {
 type Filter struct {
 	Agent, Instance string
 	Status          Status
-	// Open, if set, selects the items that can still be resolved.
-	Open bool
-	// TurnID, if set, selects the items of one paused turn.
-	TurnID string
+	Open            bool // only items that can still be resolved
+	TurnID          string
 }
 
 // List returns the items that match f, by ID.
@@ -224,10 +195,9 @@ func (l *Ledger) List(ctx context.Context, f Filter) ([]Item, error) {
 	return out, nil
 }
 
-// Resolve ends the open item id as r says and returns it. Nothing changes
-// when it fails: for an unknown ID ([ErrNotFound]), an item already
-// resolved ([ErrResolved]), an item of another instance
-// ([ErrWrongInstance]), or a status that does not end an item.
+// Resolve ends the open item id as r says. It changes nothing when it fails:
+// [ErrNotFound], [ErrResolved], [ErrWrongInstance], or a status that ends
+// nothing.
 func (l *Ledger) Resolve(ctx context.Context, id string, r Resolution) (Item, error) {
 	if !r.Status.final() {
 		return Item{}, fmt.Errorf("pending item %q: cannot resolve as %q (want answered, provided, rejected, skipped, timeout or failed)", id, r.Status)

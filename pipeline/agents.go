@@ -6,37 +6,24 @@ import (
 	"time"
 )
 
-// Agents lets turn and step middleware call other agents
-// (ctx.agents): the calls go through the runtime's orchestrator and never
-// appear in the calling agent's conversation or its model's context; only
-// what the middleware does with the answer does. ToolCall contexts do not
-// offer it.
-//
-// An Agents is safe for concurrent use during its turn.
+// Agents lets turn and step middleware call other agents, outside the
+// conversation; safe for concurrent use during its turn.
 type Agents interface {
-	// Request runs a turn of target with input and returns its response
-	// text, or an error: the target failed, the call timed out (the
-	// target's turn is then aborted), or the call would close a cycle or
-	// exceed the depth limit.
+	// Request runs a turn of target and returns its answer; a timeout aborts it.
 	Request(ctx context.Context, target, input string, opts AgentCallOptions) (string, error)
-	// Send starts a turn of target with input and returns once it is
-	// accepted, without waiting for it.
+	// Send starts a turn of target without waiting.
 	Send(ctx context.Context, target, input string, opts AgentCallOptions) error
 }
 
-// AgentCallOptions tune an agent call.
+// AgentCallOptions tune an agent call: InstanceKey ("" the caller's), a
+// Request's Timeout (0: 15 s), Metadata added to the input's.
 type AgentCallOptions struct {
-	// InstanceKey is the target's instance; empty: the caller's key.
 	InstanceKey string
-	// Timeout bounds a Request; zero: the runtime's default (15 s).
-	Timeout time.Duration
-	// Metadata is added to the call's input metadata, beside the caller's
-	// (callerAgent, callerInstanceKey, callerTurnId, callSource).
-	Metadata map[string]any
+	Timeout     time.Duration
+	Metadata    map[string]any
 }
 
-// ErrNoAgents is returned by the Agents of a context whose runtime offers
-// no agent calls.
+// ErrNoAgents is returned when the runtime offers no agent calls.
 var ErrNoAgents = errors.New("this context cannot call agents")
 
 type noAgents struct{}

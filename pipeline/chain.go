@@ -17,7 +17,7 @@ const (
 	HookToolCall
 )
 
-// String returns "turn", "step" or "toolCall", the names the config and the ABI use.
+// String returns "turn", "step" or "toolCall".
 func (h Hook) String() string {
 	switch h {
 	case HookTurn:
@@ -33,14 +33,11 @@ func (h Hook) String() string {
 // OnError says what a failing middleware layer does to its call.
 type OnError uint8
 
-// The failure policies: what a layer that errs or traps does to its call,
-// as its extension's on_error says.
+// The failure policies (on_error): FailClosed, the default, fails the call
+// with a [*MiddlewareError]; FailOpen skips the layer (Next's outcome stands
+// if it called Next).
 const (
-	// FailClosed fails the call (and so the turn) with a [*MiddlewareError]. The default.
 	FailClosed OnError = iota
-	// FailOpen skips the failing layer: the rest of the chain runs as if it
-	// were not there, or, if the layer had already called next, next's
-	// outcome stands.
 	FailOpen
 )
 
@@ -63,8 +60,8 @@ func ParseOnError(s string) (OnError, error) {
 	return FailClosed, fmt.Errorf("on_error %q: want fail_closed or fail_open", s)
 }
 
-// ErrNextCalledTwice is the cause when a middleware calls Next more than once.
-// The second call runs nothing.
+// ErrNextCalledTwice is the cause when a middleware calls Next twice; the
+// second call runs nothing.
 var ErrNextCalledTwice = errors.New("next called more than once")
 
 // errNoResult is the cause when a middleware or handler returns neither a
@@ -75,16 +72,13 @@ var errNoResult = errors.New("returned no result and no error")
 // layer: after the layer returned, or from a context the chain did not start.
 var errNextOutsideChain = errors.New("next called outside a running middleware")
 
-// MiddlewareError is the error of a layer that failed the call: it returned an
-// error of its own, panicked, or broke the onion rules. Errors that merely
-// pass through a layer from Next are not rewrapped.
+// MiddlewareError is the error of a layer that failed the call itself: an
+// error of its own, a panic ([*PanicError]), a broken onion rule. Errors
+// from Next pass through unwrapped.
 type MiddlewareError struct {
-	// Extension is the name of the extension that registered the layer.
 	Extension string
-	// Hook is the kind of the layer.
-	Hook Hook
-	// Err is the cause; a panic is a [*PanicError].
-	Err error
+	Hook      Hook
+	Err       error
 }
 
 func (e *MiddlewareError) Error() string {

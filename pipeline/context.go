@@ -5,66 +5,79 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 )
+
+func init() {
+	turnhost.Get = hostOf
+	turnhost.Set = setHost
+}
+
+// hostOf is turnhost.Get.
+func hostOf(c any) any {
+	switch c := c.(type) {
+	case *TurnContext:
+		return c.host
+	case *StepContext:
+		return c.turn.host
+	case *ToolCallContext:
+		return c.host
+	}
+	return nil
+}
+
+// setHost is turnhost.Set.
+func setHost(c, v any) {
+	switch c := c.(type) {
+	case *TurnContext:
+		c.host = v
+	case *ToolCallContext:
+		c.host = v
+	default:
+		panic(fmt.Sprintf("turnhost.Set: %T holds no turn state", c))
+	}
+}
 
 // FinishReason says how a turn ended.
 type FinishReason string
 
-// The finish reasons of a turn.
+// The finish reasons of a turn: a text answer, max_steps spent, paused for
+// a human, delegated (waiting for reports on [TurnResult].TaskID), an
+// error, aborted by the caller.
 const (
-	// FinishText: the model answered in text.
-	FinishText FinishReason = "text_response"
-	// FinishMaxSteps: the turn used the agent's max_steps without a text answer.
-	FinishMaxSteps FinishReason = "max_steps"
-	// FinishPaused: the turn waits for a human; a pending item records what for.
-	FinishPaused FinishReason = "paused"
-	// FinishDelegated: the turn delegated work to other agents and waits
-	// for their reports; its task's final answer goes to the requester's
-	// channel when they are in (TurnResult.TaskID names the task).
+	FinishText      FinishReason = "text_response"
+	FinishMaxSteps  FinishReason = "max_steps"
+	FinishPaused    FinishReason = "paused"
 	FinishDelegated FinishReason = "delegated"
-	// FinishError: the turn failed; the error says why.
-	FinishError FinishReason = "error"
-	// FinishAborted: the caller cancelled the turn.
-	FinishAborted FinishReason = "aborted"
+	FinishError     FinishReason = "error"
+	FinishAborted   FinishReason = "aborted"
 )
 
-// TurnResult is the outcome of a turn.
+// TurnResult is the outcome of a turn; Response is its last assistant
+// message.
 type TurnResult struct {
 	TurnID       string       `json:"turn_id"`
 	FinishReason FinishReason `json:"finish_reason"`
-	// Response is the agent's final message (the last assistant message).
-	Response Message `json:"response"`
-	// Steps is the number of steps the turn ran.
-	Steps int `json:"steps"`
-	// Usage sums the model usage of the turn's steps.
-	Usage Usage `json:"usage"`
-	// TaskID is the delegation task the turn works on, if any.
-	TaskID string `json:"task_id,omitempty"`
-	// AnsweredBy is the extension whose turn middleware made this result:
-	// it answered without calling Next, or returned another result than
-	// Next's, or Next's with another Response.Content (the outermost such
-	// layer). Empty when the result is the turn's own (the model's
-	// answer). The pipeline sets it; the runtime stores the answer in the
-	// history as that extension's.
+	Response     Message      `json:"response"`
+	Steps        int          `json:"steps"`
+	Usage        Usage        `json:"usage"`
+	TaskID       string       `json:"task_id,omitempty"`
+	// AnsweredBy is the outermost extension whose turn middleware made the
+	// result instead of Next; the history stores the answer as its.
 	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
-// StepResult is the outcome of a step: the model's message and the results of
-// the tool calls it asked for.
+// StepResult is the outcome of a step. A step middleware may set Stop, to
+// end the turn, or Continue, to run another step after a text answer (Stop
+// wins).
 type StepResult struct {
-	// Message is the assistant message of the step.
-	Message Message
-	// ToolResults answer Message.ToolCalls, in the same order.
+	Message     Message
 	ToolResults []ToolResult
 	Usage       Usage
-	// Stop, when set, ends the turn after this step with that finish reason,
-	// even if the model asked for tools. A step middleware may set it.
-	Stop FinishReason
-	// Continue, when set, runs another step even though the model answered
-	// in text: a middleware that added a message for the model to read (a
-	// correction, a reminder) sets it. The turn's max_steps still bounds the
-	// loop. Stop wins over Continue.
-	Continue bool
+	Stop        FinishReason
+	Continue    bool
 }
 
 // ToolResult is the outcome of one tool call.
@@ -75,9 +88,8 @@ type ToolResult struct {
 	IsError bool   `json:"is_error,omitempty"`
 }
 
-// TurnFunc is a turn middleware, and also the innermost turn handler. A
-// middleware acts before and after [TurnContext.Next], may change what Next
-// sees (the input, the conversation), or return without calling it.
+// TurnFunc is a turn middleware and the innermost turn handler: it acts
+// before and after [TurnContext.Next], or answers without calling it.
 type TurnFunc func(ctx context.Context, t *TurnContext) (*TurnResult, error)
 
 // StepFunc is a step middleware, and also the innermost step handler.
@@ -86,30 +98,23 @@ type StepFunc func(ctx context.Context, s *StepContext) (*StepResult, error)
 // ToolCallFunc is a toolCall middleware. Its innermost handler is the tool's [ToolFunc].
 type ToolCallFunc = ToolFunc
 
-// TurnInfo is what a runtime knows when it starts a turn.
+// TurnInfo is what a runtime knows when it starts a turn; nil Agents, Window
+// or Models offer none.
 type TurnInfo struct {
 	Agent        string
 	InstanceKey  string
 	TurnID       string
 	Input        InputEvent
 	Conversation Conversation
-	// Host is the runtime's own state for the turn, for its innermost handlers.
-	// Middleware has no use for it.
-	Host any
-	// Agents calls other agents (see [TurnContext.Agents]); nil: none.
-	Agents Agents
-	// Window is the turn's context window (see [StepContext.Window]) and
-	// Models calls models for middleware (see [TurnContext.Models]); nil:
-	// none.
-	Window Window
-	Models Models
+	Agents       Agents
+	Window       Window
+	Models       Models
 }
 
-// TurnContext is the context of one turn, given to turn middleware.
-//
-// A TurnContext is used by one goroutine at a time: the turn's own.
+// TurnContext is the context of one turn, used by the turn's goroutine.
 type TurnContext struct {
 	info TurnInfo
+	host any // the runtime's state for the turn (internal/turnhost)
 	p    *Pipeline
 	cur  cursor[*TurnResult]
 }
@@ -121,9 +126,7 @@ func NewTurnContext(info TurnInfo) *TurnContext {
 	return t
 }
 
-// Reset makes t the context of the turn described by info, so that a
-// runtime can embed contexts in its own per-turn state instead of
-// allocating them. It must not be called while t's chain runs.
+// Reset reuses t for the turn info describes, not while its chain runs.
 func (t *TurnContext) Reset(info TurnInfo) {
 	*t = TurnContext{info: info, cur: cursor[*TurnResult]{depth: -1, more: t.cur.more[:0], skips: t.cur.skips}}
 }
@@ -140,26 +143,19 @@ func (t *TurnContext) TurnID() string { return t.info.TurnID }
 // Input returns the event the turn handles.
 func (t *TurnContext) Input() InputEvent { return t.info.Input }
 
-// SetInput changes the event that the rest of the chain sees. The
-// runtime stores the input as the chain leaves it; the input's reserved
-// metadata ([CheckMetadata]) stays as it came, but [MetaPinned]: a reserved
-// key set or changed fails the turn, one left out is kept.
+// SetInput changes the input the rest of the chain sees and the runtime
+// stores; setting or changing a reserved metadata key ([CheckMetadata]) but
+// [MetaPinned] fails the turn.
 func (t *TurnContext) SetInput(in InputEvent) { t.info.Input = in }
 
 // Conversation returns the instance's history.
 func (t *TurnContext) Conversation() Conversation { return t.info.Conversation }
 
-// EmitMessage changes the conversation. A message may be pinned
-// ([MetaPinned]) but hold no other reserved metadata ([CheckMetadata]);
-// a replacement keeps the reserved metadata of the message it replaces.
+// EmitMessage changes the conversation; see [Conversation].Apply.
 func (t *TurnContext) EmitMessage(ev MessageEvent) error { return t.info.Conversation.Apply(ev) }
 
-// Host returns the runtime's state for the turn; see [TurnInfo.Host].
-func (t *TurnContext) Host() any { return t.info.Host }
-
-// Next runs the rest of the chain and returns its outcome. A middleware calls
-// it at most once; a second call returns an error wrapping [ErrNextCalledTwice]
-// and runs nothing.
+// Next runs the rest of the chain; a second call runs nothing and fails with
+// [ErrNextCalledTwice].
 func (t *TurnContext) Next(ctx context.Context) (*TurnResult, error) {
 	if t.p == nil {
 		return nil, errNextOutsideChain
@@ -167,10 +163,7 @@ func (t *TurnContext) Next(ctx context.Context) (*TurnResult, error) {
 	return t.p.turn.next(ctx, t, &t.cur)
 }
 
-// StepContext is the context of one step (one model call and the tool calls
-// it asks for), given to step middleware.
-//
-// A StepContext is used by one goroutine at a time: the turn's own.
+// StepContext is the context of one step, used by the turn's goroutine.
 type StepContext struct {
 	turn     *TurnContext
 	index    int
@@ -181,8 +174,7 @@ type StepContext struct {
 	cur      cursor[*StepResult]
 }
 
-// NewStepContext returns the context of step index (1-based) of turn t,
-// offering tools. The runtime may reuse it for the next step with [StepContext.Reset].
+// NewStepContext returns the context of step index (from 1) of t.
 func NewStepContext(t *TurnContext, index int, tools []Tool) *StepContext {
 	s := new(StepContext)
 	s.Init(t, index, tools)
@@ -195,7 +187,7 @@ func (s *StepContext) Init(t *TurnContext, index int, tools []Tool) {
 	s.Reset(index, tools)
 }
 
-// Reset makes s the context of step index, offering tools.
+// Reset makes s the context of step index.
 func (s *StepContext) Reset(index int, tools []Tool) {
 	s.index = index
 	s.catalog.reset(tools)
@@ -205,41 +197,27 @@ func (s *StepContext) Reset(index int, tools []Tool) {
 	s.onReply = s.onReply[:0]
 }
 
-// WatchText calls fn with each piece of the model's text as it streams in
-// this step, in order, before [StepContext.Next] returns: a middleware
-// that reads the output while it streams (a protocol parser) registers it
-// before calling Next. The pieces are cut wherever the provider cut them,
-// even inside a UTF-8 sequence. fn runs on the turn's goroutine and must
-// not block.
+// WatchText calls fn with each piece of the model's text as it streams (cut
+// anywhere, even in a UTF-8 sequence), on the turn's goroutine: fn must not
+// block. Call it before Next.
 func (s *StepContext) WatchText(fn func(delta string)) {
 	s.watchers = append(s.watchers, fn)
 }
 
-// PublishText hands delta to the functions registered with
-// [StepContext.WatchText]. The runtime calls it for every text chunk of
-// the model's stream; middleware has no use for it.
+// PublishText hands delta to the watchers; the runtime calls it.
 func (s *StepContext) PublishText(delta string) {
 	for _, fn := range s.watchers {
 		fn(delta)
 	}
 }
 
-// WatchReply calls fn once the model's reply of this step is complete,
-// before [StepContext.Next] returns: after the reply joined the
-// conversation, but before it is stored and before any tool it asks for
-// runs. What fn stores through the Extension API (a pending item that a
-// question in the reply opens) is so committed together with the reply, and
-// a crash cannot keep one without the other. m is the message as the
-// conversation holds it, shared: fn must not change it. An error
-// from fn fails the step, as an error of the middleware would, and no tool
-// runs. fn is not called when a middleware inside answers the step itself.
+// WatchReply calls fn with the step's reply before Next returns, before it
+// is stored or a tool runs; fn must not change m, and its error fails the step.
 func (s *StepContext) WatchReply(fn func(ctx context.Context, m *Message) error) {
 	s.onReply = append(s.onReply, fn)
 }
 
-// PublishReply calls the functions registered with [StepContext.WatchReply]
-// in order, and returns the first error. The runtime calls it once per
-// step; middleware has no use for it.
+// PublishReply calls the WatchReply functions; the runtime calls it.
 func (s *StepContext) PublishReply(ctx context.Context, m *Message) error {
 	for _, fn := range s.onReply {
 		if err := fn(ctx, m); err != nil {
@@ -255,7 +233,7 @@ func (s *StepContext) Watching() bool { return len(s.watchers) > 0 }
 // Index returns the step's number within its turn, from 1.
 func (s *StepContext) Index() int { return s.index }
 
-// Tools returns the tool catalog of this step, which a middleware may change.
+// Tools returns the step's tool catalog, which a middleware may change.
 func (s *StepContext) Tools() *ToolCatalog { return &s.catalog }
 
 // Agent returns the agent's name.
@@ -276,10 +254,7 @@ func (s *StepContext) Conversation() Conversation { return s.turn.info.Conversat
 // EmitMessage changes the conversation before the model sees it.
 func (s *StepContext) EmitMessage(ev MessageEvent) error { return s.turn.info.Conversation.Apply(ev) }
 
-// Host returns the runtime's state for the turn; see [TurnInfo.Host].
-func (s *StepContext) Host() any { return s.turn.info.Host }
-
-// Next runs the rest of the chain: in the end, the model call and the tool calls.
+// Next runs the rest of the chain, in the end the model and the tools.
 func (s *StepContext) Next(ctx context.Context) (*StepResult, error) {
 	if s.p == nil {
 		return nil, errNextOutsideChain
@@ -287,33 +262,25 @@ func (s *StepContext) Next(ctx context.Context) (*StepResult, error) {
 	return s.p.step.next(ctx, s, &s.cur)
 }
 
-// ToolCallInfo describes one tool call for a [ToolCallContext].
+// ToolCallInfo describes one tool call; MessageID is the stored message
+// holding it.
 type ToolCallInfo struct {
 	Agent       string
 	InstanceKey string
 	TurnID      string
 	Step        int
 	Call        ToolCall
-	// Tool is the tool the call names, if the step's catalog offers it.
-	Tool  Tool
-	Found bool
-	Host  any
-	// Input is the event that started the turn.
-	Input InputEvent
-	// MessageID is the ID of the stored message whose tool calls hold this
-	// one; with the agent, the instance and the call's ID it names the call
-	// for good (see [ToolCallContext.IdempotencyKey]).
-	MessageID string
+	Tool        Tool
+	Found       bool
+	Input       InputEvent
+	MessageID   string
 }
 
-// ToolCallContext is the context of one tool call, given to toolCall
-// middleware and to the tool itself. It offers no way to call other agents:
-// that belongs on turn and step contexts.
-//
-// A ToolCallContext is used by one goroutine at a time. Tool calls of one step
-// may run concurrently, each with its own context.
+// ToolCallContext is the context of one tool call, for toolCall middleware
+// and the tool, used by one goroutine (a step's calls may run at once).
 type ToolCallContext struct {
 	info ToolCallInfo
+	host any // the runtime's state for the turn (internal/turnhost)
 	p    *Pipeline
 	cur  cursor[*ToolResult]
 }
@@ -325,7 +292,7 @@ func NewToolCallContext(info ToolCallInfo) *ToolCallContext {
 	return c
 }
 
-// Reset makes c the context of the call described by info; see [TurnContext.Reset].
+// Reset reuses c for the call info describes.
 func (c *ToolCallContext) Reset(info ToolCallInfo) {
 	*c = ToolCallContext{info: info, cur: cursor[*ToolResult]{depth: -1, more: c.cur.more[:0], skips: c.cur.skips}}
 }
@@ -342,24 +309,17 @@ func (c *ToolCallContext) TurnID() string { return c.info.TurnID }
 // Step returns the number of the step within the turn.
 func (c *ToolCallContext) Step() int { return c.info.Step }
 
-// Input returns the event that started the turn: who started it (a user,
-// another agent and its call chain, a resume), not something to change.
+// Input returns the event that started the turn.
 func (c *ToolCallContext) Input() InputEvent { return c.info.Input }
 
-// IdempotencyKey returns a key that names this tool call for good: the same
-// for every run of the call (a call resumed after an approval, or one asked
-// again after a restart) and different for any other call, even one a
-// provider gave the same ID. A tool whose effect must not happen twice
-// records the key with the effect and skips a key it has seen; the runtime
-// never re-runs a call on its own, but an agent or a human may ask again.
-// The key is "gk-" and 32 hex digits; execute_command receives it as the
-// environment variable GANGLION_IDEMPOTENCY_KEY.
+// IdempotencyKey names this call for good, the same on every run of it
+// (resumed, asked again): a tool whose effect must not happen twice records
+// it and skips a key it has seen. Commands get it as GANGLION_IDEMPOTENCY_KEY.
 func (c *ToolCallContext) IdempotencyKey() string {
 	return IdempotencyKey(c.info.Agent, c.info.InstanceKey, c.info.MessageID, c.info.Call.ID)
 }
 
-// IdempotencyKey is the key [ToolCallContext.IdempotencyKey] returns for
-// call callID of the stored message messageID of agent's instance key.
+// IdempotencyKey is [ToolCallContext.IdempotencyKey] for a call.
 func IdempotencyKey(agent, instanceKey, messageID, callID string) string {
 	h := sha256.New()
 	for _, part := range [...]string{agent, instanceKey, messageID, callID} {
@@ -376,20 +336,16 @@ func (c *ToolCallContext) CallID() string { return c.info.Call.ID }
 // Name returns the tool's name.
 func (c *ToolCallContext) Name() string { return c.info.Call.Name }
 
-// Arguments returns the arguments as the model wrote them (JSON, possibly malformed).
+// Arguments returns the model's arguments (JSON, possibly malformed).
 func (c *ToolCallContext) Arguments() json.RawMessage { return c.info.Call.Arguments }
 
-// SetArguments changes the arguments that the rest of the chain and the tool see.
+// SetArguments changes the arguments the rest of the chain sees.
 func (c *ToolCallContext) SetArguments(args json.RawMessage) { c.info.Call.Arguments = args }
 
 // Tool returns the tool the call names, and whether the step offers it.
 func (c *ToolCallContext) Tool() (Tool, bool) { return c.info.Tool, c.info.Found }
 
-// Host returns the runtime's state for the turn; see [TurnInfo.Host].
-func (c *ToolCallContext) Host() any { return c.info.Host }
-
-// Next runs the rest of the chain and, in the end, the tool. A middleware
-// replaces the result by returning another one.
+// Next runs the rest of the chain and the tool.
 func (c *ToolCallContext) Next(ctx context.Context) (*ToolResult, error) {
 	if c.p == nil {
 		return nil, errNextOutsideChain

@@ -33,23 +33,19 @@ const (
 	SourceRuntime   SourceType = "runtime"
 )
 
-// Source records what produced a message; Extension names the extension when
-// Type is [SourceExtension], Agent names the calling agent when Type is [SourceAgent].
+// Source records what produced a message; Extension or Agent names it for
+// [SourceExtension] or [SourceAgent].
 type Source struct {
 	Type      SourceType `json:"type"`
 	Extension string     `json:"extension,omitempty"`
 	Agent     string     `json:"agent,omitempty"`
 }
 
-// ToolCall is one tool invocation that an assistant message asks for.
+// ToolCall is one tool call of an assistant message. Arguments is the
+// model's JSON verbatim, possibly malformed; in JSON, a string.
 type ToolCall struct {
-	// ID is the provider's call ID; a tool result message answers it in ToolCallID.
-	ID string `json:"id"`
-	// Name is the tool's name.
-	Name string `json:"name"`
-	// Arguments is the JSON object the model produced, verbatim. It may be
-	// malformed JSON: the runtime reports that back to the model as a tool error.
-	// In JSON it is a string holding those bytes, as providers send it.
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 }
 
@@ -66,8 +62,7 @@ func (c ToolCall) MarshalJSON() ([]byte, error) {
 	return json.Marshal(toolCallWire{ID: c.ID, Name: c.Name, Arguments: string(c.Arguments)})
 }
 
-// UnmarshalJSON decodes what MarshalJSON encodes; it also accepts arguments
-// given as a JSON object.
+// UnmarshalJSON decodes what MarshalJSON encodes, or arguments as an object.
 func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	var w struct {
 		ID        string          `json:"id"`
@@ -92,65 +87,45 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Message is one entry of a conversation.
-//
-// A Message is a value: the runtime hands out copies, and changing one changes
-// nothing stored. To change the conversation, emit a [MessageEvent].
+// Message is one entry of a conversation, a value: change the conversation
+// with a [MessageEvent]. Metadata keys are namespaced ("myext.note"); see
+// [CheckMetadata] for the reserved ones.
 type Message struct {
-	// ID is unique within its instance's conversation.
-	ID   string `json:"id"`
-	Role Role   `json:"role"`
-	// Content is the text of the message (for a tool message, the tool's result).
-	Content string `json:"content,omitempty"`
-	// Reasoning is the model's reasoning text, kept apart from Content.
-	Reasoning string `json:"reasoning,omitempty"`
-	// ToolCalls lists the calls an assistant message asks for.
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	// ToolCallID is set on a tool message: the call it answers.
-	ToolCallID string `json:"tool_call_id,omitempty"`
-	// Name is the tool's name on a tool message.
-	Name string `json:"name,omitempty"`
-	// IsError marks a tool message whose call failed.
-	IsError bool `json:"is_error,omitempty"`
-	// Source says what produced the message.
-	Source Source `json:"source"`
-	// Metadata holds JSON-serialisable annotations; keys are namespaced by
-	// convention ("my-extension.injected"). The keys the runtime gives
-	// meaning to are reserved: see [CheckMetadata].
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	CreatedAt time.Time      `json:"created_at"`
+	ID         string         `json:"id"`
+	Role       Role           `json:"role"`
+	Content    string         `json:"content,omitempty"`
+	Reasoning  string         `json:"reasoning,omitempty"`
+	ToolCalls  []ToolCall     `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Name       string         `json:"name,omitempty"`
+	IsError    bool           `json:"is_error,omitempty"`
+	Source     Source         `json:"source"`
+	Metadata   map[string]any `json:"metadata,omitempty"`
+	CreatedAt  time.Time      `json:"created_at"`
 }
 
 // MessageEventType is the kind of change a [MessageEvent] makes.
 type MessageEventType string
 
-// The changes a middleware may make to its conversation.
+// The changes a middleware may make: append Message, or replace or remove
+// the message TargetID names.
 const (
-	// MessageAppend adds Message at the end of the conversation.
-	MessageAppend MessageEventType = "append"
-	// MessageReplace puts Message in place of the message whose ID is TargetID.
+	MessageAppend  MessageEventType = "append"
 	MessageReplace MessageEventType = "replace"
-	// MessageRemove removes the message whose ID is TargetID.
-	MessageRemove MessageEventType = "remove"
+	MessageRemove  MessageEventType = "remove"
 )
 
 // MessageEvent is a change to a conversation, emitted by a middleware through
 // [TurnContext.EmitMessage] or [StepContext.EmitMessage].
 type MessageEvent struct {
-	Type MessageEventType `json:"type"`
-	// TargetID names the message to replace or remove.
-	TargetID string `json:"target_id,omitempty"`
-	// Message is the message to append, or the replacement.
-	Message Message `json:"message,omitzero"`
+	Type     MessageEventType `json:"type"`
+	TargetID string           `json:"target_id,omitempty"`
+	Message  Message          `json:"message,omitzero"`
 }
 
-// MessageList is read-only access to a sequence of messages, oldest first.
-// It lets a reader take only the messages it needs, without a copy of the
-// whole conversation.
+// MessageList is read-only access to messages, oldest first.
 type MessageList interface {
-	// Len reports the number of messages.
 	Len() int
-	// At returns a copy of message i, 0 <= i < Len().
 	At(i int) Message
 }
 
@@ -163,18 +138,11 @@ func (s MessageSlice) Len() int { return len(s) }
 // At returns s[i].
 func (s MessageSlice) At(i int) Message { return s[i] }
 
-// Conversation is read access to one instance's history plus the one way to
-// change it. The runtime implements it; middleware reads only what it needs,
-// so the cost of a call does not grow with the conversation.
-//
-// A Conversation belongs to the turn that handed it out: it is safe to use from
-// that turn's middleware and tools, not after the turn has finished.
+// Conversation is one instance's history, valid during its turn.
 type Conversation interface {
 	MessageList
-	// Apply makes the change. It fails, changing nothing, when TargetID names
-	// no message, the message is invalid, or it sets reserved metadata
-	// other than MetaPinned ([CheckMetadata]). A replacement keeps the
-	// reserved metadata of the message it replaces.
+	// Apply makes the change or fails changing nothing; a replacement keeps
+	// the reserved metadata of the message it replaces.
 	Apply(ev MessageEvent) error
 }
 
@@ -192,12 +160,8 @@ const (
 // InputEvent is what a turn handles.
 type InputEvent struct {
 	Kind InputKind `json:"kind"`
-	// Text is the message text (for a user message or an agent request).
-	Text string `json:"text"`
-	// Metadata carries caller information, such as callerAgent for an agent
-	// request. It becomes the metadata of the turn's input message. A caller
-	// outside the runtime may set channel, replyTo and requester, and keys
-	// of its own, but no reserved key: see [CheckMetadata].
+	Text string    `json:"text"`
+	// Metadata becomes the input message's; see [CheckMetadata].
 	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
@@ -219,23 +183,15 @@ func (u Usage) Add(v Usage) Usage {
 	}
 }
 
-// Message metadata the runtime reads to build the effective history, the
-// history the model sees (see the condense extension). The full history
-// keeps every message; these marks only hide or replace them in the view.
-// They are reserved keys (see [CheckMetadata]): the runtime sets them, and
-// refuses them from outside.
+// The marks of the effective history (what the model sees), reserved keys
+// ([CheckMetadata]): pinned (true) keeps a message from every summary and
+// truncation, truncated (true) leaves it out, condensed_by names the summary
+// shown in its place, summary marks a summary.
 const (
-	// MetaPinned (true) keeps a message out of every summary and
-	// truncation; an extension pins what the model must always see.
-	MetaPinned = "pinned"
-	// MetaTruncated (true) leaves a message out of the effective history.
-	MetaTruncated = "truncated"
-	// MetaCondensedBy names the summary message that stands for this one
-	// in the effective history.
+	MetaPinned      = "pinned"
+	MetaTruncated   = "truncated"
 	MetaCondensedBy = "condensed_by"
-	// MetaSummary marks a summary message: the effective history shows it
-	// where the first message it condenses was, not where it is stored.
-	MetaSummary = "summary"
+	MetaSummary     = "summary"
 )
 
 // reservedMetadata maps each metadata key the runtime gives meaning to, on
@@ -270,16 +226,14 @@ var reservedMetadata = map[string]string{
 	"callSource":        "it says how the call was made, which the orchestrator adds",
 }
 
-// IsReservedMetadata reports whether key is a metadata key the runtime
-// reserves (see [CheckMetadata]). No key with a '.' in it is reserved, now
-// or later: a key under a prefix of one's own ("myapp.note") is safe.
+// IsReservedMetadata reports whether the runtime reserves key. No key with a
+// '.' is reserved.
 func IsReservedMetadata(key string) bool {
 	_, ok := reservedMetadata[key]
 	return ok
 }
 
-// ErrReservedMetadata is matched (with [errors.Is]) by every error of
-// [CheckMetadata].
+// ErrReservedMetadata is matched by every error of [CheckMetadata].
 var ErrReservedMetadata = errors.New("metadata key reserved by the runtime")
 
 // reservedError is a refused metadata key.
@@ -300,32 +254,11 @@ func (e *reservedError) Error() string {
 // Is makes errors.Is(err, ErrReservedMetadata) hold.
 func (e *reservedError) Is(target error) bool { return target == ErrReservedMetadata }
 
-// CheckMetadata refuses metadata that sets a key the runtime reserves.
-// next is the metadata someone outside the runtime gives; prev is what it
-// replaces (nil for new input). A reserved key of next must hold the value
-// it has in prev: absent from prev, it may not be set at all. allow names
-// reserved keys the caller may set anyway. from says where next came from,
-// for the error:
-//
-//	metadata key "truncated" is reserved by the runtime: the input's metadata may not set it (it leaves the message out of what the model sees); name your own keys with a prefix, such as "myapp.truncated"
-//
-// The error names the first such key in byte order, and matches
-// [ErrReservedMetadata].
-//
-// The reserved keys are the effective history's marks ([MetaPinned],
-// [MetaTruncated], [MetaCondensedBy], [MetaSummary]); the runtime's marks
-// for crashes and pauses (interrupted, awaits, edited_arguments,
-// continues, turn_id, resumes, pending, failed); delegation's (taskId,
-// parentTaskId, taskChain, reported, team); and the caller's metadata an
-// agent call carries (chain, callerAgent, callerInstanceKey, callerTurnId,
-// callSource). A caller may set channel, replyTo and requester on its
-// input: they say where a delegated task's answer goes and who asked.
-//
-// The runtime applies the check to every input from outside: the input
-// of Runtime.Send (and so the HTTP API and the CLI), the metadata of an
-// agent call (ctx.agents, native or WebAssembly), the messages a
-// middleware appends or replaces, the input a turn middleware sets, and a
-// summary's metadata. Its own code sets the keys without it.
+// CheckMetadata refuses next, metadata from outside the runtime (from says
+// whence), if it sets a reserved key to other than its value in prev (nil
+// for new input), unless allow names the key. The error names the first
+// such key and matches [ErrReservedMetadata]. The keys: docs/extensions.md,
+// "Metadata".
 func CheckMetadata(from string, prev, next map[string]any, allow ...string) error {
 	var bad []string
 	for k, v := range next {

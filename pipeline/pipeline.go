@@ -16,13 +16,11 @@ type priorityOption int
 
 func (p priorityOption) apply(o *layerOptions) { o.priority = int(p) }
 
-// Priority places a layer among the others: layers run outermost first in
-// ascending priority, and layers of equal priority keep registration order.
-// The default is 0.
+// Priority orders layers, outermost first by ascending priority, then by
+// registration; the default is 0.
 func Priority(p int) LayerOption { return priorityOption(p) }
 
-// Builder collects middleware layers and builds a [Pipeline]. It is not safe
-// for concurrent use; the Pipeline it builds is.
+// Builder collects layers and builds a [Pipeline]; not safe for concurrent use.
 type Builder struct {
 	turn []layer[*TurnContext, *TurnResult]
 	step []layer[*StepContext, *StepResult]
@@ -55,28 +53,14 @@ func (b *Builder) ToolCall(o Owner, fn ToolCallFunc, opts ...LayerOption) {
 	b.tool = append(b.tool, layerOf(o, fn, opts))
 }
 
-// Handlers are the innermost handlers of a [Pipeline], supplied by the runtime.
+// Handlers are the runtime's innermost handlers; a nil ToolCall runs the
+// tool's own function. OnSkip, ObserveStart and ObserveEnd watch the layers:
+// docs/extensions.md, "Handlers".
 type Handlers struct {
-	// Turn runs the steps of a turn.
-	Turn TurnFunc
-	// Step calls the model and then the tools.
-	Step StepFunc
-	// ToolCall runs the tool. If nil, the tool's own [ToolFunc] runs, or an
-	// "unknown tool" error result is returned when the step offers no such tool.
-	ToolCall ToolCallFunc
-	// OnSkip, if set, is told about each failure of a fail_open layer that
-	// was skipped. It must not block.
-	OnSkip func(Skip)
-	// ObserveStart and ObserveEnd, if set (both or neither), are told of
-	// each layer's run: ObserveStart as the layer starts, with its hook and
-	// owner, and the layer runs with the context ObserveStart returns (so
-	// that what its Next runs is within it); ObserveEnd once it returned,
-	// with that context, the layer's own failure (nil when it did not fail,
-	// or when the error came from further in) and whether the layer was
-	// skipped (a failed fail_open layer). A layer that panics ends with a
-	// [*PanicError]. Tracing is built on them. Two functions rather than
-	// one that returns its end: a closure per layer run would cost an
-	// allocation.
+	Turn         TurnFunc
+	Step         StepFunc
+	ToolCall     ToolCallFunc
+	OnSkip       func(Skip)
 	ObserveStart func(ctx context.Context, hook Hook, owner Owner) context.Context
 	ObserveEnd   func(ctx context.Context, hook Hook, owner Owner, err error, skipped bool)
 }
@@ -116,27 +100,8 @@ func runTool(ctx context.Context, c *ToolCallContext) (*ToolResult, error) {
 	return t.Func(ctx, c)
 }
 
-// Pipeline is the three onion chains of one agent:
-//
-//	turn layer 1 ─┐
-//	  turn layer 2 ─┐
-//	    Handlers.Turn: for each step ──► step layer 1 ─┐
-//	                                       step layer 2 ─┐
-//	                                         Handlers.Step: model call, then for each tool call
-//	                                           ──► toolCall layer 1 ─► toolCall layer 2 ─► tool
-//
-// Each layer runs code before [TurnContext.Next] (outer to inner) and after it
-// (inner to outer). Layers are ordered by [Priority], then by registration.
-//
-// A Pipeline is immutable and safe for concurrent use; each call runs on its
-// own context.
-//
-// # Errors
-//
-// A layer that returns an error of its own or panics fails the call with a
-// [*MiddlewareError] naming its extension, unless its owner is [FailOpen],
-// in which case the layer is skipped. Errors that pass through a layer from
-// Next keep their identity.
+// Pipeline is the three onion chains of one agent (docs/extensions.md, "The
+// pipeline"), immutable and safe for concurrent use.
 type Pipeline struct {
 	turn chain[*TurnContext, *TurnResult]
 	step chain[*StepContext, *StepResult]

@@ -33,17 +33,13 @@ func (c ToolCategory) valid() bool {
 type ToolSpec struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	// Parameters is the JSON Schema of the arguments object; empty means "any object".
+	// Parameters is a JSON Schema; empty: any object.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	Category   ToolCategory    `json:"category"`
 }
 
-// ToolFunc runs a tool. It has the shape of a toolCall middleware, because it
-// is the innermost layer of the toolCall chain: it reads the call from c
-// ([ToolCallContext.Arguments]) and returns the result.
-//
-// Returning an error makes an error result that the model reads,
-// `tool "name" failed: <the error>`, and the turn goes on.
+// ToolFunc runs a tool, the innermost toolCall layer; its error becomes an
+// error result the model reads, and the turn goes on.
 type ToolFunc func(ctx context.Context, c *ToolCallContext) (*ToolResult, error)
 
 // Tool is a tool a model can call: its spec and its implementation.
@@ -52,8 +48,7 @@ type Tool struct {
 	Func ToolFunc `json:"-"`
 }
 
-// Validate checks the spec: a name of letters, digits, '_' and '-' (at most 64,
-// as providers require), a known category and a function.
+// Validate checks the name ([ValidateToolName]), category and function.
 func (t Tool) Validate() error {
 	if err := ValidateToolName(t.Name); err != nil {
 		return err
@@ -87,12 +82,8 @@ func ValidateToolName(name string) error {
 	return nil
 }
 
-// ToolCatalog is the set of tools offered to the model for one step. A step
-// middleware may hide or add tools; the change holds for that step only.
-//
-// The catalog starts as a shared read-only view and copies itself on the first
-// change, so a step that changes nothing costs nothing. Not safe for
-// concurrent use.
+// ToolCatalog is the tools offered for one step, which a step middleware may
+// change for that step; not safe for concurrent use.
 type ToolCatalog struct {
 	tools []Tool
 	owned bool
@@ -114,7 +105,7 @@ func (c *ToolCatalog) Lookup(name string) (Tool, bool) {
 	return Tool{}, false
 }
 
-// Remove hides the tool called name for this step and reports whether it was there.
+// Remove hides the tool called name for this step; false if absent.
 func (c *ToolCatalog) Remove(name string) bool {
 	i := slices.IndexFunc(c.tools, func(t Tool) bool { return t.Name == name })
 	if i < 0 {
@@ -134,8 +125,7 @@ func (c *ToolCatalog) Filter(keep func(ToolSpec) bool) {
 	c.tools = slices.DeleteFunc(c.tools, func(t Tool) bool { return !keep(t.ToolSpec) })
 }
 
-// Add offers t for this step. It fails if t is invalid or a tool of that name
-// is already offered.
+// Add offers t for this step, unless invalid or its name is taken.
 func (c *ToolCatalog) Add(t Tool) error {
 	if err := t.Validate(); err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
@@ -123,7 +124,7 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 // delegate records a call_agent (team "") or call_team_agent of the turn
 // c runs in, after checking whom the agent may delegate to.
 func (r *Runtime) delegate(ctx context.Context, c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
-	ts, ok := c.Host().(*turnState)
+	ts, ok := turnhost.Get(c).(*turnState)
 	if !ok {
 		return nil, errors.New("delegation runs only in a turn")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/plainjson"
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
@@ -49,7 +50,7 @@ func (h pendingHost) HandlePending(ext string, k extensions.PendingKind) error {
 
 func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.StepContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
 	a := h.a
-	ts, ok := s.Host().(*turnState)
+	ts, ok := turnhost.Get(s).(*turnState)
 	if !ok || ts.agent != a {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: the step is not a running turn of agent %q", ext, a.name)
 	}
@@ -83,7 +84,7 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 
 func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipeline.ToolCallContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
 	a := h.a
-	ts, ok := c.Host().(*turnState)
+	ts, ok := turnhost.Get(c).(*turnState)
 	if !ok || ts.agent != a {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: the call is not in a running turn of agent %q", ext, a.name)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/internal/secret"
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -160,7 +161,7 @@ const idempotencyKeyEnv = "GANGLION_IDEMPOTENCY_KEY"
 // callEnv is the workspace's WithCallEnv: the call's idempotency key, and
 // the instance's secrets, as environment variables of its commands.
 func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]string, error) {
-	ts, ok := c.Host().(*turnState)
+	ts, ok := turnhost.Get(c).(*turnState)
 	if !ok {
 		return nil, nil
 	}

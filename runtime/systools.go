@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/ganglion-dev/ganglion/internal/plainjson"
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 )
@@ -71,7 +72,7 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 		{ToolSpec: pipeline.ToolSpec{Name: toolGetMyTools, Category: pipeline.CategoryRead, Parameters: noArgs,
 			Description: "List the tools you have in this step, to tell whether you can do a task yourself."},
 			Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-				ts, ok := c.Host().(*turnState)
+				ts, ok := turnhost.Get(c).(*turnState)
 				if !ok {
 					return nil, errors.New("get_my_tools runs only in a turn")
 				}

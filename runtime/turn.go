@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
@@ -47,7 +48,7 @@ type turnHook interface {
 var turnHooks = [...]turnHook{pauseHook{}, taskHook{}}
 
 // turnState is the runtime's own state for one turn, reached from the
-// pipeline contexts through Host(). Each instance owns one and reuses it for
+// pipeline contexts through internal/turnhost. Each instance owns one and reuses it for
 // every turn, since its turns run one at a time.
 type turnState struct {
 	agent  *agent
@@ -148,8 +149,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		h.beginTurn(ts, in)
 	}
 	ts.cont = cont
-	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Host: ts, Agents: &ts.agents,
+	tc.Reset(pipeline.TurnInfo{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Input: in, Conversation: &ts.conv, Agents: &ts.agents,
 		Window: (*window)(ts), Models: (*window)(ts)})
+	turnhost.Set(tc, ts)
 	if r.bus.Active() {
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
 			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
@@ -213,7 +215,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 
 // turnHandler is the innermost turn handler: the loop of steps.
 func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
-	ts := t.Host().(*turnState)
+	ts := turnhost.Get(t).(*turnState)
 	if ts.cont.inputID != "" {
 		return a.steps(ctx, ts, t, ts.cont.inputID, ts.cont.steps+1)
 	}
@@ -402,7 +404,7 @@ func inputSource(in pipeline.InputEvent) pipeline.Source {
 // stepHandler is the innermost step handler: one model call, then the tools
 // it asked for.
 func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
-	ts := s.Host().(*turnState)
+	ts := turnhost.Get(s).(*turnState)
 	// The reply is built in place and copied once, into the history: a
 	// message is ~200 bytes, and returning it by value copied it at each
 	// level of the model call.
@@ -630,8 +632,9 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 	t, found := s.Tools().Lookup(c.Name)
 	cc.Reset(pipeline.ToolCallInfo{
 		Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Step: s.Index(),
-		Call: c, Tool: t, Found: found, Host: ts, Input: ts.turn.Input(), MessageID: msgID,
+		Call: c, Tool: t, Found: found, Input: ts.turn.Input(), MessageID: msgID,
 	})
+	turnhost.Set(cc, ts)
 	bus := a.rt.bus
 	var start time.Time
 	if bus.Active() {
@@ -694,7 +697,7 @@ func (a *agent) publishTool(ts *turnState, topic string, c pipeline.ToolCall, r 
 // toolCall middleware sees one in a result: an extension reads a secret
 // only through the grant in its config.
 func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r *pipeline.ToolResult, err error) {
-	ts, _ := c.Host().(*turnState)
+	ts, _ := turnhost.Get(c).(*turnState)
 	redact := func(s string) string {
 		if ts == nil {
 			return s
@@ -756,7 +759,7 @@ func (a *agent) runTaped(ctx context.Context, ts *turnState, t pipeline.Tool, c 
 }
 
 func toolNames(c *pipeline.ToolCallContext) string {
-	ts, _ := c.Host().(*turnState)
+	ts, _ := turnhost.Get(c).(*turnState)
 	var names []string
 	if ts != nil {
 		for _, t := range ts.step.Tools().Tools() {
