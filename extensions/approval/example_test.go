@@ -66,7 +66,7 @@ rules:
 
 // An app follows the extension's decisions through the runtime's events;
 // each topic has its payload type. Here one turn reads a file (approved)
-// and runs rm (denied); then the rules file is broken by an edit, and the
+// and then runs rm (denied); then the rules file is broken by an edit, and the
 // next call keeps the rules in force and says why.
 func Example_events() {
 	dir, err := os.MkdirTemp("", "approval-example")
@@ -86,9 +86,8 @@ agents:
   a:
     fallback:
       steps:
-        - tool_calls:
-            - {name: read_file, id: r, args: {path: notes.txt}}
-            - {name: execute_command, id: x, args: {command: "rm -rf build"}}
+        - tool_calls: [{name: read_file, id: r, args: {path: notes.txt}}]
+        - tool_calls: [{name: execute_command, id: x, args: {command: "rm -rf build"}}]
         - text: "done"
 `)
 	write("rules.yaml", `
