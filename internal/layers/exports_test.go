@@ -160,7 +160,7 @@ type srcModule struct {
 // srcPkg is one package directory: its non-test files, its test files (of
 // the package and of its _test package) and its exported top-level names.
 type srcPkg struct {
-	dir, path string
+	dir, path string // path is "" for a program (package main)
 	files     []*ast.File
 	tests     []*ast.File
 	decls     map[string]*exportDecl
