@@ -253,8 +253,8 @@ func (t *Tools) Register(tool pipeline.Tool) error {
 	return nil
 }
 
-// MaxStateSize bounds one extension's state per instance.
-const MaxStateSize = 1 << 20
+// maxStateSize bounds one extension's state per instance.
+const maxStateSize = 1 << 20
 
 // StateStore keeps one value per agent, instance and extension.
 type StateStore interface {
@@ -279,12 +279,11 @@ func (s *State) Get(ctx context.Context, instanceKey string) (json.RawMessage, e
 	return b, nil
 }
 
-// Set replaces the state: valid JSON of at most [MaxStateSize] bytes; nil
-// deletes it.
+// Set replaces the state: valid JSON of at most 1 MiB; nil deletes it.
 func (s *State) Set(ctx context.Context, instanceKey string, v json.RawMessage) error {
 	if v != nil {
-		if len(v) > MaxStateSize {
-			return fmt.Errorf("extension %q: set state: %d bytes is over the limit of %d", s.ext, len(v), MaxStateSize)
+		if len(v) > maxStateSize {
+			return fmt.Errorf("extension %q: set state: %d bytes is over the limit of %d", s.ext, len(v), maxStateSize)
 		}
 		if !json.Valid(v) || !utf8.Valid(v) {
 			return fmt.Errorf("extension %q: set state: value is not valid JSON", s.ext)
@@ -326,8 +325,8 @@ type Events struct {
 	subs  []func()
 }
 
-// ErrNoBus is returned when the runtime gave the extension no event bus.
-var ErrNoBus = errors.New("no event bus")
+// errNoBus is returned when the runtime gave the extension no event bus.
+var errNoBus = errors.New("no event bus")
 
 // Publish publishes data under topic for instance (may be empty).
 func (e *Events) Publish(topic, instance string, data any) {
@@ -349,7 +348,7 @@ func (e *Events) PublishTurn(topic, instance, turnID string, data any) {
 // until shutdown or unsubscribe.
 func (e *Events) Subscribe(pattern string, fn events.Handler) (unsubscribe func(), err error) {
 	if e.bus == nil {
-		return nil, fmt.Errorf("extension %q: subscribe: %w", e.ext, ErrNoBus)
+		return nil, fmt.Errorf("extension %q: subscribe: %w", e.ext, errNoBus)
 	}
 	un := e.bus.Subscribe(pattern, fn)
 	e.mu.Lock()

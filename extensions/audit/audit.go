@@ -17,8 +17,8 @@ import (
 // Name is the name the extension is registered under.
 const Name = "audit"
 
-// Settings are the extension's config.
-type Settings struct {
+// settings are the extension's config.
+type settings struct {
 	// LogArguments logs each call's arguments. Off by default: arguments can
 	// carry secrets.
 	LogArguments bool `yaml:"log_arguments"`
@@ -33,7 +33,7 @@ type Counts struct {
 
 // New is the extension's [extensions.Factory].
 func New(cfg extensions.Config) (extensions.Extension, error) {
-	var s Settings
+	var s settings
 	if err := cfg.Decode(&s); err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func New(cfg extensions.Config) (extensions.Extension, error) {
 // auditor is the extension loaded for one agent.
 type auditor struct {
 	api      *extensions.API
-	settings Settings
+	settings settings
 	running  sync.Map // instance + "\x00" + turn ID → *turnCounts
 }
 

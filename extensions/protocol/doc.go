@@ -89,7 +89,7 @@
 // The scanner reads model output as it streams, in chunks cut at any byte,
 // and finds text to pass through, complete valid blocks, and errors. Text is
 // emitted as soon as it cannot be part of a tag line. Blocks are buffered up
-// to max_block_size (64 KiB by default, see [Settings]); a longer block is
+// to max_block_size (64 KiB by default, see the extension's settings); a longer block is
 // an error and the rest of it is read as text. The scanner never panics on
 // input, and its work is linear in the input. [Parse] scans a whole text.
 //
@@ -135,8 +135,17 @@
 // in an environment variable: the dependency's name for api_key and
 // env_variable; for a service, the name upper cased with every character
 // other than a letter or digit made "_" (prefixed "SERVICE_" when that
-// leaves it empty or starting with a digit, cut to 64 bytes). Its settings
-// are [Settings].
+// leaves it empty or starting with a digit, cut to 64 bytes). Its settings,
+// in an agent's config:
+//
+//	extensions:
+//	  - name: protocol
+//	    config:
+//	      timeout: 1h               # how long a question or dependency waits
+//	      question_timeout: 30m     # overrides timeout for questions
+//	      dependency_timeout: 2h    # overrides timeout for dependencies
+//	      mistake_limit: 3          # malformed blocks in a row before a human is asked
+//	      max_block_size: 65536
 //
 // # Concurrency
 //

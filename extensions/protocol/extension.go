@@ -30,7 +30,7 @@ const (
 	defaultMistakeLimit = 3
 )
 
-// Settings are the extension's config:
+// settings are the extension's config (see the package doc):
 //
 //	extensions:
 //	  - name: protocol
@@ -40,7 +40,7 @@ const (
 //	      dependency_timeout: 2h    # overrides timeout for dependencies
 //	      mistake_limit: 3          # malformed blocks in a row before a human is asked
 //	      max_block_size: 65536
-type Settings struct {
+type settings struct {
 	Timeout           string `yaml:"timeout"`
 	QuestionTimeout   string `yaml:"question_timeout"`
 	DependencyTimeout string `yaml:"dependency_timeout"`
@@ -103,7 +103,7 @@ func newExtension(reg *Registry, cfg extensions.Config) (*extension, error) {
 	if reg == nil {
 		reg = DefaultRegistry()
 	}
-	var s Settings
+	var s settings
 	if cfg != nil {
 		if err := cfg.Decode(&s); err != nil {
 			return nil, err

@@ -10,4 +10,8 @@
 // A package may import its own layer and the layers below it, never one
 // above: see RATIONALE.md, "Layers: the folders show the import direction".
 // sdk, the guest side of the WASM ABI, imports none of the host's packages.
+//
+// Its tests also measure what a newcomer reads: no exported name without a
+// user, and a ceiling of names for the packages opened first (see
+// RATIONALE.md, "The public surface: measured by what a newcomer reads").
 package layers

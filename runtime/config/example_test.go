@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 
@@ -81,4 +82,25 @@ agents:
 	//    6 |         config:
 	// >  7 |           limit: lots
 	//                         ^
+}
+
+// Every problem of a file is reported at once, as an ErrorList: an editor
+// marks each at its position.
+func ExampleErrorList() {
+	_, err := config.Parse("ganglion.yaml", []byte(`model: {provider: scripted, script: replies.yaml}
+agents:
+  - name: assistant
+    max_stepz: 10
+  - name: helper
+    tools: read_file
+`))
+	var list config.ErrorList
+	if errors.As(err, &list) {
+		for _, e := range list {
+			fmt.Printf("%d:%d %s: %s\n", e.Line, e.Column, e.Path, e.Msg)
+		}
+	}
+	// Output:
+	// 4:5 $.agents[0].max_stepz: agent "assistant": unknown field "max_stepz" (known: description, extensions, max_steps, mcp_servers, model, name, system, task_budget, tools)
+	// 6:12 $.agents[1].tools: agent "helper": tools: expected a list, found string "read_file"
 }

@@ -29,7 +29,8 @@ func ExampleNew() {
 		return
 	}
 	defer rt.Close()
-	srv, err := server.New(rt, server.WithToken("s3cret-token"))
+	// A client that reconnects is sent the last 1,000 events it missed.
+	srv, err := server.New(rt, server.WithToken("s3cret-token"), server.WithBacklog(1000))
 	if err != nil {
 		fmt.Println(err)
 		return

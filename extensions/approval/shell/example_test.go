@@ -1,6 +1,7 @@
 package shell_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/ganglion-dev/ganglion/extensions/approval/shell"
@@ -25,4 +26,19 @@ func ExampleParse() {
 	// git ["merge-base" "HEAD" "main"] env=[] dynamic=false
 	// and: true substitution: true
 	// shell: 1:12: `&&` must be followed by a statement
+}
+
+// A program that points at the problem reads its position from the
+// *Error that Parse returns.
+func ExampleError() {
+	src := "git status && (echo done"
+	_, err := shell.Parse(src)
+	var e *shell.Error
+	if errors.As(err, &e) {
+		fmt.Println(src)
+		fmt.Printf("%*s^ %s\n", e.Col-1, "", e.Msg)
+	}
+	// Output:
+	// git status && (echo done
+	//               ^ reached EOF without matching `(` with `)`
 }

@@ -32,15 +32,15 @@ func Check(t testing.TB, path string, opts Options) *Result {
 		t.Errorf("%s not written: the replay diverged", gold) // a diverged transcript is no golden file
 		return res
 	}
-	Golden(t, gold, res.Transcript)
+	compareGolden(t, gold, res.Transcript)
 	return res
 }
 
-// Golden compares got with the golden file at path and fails t with a
+// compareGolden compares got with the golden file at path and fails t with a
 // unified diff (golden first) when they differ. A missing golden file is
 // written, and so is one that differs when the test binary was given
 // -update (if its package defines that flag) or GANGLION_UPDATE=1.
-func Golden(t testing.TB, path, got string) {
+func compareGolden(t testing.TB, path, got string) {
 	t.Helper()
 	msg, _, err := golden.Compare(path, got, golden.Updating())
 	if err != nil {
