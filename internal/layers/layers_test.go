@@ -12,12 +12,12 @@ const module = "github.com/ganglion-dev/ganglion"
 
 // layer returns the layer of a module package path (relative to the
 // module), and whether the rule covers it. Test-only harness packages
-// (internal/guesttest, internal/benchturn, extensions/conformance) stand
-// above what they test.
+// (internal/guesttest, internal/benchturn, internal/layers/turnpath,
+// extensions/conformance) stand above what they test.
 func layer(rel string) (int, bool) {
 	top, _, _ := strings.Cut(rel, "/")
 	switch {
-	case strings.HasPrefix(rel, "internal/guesttest"), rel == "internal/benchturn":
+	case strings.HasPrefix(rel, "internal/guesttest"), rel == "internal/benchturn", rel == "internal/layers/turnpath":
 		return 4, true
 	case rel == "extensions/conformance":
 		return 4, true
