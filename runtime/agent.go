@@ -13,6 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
@@ -214,7 +215,7 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 }
 
 // countTokens counts m in the agent's model's encoding.
-func (a *agent) countTokens(m *pipeline.Message) int { return countTokens(a.tokens, m) }
+func (a *agent) countTokens(m *pipeline.Message) int { return engine.CountTokens(a.tokens, m) }
 
 // openProvider sets a.model: WithModel's provider, else the config's,
 // retrying as its model settings say.

@@ -715,7 +715,7 @@ func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
 	res := &pipeline.TurnResult{TurnID: turnID, FinishReason: pipeline.FinishPaused}
 	if !paused {
 		res.FinishReason = pipeline.FinishText
-		res.Response = *inst.hist.at(inst.hist.len() - 1).msg
+		res.Response = *inst.hist.At(inst.hist.Len() - 1).Msg
 	}
 	ts := &turnState{agent: a, inst: inst, turnID: turnID, storeCtx: ctx}
 	ts.task.id = t.ID

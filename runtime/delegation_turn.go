@@ -100,8 +100,8 @@ func (a *agent) keepTasks(ts *turnState, keep map[string]bool) error {
 		}
 	}
 	h := &ts.inst.hist
-	for _, p := range h.effective().idx {
-		m := h.at(p).msg
+	for _, p := range h.Positions() {
+		m := h.At(p).Msg
 		if id, _ := m.Metadata["taskId"].(string); id != "" && open[id] {
 			keep[m.ID] = true
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -19,125 +18,10 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
-
-// effIDs lists the IDs of the effective history, in order.
-func effIDs(h *history) []string {
-	e := h.effective()
-	out := make([]string, len(e.idx))
-	for i, p := range e.idx {
-		out[i] = h.at(p).msg.ID
-	}
-	return out
-}
-
-// TestEffectiveIndex: the effective history of hand-marked histories: what
-// is left out, where each summary stands, what a summary that is gone or
-// left out does.
-func TestEffectiveIndex(t *testing.T) {
-	type m = pipeline.Message
-	trunc := map[string]any{pipeline.MetaTruncated: true}
-	by := func(s string) map[string]any { return map[string]any{pipeline.MetaCondensedBy: s} }
-	sum := map[string]any{pipeline.MetaSummary: map[string]any{"messages": 2}}
-	tests := []struct {
-		name string
-		msgs []m
-		want []string
-	}{
-		{"no marks", []m{{ID: "u1"}, {ID: "a1"}, {ID: "u2"}}, []string{"u1", "a1", "u2"}},
-		{"truncated left out", []m{{ID: "u1"}, {ID: "a1", Metadata: trunc}, {ID: "u2", Metadata: trunc}, {ID: "a2"}}, []string{"u1", "a2"}},
-		{"truncated false is shown", []m{{ID: "u1", Metadata: map[string]any{pipeline.MetaTruncated: false}}}, []string{"u1"}},
-		{"summary where the first condensed was", []m{{ID: "u1"}, {ID: "a1", Metadata: by("s")}, {ID: "u2", Metadata: by("s")}, {ID: "a2"}, {ID: "s", Metadata: sum}, {ID: "u3"}},
-			[]string{"u1", "s", "a2", "u3"}},
-		{"summary of messages that are not contiguous", []m{{ID: "u1"}, {ID: "a1", Metadata: by("s")}, {ID: "p"}, {ID: "u2", Metadata: by("s")}, {ID: "s", Metadata: sum}},
-			[]string{"u1", "s", "p"}},
-		{"two summaries", []m{{ID: "u1"}, {ID: "a1", Metadata: by("s1")}, {ID: "s1", Metadata: sum}, {ID: "a2", Metadata: by("s2")}, {ID: "u3", Metadata: by("s2")}, {ID: "s2", Metadata: sum}, {ID: "a3"}},
-			[]string{"u1", "s1", "s2", "a3"}},
-		{"a summary that is gone hides nothing", []m{{ID: "u1"}, {ID: "a1", Metadata: by("gone")}, {ID: "a2"}}, []string{"u1", "a1", "a2"}},
-		{"a truncated summary hides what it condensed", []m{{ID: "u1"}, {ID: "a1", Metadata: by("s")}, {ID: "s", Metadata: map[string]any{pipeline.MetaSummary: true, pipeline.MetaTruncated: true}}, {ID: "u2"}},
-			[]string{"u1", "u2"}},
-		{"a summary condensing nothing is not shown", []m{{ID: "u1"}, {ID: "s", Metadata: sum}, {ID: "u2"}}, []string{"u1", "u2"}},
-		{"condensed and truncated", []m{{ID: "u1"}, {ID: "a1", Metadata: map[string]any{pipeline.MetaCondensedBy: "s", pipeline.MetaTruncated: true}}, {ID: "a2", Metadata: by("s")}, {ID: "s", Metadata: sum}},
-			[]string{"u1", "s"}},
-		{"empty", nil, []string{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			// Appended one by one (the incremental index), then rebuilt.
-			var h history
-			h.effective()
-			for i := range tt.msgs {
-				h.append(entry{msg: &tt.msgs[i], seq: uint64(i)})
-			}
-			if got := effIDs(&h); !slices.Equal(got, tt.want) {
-				t.Errorf("incremental: %v, want %v", got, tt.want)
-			}
-			h.changed()
-			if got := effIDs(&h); !slices.Equal(got, tt.want) {
-				t.Errorf("rebuilt: %v, want %v", got, tt.want)
-			}
-			// effectiveView is what the model request reads.
-			v := effectiveView{&h}
-			var got []string
-			for i := range v.Len() {
-				got = append(got, v.At(i).ID)
-			}
-			if !slices.Equal(got, tt.want) && len(tt.want) > 0 {
-				t.Errorf("view: %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestEffectiveTokens: with a counter set, the index sums the token counts
-// of the effective messages, counting each message once, and a replaced
-// message (its count dropped) is counted again.
-func TestEffectiveTokens(t *testing.T) {
-	calls := map[string]int{}
-	count := func(m *pipeline.Message) int { calls[m.ID]++; return len(m.Content) }
-	var h history
-	for i, c := range []string{"aaaa", "bb", "cccccc"} {
-		h.append(entry{msg: &pipeline.Message{ID: "m" + strconv.Itoa(i), Content: c}, seq: uint64(i)})
-	}
-	if h.effective().tokens != 0 {
-		t.Fatalf("tokens without a counter = %d", h.effective().tokens)
-	}
-	h.setCounter(count)
-	if got := h.effective().tokens; got != 12 {
-		t.Fatalf("tokens = %d, want 12", got)
-	}
-	h.append(entry{msg: &pipeline.Message{ID: "m3", Content: "d"}, seq: 3})
-	if got := h.effective().tokens; got != 13 {
-		t.Fatalf("after an append: tokens = %d, want 13", got)
-	}
-	h.changed()
-	if got := h.effective().tokens; got != 13 {
-		t.Fatalf("after a rebuild: tokens = %d, want 13", got)
-	}
-	// A mark: the entry gets a new message whose count is dropped.
-	e := h.at(1)
-	e.msg, e.tokens = &pipeline.Message{ID: "m1", Content: "bb", Metadata: map[string]any{pipeline.MetaTruncated: true}}, 0
-	h.changed()
-	if got := h.effective().tokens; got != 11 {
-		t.Fatalf("after truncating m1: tokens = %d, want 11", got)
-	}
-	h.remove(0)
-	if got, ids := h.effective().tokens, effIDs(&h); got != 7 || !slices.Equal(ids, []string{"m2", "m3"}) {
-		t.Fatalf("after removing m0: tokens = %d, ids %v; want 7, [m2 m3]", got, ids)
-	}
-	want := map[string]int{"m0": 1, "m1": 1, "m2": 1, "m3": 1}
-	if !maps.Equal(calls, want) {
-		t.Errorf("counts per message = %v, want %v (each message once)", calls, want)
-	}
-	// reset keeps the counter.
-	h.reset()
-	h.append(entry{msg: &pipeline.Message{ID: "x", Content: "12345"}})
-	if got := h.effective().tokens; got != 5 {
-		t.Errorf("after reset: tokens = %d, want 5", got)
-	}
-}
 
 // summaryModel answers every request with one short text.
 type summaryModel struct{}
@@ -195,7 +79,7 @@ func newRig(tb testing.TB) *rig {
 	ts.agent, ts.inst, ts.turnID, ts.storeCtx = a, inst, "turn-1", ctx
 	ts.conv.in, ts.conv.ts = inst, ts
 	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: 1}
-	inst.hist.setCounter(countCl100k)
+	inst.hist.SetCounter(countCl100k)
 	return &rig{rt: rt, a: a, inst: inst, ts: ts}
 }
 
@@ -252,44 +136,44 @@ func (g *gen) grow(tb testing.TB, n int) {
 // was reduced or summarised.
 func checkEffective(r *rig, open map[string]bool, openCalls map[string]bool, what string) error {
 	h := &r.inst.hist
-	e := h.effective()
+	pos := h.Positions()
 	in := map[string]bool{}
-	for _, p := range e.idx {
-		in[h.at(p).msg.ID] = true
+	for _, p := range pos {
+		in[h.At(p).Msg.ID] = true
 	}
 	// The incremental index is the rebuilt one.
-	idx, tokens := slices.Clone(e.idx), e.tokens
-	h.changed()
-	e = h.effective()
-	if !slices.Equal(idx, e.idx) || tokens != e.tokens {
-		return fmt.Errorf("%s: incremental index %v (%d tokens) != rebuilt %v (%d tokens)", what, idx, tokens, e.idx, e.tokens)
+	idx, tokens := slices.Clone(pos), h.Tokens()
+	h.Changed()
+	pos = h.Positions()
+	if !slices.Equal(idx, pos) || tokens != h.Tokens() {
+		return fmt.Errorf("%s: incremental index %v (%d tokens) != rebuilt %v (%d tokens)", what, idx, tokens, pos, h.Tokens())
 	}
 	sum := 0
-	for _, p := range e.idx {
-		sum += countCl100k(h.at(p).msg)
+	for _, p := range pos {
+		sum += countCl100k(h.At(p).Msg)
 	}
-	if sum != e.tokens {
-		return fmt.Errorf("%s: tokens = %d, want the sum of the counts %d", what, e.tokens, sum)
+	if sum != h.Tokens() {
+		return fmt.Errorf("%s: tokens = %d, want the sum of the counts %d", what, h.Tokens(), sum)
 	}
 	results := map[string]string{} // call ID → result message ID
 	firstCondensed := map[string]int{}
-	for i := 0; i < h.len(); i++ {
-		m := h.at(i).msg
+	for i := 0; i < h.Len(); i++ {
+		m := h.At(i).Msg
 		if m.Role == pipeline.RoleTool {
 			results[m.ToolCallID] = m.ID
 		}
-		if s := condensedBy(m); s != "" {
+		if s := engine.CondensedBy(m); s != "" {
 			if _, ok := firstCondensed[s]; !ok {
 				firstCondensed[s] = i
 			}
 		}
 	}
-	for i := 0; i < h.len(); i++ {
-		m := h.at(i).msg
+	for i := 0; i < h.Len(); i++ {
+		m := h.At(i).Msg
 		if i == 0 && !in[m.ID] {
 			return fmt.Errorf("%s: the first message %s (the task) is not in the effective history", what, m.ID)
 		}
-		if isPinned(m) && !in[m.ID] {
+		if engine.IsPinned(m) && !in[m.ID] {
 			return fmt.Errorf("%s: pinned %s is not in the effective history", what, m.ID)
 		}
 		if open[m.ID] && !in[m.ID] {
@@ -304,8 +188,8 @@ func checkEffective(r *rig, open map[string]bool, openCalls map[string]bool, wha
 			}
 		}
 	}
-	for i := h.len() - 1; i >= 0; i-- {
-		if last := h.at(i).msg; !isSummary(last) {
+	for i := h.Len() - 1; i >= 0; i-- {
+		if last := h.At(i).Msg; !engine.IsSummary(last) {
 			if !in[last.ID] {
 				return fmt.Errorf("%s: the newest message %s is not in the effective history", what, last.ID)
 			}
@@ -315,10 +199,10 @@ func checkEffective(r *rig, open map[string]bool, openCalls map[string]bool, wha
 	// The order is the history's, each summary where its first condensed
 	// message was.
 	prev := -1
-	for _, p := range e.idx {
-		m := h.at(p).msg
+	for _, p := range pos {
+		m := h.At(p).Msg
 		at := p
-		if isSummary(m) {
+		if engine.IsSummary(m) {
 			at = firstCondensed[m.ID]
 		}
 		if at <= prev {
@@ -329,15 +213,15 @@ func checkEffective(r *rig, open map[string]bool, openCalls map[string]bool, wha
 	return nil
 }
 
-func dump(h *history) string {
+func dump(h *engine.History) string {
 	var b strings.Builder
-	e := h.effective()
+	pos := h.Positions()
 	in := map[int]bool{}
-	for _, p := range e.idx {
+	for _, p := range pos {
 		in[p] = true
 	}
-	for i := 0; i < h.len(); i++ {
-		m := h.at(i).msg
+	for i := 0; i < h.Len(); i++ {
+		m := h.At(i).Msg
 		fmt.Fprintf(&b, "%5v %s %s %s", in[i], m.ID, m.Role, m.ToolCallID)
 		for _, c := range m.ToolCalls {
 			b.WriteString(" call " + c.ID)
@@ -392,10 +276,10 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 	// Open pending items: a checkpoint, some with a paused call.
 	for range rng.IntN(3) {
 		h := &r.inst.hist
-		m := h.at(rng.IntN(h.len())).msg
+		m := h.At(rng.IntN(h.Len())).Msg
 		it := ledger.Item{Kind: "hold", Agent: "a", Instance: "k", TurnID: "turn-1", Checkpoint: m.ID}
-		for i := rng.IntN(h.len()); i < h.len(); i++ {
-			if tc := h.at(i).msg.ToolCalls; len(tc) > 0 && rng.IntN(2) == 0 {
+		for i := rng.IntN(h.Len()); i < h.Len(); i++ {
+			if tc := h.At(i).Msg.ToolCalls; len(tc) > 0 && rng.IntN(2) == 0 {
 				it.CallID = tc[0].ID
 				openCalls[it.CallID] = true
 				break
@@ -416,7 +300,7 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 		switch k := rng.IntN(6); {
 		case k < 3:
 			keep := 0.05 + 0.9*rng.Float64()
-			before := len(h.effective().idx)
+			before := len(h.Positions())
 			units, uerr := r.a.units(r.ts)
 			if uerr != nil {
 				t.Fatal(uerr)
@@ -434,8 +318,8 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 			}
 			target := int(math.Ceil(float64(before) * keep))
 			switch {
-			case b != before || after != len(h.effective().idx) || after > before:
-				return fmt.Errorf("%s: reduce(%.2f) = %d → %d, effective count %d → %d", what("reduce", i), keep, b, after, before, len(h.effective().idx))
+			case b != before || after != len(h.Positions()) || after > before:
+				return fmt.Errorf("%s: reduce(%.2f) = %d → %d, effective count %d → %d", what("reduce", i), keep, b, after, before, len(h.Positions()))
 			case after > max(target, kept):
 				return fmt.Errorf("%s: reduce(%.2f) left %d of %d, target %d, %d kept on purpose", what("reduce", i), keep, after, before, target, kept)
 			case after < target-(maxUnit-1):
@@ -443,11 +327,11 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 			}
 			err = checkEffective(r, open, openCalls, what(fmt.Sprintf("reduce %.2f", keep), i))
 		case k < 4:
-			before := len(h.effective().idx)
+			before := len(h.Positions())
 			if err := condenseRandom(r, rng); err != nil {
 				return fmt.Errorf("%s: %w", what("condense", i), err)
 			}
-			if after := len(h.effective().idx); after > before {
+			if after := len(h.Positions()); after > before {
 				return fmt.Errorf("%s: condense made the effective history longer: %d → %d", what("condense", i), before, after)
 			}
 			err = checkEffective(r, open, openCalls, what("condense", i))
@@ -533,123 +417,6 @@ func mustMessages(w *window) []pipeline.WindowMessage {
 	return msgs
 }
 
-// BenchmarkEffectiveHistory: the cost of keeping the effective history
-// per appended message — append one message, read the view's length and
-// token total — at 1,000 and 10,000 messages (it must not depend on the
-// length), and, for reference, a full rebuild after a mark at 10,000.
-func BenchmarkEffectiveHistory(b *testing.B) {
-	pool := benchMessages(4096)
-	counter := countCl100k
-	build := func(n int) *history {
-		h := &history{}
-		h.setCounter(counter)
-		for i := range n {
-			h.append(entry{msg: &pool[i%len(pool)], seq: uint64(i)})
-		}
-		h.effective()
-		return h
-	}
-	for _, bc := range []struct {
-		name  string
-		n     int
-		count func(*pipeline.Message) int
-	}{
-		{"append/n=1000", 1000, countCl100k},
-		{"append/n=10000", 10000, countCl100k},
-		// Without the token counter: the index's own cost, the
-		// tokenizer's left out.
-		{"append-nocount/n=1000", 1000, nil},
-		{"append-nocount/n=10000", 10000, nil},
-	} {
-		n := bc.n
-		b.Run(bc.name, func(b *testing.B) {
-			counter = bc.count
-			defer func() { counter = countCl100k }()
-			h := build(n)
-			b.ReportAllocs()
-			i := n
-			for b.Loop() {
-				if h.len() >= 2*n { // keep the length between n and 2n
-					b.StopTimer()
-					h = build(n)
-					i = n
-					b.StartTimer()
-				}
-				// A fresh copy: the count is cached per entry, so each
-				// appended message is counted once, as in a turn.
-				h.append(entry{msg: &pool[i%len(pool)], seq: uint64(i)})
-				e := h.effective()
-				if len(e.idx) != h.len() || (e.tokens <= 0) == (counter != nil) {
-					b.Fatalf("effective %d of %d, %d tokens", len(e.idx), h.len(), e.tokens)
-				}
-				i++
-			}
-		})
-	}
-	b.Run("rebuild/n=10000", func(b *testing.B) {
-		h := build(10000)
-		marked := make([]pipeline.Message, len(pool))
-		for i, m := range pool {
-			m.Metadata = map[string]any{pipeline.MetaTruncated: true}
-			marked[i] = m
-		}
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			// A mark replaces one message (its count dropped) and
-			// invalidates the index; the next read rebuilds it. Every
-			// other op takes the mark back, so the view keeps its size.
-			p := (i / 2 * 7919) % h.len()
-			e := h.at(p)
-			if i%2 == 0 {
-				e.msg = &marked[p%len(pool)]
-			} else {
-				e.msg = &pool[p%len(pool)]
-			}
-			e.tokens = 0
-			h.changed()
-			if got := h.effective(); len(got.idx) < h.len()-1 || got.tokens <= 0 {
-				b.Fatalf("effective %d of %d, %d tokens", len(got.idx), h.len(), got.tokens)
-			}
-			i++
-		}
-	})
-}
-
-// benchMessages returns n messages of mixed roles and lengths, a fifth of
-// them assistant messages with a tool call followed by its result.
-func benchMessages(n int) []pipeline.Message {
-	rng := rand.New(rand.NewPCG(7, 7))
-	words := strings.Fields("the runtime keeps every message of a conversation and shows the model only what fits its context window with summaries in place of older turns")
-	text := func(k int) string {
-		var b strings.Builder
-		for i := range k {
-			if i > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(words[rng.IntN(len(words))])
-		}
-		return b.String()
-	}
-	out := make([]pipeline.Message, 0, n)
-	for len(out) < n {
-		id := "m" + strconv.Itoa(len(out))
-		switch rng.IntN(5) {
-		case 0:
-			out = append(out, pipeline.Message{ID: id, Role: pipeline.RoleUser, Content: text(5 + rng.IntN(40))})
-		case 1, 2:
-			out = append(out, pipeline.Message{ID: id, Role: pipeline.RoleAssistant, Content: text(10 + rng.IntN(80))})
-		default:
-			call := "c" + strconv.Itoa(len(out))
-			out = append(out,
-				pipeline.Message{ID: id, Role: pipeline.RoleAssistant, Content: text(3),
-					ToolCalls: []pipeline.ToolCall{{ID: call, Name: "read_file", Arguments: []byte(`{"path":"src/` + words[rng.IntN(len(words))] + `.go"}`)}}},
-				pipeline.Message{ID: id + "r", Role: pipeline.RoleTool, ToolCallID: call, Name: "read_file", Content: text(20 + rng.IntN(200))})
-		}
-	}
-	return out[:n]
-}
-
 // simModel counts its prompts with the runtime's tokenizer times factor,
 // reports that as the input tokens, and answers "ok". It refuses the first
 // call of turn failTurn as too long for its context window.
@@ -725,7 +492,7 @@ func TestWindowSentAfterReduction(t *testing.T) {
 }
 
 // countCl100k counts a message in cl100k_base, the default encoding.
-func countCl100k(m *pipeline.Message) int { return countTokens(tokens.Cl100k(), m) }
+func countCl100k(m *pipeline.Message) int { return engine.CountTokens(tokens.Cl100k(), m) }
 
 // TestAgentCountsInItsModelsEncoding: an agent counts tokens in its
 // model's encoding: o200k_base for GPT-4o and later, cl100k_base else, and
@@ -753,7 +520,7 @@ func TestAgentCountsInItsModelsEncoding(t *testing.T) {
 			t.Errorf("model %q: counts in %s, want %s", tc.model, got, tc.want)
 		}
 		m := &pipeline.Message{Content: "The café's naïve résumé: 12345 tokens\n\n  \n"}
-		if got, want := a.counter(m), countTokens(tokens.ForModel(tc.model), m); got != want {
+		if got, want := a.counter(m), engine.CountTokens(tokens.ForModel(tc.model), m); got != want {
 			t.Errorf("model %q: counter %d, want %d", tc.model, got, want)
 		}
 		rt.Close()

@@ -13,6 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -44,7 +45,7 @@ type instance struct {
 
 	loaded     bool
 	meta       store.Meta
-	hist       history
+	hist       engine.History
 	unsaved    store.Batch // the changes not yet committed to the store; flush commits them
 	metaBuf    store.Meta  // what unsaved.Meta points to, so a flush allocates nothing
 	lastChange time.Time   // when unsaved last changed; the next flush stamps it
@@ -117,7 +118,7 @@ func (in *instance) unload() {
 		return
 	}
 	in.loaded = false
-	in.hist.reset()
+	in.hist.Reset()
 	in.meta = store.Meta{}
 	in.paused = nil
 	in.secrets.drop()
@@ -140,7 +141,7 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	if found {
 		in.meta = meta
 		for _, r := range recs {
-			in.hist.append(entry{msg: r.Message, seq: r.Seq})
+			in.hist.Append(engine.Entry{Msg: r.Message, Seq: r.Seq})
 			if r.Seq >= in.meta.NextSeq {
 				in.meta.NextSeq = r.Seq + 1
 			}
@@ -156,7 +157,7 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	// recorded it, is settled from the history now.
 	if err := in.agent.resettleTask(context.WithoutCancel(ctx), in); err != nil {
 		in.loaded = false
-		in.hist.reset()
+		in.hist.Reset()
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
 	return nil
@@ -188,7 +189,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	if err != nil {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
-		in.hist.reset()
+		in.hist.Reset()
 		switch {
 		case errors.Is(err, store.ErrFenced):
 			in.fence.Store(lostFence) // another process owns the instance: own takes it again, or routes there
@@ -215,13 +216,13 @@ var _ pipeline.Conversation = (*conversation)(nil)
 func (c *conversation) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.in.hist.len()
+	return c.in.hist.Len()
 }
 
 func (c *conversation) At(i int) pipeline.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return *c.in.hist.at(i).msg
+	return *c.in.hist.At(i).Msg
 }
 
 // Apply is a middleware's change. It may pin a message, and set metadata
@@ -237,8 +238,8 @@ func (c *conversation) Apply(ev pipeline.MessageEvent) error {
 		}
 		return c.appendLocked(&ev.Message)
 	case pipeline.MessageReplace:
-		if i := c.in.hist.indexOf(ev.TargetID); i >= 0 {
-			prev := c.in.hist.at(i).msg.Metadata
+		if i := c.in.hist.IndexOf(ev.TargetID); i >= 0 {
+			prev := c.in.hist.At(i).Msg.Metadata
 			if err := pipeline.CheckMetadata("a middleware's replacement", prev, ev.Message.Metadata, pipeline.MetaPinned); err != nil {
 				return fmt.Errorf("replace message %q: %w", ev.TargetID, err)
 			}
@@ -294,7 +295,7 @@ func (c *conversation) appendLocked(src *pipeline.Message) error {
 	if err := validMessage(*src); err != nil {
 		return fmt.Errorf("append message: %w", err)
 	}
-	if src.ID != "" && in.hist.indexOf(src.ID) >= 0 {
+	if src.ID != "" && in.hist.IndexOf(src.ID) >= 0 {
 		return fmt.Errorf("append message: id %q is already in the conversation", src.ID)
 	}
 	p := new(pipeline.Message) // the one copy, shared by the history and the store
@@ -310,23 +311,23 @@ func (in *instance) add(p *pipeline.Message) {
 	seq := in.meta.NextSeq
 	in.meta.NextSeq++
 	if p.ID == "" {
-		p.ID = messageIDOf(seq)
+		p.ID = engine.MessageID(seq)
 	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = in.agent.rt.now()
 	}
 	in.lastChange = p.CreatedAt
-	in.hist.append(entry{msg: p, seq: seq})
+	in.hist.Append(engine.Entry{Msg: p, Seq: seq})
 	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: seq, Message: p})
 }
 
 // replace puts m in the place of history entry i, and in the next commit.
 // m is a new message: the old one may still be shared.
 func (in *instance) replace(i int, m *pipeline.Message) {
-	e := in.hist.at(i)
-	e.msg, e.tokens = m, 0
-	in.hist.changed()
-	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: e.seq, Message: m})
+	e := in.hist.At(i)
+	e.Set(m)
+	in.hist.Changed()
+	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: e.Seq, Message: m})
 }
 
 // applyLocked makes a replace or remove; appends go through appendLocked.
@@ -334,7 +335,7 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 	in := c.in
 	switch ev.Type {
 	case pipeline.MessageReplace:
-		i := in.hist.indexOf(ev.TargetID)
+		i := in.hist.IndexOf(ev.TargetID)
 		if i < 0 {
 			return fmt.Errorf("replace message: no message with id %q", ev.TargetID)
 		}
@@ -344,21 +345,21 @@ func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
 		}
 		if m.ID == "" {
 			m.ID = ev.TargetID
-		} else if m.ID != ev.TargetID && in.hist.indexOf(m.ID) >= 0 {
+		} else if m.ID != ev.TargetID && in.hist.IndexOf(m.ID) >= 0 {
 			return fmt.Errorf("replace message %q: id %q is already in the conversation", ev.TargetID, m.ID)
 		}
 		if m.CreatedAt.IsZero() {
-			m.CreatedAt = in.hist.at(i).msg.CreatedAt
+			m.CreatedAt = in.hist.At(i).Msg.CreatedAt
 		}
 		in.replace(i, &m)
 		return nil
 	case pipeline.MessageRemove:
-		i := in.hist.indexOf(ev.TargetID)
+		i := in.hist.IndexOf(ev.TargetID)
 		if i < 0 {
 			return fmt.Errorf("remove message: no message with id %q", ev.TargetID)
 		}
-		in.unsaved.Delete = append(in.unsaved.Delete, in.hist.at(i).seq)
-		in.hist.remove(i)
+		in.unsaved.Delete = append(in.unsaved.Delete, in.hist.At(i).Seq)
+		in.hist.Remove(i)
 		return nil
 	}
 	return fmt.Errorf("message event: unknown type %q (want append, replace or remove)", ev.Type)

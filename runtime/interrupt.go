@@ -8,6 +8,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -44,8 +45,8 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 		index map[string]int // call ID → position in calls
 	)
 	var stale []int // results still awaiting an item whose resume was cut short
-	for i := 0; i < h.len(); i++ {
-		m := h.at(i).msg
+	for i := 0; i < h.Len(); i++ {
+		m := h.At(i).Msg
 		if item, _ := m.Metadata[metaAwaits].(string); item != "" && in.paused[item] == "" {
 			if turn, _ := m.Metadata["turn_id"].(string); in.resumedBy(turn) != "" {
 				stale = append(stale, i)
@@ -64,7 +65,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 			}
 		}
 	}
-	turnID := turnIDOf(uint64(in.meta.Turns))
+	turnID := engine.TurnID(uint64(in.meta.Turns))
 	var names []string
 	for _, c := range calls {
 		if c.ID == "" || index[c.ID] < 0 {
@@ -82,7 +83,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 		names = append(names, c.Name+" ("+c.ID+")")
 	}
 	for _, i := range stale {
-		m := *h.at(i).msg
+		m := *h.At(i).Msg
 		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[metaAwaits], m.Name)
 		m.IsError = true
 		m.Metadata = map[string]any{MetaInterrupted: true, "turn_id": m.Metadata["turn_id"]}
@@ -127,13 +128,13 @@ type trail struct {
 // the history holds no turn input.
 func (in *instance) lastTurn() (t trail, ok bool) {
 	h := &in.hist
-	i := h.len() - 1
+	i := h.Len() - 1
 	if i >= 0 {
-		m := h.at(i).msg
+		m := h.At(i).Msg
 		t.answered = m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant && len(m.ToolCalls) == 0
 	}
 	for ; i >= 0; i-- {
-		m := h.at(i).msg
+		m := h.At(i).Msg
 		if isTurnInput(m) {
 			t.last = m
 			break
@@ -147,7 +148,7 @@ func (in *instance) lastTurn() (t trail, ok bool) {
 	}
 	t.origin = t.last
 	for j := i - 1; j >= 0 && t.origin.Metadata["resumes"] != nil; j-- {
-		if m := h.at(j).msg; isTurnInput(m) {
+		if m := h.At(j).Msg; isTurnInput(m) {
 			t.origin = m
 		}
 	}

@@ -62,8 +62,8 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+strconv.Itoa(s.Index()))
 	}
 	it.Trace = ts.trace
-	if n := ts.inst.hist.len(); n > 0 {
-		it.Checkpoint = ts.inst.hist.at(n - 1).msg.ID
+	if n := ts.inst.hist.Len(); n > 0 {
+		it.Checkpoint = ts.inst.hist.At(n - 1).Msg.ID
 	}
 	if timeout > 0 {
 		it.ExpiresAt = a.rt.now().Add(timeout)
@@ -105,8 +105,8 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 	// conversation's lock.
 	ts.conv.mu.Lock()
 	defer ts.conv.mu.Unlock()
-	if n := ts.inst.hist.len(); n > 0 {
-		it.Checkpoint = ts.inst.hist.at(n - 1).msg.ID
+	if n := ts.inst.hist.Len(); n > 0 {
+		it.Checkpoint = ts.inst.hist.At(n - 1).Msg.ID
 	}
 	created, err := a.rt.ledger.Create(ts.storeCtx, it)
 	if err != nil {
@@ -186,8 +186,8 @@ func (pauseHook) keep(ts *turnState, keep map[string]bool) error {
 		return nil
 	}
 	h := &ts.inst.hist
-	for _, p := range h.effective().idx {
-		m := h.at(p).msg
+	for _, p := range h.Positions() {
+		m := h.At(p).Msg
 		for _, c := range m.ToolCalls {
 			if calls[c.ID] {
 				keep[m.ID] = true
@@ -218,8 +218,8 @@ type resumeCall struct {
 // findCall finds tool call id in the history, and the ID of its message.
 func (in *instance) findCall(id string) (pipeline.ToolCall, string, bool) {
 	h := &in.hist
-	for i := h.len() - 1; i >= 0; i-- {
-		m := h.at(i).msg
+	for i := h.Len() - 1; i >= 0; i-- {
+		m := h.At(i).Msg
 		for _, c := range m.ToolCalls {
 			if c.ID == id {
 				return c, m.ID, true
@@ -280,8 +280,8 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 	ts.conv.mu.Lock()
 	defer ts.conv.mu.Unlock()
 	h := &ts.inst.hist
-	for i := h.len() - 1; i >= 0; i-- {
-		m := h.at(i).msg
+	for i := h.Len() - 1; i >= 0; i-- {
+		m := h.At(i).Msg
 		if m.Role == pipeline.RoleTool && m.ToolCallID == rc.it.CallID {
 			r := *m
 			r.Content, r.IsError = ts.inst.secrets.redactor.Redact(content), isError
@@ -629,8 +629,8 @@ func (r *Runtime) resumeLater(agent, key, turnID string) {
 
 // resumedBy returns the ID of the turn whose input resumed turnID, or "".
 func (in *instance) resumedBy(turnID string) string {
-	for i := in.hist.len() - 1; i >= 0; i-- {
-		m := in.hist.at(i).msg
+	for i := in.hist.Len() - 1; i >= 0; i-- {
+		m := in.hist.At(i).Msg
 		if m.Source.Type == pipeline.SourceRuntime && m.Metadata["resumes"] == turnID {
 			id, _ := m.Metadata["turn_id"].(string)
 			return id

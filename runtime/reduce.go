@@ -8,6 +8,7 @@ import (
 	"math"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -55,8 +56,8 @@ type unit struct {
 // context.truncated with them and reason. The caller holds the slot.
 func (a *agent) reduce(ts *turnState, keep float64, reason string) (before, after int, err error) {
 	h := &ts.inst.hist
-	e := h.effective()
-	before = len(e.idx)
+	pos := h.Positions()
+	before = len(pos)
 	target := int(math.Ceil(float64(before) * keep))
 	units, err := a.units(ts)
 	if err != nil {
@@ -78,7 +79,7 @@ func (a *agent) reduce(ts *turnState, keep float64, reason string) (before, afte
 		return before, before, err
 	}
 	a.truncated(ts, reason, before, keep)
-	return before, len(h.effective().idx), nil
+	return before, len(h.Positions()), nil
 }
 
 // mark replaces the messages at the positions with copies whose metadata
@@ -89,11 +90,11 @@ func (ts *turnState) mark(pos []int, set func(map[string]any)) error {
 	}
 	ids := make([]string, len(pos))
 	for i, p := range pos {
-		ids[i] = ts.inst.hist.at(p).msg.ID
+		ids[i] = ts.inst.hist.At(p).Msg.ID
 	}
 	for _, id := range ids {
-		i := ts.inst.hist.indexOf(id)
-		m := *ts.inst.hist.at(i).msg
+		i := ts.inst.hist.IndexOf(id)
+		m := *ts.inst.hist.At(i).Msg
 		m.Metadata = maps.Clone(m.Metadata)
 		if m.Metadata == nil {
 			m.Metadata = map[string]any{}
@@ -110,7 +111,7 @@ func (ts *turnState) mark(pos []int, set func(map[string]any)) error {
 // which must stay.
 func (a *agent) units(ts *turnState) ([]unit, error) {
 	h := &ts.inst.hist
-	e := h.effective()
+	pos := h.Positions()
 	keep, err := a.keepSet(ts)
 	if err != nil {
 		return nil, err
@@ -119,9 +120,9 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 	firstUser := true
 	callUnit := map[string]int{} // tool call ID → the unit of its call
 	newest := -1
-	for _, p := range e.idx {
-		m := h.at(p).msg
-		k := keep[m.ID] || isPinned(m)
+	for _, p := range pos {
+		m := h.At(p).Msg
+		k := keep[m.ID] || engine.IsPinned(m)
 		// A result joins its call's unit, wherever it stands: a message a
 		// middleware put in between must not split them.
 		if m.Role == pipeline.RoleTool {
@@ -133,7 +134,7 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 			}
 		}
 		u := unit{pos: []int{p}, keep: k}
-		if firstUser && m.Role == pipeline.RoleUser && !isSummary(m) {
+		if firstUser && m.Role == pipeline.RoleUser && !engine.IsSummary(m) {
 			u.keep, firstUser = true, false
 		}
 		for _, c := range m.ToolCalls {

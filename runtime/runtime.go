@@ -25,6 +25,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
@@ -643,14 +644,14 @@ func (r *Runtime) EffectiveHistory(ctx context.Context, agentName, instanceKey s
 	if err != nil {
 		return nil, err
 	}
-	var h history
+	var h engine.History
 	for _, rec := range recs {
-		h.append(entry{msg: rec.Message, seq: rec.Seq})
+		h.Append(engine.Entry{Msg: rec.Message, Seq: rec.Seq})
 	}
-	e := h.effective()
-	out := make([]pipeline.Message, len(e.idx))
-	for i, p := range e.idx {
-		out[i] = *h.at(p).msg
+	pos := h.Positions()
+	out := make([]pipeline.Message, len(pos))
+	for i, p := range pos {
+		out[i] = *h.At(p).Msg
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
@@ -128,7 +129,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		// IDs stay unique across restarts.
 		inst.metaDirty = true
 		turn = inst.meta.Turns
-		ts.turnID = turnIDOf(uint64(turn))
+		ts.turnID = engine.TurnID(uint64(turn))
 	}
 	switch ts.storeCtx = ctx; {
 	case ctx == r.halt:
@@ -156,7 +157,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 		r.bus.Publish(events.Event{Topic: events.TurnStarted, Agent: a.name, Instance: inst.key, TurnID: ts.turnID, Source: "runtime",
 			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
 	}
-	before := inst.hist.len()
+	before := inst.hist.Len()
 	var span telemetry.Turn
 	if r.tel != nil {
 		ctx, span = r.tel.StartTurn(ctx, a.name, inst.key, ts.turnID, in, links(ts.links)...)
@@ -227,7 +228,7 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 	if err := ts.conv.append(&input); err != nil {
 		return nil, err
 	}
-	inputID := ts.inst.hist.at(ts.inst.hist.len() - 1).msg.ID
+	inputID := ts.inst.hist.At(ts.inst.hist.Len() - 1).Msg.ID
 	if in.Kind == pipeline.InputResume {
 		// The resume is on record before anything else of the turn runs:
 		// the stored message is what says the paused turn was resumed.
@@ -352,7 +353,7 @@ func inputMessage(ts *turnState, in pipeline.InputEvent) pipeline.Message {
 func (a *agent) keepAnswer(ts *turnState, res *pipeline.TurnResult, before int) error {
 	h := &ts.inst.hist
 	if ts.inputID == "" {
-		if h.len() != before {
+		if h.Len() != before {
 			return nil
 		}
 		in, err := ts.turnInput()
@@ -371,13 +372,13 @@ func (a *agent) keepAnswer(ts *turnState, res *pipeline.TurnResult, before int) 
 		if err := ts.conv.append(&answer); err != nil {
 			return err
 		}
-		res.Response = *h.at(h.len() - 1).msg
+		res.Response = *h.At(h.Len() - 1).Msg
 		return nil
 	}
-	if res.FinishReason != pipeline.FinishText || h.len() == 0 {
+	if res.FinishReason != pipeline.FinishText || h.Len() == 0 {
 		return nil
 	}
-	last := h.at(h.len() - 1).msg
+	last := h.At(h.Len() - 1).Msg
 	if last.Role != pipeline.RoleAssistant || last.Source.Type != pipeline.SourceModel || len(last.ToolCalls) > 0 || last.Content == res.Response.Content {
 		return nil
 	}
@@ -386,7 +387,7 @@ func (a *agent) keepAnswer(ts *turnState, res *pipeline.TurnResult, before int) 
 	if err := ts.conv.apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: last.ID, Message: m}); err != nil {
 		return err
 	}
-	res.Response = *h.at(h.len() - 1).msg
+	res.Response = *h.At(h.Len() - 1).Msg
 	return nil
 }
 
@@ -416,7 +417,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	if err := ts.conv.append(&msg); err != nil {
 		return nil, err
 	}
-	stored := ts.inst.hist.at(ts.inst.hist.len() - 1).msg // with its ID and time
+	stored := ts.inst.hist.At(ts.inst.hist.Len() - 1).Msg // with its ID and time
 	// What middleware stores on reading the reply (the pending item of a
 	// question) commits with it, in the flush below or in its own. The
 	// stored message is handed over, not msg: taking msg's address would
@@ -492,9 +493,9 @@ func (a *agent) commitStep(ts *turnState) error {
 func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, msg *pipeline.Message) (pipeline.Usage, error) {
 	req := &ts.req
 	req.Step = s.Index()
-	req.Messages = effectiveView{&ts.inst.hist} // what the marks leave (effective.go)
-	if h := &ts.inst.hist; h.eff.count != nil {
-		ts.sentTokens = h.effective().tokens
+	req.Messages = engine.Effective{H: &ts.inst.hist} // what the marks leave (engine.History)
+	if h := &ts.inst.hist; h.Counting() {
+		ts.sentTokens = h.Tokens()
 	}
 	req.Tools = s.Tools().Tools()
 	if tel := a.rt.tel; tel != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -32,22 +32,22 @@ func (w *window) ReservedOutput() int { return w.agent.maxOutput }
 func (w *window) Messages() ([]pipeline.WindowMessage, error) {
 	ts := w.ts()
 	h := &ts.inst.hist
-	h.setCounter(ts.agent.counter)
+	h.SetCounter(ts.agent.counter)
 	units, err := ts.agent.units(ts)
 	if err != nil {
 		return nil, err
 	}
-	unitOf := make(map[int]int, len(h.effective().idx)) // position → unit
+	unitOf := make(map[int]int, len(h.Positions())) // position → unit
 	for i, u := range units {
 		for _, p := range u.pos {
 			unitOf[p] = i
 		}
 	}
-	e := h.effective()
-	out := make([]pipeline.WindowMessage, len(e.idx))
-	for i, p := range e.idx {
-		en, u := h.at(p), unitOf[p]
-		out[i] = pipeline.WindowMessage{Message: *en.msg, Tokens: int(en.tokens) - 1, Unit: u, Keep: units[u].keep, Summary: isSummary(en.msg)}
+	pos := h.Positions()
+	out := make([]pipeline.WindowMessage, len(pos))
+	for i, p := range pos {
+		en, u := h.At(p), unitOf[p]
+		out[i] = pipeline.WindowMessage{Message: *en.Msg, Tokens: en.Tokens(), Unit: u, Keep: units[u].keep, Summary: engine.IsSummary(en.Msg)}
 	}
 	return out, nil
 }
@@ -55,8 +55,8 @@ func (w *window) Messages() ([]pipeline.WindowMessage, error) {
 // Tokens counts what the next model call is sent.
 func (w *window) Tokens() int {
 	h := &w.inst.hist
-	h.setCounter(w.agent.counter)
-	return h.effective().tokens + w.agent.systemTokens()
+	h.SetCounter(w.agent.counter)
+	return h.Tokens() + w.agent.systemTokens()
 }
 
 // Sent returns Tokens as of the turn's latest model call.
@@ -74,7 +74,7 @@ func (w *window) Truncate(ids []string, reason string) error {
 	if err != nil {
 		return err
 	}
-	before := len(ts.inst.hist.effective().idx)
+	before := len(ts.inst.hist.Positions())
 	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaTruncated] = true }); err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (w *window) Condense(ids []string, summary pipeline.Message) (string, error
 		return "", fmt.Errorf("condense: %w", err)
 	}
 	h := &ts.inst.hist
-	id := h.at(h.len() - 1).msg.ID
+	id := h.At(h.Len() - 1).Msg.ID
 	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaCondensedBy] = id }); err != nil {
 		return "", err
 	}
@@ -136,10 +136,10 @@ func (ts *turnState) leaving(op string, ids []string) ([]int, error) {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 	h := &ts.inst.hist
-	unitOf := make(map[string]int, len(h.effective().idx))
+	unitOf := make(map[string]int, len(h.Positions()))
 	for i, u := range units {
 		for _, p := range u.pos {
-			unitOf[h.at(p).msg.ID] = i
+			unitOf[h.At(p).Msg.ID] = i
 		}
 	}
 	leave := make(map[string]bool, len(ids))
@@ -157,7 +157,7 @@ func (ts *turnState) leaving(op string, ids []string) ([]int, error) {
 	for _, u := range units {
 		in := 0
 		for _, p := range u.pos {
-			if leave[h.at(p).msg.ID] {
+			if leave[h.At(p).Msg.ID] {
 				in++
 			}
 		}
@@ -167,7 +167,7 @@ func (ts *turnState) leaving(op string, ids []string) ([]int, error) {
 		if in < len(u.pos) {
 			var missing []string
 			for _, p := range u.pos {
-				if id := h.at(p).msg.ID; !leave[id] {
+				if id := h.At(p).Msg.ID; !leave[id] {
 					missing = append(missing, strconv.Quote(id))
 				}
 			}
@@ -227,7 +227,7 @@ func (w *window) Complete(ctx context.Context, req pipeline.CompletionRequest) (
 // truncated publishes context.truncated when messages left the window;
 // keep is the share a reduction aimed at, 0 for a chosen set.
 func (a *agent) truncated(ts *turnState, reason string, before int, keep float64) {
-	after := len(ts.inst.hist.effective().idx)
+	after := len(ts.inst.hist.Positions())
 	bus := a.rt.bus
 	if !bus.Active() || after >= before {
 		return
@@ -247,24 +247,5 @@ func (a *agent) systemTokens() int {
 		n = a.countTokens(&pipeline.Message{Content: a.system})
 	}
 	a.sysTokens.Store(int64(n) + 1)
-	return n
-}
-
-// countTokens counts a message the way chat APIs bill it, near enough: its
-// content, its tool calls' names and arguments, and a few tokens of
-// framing, in enc, the agent's model's encoding.
-func countTokens(enc *tokens.Encoding, m *pipeline.Message) int {
-	n := 4
-	count := func(s string) {
-		if s != "" {
-			n += enc.Count(s)
-		}
-	}
-	count(m.Content)
-	for _, c := range m.ToolCalls {
-		count(c.Name)
-		count(string(c.Arguments))
-		n += 3
-	}
 	return n
 }

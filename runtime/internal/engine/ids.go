@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"strconv"
@@ -9,14 +9,14 @@ import (
 // cachedIDs is how many message and turn IDs are built once and shared.
 const cachedIDs = 4096
 
-// messageIDOf and turnIDOf name a message ("msg-7") and a turn ("turn-3") of an
+// MessageID and TurnID name a message ("msg-7") and a turn ("turn-3") of an
 // instance by their number. The first cachedIDs of each are built once
 // and shared by every instance, since each instance counts from zero: a
 // turn's messages and the turn itself need no allocation for their IDs
 // (about 100 KB for each table).
 var (
-	messageIDOf = idTable("msg-")
-	turnIDOf    = idTable("turn-")
+	MessageID = idTable("msg-")
+	TurnID    = idTable("turn-")
 )
 
 // idTable returns the namer of IDs prefix followed by a number.

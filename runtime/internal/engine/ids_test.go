@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"strconv"
@@ -15,15 +15,15 @@ func TestIDs(t *testing.T) {
 		n    uint64
 		want string
 	}{
-		{messageIDOf, 0, "msg-0"},
-		{messageIDOf, 9, "msg-9"},
-		{messageIDOf, 10, "msg-10"},
-		{messageIDOf, cachedIDs - 1, "msg-4095"},
-		{messageIDOf, cachedIDs, "msg-4096"},
-		{messageIDOf, 1 << 40, "msg-1099511627776"},
-		{turnIDOf, 1, "turn-1"},
-		{turnIDOf, 4095, "turn-4095"},
-		{turnIDOf, 123456, "turn-123456"},
+		{MessageID, 0, "msg-0"},
+		{MessageID, 9, "msg-9"},
+		{MessageID, 10, "msg-10"},
+		{MessageID, cachedIDs - 1, "msg-4095"},
+		{MessageID, cachedIDs, "msg-4096"},
+		{MessageID, 1 << 40, "msg-1099511627776"},
+		{TurnID, 1, "turn-1"},
+		{TurnID, 4095, "turn-4095"},
+		{TurnID, 123456, "turn-123456"},
 	}
 	var wg sync.WaitGroup
 	for range 4 {
@@ -37,11 +37,11 @@ func TestIDs(t *testing.T) {
 	}
 	wg.Wait()
 	for n := range uint64(cachedIDs) {
-		if got, want := messageIDOf(n), "msg-"+strconv.FormatUint(n, 10); got != want {
-			t.Fatalf("messageIDOf(%d) = %q, want %q", n, got, want)
+		if got, want := MessageID(n), "msg-"+strconv.FormatUint(n, 10); got != want {
+			t.Fatalf("MessageID(%d) = %q, want %q", n, got, want)
 		}
 	}
-	if allocs := testing.AllocsPerRun(100, func() { _ = messageIDOf(4000); _ = turnIDOf(3) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { _ = MessageID(4000); _ = TurnID(3) }); allocs != 0 {
 		t.Errorf("a shared ID costs %v allocations, want 0", allocs)
 	}
 }

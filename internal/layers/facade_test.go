@@ -1,0 +1,45 @@
+package layers
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestEngineNamesNoFeature: the turn engine, runtime/internal/engine,
+// links none of the runtime's features, directly or not: not the
+// cluster, MCP, telemetry, the tape, nor their third-party modules. The
+// features plug into the runtime's seams instead (RATIONALE.md, "The
+// runtime as a facade").
+func TestEngineNamesNoFeature(t *testing.T) {
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	out, err := exec.Command(goCmd, "list", "-deps", "../../runtime/internal/engine").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps returned %d packages: %q", len(deps), deps)
+	}
+	for _, d := range deps {
+		rel, ours := strings.CutPrefix(d, module+"/")
+		switch {
+		case !ours && strings.Contains(strings.SplitN(d, "/", 2)[0], "."):
+			// A third-party module: the engine needs none but the
+			// tokenizer, which counts the context window, and its
+			// regular expressions.
+			if !strings.HasPrefix(d, "github.com/tiktoken-go/tokenizer") && !strings.HasPrefix(d, "github.com/dlclark/regexp2") {
+				t.Errorf("the engine links %s", d)
+			}
+		case !ours:
+		case strings.HasPrefix(rel, "runtime/internal/cluster"), strings.HasPrefix(rel, "runtime/internal/mcpsrc"),
+			strings.HasPrefix(rel, "runtime/internal/telemetry"), strings.HasPrefix(rel, "runtime/internal/tape"),
+			strings.HasPrefix(rel, "runtime/internal/seam"), rel == "runtime/mcp", rel == "runtime/otlp",
+			rel == "runtime" || strings.HasPrefix(rel, "runtime/model/"), strings.HasPrefix(rel, "store/"):
+			t.Errorf("the engine links %s, a feature of the runtime", rel)
+		}
+	}
+}
