@@ -38,6 +38,15 @@ type Known struct {
 	Provider func(name string) bool
 	// ProviderNames lists the registered model providers.
 	ProviderNames func() []string
+	// ProviderImport, if set, returns the package that registers the
+	// provider name when a program imports it, or "": a provider that Provider
+	// does not know but ProviderImport names is reported as not linked, with
+	// the import to add, rather than as unknown.
+	ProviderImport func(name string) string
+	// TelemetryImport, if not empty, says that the program does not link
+	// the OpenTelemetry export a telemetry block asks for: such a block is
+	// reported, with the import to add (this package path).
+	TelemetryImport string
 	// ModelSupplied says that the caller gives every agent a model of its own
 	// (as runtime.WithModel does), so an agent without a model is fine.
 	ModelSupplied bool
@@ -95,7 +104,11 @@ func (f *File) Validate(k Known) error {
 		tools:         newNameSet(k.Tool, k.ToolNames),
 		extensions:    newNameSet(k.Extension, k.ExtensionNames),
 		providers:     newNameSet(k.Provider, k.ProviderNames),
+		providerPath:  k.ProviderImport,
 		modelSupplied: k.ModelSupplied,
+	}
+	if f.Telemetry != nil && k.TelemetryImport != "" {
+		v.errorf("$.telemetry", "telemetry: OpenTelemetry export is not linked into this program; add: import _ %q", k.TelemetryImport)
 	}
 	if f.Model != nil {
 		v.model(f.Model, "$.model", "model: ")
@@ -168,9 +181,18 @@ func agentNames(f *File) []string {
 type validator struct {
 	f                            *File
 	tools, extensions, providers nameSet
+	providerPath                 func(string) string // Known.ProviderImport; may be nil
 	modelSupplied                bool
 	errs                         ErrorList
 	maybeKeys                    []string // invalid api_key_env values, masked in excerpts
+}
+
+// importOf is the package that would register the provider name, or "".
+func (v *validator) importOf(name string) string {
+	if v.providerPath == nil {
+		return ""
+	}
+	return v.providerPath(name)
 }
 
 // errorf records a problem at the node at path, or at its nearest parent
@@ -337,6 +359,8 @@ func (v *validator) model(m *Model, path, pre string) {
 	switch {
 	case m.Provider == "":
 		v.errorf(path+".provider", "%sprovider is required%s", pre, v.providers.hint())
+	case v.providers.unknown(m.Provider) && v.importOf(m.Provider) != "":
+		v.errorf(path+".provider", "%sprovider %q is not linked into this program; add: import _ %q", pre, m.Provider, v.importOf(m.Provider))
 	case v.providers.unknown(m.Provider):
 		v.errorf(path+".provider", "%sunknown provider %q%s", pre, m.Provider, v.providers.hint())
 	case m.Provider == ScriptedProvider && m.Script == "":
