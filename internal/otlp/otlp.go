@@ -70,10 +70,14 @@ var registered struct {
 	open Opener
 }
 
-// Register makes o the OTLP export. It panics when called twice.
+// Register makes o the OTLP export. It panics when o is nil or when called
+// twice.
 func Register(o Opener) {
 	registered.Lock()
 	defer registered.Unlock()
+	if o == nil {
+		panic("otlp: Register of a nil opener")
+	}
 	if registered.open != nil {
 		panic("otlp: Register called twice")
 	}
