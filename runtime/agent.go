@@ -236,7 +236,7 @@ func (a *agent) openProvider(o *options, ac config.Agent) error {
 		}
 		f, ok := o.providers[ac.Model.Provider]
 		if !ok {
-			return nil, fmt.Errorf("unknown provider %q", ac.Model.Provider)
+			return nil, unknownProvider(ac.Model.Provider)
 		}
 		p, err := f(*ac.Model)
 		if err != nil {
@@ -279,7 +279,7 @@ func (a *agent) openExtensionModel(o *options, ec config.Extension, key string) 
 	}
 	f, ok := o.providers[m.Provider]
 	if !ok {
-		return "", fmt.Errorf("unknown provider %q", m.Provider)
+		return "", unknownProvider(m.Provider)
 	}
 	if m.Script != "" && !filepath.IsAbs(m.Script) && ec.Dir() != "" {
 		m.Script = filepath.Join(ec.Dir(), m.Script)

@@ -94,7 +94,8 @@
 //
 // The pieces live in sub-packages: config (the YAML file), model (the
 // provider interface and the providers; model/scripted is the offline
-// one) and tool (the tool registry, argument checking and the workspace
+// one, always there; model/openai and model/anthropic are there when the
+// program imports them, see [model.Register]) and tool (the tool registry, argument checking and the workspace
 // tools). The layers below the runtime are packages of their own, which
 // extensions use without it: pipeline (middleware, the step's Window and
 // Models), store (badger and in-memory persistence), events (the bus and
@@ -119,7 +120,9 @@
 // provided secrets never. [WithMeterProvider] (or the same config)
 // records the metrics: turn and model-call durations, tokens, tool calls,
 // extension layer failures and the pending items open. Close exports
-// what is buffered.
+// what is buffered. The OTLP export that the config and the environment
+// ask for is in the program when it imports package runtime/otlp: without
+// it, New refuses a telemetry: block and warns about an OTEL_* endpoint.
 //
 // # Concurrency
 //

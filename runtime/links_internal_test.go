@@ -27,7 +27,7 @@ func TestConfigNeedsItsImports(t *testing.T) {
 		linked  bool
 		wantErr string
 	}{
-		{"not linked", false, `ganglion.yaml:3:3: mcp_servers: this program does not link it; add to the program: import _ "github.com/ganglion-dev/ganglion/runtime/mcp"`},
+		{"not linked", false, `ganglion.yaml:3:3: mcp_servers: MCP is not linked into this program; add: import _ "github.com/ganglion-dev/ganglion/runtime/mcp"`},
 		{"linked", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

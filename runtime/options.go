@@ -186,7 +186,9 @@ func WithTool(t pipeline.Tool) Option {
 // benchmarks use it; apps choose providers in the config.
 func WithModel(p model.Provider) Option { return optionFunc(func(o *options) { o.model = p }) }
 
-// WithProvider makes a model provider available to configs as provider: name.
+// WithProvider makes a model provider available to configs as provider:
+// name. It wins over a provider of that name the program registered
+// ([model.Register]) and over the scripted model.
 func WithProvider(name string, f ProviderFactory) Option {
 	return optionFunc(func(o *options) { o.providers[name] = f })
 }

@@ -2,41 +2,43 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
-	"github.com/ganglion-dev/ganglion/runtime/model/anthropic"
-	"github.com/ganglion-dev/ganglion/runtime/model/openai"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 
-// The model providers every runtime knows; WithProvider adds others.
-const (
-	providerScripted  = config.ScriptedProvider
-	providerOpenAI    = "openai"
-	providerAnthropic = "anthropic"
-)
+// providerScripted is the model provider every runtime knows, the offline
+// default; the others are those the program links ([model.Register]) and
+// those WithProvider adds.
+const providerScripted = config.ScriptedProvider
 
-// builtinProviders returns the factories of the built-in providers.
+// builtinProviders returns the factories of the providers registered with
+// [model.Register], and of the scripted model, which no registration
+// replaces.
 func builtinProviders() map[string]ProviderFactory {
-	return map[string]ProviderFactory{
-		providerScripted: scriptedProvider(),
-		providerOpenAI: func(m config.Model) (model.Provider, error) {
-			keyEnv := m.APIKeyEnv
-			if keyEnv == "" && m.BaseURL == "" {
-				// OpenAI's own API needs a key; a local server given by
-				// base_url (Ollama, LM Studio) may not.
-				keyEnv = openai.DefaultAPIKeyEnv
-			}
-			return openai.New(openai.Config{Model: m.Name, BaseURL: m.BaseURL, APIKeyEnv: keyEnv, MaxOutputTokens: m.MaxOutputTokens})
-		},
-		providerAnthropic: func(m config.Model) (model.Provider, error) {
-			return anthropic.New(anthropic.Config{Model: m.Name, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, MaxOutputTokens: m.MaxOutputTokens, Thinking: m.Thinking})
-		},
+	ps := map[string]ProviderFactory{}
+	for _, name := range model.Providers() {
+		f, _ := model.Lookup(name)
+		ps[name] = func(m config.Model) (model.Provider, error) {
+			return f(model.Settings{Name: m.Name, BaseURL: m.BaseURL, APIKeyEnv: m.APIKeyEnv, MaxOutputTokens: m.MaxOutputTokens, Thinking: m.Thinking})
+		}
 	}
+	ps[providerScripted] = scriptedProvider()
+	return ps
+}
+
+// unknownProvider is the error for a provider name that no factory
+// serves: for a provider of this module, it names the import that links it.
+func unknownProvider(name string) error {
+	if path := model.ImportPath(name); path != "" {
+		return fmt.Errorf("provider %q is not linked into this program; add: import _ %q", name, path)
+	}
+	return fmt.Errorf("unknown provider %q", name)
 }
 
 // retrying wraps the provider p of agent a, as its model settings say, in

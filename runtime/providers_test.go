@@ -19,6 +19,8 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
+	_ "github.com/ganglion-dev/ganglion/runtime/model/anthropic" // registers "anthropic"
+	_ "github.com/ganglion-dev/ganglion/runtime/model/openai"    // registers "openai"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 )
 

@@ -138,9 +138,15 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			_, ok := o.providers[n]
 			return ok || o.model != nil
 		},
-		ProviderNames: func() []string { return slices.Sorted(maps.Keys(o.providers)) },
-		ModelSupplied: o.model != nil,
-		Import:        linked,
+		ProviderNames:  func() []string { return slices.Sorted(maps.Keys(o.providers)) },
+		ProviderImport: model.ImportPath,
+		ModelSupplied:  o.model != nil,
+		Import: func(key string) string {
+			if key == "telemetry" {
+				return unlinkedExport(o, cfg)
+			}
+			return linked(key)
+		},
 	}
 	if err := cfg.Validate(known); err != nil {
 		return nil, err
@@ -865,11 +871,13 @@ func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.Fil
 	r.meter = o.meter
 	content := cfg.Telemetry != nil && cfg.Telemetry.Content
 	if tp == nil && mp == nil {
-		s := otlp.Settings{Configured: cfg.Telemetry != nil, Getenv: os.Getenv}
-		if t := cfg.Telemetry; t != nil {
-			s.Traces, s.Metrics, s.ServiceName = t.Traces, t.Metrics, t.ServiceName
+		p, err := otlp.Open(ctx, exportSettings(cfg))
+		if errors.Is(err, otlp.ErrNotLinked) && cfg.Telemetry == nil {
+			// Only the environment asks for export: the program runs
+			// without it (New's validation refuses a telemetry block).
+			r.logger.Warn("the OTEL_* environment asks for OTLP export; it is off", "err", err)
+			return nil
 		}
-		p, err := otlp.Open(ctx, s)
 		if err != nil || p == nil {
 			return err
 		}
@@ -900,6 +908,27 @@ func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.Fil
 		}
 	}
 	return nil
+}
+
+// exportSettings are the OTLP export settings of cfg and the environment.
+func exportSettings(cfg *config.File) otlp.Settings {
+	s := otlp.Settings{Configured: cfg.Telemetry != nil, Getenv: os.Getenv}
+	if t := cfg.Telemetry; t != nil {
+		s.Traces, s.Metrics, s.ServiceName = t.Traces, t.Metrics, t.ServiceName
+	}
+	return s
+}
+
+// unlinkedExport is the package to import when cfg's telemetry block asks
+// for an OTLP export that the program did not link, else "".
+func unlinkedExport(o *options, cfg *config.File) string {
+	if cfg.Telemetry == nil || o.tracer != nil || o.meter != nil || otlp.Linked() {
+		return ""
+	}
+	if traces, metrics := exportSettings(cfg).Signals(); !traces && !metrics {
+		return ""
+	}
+	return otlp.ImportPath
 }
 
 // closeTelemetry makes the last collection of the metrics and exports what

@@ -44,8 +44,12 @@ func startTracing(ctx context.Context, dir string) (*tracing, []runtime.Option, 
 	}
 	tr := &tracing{rec: tracetest.NewSpanRecorder(), providers: p}
 	var opts []runtime.Option
-	if p != nil && p.Traces != nil {
-		tr.tp = p.Traces
+	var exported *sdktrace.TracerProvider // package runtime/otlp's, the export main links
+	if p != nil {
+		exported, _ = p.Traces.(*sdktrace.TracerProvider)
+	}
+	if exported != nil {
+		tr.tp = exported
 		tr.tp.RegisterSpanProcessor(tr.rec)
 	} else {
 		tr.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tr.rec))

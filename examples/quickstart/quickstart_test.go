@@ -13,6 +13,8 @@ import (
 	"github.com/google/shlex"
 
 	"github.com/ganglion-dev/ganglion/runtime"
+	_ "github.com/ganglion-dev/ganglion/runtime/model/anthropic" // the README's recipes name both
+	_ "github.com/ganglion-dev/ganglion/runtime/model/openai"
 )
 
 // readmeCommand returns the quick start command of the README.

@@ -2,19 +2,21 @@ package otlp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// ImportPath is the package that registers the OTLP export when a program
+// imports it.
+const ImportPath = "github.com/ganglion-dev/ganglion/runtime/otlp"
+
+// ErrNotLinked is the error of [Open] when the settings ask for export and
+// the program did not import [ImportPath].
+var ErrNotLinked = fmt.Errorf("OpenTelemetry export is not linked into this program; add: import _ %q", ImportPath)
 
 // Settings are what the config says; nil booleans are true.
 type Settings struct {
@@ -27,31 +29,13 @@ type Settings struct {
 	Getenv func(string) string
 }
 
-// Providers are the open providers; either may be nil (that signal off).
-type Providers struct {
-	Traces  *sdktrace.TracerProvider
-	Metrics *sdkmetric.MeterProvider
-}
-
-// Shutdown exports what is buffered and closes the providers.
-func (p *Providers) Shutdown(ctx context.Context) error {
-	var errs []error
-	if p.Traces != nil {
-		errs = append(errs, p.Traces.Shutdown(ctx))
-	}
-	if p.Metrics != nil {
-		errs = append(errs, p.Metrics.Shutdown(ctx))
-	}
-	return errors.Join(errs...)
-}
-
-// Open opens the providers s asks for, or returns nil when export is off:
-// without a telemetry block, it is on for a signal whose OTLP endpoint an
-// environment variable names.
-func Open(ctx context.Context, s Settings) (*Providers, error) {
+// Signals reports which signals s asks to export: without a telemetry
+// block, a signal is on when an environment variable names its OTLP
+// endpoint.
+func (s Settings) Signals() (traces, metrics bool) {
 	env := s.Getenv
 	if strings.EqualFold(env("OTEL_SDK_DISABLED"), "true") {
-		return nil, nil
+		return false, false
 	}
 	on := func(flag *bool, signal string) bool {
 		if env("OTEL_"+signal+"_EXPORTER") == "none" || flag != nil && !*flag {
@@ -59,83 +43,66 @@ func Open(ctx context.Context, s Settings) (*Providers, error) {
 		}
 		return s.Configured || env("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || env("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT") != ""
 	}
-	traces, metrics := on(s.Traces, "TRACES"), on(s.Metrics, "METRICS")
+	return on(s.Traces, "TRACES"), on(s.Metrics, "METRICS")
+}
+
+// Providers are the open providers; either may be nil (that signal off).
+type Providers struct {
+	Traces  trace.TracerProvider
+	Metrics metric.MeterProvider
+	// Close exports what is buffered and closes the providers.
+	Close func(context.Context) error
+}
+
+// Shutdown exports what is buffered and closes the providers.
+func (p *Providers) Shutdown(ctx context.Context) error {
+	if p.Close == nil {
+		return nil
+	}
+	return p.Close(ctx)
+}
+
+// Opener opens the providers of the signals asked for (at least one).
+type Opener func(ctx context.Context, s Settings, traces, metrics bool) (*Providers, error)
+
+var registered struct {
+	sync.Mutex
+	open Opener
+}
+
+// Register makes o the OTLP export. It panics when o is nil or when called
+// twice.
+func Register(o Opener) {
+	registered.Lock()
+	defer registered.Unlock()
+	if o == nil {
+		panic("otlp: Register of a nil opener")
+	}
+	if registered.open != nil {
+		panic("otlp: Register called twice")
+	}
+	registered.open = o
+}
+
+// Linked reports whether an export is registered.
+func Linked() bool {
+	registered.Lock()
+	defer registered.Unlock()
+	return registered.open != nil
+}
+
+// Open opens the providers s asks for, or returns nil when export is off.
+// It fails with [ErrNotLinked] when export is on and none is registered.
+func Open(ctx context.Context, s Settings) (*Providers, error) {
+	traces, metrics := s.Signals()
 	if !traces && !metrics {
 		return nil, nil
 	}
-	res, err := serviceResource(ctx, s)
-	if err != nil {
-		return nil, err
+	registered.Lock()
+	open := registered.open
+	registered.Unlock()
+	if open == nil {
+		return nil, fmt.Errorf("telemetry: %w", ErrNotLinked)
 	}
-	p := &Providers{}
-	if traces {
-		exp, err := traceExporter(ctx, protocol(env, "TRACES"))
-		if err != nil {
-			return nil, err
-		}
-		p.Traces = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	}
-	if metrics {
-		exp, err := metricExporter(ctx, protocol(env, "METRICS"))
-		if err != nil {
-			p.Shutdown(ctx)
-			return nil, err
-		}
-		p.Metrics = sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
-	}
-	return p, nil
-}
-
-// serviceResource describes the service: its name from the config, else
-// the environment (OTEL_SERVICE_NAME), else "ganglion".
-func serviceResource(ctx context.Context, s Settings) (*resource.Resource, error) {
-	name := s.ServiceName
-	if name == "" {
-		name = s.Getenv("OTEL_SERVICE_NAME")
-	}
-	if name == "" {
-		name = "ganglion"
-	}
-	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(), resource.WithAttributes(semconv.ServiceName(name)))
-	if err != nil && res == nil {
-		return nil, fmt.Errorf("telemetry: resource: %w", err)
-	}
-	return res, nil // a partial resource (a bad OTEL_RESOURCE_ATTRIBUTES entry) still names the service
-}
-
-// protocol returns the OTLP protocol for signal: its own variable, else
-// the general one, else http/protobuf.
-func protocol(env func(string) string, signal string) string {
-	if p := env("OTEL_EXPORTER_OTLP_" + signal + "_PROTOCOL"); p != "" {
-		return p
-	}
-	if p := env("OTEL_EXPORTER_OTLP_PROTOCOL"); p != "" {
-		return p
-	}
-	return "http/protobuf"
-}
-
-// errProtocol names the protocols the exporters speak.
-func errProtocol(p string) error {
-	return fmt.Errorf("telemetry: OTLP protocol %q is not supported: use http/protobuf or grpc (OTEL_EXPORTER_OTLP_PROTOCOL)", p)
-}
-
-func traceExporter(ctx context.Context, p string) (sdktrace.SpanExporter, error) {
-	switch p {
-	case "http/protobuf":
-		return otlptracehttp.New(ctx)
-	case "grpc":
-		return otlptracegrpc.New(ctx)
-	}
-	return nil, errProtocol(p)
-}
-
-func metricExporter(ctx context.Context, p string) (sdkmetric.Exporter, error) {
-	switch p {
-	case "http/protobuf":
-		return otlpmetrichttp.New(ctx)
-	case "grpc":
-		return otlpmetricgrpc.New(ctx)
-	}
-	return nil, errProtocol(p)
+	return open(ctx, s, traces, metrics)
 }

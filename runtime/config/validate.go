@@ -38,13 +38,19 @@ type Known struct {
 	Provider func(name string) bool
 	// ProviderNames lists the registered model providers.
 	ProviderNames func() []string
+	// ProviderImport, if set, returns the package that registers the
+	// provider name when a program imports it, or "": a provider that Provider
+	// does not know but ProviderImport names is reported as not linked, with
+	// the import to add, rather than as unknown.
+	ProviderImport func(name string) string
 	// ModelSupplied says that the caller gives every agent a model of its own
 	// (as runtime.WithModel does), so an agent without a model is fine.
 	ModelSupplied bool
 	// Import, when set, returns the import path of the package that links
-	// the part of the config at a top-level key (mcp_servers, cluster)
-	// into the program, or "" when the program linked it: a config that
-	// uses a part the program did not link is refused at that key.
+	// the part of the config at a top-level key (mcp_servers, telemetry)
+	// into the program, or "" when the program linked it or does not need
+	// it: a config that uses a part the program did not link is refused at
+	// that key, with the import to add.
 	Import func(key string) string
 }
 
@@ -100,6 +106,7 @@ func (f *File) Validate(k Known) error {
 		tools:         newNameSet(k.Tool, k.ToolNames),
 		extensions:    newNameSet(k.Extension, k.ExtensionNames),
 		providers:     newNameSet(k.Provider, k.ProviderNames),
+		providerPath:  k.ProviderImport,
 		modelSupplied: k.ModelSupplied,
 	}
 	v.linked(k.Import)
@@ -135,13 +142,17 @@ func (v *validator) linked(imp func(string) string) {
 		return
 	}
 	for _, part := range []struct {
-		key  string
-		used bool
+		key, what string
+		used      bool
 	}{
-		{"mcp_servers", len(v.f.MCPServers) > 0},
+		{"telemetry", "OpenTelemetry export", v.f.Telemetry != nil},
+		{"mcp_servers", "MCP", len(v.f.MCPServers) > 0},
 	} {
-		if p := imp(part.key); part.used && p != "" {
-			v.errorf("$."+part.key, "%s: this program does not link it; add to the program: import _ %q", part.key, p)
+		if !part.used {
+			continue
+		}
+		if p := imp(part.key); p != "" {
+			v.errorf("$."+part.key, "%s: %s is not linked into this program; add: import _ %q", part.key, part.what, p)
 		}
 	}
 }
@@ -192,9 +203,18 @@ func agentNames(f *File) []string {
 type validator struct {
 	f                            *File
 	tools, extensions, providers nameSet
+	providerPath                 func(string) string // Known.ProviderImport; may be nil
 	modelSupplied                bool
 	errs                         ErrorList
 	maybeKeys                    []string // invalid api_key_env values, masked in excerpts
+}
+
+// importOf is the package that would register the provider name, or "".
+func (v *validator) importOf(name string) string {
+	if v.providerPath == nil {
+		return ""
+	}
+	return v.providerPath(name)
 }
 
 // errorf records a problem at the node at path, or at its nearest parent
@@ -361,6 +381,8 @@ func (v *validator) model(m *Model, path, pre string) {
 	switch {
 	case m.Provider == "":
 		v.errorf(path+".provider", "%sprovider is required%s", pre, v.providers.hint())
+	case v.providers.unknown(m.Provider) && v.importOf(m.Provider) != "":
+		v.errorf(path+".provider", "%sprovider %q is not linked into this program; add: import _ %q", pre, m.Provider, v.importOf(m.Provider))
 	case v.providers.unknown(m.Provider):
 		v.errorf(path+".provider", "%sunknown provider %q%s", pre, m.Provider, v.providers.hint())
 	case m.Provider == ScriptedProvider && m.Script == "":

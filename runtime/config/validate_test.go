@@ -531,3 +531,76 @@ func TestValidateMCPServers(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateNotLinked: a provider the program could import but did not
+// is reported with the import to add; a name no package provides stays
+// unknown; a telemetry block in a program without the export names its
+// import too.
+func TestValidateNotLinked(t *testing.T) {
+	const openai = "github.com/ganglion-dev/ganglion/runtime/model/openai"
+	const export = "github.com/ganglion-dev/ganglion/runtime/otlp"
+	linkable := func(name string) string {
+		return map[string]string{"openai": openai, "anthropic": "github.com/ganglion-dev/ganglion/runtime/model/anthropic"}[name]
+	}
+	src := `model: {provider: scripted, script: s.yaml}
+telemetry:
+  service_name: svc
+agents:
+  - name: x
+    model:
+      provider: openai
+  - name: y
+    model: {provider: anthropic}
+  - name: z
+    model: {provider: mystery}
+`
+	f := mustParse(t, src)
+	tests := []struct {
+		name  string
+		known config.Known
+		want  []string
+	}{
+		{
+			name:  "linked",
+			known: config.Known{ProviderNames: func() []string { return []string{"anthropic", "mystery", "openai", "scripted"} }, ProviderImport: linkable},
+		},
+		{
+			name: "not linked",
+			known: config.Known{ProviderNames: func() []string { return []string{"scripted"} }, ProviderImport: linkable, Import: func(key string) string {
+				if key == "telemetry" {
+					return export
+				}
+				return ""
+			}},
+			want: []string{
+				`ganglion.yaml:3:3: telemetry: OpenTelemetry export is not linked into this program; add: import _ "` + export + `"`,
+				`ganglion.yaml:7:17: agent "x": model: provider "openai" is not linked into this program; add: import _ "` + openai + `"`,
+				`ganglion.yaml:9:23: agent "y": model: provider "anthropic" is not linked into this program; add: import _ "github.com/ganglion-dev/ganglion/runtime/model/anthropic"`,
+				`ganglion.yaml:11:23: agent "z": model: unknown provider "mystery" (known: scripted)`,
+			},
+		},
+		{
+			name:  "no import hints",
+			known: config.Known{ProviderNames: func() []string { return []string{"scripted"} }},
+			want: []string{
+				`ganglion.yaml:7:17: agent "x": model: unknown provider "openai" (known: scripted)`,
+				`ganglion.yaml:9:23: agent "y": model: unknown provider "anthropic" (known: scripted)`,
+				`ganglion.yaml:11:23: agent "z": model: unknown provider "mystery" (known: scripted)`,
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := f.Validate(tt.known)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("got %v, want nil", err)
+				}
+				return
+			}
+			if got := firstLines(errorList(t, err)); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

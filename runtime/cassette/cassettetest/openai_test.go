@@ -18,6 +18,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/cassette"
 	"github.com/ganglion-dev/ganglion/runtime/cassette/cassettetest"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	_ "github.com/ganglion-dev/ganglion/runtime/model/openai" // registers "openai"
 )
 
 // openAIServer is an OpenAI-compatible chat completions endpoint: asked

@@ -3,6 +3,10 @@
 // every call (POST /v1/messages with "stream": true) and turns the server's
 // events into chunks ([model.Chunk]).
 //
+// Importing the package registers it as the provider "anthropic"
+// ([model.Register]); a program that does not import it links none of its
+// SDK.
+//
 // Create one with [New]; it is safe for concurrent use. It never retries:
 // wrap it in [model.WithRetry], which retries the failures it classifies as
 // [model.ErrorRateLimit] and [model.ErrorTransient]. The SDK's own retries

@@ -5,6 +5,11 @@
 // {BaseURL}/chat/completions with "stream": true), turning the server's
 // events into [model.Chunk]s.
 //
+// Importing the package registers it as the provider "openai"
+// ([model.Register]); a program that does not import it links none of its
+// SDK. Without base_url and api_key_env, the registered provider reads the
+// key from [DefaultAPIKeyEnv].
+//
 // Create one with [New]; it is safe for concurrent use. It never retries:
 // wrap it in [model.WithRetry], which retries the failures it classifies as
 // [model.ErrorRateLimit] and [model.ErrorTransient]. The SDK's own retries

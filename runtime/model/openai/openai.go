@@ -29,8 +29,8 @@ const defaultBaseURL = "https://api.openai.com/v1"
 
 // DefaultAPIKeyEnv is the variable that conventionally holds an OpenAI
 // key. [New] does not assume it (an empty APIKeyEnv sends no key, for local
-// servers); the runtime uses it for OpenAI's own API when the config names
-// none.
+// servers); the registered provider uses it for OpenAI's own API when the
+// config names none.
 const DefaultAPIKeyEnv = "OPENAI_API_KEY"
 
 // The values of Config.MaxTokensField.
