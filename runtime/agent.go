@@ -82,8 +82,7 @@ func (a *agent) available() error {
 	return fmt.Errorf("%w: %w", ErrAgentUnavailable, a.loadErr)
 }
 
-// Unavailable returns, for each agent that failed to load in a runtime
-// built [WithPartialLoad], why; it is empty when every agent loaded.
+// Unavailable returns why each agent failed to load ([WithPartialLoad]).
 func (r *Runtime) Unavailable() map[string]error {
 	out := map[string]error{}
 	for name, a := range r.agents.byName {
@@ -94,19 +93,15 @@ func (r *Runtime) Unavailable() map[string]error {
 	return out
 }
 
-// AgentInfo describes one agent, for the people and programs that list
-// them.
+// AgentInfo describes one agent.
 type AgentInfo struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Team is the agent's team; "" for an agent in no team.
+	// Team is "" for an agent in no team.
 	Team string `json:"team,omitempty"`
-	// Tools are the tools the config gives it and its extensions
-	// register. The system tools the runtime adds as the agent's place
-	// allows (call_agent, list_agents, get_my_tools) are not listed.
+	// Tools are the config's and its extensions', not the system tools.
 	Tools []string `json:"tools"`
-	// Unavailable says why it failed to load ([WithPartialLoad]); "" when
-	// it runs.
+	// Unavailable says why it failed to load; "" if it runs.
 	Unavailable string `json:"unavailable,omitempty"`
 }
 

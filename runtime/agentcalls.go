@@ -23,10 +23,9 @@ const (
 )
 
 var (
-	// ErrCycle is returned for an agent call that would come back to an
-	// instance already waiting in its chain.
+	// ErrCycle is returned for an agent call back into its own chain.
 	ErrCycle = errors.New("agent call cycle")
-	// ErrDepth is returned for an agent call deeper than the depth limit.
+	// ErrDepth is returned for a chain deeper than agent_calls.max_depth.
 	ErrDepth = errors.New("agent call chain too deep")
 )
 
@@ -37,12 +36,9 @@ const (
 	sourceAPI        = "api"
 )
 
-// Transport carries agent calls and delegated tasks' turns from the
-// orchestrator to the runtime that runs the target agent. The default
-// delivers in process ([Runtime.Deliver]); a networked one (NATS, say)
-// hands the input to [Runtime.Deliver] of another machine's runtime,
-// without touching callers. The input carries the runtime's own metadata
-// (the caller's, the task's), which [Runtime.Send] refuses.
+// Transport carries agent calls and delegated tasks' turns to the
+// [Runtime.Deliver] of the runtime that runs the target; the default is in
+// process.
 type Transport interface {
 	// Deliver runs a turn of agent's instance key with in, and returns its
 	// result when it ends or ctx does.
@@ -61,12 +57,9 @@ type agentCalls struct {
 	sends     atomic.Int64              // agent sends so far, to name each in flight
 }
 
-// Deliver runs a turn that a [Transport] carries from a runtime's
-// orchestrator, this one's or another process's: an agent call, or a
-// delegated task's turn. It is [Runtime.Send] for the runtime's own input,
-// which it does not check: its metadata is the runtime's (the caller's,
-// the task's), which Send refuses, and its instance key may be older than
-// the rule for new keys. Input from people and programs goes to Send.
+// Deliver is [Runtime.Send] for the runtime's own input, carried by a
+// [Transport]: it does not check the key and metadata. Input from people
+// and programs goes to Send.
 func (r *Runtime) Deliver(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	return r.send(ctx, agentName, instanceKey, in)
 }

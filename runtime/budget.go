@@ -22,13 +22,11 @@ import (
 
 // Spend is what a task, or a tree of tasks, has used.
 type Spend struct {
-	// Delegations counts the call_agent and call_team_agent calls that
-	// made a child task.
+	// Delegations counts the calls that made a child task.
 	Delegations int `json:"delegations,omitempty"`
-	// Turns counts the turns the tasks ran: requests, merged reports and
-	// resumes.
+	// Turns counts requests, merged reports and resumes.
 	Turns int `json:"turns,omitempty"`
-	// Tokens adds up the model's input and output tokens of those turns.
+	// Tokens adds up input and output tokens.
 	Tokens int64 `json:"tokens,omitempty"`
 }
 

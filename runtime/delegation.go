@@ -575,12 +575,9 @@ func (r *Runtime) land(id string) {
 	r.tasks.flightMu.Unlock()
 }
 
-// WaitTasks waits until no turn runs in the background: every delegation
-// started so far has completed, or waits for a human (its instance
-// paused) or for a restart (the runtime closed), and the turns that
-// middleware started with an agent send have ended. A task's next turn
-// always starts before the turn that caused it ends, so WaitTasks does
-// not return while a chain is still moving.
+// WaitTasks waits until no turn runs in the background: each delegation
+// chain has completed, paused or stopped, and middleware's agent sends
+// have ended. It does not return while a chain still moves.
 func (r *Runtime) WaitTasks(ctx context.Context) error {
 	r.tasks.flightMu.Lock()
 	if len(r.tasks.inFlight) == 0 {

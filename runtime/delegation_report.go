@@ -216,11 +216,8 @@ func (r *Runtime) answer(ctx context.Context, rep Report) error {
 	return err
 }
 
-// DeliverAnswers hands the stored answers of channel's root tasks to the
-// channel again, in the background: those it asked to deliver later
-// ([ErrDeliverLater]), when their requester came back. An answer is
-// delivered one at a time, with the task's own turns; [Runtime.WaitTasks]
-// waits for the deliveries.
+// DeliverAnswers hands channel the answers it deferred ([ErrDeliverLater])
+// again, in the background ([Runtime.WaitTasks]).
 func (r *Runtime) DeliverAnswers(ctx context.Context, channel string) error {
 	ts, err := r.Tasks(ctx, "", "")
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 // which providers refuse), and a delegation task whose turn was cut short
 // continues that turn instead of starting over from its request.
 
-// MetaInterrupted marks a tool result the runtime wrote because the process
-// stopped while the call ran (or waited for approval): its value is true.
+// MetaInterrupted (true) marks the result of a tool call the process
+// stopped during; the call is never run again.
 const MetaInterrupted = "interrupted"
 
 // MetaContinues is set in the input metadata of a turn that continues a

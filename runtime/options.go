@@ -62,51 +62,40 @@ type options struct {
 // WithTransport carries agent calls with t instead of in process.
 func WithTransport(t Transport) Option { return optionFunc(func(o *options) { o.transport = t }) }
 
-// WithWasmCache keeps compiled WebAssembly modules in dir, so that the
-// next runtime on the same dir does not compile them again. Default: the
-// data directory's wasm-cache; none for a runtime without a data directory.
+// WithWasmCache keeps compiled WebAssembly modules in dir for the next
+// runtime. Default: the data directory's wasm-cache; none without one.
 func WithWasmCache(dir string) Option {
 	return optionFunc(func(o *options) { o.wasmCache = dir })
 }
 
 // WithSecretKey seals provided secrets with key (32 bytes, AES-256-GCM)
-// instead of the key from the environment ([SecretKeyEnv]) or the key file.
+// instead of [SecretKeyEnv] or the key file.
 func WithSecretKey(key []byte) Option {
 	key = slices.Clone(key)
 	return optionFunc(func(o *options) { o.secretKey = key })
 }
 
-// WithSecretKeyFile reads the key that seals provided secrets from path,
-// creating it (mode 0600) if it does not exist. Default: the data
-// directory's path with ".key" added (.ganglion/data.key). [SecretKeyEnv], when set, wins over the file.
+// WithSecretKeyFile reads the secrets' key from path, created (mode 0600)
+// if absent. Default: the data directory's path with ".key" added.
+// [SecretKeyEnv], when set, wins.
 func WithSecretKeyFile(path string) Option {
 	return optionFunc(func(o *options) { o.secretKeyFile = path })
 }
 
 // WithoutRecovery stops New from finishing what a stopped process left
-// undone (see [Runtime.Recover]): it resumes no answered turn, expires no
-// pending item and starts no task turn, and the runtime runs no turn unless
-// asked to. With [WithoutExpiryTimer] too, opening and reading a data
-// directory runs nothing: the CLI's history, pending and tasks commands
-// open it so.
+// undone ([Runtime.Recover]): no turn runs unless asked for. With
+// [WithoutExpiryTimer] too, opening a data directory runs nothing.
 func WithoutRecovery() Option { return optionFunc(func(o *options) { o.noRecovery = true }) }
 
-// WithPartialLoad lets New succeed when some agents fail to load (an
-// extension's module or settings are refused, its Register fails, its
-// model cannot be opened): such an agent is unavailable, and
-// [Runtime.Unavailable] says why. The other agents run as usual, and the
-// unavailable one's stored history, tasks and pending items stay readable;
-// its turns, the answers to its pending items and delegations to it fail
-// with an error wrapping [ErrAgentUnavailable], and its stored tasks,
-// resumes and deadlines wait for a runtime that loads it. Without the
-// option, New fails with the first agent that does not load. A config that
-// is itself invalid fails New either way.
+// WithPartialLoad lets New succeed when some agents fail to load: their
+// stored data stays readable, and what would run them fails with
+// [ErrAgentUnavailable] ([Runtime.Unavailable] says why). Without it, New
+// fails with the first such agent. An invalid config fails New either way.
 func WithPartialLoad() Option { return optionFunc(func(o *options) { o.partialLoad = true }) }
 
-// WithoutExpiryTimer stops the runtime from expiring pending items on its
-// own while it runs; [Runtime.ExpirePending] still does, and New still
-// expires the items whose deadline passed while no process ran. Tests that
-// drive deadlines with an injected clock use it.
+// WithoutExpiryTimer stops the timer that expires pending items while the
+// runtime runs; New and [Runtime.ExpirePending] still expire them. For
+// tests with an injected clock.
 func WithoutExpiryTimer() Option {
 	return optionFunc(func(o *options) { o.noExpiryTimer = true })
 }
@@ -114,32 +103,27 @@ func WithoutExpiryTimer() Option {
 // defaultInstanceCache is how many instances a runtime keeps in memory by default.
 const defaultInstanceCache = 1024
 
-// WithInstanceCache keeps at most n instances' histories in memory (at least
-// 1; default 1024). The least recently used idle ones are
-// dropped and loaded again from the store when next used; an instance with a
-// running or queued turn is always kept, so the cache may briefly exceed n.
-// A dropped instance's own MCP servers (those that take a provided secret)
-// end with it, so n also bounds how many of them run.
+// WithInstanceCache keeps at most n idle instances in memory (at least 1;
+// default 1024), dropping the least recently used; a busy instance is
+// always kept, so the cache may briefly exceed n.
 func WithInstanceCache(n int) Option {
 	return optionFunc(func(o *options) { o.maxInstances = max(1, n) })
 }
 
-// WithConfig uses cfg, already loaded (and, for its positions, parsed by
-// [config.Load] or [config.Parse]).
+// WithConfig uses cfg; errors are positioned if [config.Load] or
+// [config.Parse] read it.
 func WithConfig(cfg *config.File) Option { return optionFunc(func(o *options) { o.cfg = cfg }) }
 
 // WithConfigFile loads the config from path (a ganglion.yaml).
 func WithConfigFile(path string) Option { return optionFunc(func(o *options) { o.cfgPath = path }) }
 
-// WithDataDir keeps the data in a badger database under dir, overriding the
-// config's data setting. Default: the config's data, which defaults to
-// .ganglion/data next to the config file.
+// WithDataDir keeps the badger data under dir instead of the config's data
+// (default .ganglion/data next to the config file).
 func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dataDir = dir }) }
 
-// WithStoreOptions adds opts to those the runtime opens its badger store
-// in the data directory with, after the config's store sizes: to size it
-// ([store.WithMemTableSize], [store.WithBlockCacheSize]). They do not
-// apply to a store given with [WithStore], [WithMemoryStore] or a cluster's.
+// WithStoreOptions adds opts, after the config's sizes, to the badger store
+// of the data directory; not to [WithStore], [WithMemoryStore] or a
+// cluster's store.
 func WithStoreOptions(opts ...store.BadgerOption) Option {
 	return optionFunc(func(o *options) { o.storeOpts = append(o.storeOpts, opts...) })
 }
@@ -150,14 +134,14 @@ func WithStore(st store.Store) Option { return optionFunc(func(o *options) { o.s
 // WithMemoryStore keeps everything in memory, for tests and throw-away runs.
 func WithMemoryStore() Option { return optionFunc(func(o *options) { o.memory = true }) }
 
-// WithSyncWrites makes the badger store sync every commit to disk: slower, and
-// safe against a machine crash, not only a process crash.
+// WithSyncWrites syncs every badger commit to disk: slower, and safe
+// against a machine crash too.
 func WithSyncWrites(on bool) Option { return optionFunc(func(o *options) { o.syncWrites = on }) }
 
 // WithLogger sets the logger. Default: discard.
 func WithLogger(l *slog.Logger) Option { return optionFunc(func(o *options) { o.logger = l }) }
 
-// WithEvents uses bus as the event bus. Default: a new bus, see [Runtime.Events].
+// WithEvents uses bus as the event bus. Default: a new bus.
 func WithEvents(bus *events.Bus) Option { return optionFunc(func(o *options) { o.bus = bus }) }
 
 // WithExtensions adds the factories of reg to the built-in extensions.
@@ -165,8 +149,8 @@ func WithExtensions(reg *extensions.Registry) Option {
 	return optionFunc(func(o *options) { o.exts.Merge(reg) })
 }
 
-// WithExtension registers one native extension factory under name, so that
-// an agent's config can list it.
+// WithExtension registers a native extension factory under name. It
+// panics if the name is invalid or taken: a programmer's error.
 func WithExtension(name string, f extensions.Factory) Option {
 	return optionFunc(func(o *options) {
 		r := extensions.NewRegistry()
@@ -182,8 +166,7 @@ func WithTool(t pipeline.Tool) Option {
 	return optionFunc(func(o *options) { o.tools = append(o.tools, t) })
 }
 
-// WithModel makes every agent use p, whatever its config says. Tests and
-// benchmarks use it; apps choose providers in the config.
+// WithModel makes every agent use p, whatever its config says (for tests).
 func WithModel(p model.Provider) Option { return optionFunc(func(o *options) { o.model = p }) }
 
 // WithProvider makes a model provider available to configs as provider:
@@ -196,29 +179,19 @@ func WithProvider(name string, f ProviderFactory) Option {
 // WithClock sets the clock used for timestamps. Default: time.Now.
 func WithClock(now func() time.Time) Option { return optionFunc(func(o *options) { o.now = now }) }
 
-// WithTracerProvider traces the runtime's turns on tp: a span for each
-// turn, step, model call, tool call and extension layer, after the
-// OpenTelemetry GenAI semantic conventions (see the package doc, "Tracing").
-// Given a provider, the runtime opens no OTLP export of its own.
+// WithTracerProvider traces turns, steps, model and tool calls and
+// extension layers on tp; the runtime then opens no OTLP export of its own.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(o *options) { o.tracer = tp })
 }
 
-// WithMeterProvider records the runtime's metrics on mp: turn and model
-// call durations, token usage, tool calls, extension layer failures and
-// the pending items open. [Runtime.Close] flushes mp (when it has a
-// ForceFlush method, as the SDK's MeterProvider does) while the store is
-// still open, then stops the pending items gauge, which reads the store;
-// mp stays open, for its owner to shut down.
+// WithMeterProvider records the runtime's metrics on mp. [Runtime.Close]
+// flushes mp if it has ForceFlush, but does not shut it down.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(o *options) { o.meter = mp })
 }
 
-// WithTape records the runtime's session to a cassette ([cassette.Recorder])
-// or replays one ([cassette.Player]): the inputs given through the API,
-// every model call and its streamed response, the results of the tools,
-// the clock, the IDs the runtime makes, and the events. Replaying, the
-// runtime makes no model calls (the config's providers are not even
-// opened), and only the tools that are code under test run: an
-// extension's tools and the delegation tools. See package cassette.
+// WithTape records the session to t ([cassette.Recorder]) or replays it
+// ([cassette.Player]); replaying, no model is called and only extensions'
+// and delegation tools run.
 func WithTape(t cassette.Tape) Option { return optionFunc(func(o *options) { o.tape = tape.Open(t) }) }

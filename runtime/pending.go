@@ -24,11 +24,10 @@ import (
 )
 
 var (
-	// ErrPaused is returned by Send for an instance whose turn waits for a
-	// human: answer its pending items first.
+	// ErrPaused is returned for input to an instance that waits for a human.
 	ErrPaused = errors.New("paused")
-	// ErrTaskFailed is wrapped by the error of a resume turn whose task
-	// failed: a required dependency was rejected or never provided.
+	// ErrTaskFailed is wrapped by a resume turn's error when a required
+	// dependency was rejected or never provided.
 	ErrTaskFailed = errors.New("task failed")
 )
 
@@ -301,8 +300,7 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 	return fmt.Errorf("the call %s has no result in the history to replace", rc.it.CallID)
 }
 
-// Pending lists the pending items that match f: those of one agent or
-// instance, those still open, those of a status.
+// Pending lists the pending items that match f.
 func (r *Runtime) Pending(ctx context.Context, f ledger.Filter) ([]ledger.Item, error) {
 	if !r.gate.enter() {
 		return nil, ErrClosed
@@ -320,49 +318,35 @@ func (r *Runtime) PendingItem(ctx context.Context, id string) (ledger.Item, erro
 	return r.ledger.Get(ctx, id)
 }
 
-// Answer answers the question (or approval) id. If that was the last open
-// item of its paused turn, the instance resumes: Answer runs the resume
-// turn and returns its result. Otherwise the result is nil: the turn still
-// waits for its other items.
-//
-// An unknown ID, an item resolved already, and an answer the item refuses
-// (not one of the options, empty for a required question) are errors, and
-// nothing changes.
+// Answer answers the question (or approval) id. If no other item of its
+// turn is open, it runs the resume turn and returns its result; else the
+// result is nil. An unknown or resolved item, or an answer the item
+// refuses, is an error, and nothing changes.
 func (r *Runtime) Answer(ctx context.Context, id, answer string) (*pipeline.TurnResult, error) {
 	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionAnswer, Value: answer})
 }
 
-// Edit approves the tool call that item id paused (an approval) with args
-// in place of the arguments the model wrote; see [Runtime.Answer]. args
-// must be a JSON object that matches the tool's parameters schema. An edit
-// that does not, or of an item that paused no tool call, or of a kind that
-// takes no edits, is refused with an error matching
-// [extensions.ErrInvalidAction] that says what is wrong and where, and
-// nothing changes. In the resume turn the call runs with args, once; the
-// history keeps the model's call as it asked for it, and the call's result
-// says which arguments it ran with: in a first line of its content, and in
-// its metadata under "edited_arguments" (the JSON text).
+// Edit approves the tool call that approval id paused, to run once with
+// args, a JSON object matching the tool's schema; see [Runtime.Answer].
+// Other args, or an item that takes no edit, are refused with
+// [extensions.ErrInvalidAction], changing nothing.
 func (r *Runtime) Edit(ctx context.Context, id string, args json.RawMessage) (*pipeline.TurnResult, error) {
 	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionEdit, Value: string(args)})
 }
 
-// Skip skips the optional question id, which takes its default; see [Runtime.Answer].
+// Skip skips the optional question id; see [Runtime.Answer].
 func (r *Runtime) Skip(ctx context.Context, id string) (*pipeline.TurnResult, error) {
 	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionSkip})
 }
 
-// Provide gives the dependency id its value; see [Runtime.Answer]. A secret
-// value (an API key, an environment variable) is stored encrypted and
-// reaches tools as an environment variable, never the model, the logs, the
-// events or an error.
+// Provide gives the dependency id its value; see [Runtime.Answer]. A
+// secret is sealed, and reaches only tools' environments.
 func (r *Runtime) Provide(ctx context.Context, id, value string) (*pipeline.TurnResult, error) {
 	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionProvide, Value: value})
 }
 
-// Reject refuses the dependency (or approval) id, for reason; see
-// [Runtime.Answer]. Rejecting a required dependency fails the task: the
-// resume turn ends with finish reason error and an error wrapping
-// [ErrTaskFailed].
+// Reject refuses the dependency (or approval) id; see [Runtime.Answer]. A
+// required dependency's resume turn then fails with [ErrTaskFailed].
 func (r *Runtime) Reject(ctx context.Context, id, reason string) (*pipeline.TurnResult, error) {
 	return r.act(ctx, id, extensions.Action{Kind: extensions.ActionReject, Reason: reason})
 }
@@ -639,12 +623,9 @@ func (in *instance) resumedBy(turnID string) string {
 	return ""
 }
 
-// ExpirePending handles the pending items whose deadline has passed, as
-// their extensions say (an optional question takes its default, a required
-// dependency fails its task, a required question stays paused), and runs
-// the resume turns that follow. It returns the expired items. The runtime
-// calls it at start-up, for items that expired while no process ran, and
-// whenever a deadline passes while it runs.
+// ExpirePending expires the pending items past their deadline, as their
+// extensions say, runs the resume turns that follow, and returns the
+// items. New and a timer call it.
 func (r *Runtime) ExpirePending(ctx context.Context) ([]ledger.Item, error) {
 	if !r.gate.enter() {
 		return nil, ErrClosed

@@ -41,19 +41,17 @@ const defaultDataDir = ".ganglion/data"
 
 // Sentinel errors that callers branch on.
 var (
-	// ErrClosed is returned by calls on a closed runtime.
+	// ErrClosed is returned by the calls that run turns or act on pending
+	// items once the runtime stops, and for a turn a stop cut.
 	ErrClosed = errors.New("runtime: closed")
 	// ErrUnknownAgent is returned for an agent name the config does not define.
 	ErrUnknownAgent = errors.New("unknown agent")
-	// ErrAgentUnavailable is returned for an agent that failed to load in a
-	// runtime built [WithPartialLoad]: its history can be read, but it runs
-	// no turn and its pending items wait.
+	// ErrAgentUnavailable is returned for an agent that failed to load
+	// ([WithPartialLoad]).
 	ErrAgentUnavailable = errors.New("agent unavailable")
 )
 
-// Runtime hosts agents and runs their turns. Build one with [New]; it is safe
-// for concurrent use. Turns of one instance run one at a time, in arrival
-// order; turns of different instances run in parallel.
+// Runtime hosts agents and runs their turns. It is safe for concurrent use.
 type Runtime struct {
 	store     store.Store
 	ownsStore bool // Close closes it
@@ -94,9 +92,9 @@ type Runtime struct {
 
 type instanceID struct{ agent, key string }
 
-// New builds a runtime from a config (see [WithConfig], [WithConfigFile]):
-// it opens the store, the workspace, the model providers, and loads every
-// agent's extensions. Close releases it all.
+// New builds a runtime from a config ([WithConfig], [WithConfigFile]),
+// opening the store, the model providers and every agent's extensions, and
+// finishes what a stopped process left undone ([WithoutRecovery]).
 func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	o := &options{exts: standard.Registry(), providers: builtinProviders(), maxInstances: defaultInstanceCache}
 	for _, opt := range opts {
@@ -281,19 +279,10 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 	return errors.Join(errs...)
 }
 
-// Recover finishes, for every stored instance, what a stopped process left
-// undone, as New does unless given [WithoutRecovery], and more:
-//
-//   - it loads every stored instance, so that a tool call cut short by the
-//     stop gets its "interrupted" result and a [events.TurnInterrupted]
-//     event now (New leaves that to each instance's next turn);
-//   - it runs the resume turns of paused turns whose items were all
-//     resolved, and expires the pending items whose deadline passed;
-//   - it continues, in the background, the delegation task turns that did
-//     not finish and hands over the reports that were not ([Runtime.WaitTasks]
-//     waits for them).
-//
-// Calling it again does not run anything twice. It returns what failed.
+// Recover finishes what a stopped process left undone, as New does, and
+// also marks the interrupted tool calls of every stored instance now. Task
+// turns continue in the background ([Runtime.WaitTasks]). It runs nothing
+// twice, and returns what failed.
 func (r *Runtime) Recover(ctx context.Context) error {
 	if !r.gate.enter() {
 		return ErrClosed
@@ -436,8 +425,7 @@ func usesWorkspace(cfg *config.File) bool {
 	return false
 }
 
-// Agents returns the names of the agents, in config order, the
-// unavailable ones ([Runtime.Unavailable]) included.
+// Agents returns the agents' names in config order, unavailable ones too.
 func (r *Runtime) Agents() []string { return slices.Clone(r.agents.names) }
 
 // Events returns the event bus the runtime publishes on.
@@ -523,21 +511,18 @@ func (r *Runtime) evictLocked() {
 	}
 }
 
-// Send runs one turn of agent in the instance keyed instanceKey, which is
-// created on first use, and returns its result.
+// Send runs one turn of agent in instance instanceKey (created on first
+// use), after the instance's earlier turns, and returns its result.
+// Cancelling ctx aborts the turn: finish reason aborted, the error wrapping
+// ctx's. A failed turn returns finish reason error and the error, naming
+// the agent, instance and turn.
 //
-// Turns of one instance run one at a time in arrival order; Send waits for
-// its place. Cancelling ctx aborts the turn (or its wait): the result's
-// finish reason is aborted and the error wraps ctx's error. A failed turn
-// returns a result with finish reason error, and the error.
-//
-// Send is the door for input from outside the runtime (the HTTP API and
-// the CLI send through it), and refuses before anything runs, with a nil
-// result: an instance key that [store.ValidateInstanceKey] refuses, and
-// metadata that sets a key the runtime reserves (see
-// [pipeline.CheckMetadata]; the error matches
-// [pipeline.ErrReservedMetadata]). What a [Transport] carries from an
-// orchestrator goes to [Runtime.Deliver] instead.
+// Before anything runs, Send refuses with a nil result an invalid key
+// ([store.ErrInvalidName]), metadata that sets a reserved key
+// ([pipeline.ErrReservedMetadata]), an unknown or unavailable agent
+// ([ErrUnknownAgent], [ErrAgentUnavailable]) and a closed runtime
+// ([ErrClosed]); a paused instance with finish reason paused and
+// [ErrPaused]. Runtime input goes to [Runtime.Deliver].
 func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	if err := checkInput(agentName, instanceKey, in.Metadata); err != nil {
 		return nil, err
@@ -611,9 +596,8 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 	return a.runTurn(ctx, inst, in)
 }
 
-// Usage returns the model usage an instance's turns have added up, over
-// its whole life (it is stored with the instance's meta, which is all it
-// reads: its cost does not grow with the history).
+// Usage returns the model usage of an instance's turns over its life; it
+// reads no history.
 func (r *Runtime) Usage(ctx context.Context, agentName, instanceKey string) (pipeline.Usage, error) {
 	if _, err := r.agent(agentName); err != nil {
 		return pipeline.Usage{}, err
@@ -638,10 +622,8 @@ func (r *Runtime) History(ctx context.Context, agentName, instanceKey string) ([
 	return out, nil
 }
 
-// EffectiveHistory returns the history an instance's model sees: the
-// stored history without the messages marked truncated, with each summary
-// in place of the messages it condenses (see the condense extension).
-// [Runtime.History] returns the full history, for people to review.
+// EffectiveHistory returns the history an instance's model sees: without
+// the messages marked truncated, summaries in place of what they condense.
 func (r *Runtime) EffectiveHistory(ctx context.Context, agentName, instanceKey string) ([]pipeline.Message, error) {
 	if _, err := r.agent(agentName); err != nil {
 		return nil, err
@@ -678,29 +660,19 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 	return r.store.GetState(ctx, agentName, instanceKey, extension)
 }
 
-// Close waits for running turns to end, then closes the extensions and
-// the workspace, exports the last telemetry (the metrics' last collection
-// reads the store), and closes the store (unless it came from
-// [WithStore]). Later calls return [ErrClosed]. Close is idempotent. It is
-// [Runtime.Shutdown] with a context that never ends.
+// Close is [Runtime.Shutdown] with a context that never ends: it waits for
+// running turns, then releases everything, the store too unless it came
+// from [WithStore]. Calling it again returns nil; calls that run turns
+// return [ErrClosed].
 func (r *Runtime) Close() error {
 	return r.Shutdown(context.Background())
 }
 
-// Shutdown stops the runtime gracefully. It refuses new turns at once (in
-// a cluster, a turn or an action another process routes here is sent back
-// to look for the instance's next owner), lets the running turns finish
-// until ctx ends, then releases everything as Close does. Delegation task
-// turns running in the background are cut at once: their tasks are
-// stored, and run again at the next start or on another process.
-//
-// If ctx ends first, the turns still running are cut: their callers get
-// an error matching [ErrClosed], and the resume turn of an answered
-// pending item cut so is finished by the instance's next owner (this
-// runtime's next start, or another process of the cluster), never lost.
-// Shutdown then waits a little for the cut turns to end, releases within
-// bounded time, and returns an error wrapping ctx's. Later calls return
-// nil at once, as Close's do.
+// Shutdown refuses new turns ([ErrClosed]), cuts background task turns
+// (they run again later), lets running turns finish until ctx ends, and
+// releases everything. If ctx ends first, it cuts the turns still running
+// (their callers get [ErrClosed]; nothing is lost) and returns an error
+// wrapping ctx's. Calling it again returns nil.
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	// Task turns running in the background are aborted: their tasks stay
 	// stored and run again at the next start.

@@ -14,9 +14,8 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// SecretKeyEnv is the environment variable that holds the key sealing
-// provided secrets: 32 bytes, base64 or hex. Without it the key is read
-// from the key file (see [WithSecretKeyFile]), created on first use.
+// SecretKeyEnv holds the key sealing provided secrets: 32 bytes, base64 or
+// hex. Unset: the key file ([WithSecretKeyFile]).
 const SecretKeyEnv = "GANGLION_SECRET_KEY"
 
 // openKeyring picks the key that seals secrets: the option's, the

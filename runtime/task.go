@@ -16,54 +16,42 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// Task is a delegation task, as the store keeps it. A turn that
-// calls call_agent (or call_team_agent) makes its input a task if it was
-// not one already, and makes one child task per call. A task lives until
-// its agent answers it without delegating any more; its answer then goes
-// to its parent task, or, for a root task, to its requester's channel, and
-// the task is deleted with its delegation context.
+// Task is a delegation task, as stored: the input of a turn that called
+// call_agent, or one such call. It is deleted once its agent answers
+// without delegating and the answer reached its parent or channel.
 type Task struct {
 	ID string `json:"task_id"`
-	// Agent and Instance are the instance that works on the task (the
-	// delegated_to field).
+	// Agent and Instance work on the task.
 	Agent    string `json:"delegated_to"`
 	Instance string `json:"instance"`
-	// Requester says who asked: "user", a CLI or API caller's name, or the
-	// parent's "agent/instance".
+	// Requester is "user", a caller's name, or the parent's "agent/instance".
 	Requester string `json:"requester"`
-	// Channel is where a root task's answer goes ([Channel]); a child's is
-	// ChannelAgent, its parent. ReplyTo is the address on the channel.
+	// Channel and ReplyTo are where the answer goes; [ChannelAgent]: the parent.
 	Channel string `json:"requester_channel"`
 	ReplyTo string `json:"reply_to,omitempty"`
-	// OriginalRequest is the input that started the task.
+	// OriginalRequest started the task.
 	OriginalRequest string `json:"original_request"`
 	ParentID        string `json:"parent_task_id,omitempty"`
-	// Root is the root task of the tree the task belongs to, whose
-	// agent's budget it spends; "" for a root task.
+	// Root is the tree's root task, whose budget it spends; "" for a root.
 	Root string `json:"root_task_id,omitempty"`
-	// CallerTurn is the parent's turn that delegated the task.
+	// CallerTurn is the parent's delegating turn.
 	CallerTurn string `json:"caller_turn,omitempty"`
-	// Trace is the W3C traceparent of what started the task when it was
-	// traced (the call_agent call of a child, the turn of a root task):
-	// the task's turns join that trace, also after a restart.
+	// Trace is the W3C traceparent the task's turns join, if traced.
 	Trace string `json:"trace,omitempty"`
-	// Team is set on a task delegated into a team with call_team_agent.
+	// Team is set by call_team_agent.
 	Team    string            `json:"team,omitempty"`
 	Context DelegationContext `json:"delegation_context"`
-	// Pending counts the delegations that have not reported yet.
+	// Pending counts the delegations not reported yet.
 	Pending int       `json:"pending_delegations"`
 	State   TaskState `json:"state"`
-	// Turn is the paused turn, when State is TaskPaused.
+	// Turn is the paused turn, in TaskPaused.
 	Turn string `json:"turn,omitempty"`
-	// Chain lists the "agent/instance" of the tasks above, root first; its
-	// length is the task's depth.
+	// Chain lists the "agent/instance" above, root first: the depth.
 	Chain     []string  `json:"chain,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
-	// Spent is what the task's own turns used, and the tasks under it
-	// that have reported (see [Spend]).
+	// Spent counts its turns and the reported tasks under it.
 	Spent Spend `json:"spent,omitzero"`
-	// Answer, AnswerError and AnsweredAt are a root task's answer, kept
-	// while State is TaskAnswered.
+	// Answer, AnswerError and AnsweredAt are kept in TaskAnswered.
 	Answer      string    `json:"answer,omitempty"`
 	AnswerError string    `json:"answer_error,omitempty"`
 	AnsweredAt  time.Time `json:"answered_at,omitzero"`
@@ -73,40 +61,32 @@ type Task struct {
 type TaskState string
 
 const (
-	// TaskQueued: its agent has not answered it yet (its turn is to run,
-	// or runs). After a restart, a queued task's turn runs again.
+	// TaskQueued: its turn is to run, or runs (again, after a restart).
 	TaskQueued TaskState = "queued"
-	// TaskWaiting: it delegated, and waits for Pending reports.
+	// TaskWaiting: it waits for Pending reports.
 	TaskWaiting TaskState = "waiting"
-	// TaskReporting: every delegation reported; the merged report is to be
-	// handed to its agent (or is being handed).
+	// TaskReporting: its merged report goes to its agent.
 	TaskReporting TaskState = "reporting"
-	// TaskPaused: its turn waits for a human (a pending item).
+	// TaskPaused: its turn waits for a human.
 	TaskPaused TaskState = "paused"
-	// TaskAnswered: a root task's answer waits to be delivered to its
-	// requester's channel. The answer is stored before it is delivered
-	// and the task deleted after, so a stop in between delivers it again
-	// rather than never; while no process has a channel of that name
-	// (WithChannel), the task keeps it.
+	// TaskAnswered: a root task's answer waits for its channel.
 	TaskAnswered TaskState = "answered"
 )
 
-// DelegationContext is what a task remembers of its delegations, to
-// restore the agent's context when their reports arrive.
+// DelegationContext is what a task remembers of its delegations.
 type DelegationContext struct {
 	OriginalRequest string               `json:"original_request"`
 	Requester       string               `json:"requester"`
 	Delegations     []Delegation         `json:"delegations"`
 	Responses       []DelegationResponse `json:"responses"`
-	// Reported counts the Responses already handed to the agent.
+	// Reported counts the Responses handed to the agent.
 	Reported int `json:"reported"`
 }
 
 // Delegation is one call_agent of a task.
 type Delegation struct {
 	ChildTaskID string `json:"child_task_id"`
-	// CallID is the call_agent tool call that made the delegation: its
-	// result stays in the context until the child reports.
+	// CallID is the call_agent call that made it.
 	CallID      string    `json:"call_id,omitempty"`
 	DelegatedTo string    `json:"delegated_to"`
 	Instance    string    `json:"instance"`
@@ -119,24 +99,20 @@ type Delegation struct {
 type DelegationResponse struct {
 	ChildTaskID string `json:"child_task_id"`
 	FromAgent   string `json:"from_agent"`
-	// Response is the child's answer; one over 2,000 characters is
-	// in File, and Response holds its path and first characters.
+	// Response is the answer; one over 2,000 characters is saved in File.
 	Response    string    `json:"response"`
 	File        string    `json:"file,omitempty"`
 	Failed      bool      `json:"failed,omitempty"`
 	CompletedAt time.Time `json:"completed_at"`
-	// Spent is what the child task and the tasks under it used.
+	// Spent is what the child's tree used.
 	Spent Spend `json:"spent,omitzero"`
 }
 
-// Channels a root task's requester may be reached on. Apps add their own
-// with [WithChannel].
+// Channels the runtime names; apps add theirs with [WithChannel].
 const (
-	// ChannelAPI answers the Go caller waiting in [Runtime.Ask]. A root
-	// task started by [Runtime.Send] without a channel uses it too, and
-	// its answer is only published (events.TaskAnswered).
+	// ChannelAPI answers [Runtime.Ask]; after Send, it only publishes.
 	ChannelAPI = "api"
-	// ChannelAgent marks a child task: it reports to its parent.
+	// ChannelAgent marks a child task, which reports to its parent.
 	ChannelAgent = "agent"
 )
 
@@ -148,30 +124,24 @@ type Report struct {
 	Requester string `json:"requester"`
 	Channel   string `json:"channel"`
 	ReplyTo   string `json:"reply_to,omitempty"`
-	// Request is the task's original request; Response the answer, whole.
+	// Request is the original request; Response the whole answer.
 	Request  string `json:"request"`
 	Response string `json:"response"`
-	// Error is set when the task failed: its agent's turn failed.
+	// Error is set when the task's turn failed.
 	Error       string    `json:"error,omitempty"`
 	CompletedAt time.Time `json:"completed_at"`
 }
 
-// A Channel takes root tasks' answers to their requesters: the CLI prints
-// them, [Runtime.Ask] hands them to its caller; an HTTP/SSE server would
-// push them. Deliver should not block for long: the runtime calls it when
-// the task completes, from the goroutine that completed it.
-//
-// An answer Deliver takes (nil) or refuses (an error) is done with: the
-// task is deleted. One whose requester is away for now (a browser tab
-// closed) is refused with an error wrapping [ErrDeliverLater]: the task
-// stays stored, answered, until [Runtime.DeliverAnswers] or the next
-// start hands it to Deliver again.
+// A Channel takes root tasks' answers to their requesters. Deliver is
+// called from the goroutine that completed the task: it should not block
+// for long. Unless its error wraps [ErrDeliverLater], the task is then
+// deleted.
 type Channel interface {
 	Deliver(ctx context.Context, r Report) error
 }
 
-// ErrDeliverLater is wrapped by a Channel's refusal of an answer whose
-// requester cannot take it now but will: the answer is kept for later.
+// ErrDeliverLater keeps an answer for [Runtime.DeliverAnswers] or the
+// next start.
 var ErrDeliverLater = errors.New("deliver later")
 
 // ChannelFunc makes a function a [Channel].
@@ -180,9 +150,8 @@ type ChannelFunc func(ctx context.Context, r Report) error
 // Deliver calls f.
 func (f ChannelFunc) Deliver(ctx context.Context, r Report) error { return f(ctx, r) }
 
-// WithChannel makes ch the channel named name: a task whose input metadata
-// says channel: name answers through it. The names "agent" and "api" are
-// the runtime's.
+// WithChannel makes ch the channel of tasks whose input metadata says
+// channel: name. "agent" and "api" are the runtime's.
 func WithChannel(name string, ch Channel) Option {
 	return optionFunc(func(o *options) {
 		if o.channels == nil {
@@ -192,8 +161,7 @@ func WithChannel(name string, ch Channel) Option {
 	})
 }
 
-// WithOutputsDir saves long delegation reports under dir, overriding the
-// config's outputs.
+// WithOutputsDir saves long delegation reports under dir, not outputs.
 func WithOutputsDir(dir string) Option { return optionFunc(func(o *options) { o.outputs = dir }) }
 
 // apiChannel is ChannelAPI: it hands a report to the Ask that waits for it.
@@ -219,15 +187,9 @@ func (c *apiChannel) Deliver(ctx context.Context, r Report) error {
 	return nil
 }
 
-// Ask sends text to agent's instance key as a user's message and returns
-// the final answer. When the turn delegates (call_agent), that is the
-// answer the agent gives once every delegation reported back, however
-// deep the chain; otherwise it is the turn's response. Report.TaskID is
-// empty when there was no task.
-//
-// A turn that pauses for a human returns an error wrapping [ErrPaused]
-// naming its pending items; answer them, and the answer of the resumed
-// task is delivered as an event (see the task topics of package events).
+// Ask sends text as a user's message and returns the final answer, after
+// every delegation reported (Report.TaskID "" if none). A pause returns
+// [ErrPaused]; the resumed task's answer is then published as an event.
 // Cancelling ctx stops the wait; the task goes on.
 func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) (*Report, error) {
 	if err := checkInput(agentName, instanceKey, nil); err != nil {
@@ -271,8 +233,7 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	}
 }
 
-// Tasks returns the open delegation tasks, sorted by ID; agentName and
-// instanceKey filter them when not empty.
+// Tasks returns the open tasks by ID, of agentName and instanceKey if set.
 func (r *Runtime) Tasks(ctx context.Context, agentName, instanceKey string) ([]Task, error) {
 	recs, err := r.store.ListTasks(ctx, agentName, instanceKey)
 	if err != nil {
@@ -289,11 +250,10 @@ func (r *Runtime) Tasks(ctx context.Context, agentName, instanceKey string) ([]T
 	return out, nil
 }
 
-// ErrNoTask is returned for a task ID the store does not hold: it never
-// existed, or it completed.
+// ErrNoTask is returned for a task ID not stored: unknown, or completed.
 var ErrNoTask = errors.New("no such task")
 
-// Task returns the open task with id.
+// Task returns the open task with id, or an error wrapping [ErrNoTask].
 func (r *Runtime) Task(ctx context.Context, id string) (Task, error) {
 	rec, found, err := r.store.GetTask(ctx, id)
 	if err != nil {

@@ -5,15 +5,12 @@ import (
 	"time"
 )
 
-// AgentCalls bounds the calls between agents: the requests extensions make
-// with ctx.agents and the chains of delegation tasks (call_agent).
+// AgentCalls bounds the calls between agents: ctx.agents requests and
+// delegation chains.
 type AgentCalls struct {
-	// MaxDepth is the longest chain of agents that wait on one another: an
-	// agent call or a delegation that would make the chain longer fails
-	// with a message saying so. 1 to 32; default 5.
+	// MaxDepth bounds a chain of waiting agents: 1 to 32; default 5.
 	MaxDepth int `yaml:"max_depth"`
-	// Timeout is the default timeout of ctx.agents.request, as a Go
-	// duration ("15s", "2m"); at most 1h. Default 15s.
+	// Timeout is ctx.agents.request's: a duration up to 1h; default 15s.
 	Timeout string `yaml:"timeout"`
 }
 
@@ -32,25 +29,16 @@ func callTimeout(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// Budget bounds what one delegation task tree may spend: a root task (the
-// request an agent delegated from) with every task delegated under it,
-// however deep. A field left 0 takes the default: for an agent's, the
-// file's task_budget field, else the runtime's default.
-//
-// When the tree has made Delegations delegations, call_agent refuses more
-// and the model is told to finish with what it has. When its turns reach
-// Turns, or its model usage (input and output tokens) reaches Tokens, no
-// task of the tree starts another turn: each fails with a message naming
-// the budget, and so, report by report, does the root task, whose
-// requester gets that message as the answer.
+// Budget bounds what one delegation task tree may spend; a field left 0
+// takes the default. Past Delegations, call_agent refuses more; past Turns
+// or Tokens, the tree's tasks fail with a message naming the budget, which
+// the root task's requester gets as the answer.
 type Budget struct {
-	// Delegations bounds the delegations of the tree. Default 100.
+	// Delegations: default 100.
 	Delegations int `yaml:"delegations"`
-	// Turns bounds the turns the tree's tasks run (requests, merged
-	// reports and resumes). Default 500.
+	// Turns: default 500.
 	Turns int `yaml:"turns"`
-	// Tokens bounds the model tokens, input and output, of those turns.
-	// Default 10,000,000.
+	// Tokens, input and output: default 10,000,000.
 	Tokens int64 `yaml:"tokens"`
 }
 

@@ -9,35 +9,23 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/envref"
 )
 
-// Cluster makes several processes run one set of agents, on NATS with
-// JetStream: they share the store, each instance is owned by one process
-// at a time (a lease), and turns, agent calls and delegations reach the
-// process that owns their instance. Every process runs the same config.
+// Cluster makes the processes that run the same config one system, on
+// NATS with JetStream: they share the store, and each instance is owned by
+// one process at a time (a lease).
 type Cluster struct {
-	// URL is the NATS server to connect to, or several separated by
-	// commas ("nats://10.0.0.1:4222,nats://10.0.0.2:4222"). Required.
-	// ${VAR} takes a variable of the environment, so that a password in
-	// the URL need not be written in the file.
+	// URL is required: NATS servers, comma-separated; ${VAR} expands.
 	URL string `yaml:"url"`
-	// Credentials is a NATS credentials file (.creds) to connect with;
-	// relative to the config file's directory. Optional.
+	// Credentials is a NATS .creds file.
 	Credentials string `yaml:"credentials"`
-	// Name prefixes the cluster's buckets and subjects, so that several
-	// clusters can share one NATS: letters, digits, '-' and '_'. Default
-	// "ganglion".
+	// Name prefixes buckets and subjects; default "ganglion".
 	Name string `yaml:"name"`
-	// Replicas is how many copies JetStream keeps of the shared data (1 to
-	// 5; at most the number of NATS servers). Default 1.
+	// Replicas: 1 to 5; default 1.
 	Replicas int `yaml:"replicas"`
-	// LeaseTTL is how long a process that stopped (or lost NATS) still
-	// owns its instances before another process may take them over: a Go
-	// duration of whole seconds, 1s to 5m. Default 10s.
+	// LeaseTTL is how long a stopped process keeps its instances: whole
+	// seconds, 1s to 5m; default 10s.
 	LeaseTTL string `yaml:"lease_ttl"`
-	// RequestTimeout is how long a request to the shared store waits for
-	// the NATS server's answer before the call fails as unavailable (a
-	// commit's, as of unknown outcome): a Go duration from 1s to 5m.
-	// Default 10s, which outlasts a stream's leader election after a
-	// server died.
+	// RequestTimeout bounds a store request, which then fails as
+	// unavailable: 1s to 5m; default 10s.
 	RequestTimeout string `yaml:"request_timeout"`
 }
 

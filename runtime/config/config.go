@@ -4,55 +4,38 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// File is a ganglion.yaml: the agents of an app and where it keeps its data.
-//
-// Relative paths in the file are resolved against the file's directory by [Load].
-//
-// A File is plain data: reading it from several goroutines is safe, changing
-// it while others read it is not.
+// File is a ganglion.yaml. [Load] resolves its relative paths against the
+// file's directory. Reading a File from several goroutines is safe,
+// changing it while others read it is not. Each field is a key of the file
+// (REFERENCE.md); a nil pointer takes the defaults.
 type File struct {
-	// Path is the file the config was read from (set by Load).
+	// Path is the file Load read.
 	Path string `yaml:"-"`
-	// Workspace is the directory the built-in tools are confined to.
-	// Default: "workspace" next to the config file.
+	// Workspace confines the built-in tools; default "workspace".
 	Workspace string `yaml:"workspace"`
-	// Data is the directory badger keeps its files in. Default:
-	// ".ganglion/data" next to the config file, so that the same config
-	// has the same history from wherever it is run.
+	// Data is badger's directory; default ".ganglion/data".
 	Data string `yaml:"data"`
-	// Store sizes the badger store in Data. Nil: Badger's defaults.
+	// Store sizes the badger store in Data.
 	Store *Store `yaml:"store"`
-	// Model is the default model of every agent that names none.
+	// Model is the model of agents that name none.
 	Model *Model `yaml:"model"`
-	// Agents are the agents, in order; the first is the CLI's default.
-	// A file needs at least one.
+	// Agents: at least one; the first is the CLI's default.
 	Agents []Agent `yaml:"agents"`
-	// Teams group agents. An agent belongs to at most
-	// one team. A team's agents delegate among themselves (call_agent); an
-	// agent in no team is system-level: it delegates to the other
-	// system-level agents, and one way into a team with call_team_agent.
+	// Teams group agents, each in at most one team.
 	Teams []Team `yaml:"teams"`
-	// Outputs is the directory where a delegated task's response longer
-	// than the report limit is saved, reported as the file's absolute path.
-	// Default: "outputs" next to the config file.
+	// Outputs keeps long delegation reports; default "outputs".
 	Outputs string `yaml:"outputs"`
-	// AgentCalls bounds the calls between agents (ctx.agents requests and
-	// delegation chains). Nil: the defaults.
+	// AgentCalls bounds the calls between agents.
 	AgentCalls *AgentCalls `yaml:"agent_calls"`
-	// TaskBudget bounds every delegation task tree, for the fields an
-	// agent's own task_budget leaves 0. Nil: the defaults.
+	// TaskBudget bounds task trees where an agent's leaves 0.
 	TaskBudget *Budget `yaml:"task_budget"`
-	// Webhooks receive notifications while `ganglion serve` runs: pending
-	// items created and resolved, root tasks answered, turns failed.
+	// Webhooks are notified while `ganglion serve` runs.
 	Webhooks []Webhook `yaml:"webhooks"`
-	// Telemetry exports traces and metrics over OTLP. Nil: off, unless an
-	// OTEL_EXPORTER_OTLP_*ENDPOINT environment variable is set.
+	// Telemetry: nil is off, unless OTEL_EXPORTER_OTLP_*ENDPOINT is set.
 	Telemetry *Telemetry `yaml:"telemetry"`
-	// MCPServers are the MCP servers agents may take tools from (an
-	// agent's mcp_servers names them).
+	// MCPServers are those agents' mcp_servers may name.
 	MCPServers []MCPServer `yaml:"mcp_servers"`
-	// Cluster runs the config on several processes as one system, over
-	// NATS JetStream. Nil: one process, its data in badger.
+	// Cluster: nil is one process, its data in badger.
 	Cluster *Cluster `yaml:"cluster"`
 
 	src *source // the text the file was parsed from, to position errors; nil if built in code
@@ -60,133 +43,98 @@ type File struct {
 
 // Model selects a model provider and its settings.
 type Model struct {
-	// Provider names the model provider; required. "scripted" (the
-	// offline default, [ScriptedProvider]) replays Script; later issues add
-	// real ones. [File.Validate] checks it against [Known].Provider.
+	// Provider is required: [ScriptedProvider], openai, anthropic, or
+	// one the program registers.
 	Provider string `yaml:"provider"`
-	// Name is the provider's model name.
+	// Name is the provider's name of the model.
 	Name string `yaml:"name"`
-	// Script is the scripted model's YAML file; required by the scripted
-	// provider. Relative to the config file's directory.
+	// Script is required by [ScriptedProvider].
 	Script string `yaml:"script"`
-	// BaseURL is the API endpoint of a networked provider.
+	// BaseURL is a networked provider's API endpoint.
 	BaseURL string `yaml:"base_url"`
-	// APIKeyEnv names the environment variable that holds the API key. The
-	// key itself never appears in a config file.
+	// APIKeyEnv names the variable holding the API key, never the key.
 	APIKeyEnv string `yaml:"api_key_env"`
-	// ContextWindow is the model's context size in tokens; 0: the
-	// provider's default.
+	// ContextWindow is in tokens; 0: the provider's default.
 	ContextWindow int `yaml:"context_window"`
 	// MaxOutputTokens bounds an answer; 0: the provider's default.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
-	// ToolProtocol is how the model calls tools: "native" (default), the
-	// provider's tool calling, or "xml", tool calls written as
-	// <tool_name><param>value</param></tool_name> in the text, for models
-	// without native tool calling.
+	// ToolProtocol is "native" (default) or [ToolProtocolXML].
 	ToolProtocol string `yaml:"tool_protocol"`
-	// MaxRetries bounds the retries of a failed call (rate limit, server or
-	// network error); absent: 5, 0: none.
+	// MaxRetries bounds retries on rate limits and server or network
+	// errors: nil is 5, 0 none.
 	MaxRetries *int `yaml:"max_retries"`
-	// Thinking is the token budget of Anthropic's extended thinking; 0
-	// (default) leaves it off.
+	// Thinking is Anthropic's thinking budget in tokens; 0: off.
 	Thinking int `yaml:"thinking"`
 }
 
-// The tool protocols of [Model.ToolProtocol]: native (the default, also
-// written "") and ToolProtocolXML.
+// ToolProtocolXML has the model write tool calls as XML in its text.
 const (
 	toolProtocolNative = "native"
 	ToolProtocolXML    = "xml"
 )
 
-// Webhook is a URL that receives notifications (see package
-// runtime/server, Webhook).
+// Webhook is a URL that receives notifications.
 type Webhook struct {
-	// URL is where notifications are posted: http or https; required.
+	// URL is required: http or https.
 	URL string `yaml:"url"`
-	// SecretEnv names the environment variable holding the signing secret
-	// ("whsec_..." or any text); required. The secret itself never goes in
-	// the file.
+	// SecretEnv names the variable holding the signing secret; required.
 	SecretEnv string `yaml:"secret_env"`
-	// Events are the notification types the URL wants: pending.created,
-	// pending.resolved, task.answered, turn.failed. Default: all four.
+	// Events are the notification types wanted; default all.
 	Events []string `yaml:"events"`
 }
 
 // Agent defines one agent.
 type Agent struct {
-	// Name identifies the agent: [a-zA-Z0-9_.-]{1,64}, unique in the file.
+	// Name: [a-zA-Z0-9_.-]{1,64}, unique in the file.
 	Name string `yaml:"name"`
-	// Description tells other agents and people what it is for.
+	// Description says what it is for.
 	Description string `yaml:"description"`
 	// System is the system prompt.
 	System string `yaml:"system"`
-	// Model overrides the file's default model as a whole (its fields are
-	// not merged with the default's). Load sets an agent without a model to
-	// the file's Model: the same pointer, shared by all such agents.
+	// Model replaces the file's; Load sets nil to the file's pointer.
 	Model *Model `yaml:"model"`
-	// Tools names the tools the agent may call: built-ins (read_file,
-	// write_file, list_files, execute_command) or tools registered in code.
-	// Each at most once.
+	// Tools names the tools the agent may call, each once.
 	Tools []string `yaml:"tools"`
-	// Extensions are loaded in this order; their middleware nests in this
-	// order unless a priority says otherwise.
+	// Extensions are loaded, and nest, in this order.
 	Extensions []Extension `yaml:"extensions"`
-	// MaxSteps bounds the steps of a turn: 1 to 1000. Load sets
-	// 0 (absent) to [DefaultMaxSteps].
+	// MaxSteps: 1 to 1000; Load sets 0 to [DefaultMaxSteps].
 	MaxSteps int `yaml:"max_steps"`
-	// TaskBudget bounds each delegation task tree the agent starts: the
-	// request it delegated from, with every task delegated under it (see
-	// [Budget]). Fields left 0 come from the file's task_budget, then the
-	// defaults.
+	// TaskBudget: fields left 0 come from the file's, then the defaults.
 	TaskBudget *Budget `yaml:"task_budget"`
-	// MCPServers are the MCP servers whose tools the agent is offered,
-	// named <server>__<tool>: all of a server's, or those Tools lists.
+	// MCPServers offer their tools, named <server>__<tool>.
 	MCPServers []AgentMCP `yaml:"mcp_servers"`
 }
 
 // Team is a named group of agents.
 type Team struct {
-	// Name identifies the team: [a-zA-Z0-9_.-]{1,64}, unique in the file.
+	// Name: [a-zA-Z0-9_.-]{1,64}, unique in the file.
 	Name string `yaml:"name" json:"name"`
-	// Description tells system-level agents what the team is for.
+	// Description says what it is for.
 	Description string `yaml:"description" json:"description,omitempty"`
-	// Agents are the team's members, agents the file defines; at least one.
+	// Agents are its members; at least one.
 	Agents []string `yaml:"agents" json:"agents"`
 }
 
-// Extension is one extension an agent loads.
-//
-// Name alone loads a native extension registered under that name; Wasm
-// loads a WebAssembly module, named Name if given (so that one module can be
-// loaded twice under two names), else after its file.
+// Extension is one extension an agent loads: native by Name alone, else
+// the WebAssembly module Wasm, named Name if given, else after its file.
 type Extension struct {
-	// Name is a native extension's registered name, or the name given to a
-	// WASM module (default: the file name without .wasm, set by Load).
-	// Unique among the agent's extensions.
+	// Name is unique in the agent; Load names a module after its file.
 	Name string `yaml:"name"`
-	// Wasm is the path of a WebAssembly module (a later issue), relative to
-	// the config file's directory.
+	// Wasm is a WebAssembly module's path.
 	Wasm string `yaml:"wasm"`
-	// OnError is fail_closed (default, set by Load) or fail_open: whether
-	// an error or trap in the extension's middleware fails the turn or is
-	// skipped.
+	// OnError is fail_closed (Load's default) or fail_open.
 	OnError string `yaml:"on_error"`
-	// Priority orders the extension's middleware; lower runs outer. Default 0.
+	// Priority orders middleware; lower runs outer. Default 0.
 	Priority int `yaml:"priority"`
-	// Secrets names the provided secrets (dependency values such as
-	// OPENAI_API_KEY) the extension may read. Default: none.
+	// Secrets names the provided secrets it may read.
 	Secrets []string `yaml:"secrets"`
-	// Limits bound a WASM extension's calls; only with wasm.
+	// Limits, Clock and Agents are only for Wasm.
 	Limits *Limits `yaml:"limits"`
-	// Clock grants a WASM extension the real clock; without it the guest
-	// sees a fake one. Only with wasm.
+	// Clock grants the real clock; default a fake one.
 	Clock bool `yaml:"clock"`
-	// Agents names the agents a WASM extension may call (its manifest
-	// must list them too). Only with wasm.
+	// Agents names the agents it may call.
 	Agents []string `yaml:"agents"`
-	// Config is the extension's own settings, decoded by the extension
-	// with [Extension.Decode]. Nil when the file gives none.
+	// Config is its own settings ([Extension.Decode]); nil if none.
 	Config ast.Node `yaml:"config"`
 
 	src   *source // the config file, to position Decode's errors
@@ -195,20 +143,17 @@ type Extension struct {
 	agent string  // name of the agent that loads it
 }
 
-// Limits bound a WASM extension. Zero values take the host's defaults.
+// Limits bound a WASM extension; zero takes the default.
 type Limits struct {
-	// Timeout bounds the guest time of one hook call, as a Go duration
-	// ("1s", "250ms"). Default 2s.
+	// Timeout bounds a hook call's guest time: a duration; default 2s.
 	Timeout string `yaml:"timeout"`
-	// Memory caps an instance's memory: bytes, or a size such as "64MiB".
-	// Default 64MiB.
+	// Memory caps an instance's memory: a size; default 64MiB.
 	Memory string `yaml:"memory"`
-	// MaxPayload caps one value passed through the ABI: bytes or a size.
-	// Default 1MiB.
+	// MaxPayload caps a value passed through the ABI; default 1MiB.
 	MaxPayload string `yaml:"max_payload"`
-	// MaxDepth caps how deeply next may re-enter one instance. Default 64.
+	// MaxDepth caps next's re-entry into an instance; default 64.
 	MaxDepth int `yaml:"max_depth"`
-	// MaxInstances caps the instances running hooks at once. Default 16.
+	// MaxInstances caps instances running hooks at once; default 16.
 	MaxInstances int `yaml:"max_instances"`
 }
 
@@ -225,11 +170,9 @@ const (
 	// defaultOutputs is the outputs directory, relative to the config file,
 	// when the config gives none.
 	defaultOutputs = "outputs"
-	// ToolCallTeamAgent is the system tool that delegates into a team;
-	// only agents in no team may list it.
+	// ToolCallTeamAgent delegates into a team; only for agents in none.
 	ToolCallTeamAgent = "call_team_agent"
-	// ScriptedProvider is the offline model provider that replays a script;
-	// a model with this provider needs Script.
+	// ScriptedProvider is the offline provider that replays Script.
 	ScriptedProvider = "scripted"
 	// onErrorFailClosed makes an extension's failure fail the turn.
 	onErrorFailClosed = "fail_closed"
@@ -237,67 +180,45 @@ const (
 	onErrorFailOpen = "fail_open"
 )
 
-// Telemetry configures the OpenTelemetry traces and metrics a runtime
-// exports over OTLP, to the endpoint, protocol and headers of the
-// standard OTEL_EXPORTER_OTLP_* environment variables (default
-// http/protobuf to localhost:4318).
+// Telemetry exports traces and metrics over OTLP, as the
+// OTEL_EXPORTER_OTLP_* variables say (default http/protobuf to
+// localhost:4318).
 type Telemetry struct {
-	// Traces exports spans; default true.
+	// Traces: nil is true.
 	Traces *bool `yaml:"traces"`
-	// Metrics exports metrics; default true.
+	// Metrics: nil is true.
 	Metrics *bool `yaml:"metrics"`
-	// Content puts message text, tool arguments and tool results into
-	// spans. Default false: they can hold what users typed. Provided
-	// secrets are never in them.
+	// Content puts messages and tool calls in spans (default false);
+	// never secrets.
 	Content bool `yaml:"content"`
-	// ServiceName is the service.name of the exported data; default
-	// $OTEL_SERVICE_NAME, else "ganglion".
+	// ServiceName: default $OTEL_SERVICE_NAME, else "ganglion".
 	ServiceName string `yaml:"service_name"`
 }
 
-// MCPServer is an MCP server: a command that speaks MCP on its standard
-// input and output, or a streamable-HTTP endpoint.
+// MCPServer is an MCP server: a stdio Command, or a streamable-HTTP URL.
 type MCPServer struct {
-	// Name names the server in agents' mcp_servers and in its tools'
-	// names (<name>__<tool>): 1 to 32 letters, digits, '_' or '-', without
-	// "__".
+	// Name: 1 to 32 letters, digits, '_' or '-', without "__".
 	Name string `yaml:"name"`
-	// Command is the program and its arguments, for a stdio server. It
-	// runs in the config file's directory.
+	// Command runs in the config file's directory.
 	Command []string `yaml:"command"`
-	// Env is the command's environment, on top of a few variables programs
-	// need (PATH, HOME, ...). Values may name an environment variable of
-	// the runtime's process, as ${VAR}, or a secret provided to the
-	// instance (a dependency request's answer), as ${secret:NAME}. A
-	// variable whose name says it holds a secret (KEY, TOKEN, SECRET,
-	// PASSWORD) must take its value from one: never in clear here.
-	//
-	// A server that takes a provided secret runs once per instance that
-	// uses it, with that instance's secret, and restarts when the secret
-	// is provided anew; until the instance has it, the server's tools are
-	// not offered.
+	// Env values may be ${VAR} or ${secret:NAME}; a secret's must. A server
+	// that takes a provided secret runs per instance, once it has it.
 	Env map[string]string `yaml:"env"`
-	// URL is the endpoint of a streamable-HTTP server.
+	// URL is a streamable-HTTP endpoint.
 	URL string `yaml:"url"`
-	// Headers are sent with every request to URL; values may name an
-	// environment variable as ${VAR} or a provided secret as
-	// ${secret:NAME}, as in Env, and Authorization, or a header whose
-	// name says it holds a secret, must.
+	// Headers are sent to URL; values as in Env.
 	Headers map[string]string `yaml:"headers"`
-	// Start is "lazy" (the default: at the first step of an agent that
-	// uses it) or "eager" (when the runtime starts).
+	// Start is "lazy" (default) or "eager".
 	Start string `yaml:"start"`
-	// Timeout bounds each tool call, as a Go duration; default 60s.
+	// Timeout bounds a tool call: a duration; default 60s.
 	Timeout string `yaml:"timeout"`
 }
 
-// AgentMCP is an MCP server an agent takes tools from: all its tools, or
-// those Tools names. In a file, an entry is a mapping ({server: calc,
-// tools: [add]}) or, for all of a server's tools, the server's name alone
-// (calc, the short form of {server: calc}).
+// AgentMCP is an MCP server an agent takes tools from; the server's name
+// alone is short for {server: name}.
 type AgentMCP struct {
 	// Server names one of the file's mcp_servers; required.
 	Server string `yaml:"server"`
-	// Tools are the server's tools the agent is offered; empty: all.
+	// Tools are those offered; empty: all.
 	Tools []string `yaml:"tools"`
 }

@@ -12,42 +12,24 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 )
 
-// Error is one problem in a config file, positioned at the offending node.
-//
-// Its Error method renders a header line and, when the source is known, an
-// excerpt of the file with a caret under the column:
-//
-//	ganglion.yaml:7:7: agent "assistant": unknown tool "reed_file" (known: read_file, write_file)
-//	   4 | agents:
-//	   5 | - name: assistant
-//	   6 |   tools:
-//	>  7 |     - reed_file
-//	             ^
-//
-// An Error is immutable once returned and safe for concurrent use.
+// Error is one problem in a config file, positioned at the offending node;
+// immutable and safe for concurrent use. Unknown parts are empty or 0.
 type Error struct {
-	// File is the config file's path as given to [Load] or [Parse]; empty
-	// when the config was not read from a file.
+	// File is the path given to [Load] or [Parse].
 	File string
-	// Line and Column locate the problem, both from 1. Column counts
-	// characters (runes), not bytes. Both are 0 when the position is
-	// unknown, as for a [File] built in code.
+	// Line and Column count from 1; Column in runes.
 	Line, Column int
-	// Path is the YAML path of the offending node, like
-	// "$.agents[0].tools[1]"; empty when unknown.
+	// Path is the YAML path, like "$.agents[0].tools[1]".
 	Path string
 	// Msg says what is wrong, without the position.
 	Msg string
-	// Snippet is the source excerpt rendered under the header: up to three
-	// numbered lines either side of Line, the line itself marked with ">",
-	// and a caret under Column. Empty when the source is unknown.
+	// Snippet is the lines around Line, with a caret under Column.
 	Snippet string
 
 	err error // the YAML library's error this one was made from, if any
 }
 
-// Error renders the header "file:line:col: msg" and, below it, the Snippet.
-// Parts that are unknown (file, position) are left out of the header.
+// Error renders "file:line:col: msg", without unknown parts, and the Snippet.
 func (e *Error) Error() string {
 	h := e.header()
 	if e.Snippet == "" {
@@ -74,12 +56,11 @@ func (e *Error) header() string {
 // Unwrap returns the YAML library's error this one was converted from, or nil.
 func (e *Error) Unwrap() error { return e.err }
 
-// ErrorList is every problem found in one config file, sorted by position.
-// [Parse], [Load], [File.Validate] and [Extension.Decode] report problems as
-// a non-empty ErrorList; [errors.As] finds its first *[Error] too.
+// ErrorList is every problem found in one config file, sorted by position:
+// what Load, Parse, Validate and Decode return; [errors.As] finds an *[Error].
 type ErrorList []*Error
 
-// Error renders every error, separated by a blank line.
+// Error renders every error, blank-line separated.
 func (l ErrorList) Error() string {
 	parts := make([]string, len(l))
 	for i, e := range l {

@@ -10,28 +10,17 @@ import (
 	"github.com/goccy/go-yaml/ast"
 )
 
-// Decode decodes the extension's Config into v, a non-nil pointer, as
-// strictly as [Load] decodes the file: an unknown field or a value of the
-// wrong type is an error. Types that decode themselves (an UnmarshalYAML or
-// UnmarshalText method, time.Duration, time.Time) get the YAML library's
-// rules. A nil or null Config decodes nothing and returns nil.
-//
-// # Errors
-//
-// Problems in the config are an [ErrorList] positioned in the original
-// config file, with messages naming the agent and the extension:
-//
-//	ganglion.yaml:12:18: agent "assistant": extension "audit": config.limit: expected an integer, found string "lots"
-//
-// Decode is safe for concurrent use.
+// Decode decodes Config into v, a non-nil pointer, as strictly as [Load]:
+// an unknown field or a wrong type is an [ErrorList] positioned in the
+// file, naming the agent and extension. Types that decode themselves follow
+// the YAML library's rules. A nil Config decodes nothing. Decode is safe
+// for concurrent use.
 func (e Extension) Decode(v any) error {
 	return e.decode(e.Config, "config", v)
 }
 
-// DecodeKey decodes the value under key of the extension's Config, a
-// mapping, into v as strictly as [Extension.Decode] does, with errors
-// positioned and named config.key. It reports false, decoding nothing, when
-// the mapping has no such key.
+// DecodeKey is [Extension.Decode] of Config's value under key, errors
+// named config.key; false if absent.
 func (e Extension) DecodeKey(key string, v any) (bool, error) {
 	m, ok := e.Config.(*ast.MappingNode)
 	if !ok {
@@ -98,17 +87,9 @@ func (e Extension) yamlPath(rel string) string {
 	return "$." + rel
 }
 
-// ErrorAt returns the problem msg with the value at path of the
-// extension's Config ("$" for the section itself, "$.rules[1].name" for a
-// value in it), as an [ErrorList] positioned at that value in the config
-// file (or at the nearest enclosing value the file shows) and named as
-// Decode's errors are:
-//
-//	ganglion.yaml:14:11: agent "a": extension "guard": config.block[1]: not a valid pattern
-//
-// It is for a problem the extension finds itself, such as a WebAssembly
-// guest's refusal of its settings. A path that does not start with "$"
-// stands for the section.
+// ErrorAt returns msg as an [ErrorList] positioned, as Decode's, at path
+// in Config ("$.rules[1].name"; "$" or no "$" prefix: the section), for a
+// problem the extension finds.
 func (e Extension) ErrorAt(path, msg string) error {
 	rel, ok := strings.CutPrefix(path, "$")
 	if !ok || rel != "" && rel[0] != '.' && rel[0] != '[' {
@@ -144,7 +125,5 @@ func (f visitFunc) Visit(n ast.Node) ast.Visitor {
 	return f
 }
 
-// Dir returns the directory of the config file, against which an
-// extension resolves the relative paths of its settings ("" when the
-// config did not come from a file).
+// Dir returns the config file's directory, for relative paths in Config.
 func (e Extension) Dir() string { return e.dir }

@@ -17,17 +17,10 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/yamlsrc"
 )
 
-// Load reads the config file at path, decodes it strictly, resolves its
-// relative paths against the file's directory (made absolute) and applies
-// the defaults. It does not call [File.Validate]: the caller knows which
-// tools, extensions and providers exist.
-//
-// # Errors
-//
-// A file that cannot be read yields the file system's error, wrapped. Any
-// problem in the file's content yields an [ErrorList] positioned in the file;
-// so does a file over the limits that keep parsing cheap, checked before the
-// file is parsed: 1 MiB, and collections nested 100 levels deep.
+// Load reads the config file at path, decodes it strictly, makes its
+// relative paths absolute and applies the defaults; it does not Validate.
+// A problem in the file, or a file over 1 MiB or nested 100 deep, is an
+// [ErrorList]; a read error is wrapped.
 func Load(path string) (*File, error) {
 	data, err := yamlsrc.ReadFile(path)
 	if err != nil {
@@ -40,10 +33,8 @@ func Load(path string) (*File, error) {
 	return parse(path, dir, data)
 }
 
-// Parse is [Load] without the file system: it decodes data as the config
-// file name and resolves relative paths against the directory of name, as
-// written (a relative name gives relative paths). Errors are an [ErrorList]
-// whose positions name the file name.
+// Parse is [Load] of data as the file name, resolving relative paths
+// against name's directory as written; errors name name.
 func Parse(name string, data []byte) (*File, error) {
 	return parse(name, filepath.Dir(name), data)
 }

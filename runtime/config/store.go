@@ -6,26 +6,16 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// Store sizes the badger store of the data directory. Its memtable and its
-// block cache were most of the memory a process holds at rest. The defaults
-// suit many agents in little memory; larger sizes buy throughput (about
-// 10 % more turns a second with a 64MiB memtable) and larger commits.
+// Store sizes the badger store of the data directory.
 type Store struct {
-	// MemtableSize is the size of each memtable, where commits are kept
-	// until they are written to disk: bytes, or a size such as "16MiB".
-	// Default and least 8MiB. It bounds a commit: a step's messages under
-	// 16 kB each (its tool results included) may take at most about 15 %
-	// of it, else the step fails without writing anything; a larger
-	// message counts a few bytes.
+	// MemtableSize: a size, at least 8MiB (default). A step whose messages
+	// take over about 15 % of it fails, writing nothing.
 	MemtableSize string `yaml:"memtable_size"`
-	// BlockCacheSize is the size of the cache of table blocks read back
-	// from disk (instances loaded again after they left the runtime's
-	// cache). Default and least 1MiB.
+	// BlockCacheSize: a size, at least 1MiB (default).
 	BlockCacheSize string `yaml:"block_cache_size"`
 }
 
-// Options returns the options of [store.OpenBadger] s sets: none for a nil
-// s. s must be valid (see [File.Validate]).
+// Options returns the [store.OpenBadger] options of a valid s; nil: none.
 func (s *Store) Options() []store.BadgerOption {
 	if s == nil {
 		return nil

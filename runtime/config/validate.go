@@ -14,43 +14,32 @@ import (
 )
 
 // Known tells [File.Validate] which tools, extensions and model providers
-// exist. The runtime fills it from its registries.
-//
-// For each kind, the "has" func (Tool, Extension, Provider) answers whether
-// a name exists, and the optional "names" func (ToolNames, ExtensionNames,
-// ProviderNames) lists them all, so that an error can say which names are
-// known. If the has func is nil but the names func is set, membership in the
-// list decides. If both are nil, names of that kind are not checked.
-//
-// Validate calls the funcs before it returns, from its own goroutine, and
-// calls each names func at most once.
+// exist. Of each kind, the has func (Tool, ...) decides, else the list of
+// the names func (ToolNames, ...), which errors quote; with neither, names
+// are not checked. Validate calls them before it returns, each names func
+// once.
 type Known struct {
-	// Tool reports whether a tool of that name is registered.
+	// Tool reports whether a tool exists.
 	Tool func(name string) bool
-	// ToolNames lists the registered tools.
+	// ToolNames lists them, for errors.
 	ToolNames func() []string
-	// Extension reports whether a native (Go) extension of that name is
-	// registered. WASM extensions are not checked against it.
+	// Extension reports whether a native extension exists; WASM ones are
+	// not checked.
 	Extension func(name string) bool
-	// ExtensionNames lists the registered native extensions.
+	// ExtensionNames lists them.
 	ExtensionNames func() []string
-	// Provider reports whether a model provider of that name is registered.
+	// Provider reports whether a model provider exists.
 	Provider func(name string) bool
-	// ProviderNames lists the registered model providers.
+	// ProviderNames lists them.
 	ProviderNames func() []string
-	// ProviderImport, if set, returns the package that registers the
-	// provider name when a program imports it, or "": a provider that Provider
-	// does not know but ProviderImport names is reported as not linked, with
-	// the import to add, rather than as unknown.
+	// ProviderImport returns the package that registers a provider the
+	// program did not link ("": none), which is then refused as not linked
+	// rather than unknown.
 	ProviderImport func(name string) string
-	// ModelSupplied says that the caller gives every agent a model of its own
-	// (as runtime.WithModel does), so an agent without a model is fine.
+	// ModelSupplied accepts agents without a model (runtime.WithModel).
 	ModelSupplied bool
-	// Import, when set, returns the import path of the package that links
-	// the part of the config at a top-level key (mcp_servers, telemetry)
-	// into the program, or "" when the program linked it or does not need
-	// it: a config that uses a part the program did not link is refused at
-	// that key, with the import to add.
+	// Import returns the package to import for a top-level key the program
+	// did not link (mcp_servers, telemetry), which is refused; "": linked.
 	Import func(key string) string
 }
 
@@ -90,16 +79,10 @@ func (s nameSet) hint() string {
 	return " (known: " + strings.Join(s.names, ", ") + ")"
 }
 
-// Validate checks f for problems that decoding cannot see: names, limits,
-// required settings, duplicates, and names unknown to k. It reports every
-// problem it finds, not just the first, as an [ErrorList] sorted by
-// position; nil means f is valid.
-//
-// Positions refer to the file as [Load] or [Parse] read it; for a File built
-// in code (or changed since) errors carry the YAML path but no position.
-//
-// Validate does not change f and is safe for concurrent use as long as no
-// one changes f.
+// Validate reports every problem decoding cannot see (names, limits,
+// required settings, duplicates, names unknown to k) as an [ErrorList];
+// nil: valid. A File built in code gets no positions. Validate does not
+// change f.
 func (f *File) Validate(k Known) error {
 	v := validator{
 		f:             f,
@@ -429,8 +412,8 @@ func (l *Limits) TimeoutDuration() (time.Duration, error) {
 	return d, nil
 }
 
-// ParseSize parses a size in bytes: a number, or a number with a unit such
-// as "64MiB" or "1 MB". "" is 0 (the default).
+// ParseSize parses a size in bytes ("64MiB", "1 MB"), 1 to 4GiB; "" is
+// 0, the default. Its error names field.
 func ParseSize(field, s string) (int, error) {
 	if s == "" {
 		return 0, nil
