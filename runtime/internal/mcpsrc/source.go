@@ -20,6 +20,11 @@ import (
 const (
 	// DefaultTimeout bounds a tool call whose server names no timeout.
 	DefaultTimeout = 60 * time.Second
+	// StartTimeout is the least time starting a server (its command, the
+	// protocol's handshake) and listing its tools get, whatever the
+	// server's timeout: a command's start often takes longer than a tool
+	// call may.
+	StartTimeout = 10 * time.Second
 	// MaxResult is the longest tool result text; the rest is cut, with a
 	// note saying how much.
 	MaxResult = 64 << 10
@@ -53,7 +58,8 @@ type Source struct {
 }
 
 // New returns the source of server name, which connect reaches; timeout
-// bounds each call (0: [DefaultTimeout]).
+// bounds each call (0: [DefaultTimeout]), and starting the server and
+// listing its tools when it is longer than [StartTimeout].
 func New(name string, connect Connect, timeout time.Duration) *Source {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -95,7 +101,7 @@ func (s *Source) sessionLocked(ctx context.Context) (*mcp.ClientSession, error) 
 }
 
 func (s *Source) open(ctx context.Context) (*mcp.ClientSession, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, StartTimeout))
 	defer cancel()
 	t, err := s.connect(ctx)
 	if err != nil {
@@ -144,7 +150,7 @@ func (s *Source) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	if s.tools != nil {
 		return s.tools, nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, StartTimeout))
 	defer cancel()
 	var tools []*mcp.Tool
 	for t, err := range cs.Tools(ctx, nil) {

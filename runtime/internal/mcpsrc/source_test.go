@@ -223,3 +223,31 @@ func TestSourceCallHonoursCancellation(t *testing.T) {
 		t.Fatalf("err %v, want the cancellation", err)
 	}
 }
+
+// TestSourceStartsSlowerThanACall: the timeout bounds each call; starting
+// the server and listing its tools get at least StartTimeout, since a
+// command's start (a package fetched by npx, a cold JVM, a loaded machine)
+// often takes longer than a tool call may.
+func TestSourceStartsSlowerThanACall(t *testing.T) {
+	ts := newTestServer(t)
+	slow := func(ctx context.Context) (mcp.Transport, error) {
+		select {
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return ts.connect(ctx)
+	}
+	s := New("srv", slow, 100*time.Millisecond)
+	defer s.Close()
+	tools, err := s.Tools(t.Context())
+	if err != nil {
+		t.Fatalf("a server that starts in 300ms, with calls bounded by 100ms: %v", err)
+	}
+	if len(tools) == 0 {
+		t.Fatal("no tools listed")
+	}
+	if _, err := s.Call(t.Context(), "hang", nil); err == nil || !strings.Contains(err.Error(), "did not answer within 100ms") {
+		t.Errorf("a call past its timeout: %v", err)
+	}
+}
