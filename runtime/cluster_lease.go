@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -19,6 +20,53 @@ import (
 // leaseName is the name of an instance's lease.
 func leaseName(agent, key string) string { return agent + "/" + key }
 
+// ownership is what the node keeps of an instance (instance.placed): its
+// lease while this process holds it, and the fence its commits carry.
+type ownership struct {
+	// lease is the instance's lease while this process owns it; guarded
+	// by the instance's slot.
+	lease *cluster.Lease
+	// used is when a turn last started on the instance, in Unix
+	// nanoseconds, so that an idle instance's lease is given up.
+	used atomic.Int64
+	// fence is the instance's fence in the store, taken with the lease:
+	// every commit of the instance and of its tasks carries it, so that
+	// the store refuses what this process writes once another took the
+	// instance over, even if this one stalled past its lease without
+	// knowing. Zero while this process does not hold the lease;
+	// lostFence once a commit found it passed; unknownFence once a commit
+	// got no answer. Read by reports and state writes outside the
+	// instance's turns.
+	fence atomic.Uint64
+	// pins counts the writers of its tasks outside a turn, which keep its
+	// lease from being given up as idle; guarded by the node's mu.
+	pins int
+}
+
+// adopt gives a new instance its ownership.
+func (n *node) adopt(inst *instance) { inst.placed.Store(&ownership{}) }
+
+// ownOf returns the ownership of an instance of the node (adopt).
+func ownOf(inst *instance) *ownership { return inst.placed.Load().(*ownership) }
+
+// fence is the fence inst's commits carry.
+func (n *node) fence(inst *instance) uint64 { return ownOf(inst).fence.Load() }
+
+// failed fences inst off after a commit of it failed: refused for its
+// fence, another process owns it, and own takes it again or routes there;
+// without an answer, the batch may be stored or land later still, and own
+// takes a new fence, which refuses it, before the instance is read again.
+// Meanwhile its writes are refused.
+func (n *node) failed(inst *instance, err error) {
+	o := ownOf(inst)
+	switch {
+	case errors.Is(err, store.ErrFenced):
+		o.fence.Store(lostFence)
+	case errors.Is(err, store.ErrOutcomeUnknown) && o.fence.Load() != 0:
+		o.fence.Store(unknownFence)
+	}
+}
+
 // own makes sure this process holds inst's lease, taking it if nobody
 // does, and fails with an error matching errMoved if another process
 // holds it, or store.ErrUnavailable if JetStream did not answer in time
@@ -26,9 +74,10 @@ func leaseName(agent, key string) string { return agent + "/" + key }
 // end is no deadline of the caller's). The caller holds inst's turn slot.
 func (n *node) own(ctx context.Context, inst *instance) error {
 	r := n.r
-	inst.used.Store(time.Now().UnixNano())
-	if inst.lease != nil && inst.lease.Held() {
-		switch inst.fence.Load() {
+	o := ownOf(inst)
+	o.used.Store(time.Now().UnixNano())
+	if o.lease != nil && o.lease.Held() {
+		switch o.fence.Load() {
 		case unknownFence:
 			return r.refence(ctx, inst)
 		case lostFence:
@@ -36,11 +85,11 @@ func (n *node) own(ctx context.Context, inst *instance) error {
 			return nil
 		}
 	}
-	if inst.lease != nil {
+	if o.lease != nil {
 		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
-		n.forget(inst, inst.lease)
-		inst.lease = nil
-		inst.fence.Store(0) // not this process's until it takes the lease again
+		n.forget(inst, o.lease)
+		o.lease = nil
+		o.fence.Store(0) // not this process's until it takes the lease again
 	}
 	// What this process read before may have changed on another.
 	inst.unload()
@@ -61,8 +110,8 @@ func (n *node) own(ctx context.Context, inst *instance) error {
 		n.forget(inst, l)
 		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.agent.name, inst.key, cluster.Unavailable(ctx, err))
 	}
-	inst.lease = l
-	inst.fence.Store(fence)
+	o.lease = l
+	o.fence.Store(fence)
 	n.mu.Lock()
 	n.held[inst] = l
 	n.mu.Unlock()
@@ -87,7 +136,7 @@ func (r *Runtime) refence(ctx context.Context, inst *instance) error {
 	if err != nil {
 		return fmt.Errorf("agent %q instance %q: take a new fence after a commit that got no answer: %w", inst.agent.name, inst.key, err)
 	}
-	inst.fence.Store(fence)
+	ownOf(inst).fence.Store(fence)
 	r.forgetTasks(inst)
 	r.logger.Info("cluster: took a new fence after a commit that got no answer; reading the instance again", "agent", inst.agent.name, "instance", inst.key)
 	return nil
@@ -137,7 +186,7 @@ func (r *Runtime) fence(agent, key string) uint64 {
 	if in == nil {
 		return 0
 	}
-	return in.fence.Load()
+	return ownOf(in).fence.Load()
 }
 
 // taskFence is the fence of the instance whose tasks put are, for a
@@ -248,20 +297,21 @@ func (n *node) renewLoop() {
 		idleSince := time.Now().Add(-ttl).UnixNano()
 		renew := map[*cluster.Lease]*instance{}
 		for in, l := range held {
-			if in.used.Load() < idleSince && in.tryAcquire() {
+			o := ownOf(in)
+			if o.used.Load() < idleSince && in.tryAcquire() {
 				// Idle, no turn runs or waits, and nothing writes its
 				// tasks: let it go, so that another process may take it
 				// without waiting.
 				n.mu.Lock()
-				pinned := in.pins > 0
+				pinned := o.pins > 0
 				if !pinned && n.held[in] == l {
 					delete(n.held, in)
 				}
 				n.mu.Unlock()
 				if !pinned {
-					if in.lease == l {
-						in.lease = nil
-						in.fence.Store(0)
+					if o.lease == l {
+						o.lease = nil
+						o.fence.Store(0)
 						in.unload()
 					}
 					in.release()
@@ -384,10 +434,11 @@ func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	l := n.held[in]
 	// A fence that the store refuses (lostFence, unknownFence) must be
 	// taken again, by own, before the instance's owner writes.
-	f := in.fence.Load()
+	o := ownOf(in)
+	f := o.fence.Load()
 	ok = l != nil && l.Held() && f != lostFence && f != unknownFence
 	if ok {
-		in.pins++
+		o.pins++
 	}
 	n.mu.Unlock()
 	if !ok {
@@ -396,7 +447,7 @@ func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	}
 	return func() {
 		n.mu.Lock()
-		in.pins--
+		o.pins--
 		n.mu.Unlock()
 		r.unhold(in)
 	}, true

@@ -62,7 +62,7 @@ func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst := r.cache.instances[instanceID{"a", "k"}]
-	lease, old := inst.lease, r.fence("a", "k")
+	lease, old := ownOf(inst).lease, r.fence("a", "k")
 
 	st.lose.Store(true)
 	if _, err := r.Send(ctx, "a", "k", UserMessage("two")); !errors.Is(err, store.ErrOutcomeUnknown) {
@@ -80,7 +80,7 @@ func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 	if _, err := r.Send(ctx, "a", "k", UserMessage("three")); err != nil {
 		t.Fatalf("the next turn: %v", err)
 	}
-	if inst.lease != lease || !lease.Held() {
+	if ownOf(inst).lease != lease || !lease.Held() {
 		t.Fatal("the lease was given up and taken again; want it kept")
 	}
 	f := r.fence("a", "k")
@@ -128,7 +128,7 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst := r.cache.instances[instanceID{"a", "k"}]
-	inst.used.Store(time.Now().Add(time.Hour).UnixNano()) // not idle: renewed, not given up
+	ownOf(inst).used.Store(time.Now().Add(time.Hour).UnixNano()) // not idle: renewed, not given up
 	// Another writer of the lease's key: its next renewal finds it lost.
 	_, js := natstest.Connect(t, url)
 	kv, err := js.KeyValue(ctx, "ganglion_leases")
@@ -139,7 +139,7 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for inst.lease.Held() {
+	for ownOf(inst).lease.Held() {
 		if time.Now().After(deadline) {
 			t.Fatal("the renewals did not find the lease lost within 10 s")
 		}

@@ -3,7 +3,6 @@ package runtime
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -56,23 +54,10 @@ type instance struct {
 	paused  map[string]string
 	secrets instanceSecrets // its provided secrets, read once per load (secrets.go)
 
-	// lease is the instance's lease in a cluster, while this process
-	// owns it (cluster.go); used is when a turn last started on it, in
-	// Unix nanoseconds, so that an idle instance's lease is given up.
-	lease *cluster.Lease
-	used  atomic.Int64
-	// fence is the instance's fence in the store, taken with the lease:
-	// every commit of the instance and of its tasks carries it, so that
-	// the store refuses what this process writes once another took the
-	// instance over, even if this one stalled past its lease without
-	// knowing. Zero outside a cluster and while this process does not
-	// hold the lease; lostFence once a commit found it passed;
-	// unknownFence once a commit got no answer. Read by reports and state
-	// writes outside the instance's turns.
-	fence atomic.Uint64
-	// pins counts the writers of its tasks outside a turn, which keep its
-	// lease from being given up as idle; guarded by the node's mu.
-	pins int
+	// placed is what the placement keeps for the instance (a cluster's
+	// lease and fence), opaque to it; set before the instance is shared
+	// (placement.adopt).
+	placed atomic.Value
 }
 
 func newInstance(a *agent, key string) *instance {
@@ -181,7 +166,8 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	}
 	in.metaBuf = in.meta
 	in.unsaved.Meta = &in.metaBuf
-	in.unsaved.Fence = in.fence.Load()
+	place := in.agent.rt.place
+	in.unsaved.Fence = place.fence(in)
 	err := st.Commit(ctx, in.agent.name, in.key, in.unsaved)
 	in.unsaved.Put = in.unsaved.Put[:0]
 	in.unsaved.Delete = in.unsaved.Delete[:0]
@@ -190,15 +176,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
 		in.hist.Reset()
-		switch {
-		case errors.Is(err, store.ErrFenced):
-			in.fence.Store(lostFence) // another process owns the instance: own takes it again, or routes there
-		case errors.Is(err, store.ErrOutcomeUnknown) && in.fence.Load() != 0:
-			// The batch may be stored, or land later still: own takes a
-			// new fence, which refuses it, before the instance is read
-			// again; meanwhile its writes are refused.
-			in.fence.Store(unknownFence)
-		}
+		place.failed(in, err)
 		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
 	}
 	return nil

@@ -26,8 +26,16 @@ type placement interface {
 	// caller holds; its error matches errMoved when another process owns
 	// the instance.
 	own(ctx context.Context, inst *instance) error
-	// evicted says that inst left the cache.
+	// adopt sets up what the placement keeps for a new instance
+	// (instance.placed), before any other goroutine sees it; evicted says
+	// that inst left the cache.
+	adopt(inst *instance)
 	evicted(inst *instance)
+	// fence is the fence a commit of inst carries (store.Batch.Fence);
+	// failed is told why one failed, and may fence the instance off until
+	// own takes it again.
+	fence(inst *instance) uint64
+	failed(inst *instance, err error)
 	// mayRun reports whether this process may run the tasks of agent's
 	// instance key: no other process owns it.
 	mayRun(ctx context.Context, agent, key string) bool
@@ -74,6 +82,9 @@ func (h here) act(ctx context.Context, id string, act extensions.Action) (*pipel
 
 func (here) own(context.Context, *instance) error        { return nil }
 func (here) evicted(*instance)                           {}
+func (here) adopt(*instance)                             {}
+func (here) fence(*instance) uint64                      { return 0 }
+func (here) failed(*instance, error)                     {}
 func (here) mayRun(context.Context, string, string) bool { return true }
 
 func (h here) report(ctx context.Context, parentID string, resp DelegationResponse) error {

@@ -474,6 +474,7 @@ func (r *Runtime) instance(a *agent, key string) *instance {
 	in, ok := r.cache.instances[id]
 	if !ok {
 		in = newInstance(a, key)
+		r.place.adopt(in)
 		r.cache.instances[id] = in
 		in.elem = r.cache.lru.PushFront(in)
 	} else {
