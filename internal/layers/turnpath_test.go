@@ -18,7 +18,8 @@ import (
 // coverage on and run on the quick start's config): the files
 // it enters, by package. A turn of an agent that uses no optional feature
 // must not enter that feature's code: not MCP's packages, not the
-// cluster's (its files in package runtime included).
+// cluster's (its files in package runtime included); nor more than 10
+// files of the turn engine.
 // It logs the files it entered, the figure BENCHMARKS.md records.
 func TestPlainTurnPath(t *testing.T) {
 	if testing.Short() {
@@ -78,6 +79,12 @@ func TestPlainTurnPath(t *testing.T) {
 		fmt.Fprintf(&report, "\n  %s (%d): %s", p, len(byPkg[p]), strings.Join(byPkg[p], " "))
 	}
 	t.Logf("one quick start Send enters %d files in %d packages:%s", len(entered), len(pkgs), report.String())
+	// The engine's files a plain turn walks through: a turn that names
+	// no feature reads no more of the engine than this.
+	const maxEngineFiles = 10
+	if n := len(byPkg["runtime/internal/engine"]); n > maxEngineFiles {
+		t.Errorf("a plain turn entered %d files of the engine, past %d: %s", n, maxEngineFiles, strings.Join(byPkg["runtime/internal/engine"], " "))
+	}
 	for _, p := range pkgs {
 		if p == "runtime/mcp" || strings.HasPrefix(p, "runtime/internal/mcpsrc") || strings.HasPrefix(p, "runtime/internal/cluster") {
 			t.Errorf("a plain turn entered package %s, which only a config with MCP servers or a cluster uses", p)
