@@ -130,7 +130,7 @@
 //
 // A config with a cluster block ([config.Cluster]) makes several processes
 // run it as one system over NATS JetStream: they share the store
-// ([store.OpenJetStream]); each instance's turns run on the one process
+// (package store/jetstream); each instance's turns run on the one process
 // that holds its lease, wherever they are sent from (Send, Ask, agent
 // calls, delegated tasks, the answers to pending items); events reach
 // every process's bus, marked with the process they happened on

@@ -16,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // Option configures [New].
@@ -42,7 +43,7 @@ type options struct {
 	providers    map[string]ProviderFactory
 	now          func() time.Time
 	syncWrites   bool
-	storeOpts    []store.BadgerOption
+	storeOpts    []badger.Option
 	maxInstances int
 
 	wasmCache     string
@@ -138,9 +139,9 @@ func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dat
 
 // WithStoreOptions adds opts to those the runtime opens its badger store
 // in the data directory with, after the config's store sizes: to size it
-// ([store.WithMemTableSize], [store.WithBlockCacheSize]). They do not
+// ([badger.WithMemTableSize], [badger.WithBlockCacheSize]). They do not
 // apply to a store given with [WithStore], [WithMemoryStore] or a cluster's.
-func WithStoreOptions(opts ...store.BadgerOption) Option {
+func WithStoreOptions(opts ...badger.Option) Option {
 	return optionFunc(func(o *options) { o.storeOpts = append(o.storeOpts, opts...) })
 }
 
