@@ -7,9 +7,10 @@ import (
 	"slices"
 )
 
-// This file holds the task record and the memory store's task methods: delegation tasks (see the
-// runtime's call_agent), kept by ID like pending items, and changed several
-// at a time, atomically, since a child's report changes its parent too.
+// This file holds the task record and the memory store's task methods:
+// delegation tasks (see the runtime's call_agent), kept by ID like pending
+// items, and changed several at a time, atomically, since a child's report
+// changes its parent too.
 
 // TaskRecord is what a store keeps of one delegation task: its ID, the
 // instance working on it, and the task itself as JSON, which the store does

@@ -13,6 +13,8 @@ import (
 	"github.com/ganglion-dev/ganglion/store/internal/records"
 )
 
+// This file holds the badger store's pending-item methods.
+
 // PutPending implements [store.Store.PutPending].
 func (s *badgerStore) PutPending(ctx context.Context, r store.PendingRecord) error {
 	v, err := json.Marshal(r)

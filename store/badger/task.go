@@ -11,6 +11,8 @@ import (
 	"github.com/ganglion-dev/ganglion/store/internal/records"
 )
 
+// This file holds the badger store's task methods.
+
 // CommitTasks implements [store.Store.CommitTasks], in one Badger transaction.
 func (s *badgerStore) CommitTasks(ctx context.Context, put []store.TaskRecord, del []string) error {
 	err := s.update(false, func(txn *badgerdb.Txn) error {

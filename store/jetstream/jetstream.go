@@ -657,8 +657,8 @@ func (b *batch) publish(ctx context.Context) error {
 			// One message is atomic as it is; a batch costs the server a
 			// store of its own for the messages it stages (on file
 			// storage, BENCHMARKS.md).
-			m.Header.Set("Nats-store.Batch-Id", id)
-			m.Header.Set("Nats-store.Batch-Sequence", strconv.Itoa(i+1))
+			m.Header.Set("Nats-Batch-Id", id)
+			m.Header.Set("Nats-Batch-Sequence", strconv.Itoa(i+1))
 		}
 		if i < last {
 			if err := b.s.nc.PublishMsg(m); err != nil {
@@ -667,7 +667,7 @@ func (b *batch) publish(ctx context.Context) error {
 			continue
 		}
 		if last > 0 {
-			m.Header.Set("Nats-store.Batch-Commit", "1")
+			m.Header.Set("Nats-Batch-Commit", "1")
 		}
 		rctx, cancel := b.s.request(ctx)
 		resp, err := b.s.nc.RequestMsgWithContext(rctx, m)

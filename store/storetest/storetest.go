@@ -1092,13 +1092,18 @@ func testFencedTakeover(t *testing.T, s store.Store) {
 	var (
 		wg      sync.WaitGroup
 		started = make(chan struct{})
+		start   sync.Once
 		wrote   uint64 // commits of the former owner that were applied
 	)
 	wg.Go(func() {
+		// A former owner that stops before its fourth commit, on an
+		// error, does not leave the new owner waiting: the test fails
+		// with that error instead of hanging.
+		defer start.Do(func() { close(started) })
 		for seq := uint64(0); ; seq++ {
 			err := s.Commit(ctx, "a", "k", store.Batch{Put: []store.Record{rec(seq, "old")}, Meta: meta(1, seq+1), Fence: old})
 			if seq == 3 {
-				close(started)
+				start.Do(func() { close(started) })
 			}
 			if errors.Is(err, store.ErrFenced) {
 				return
