@@ -12,6 +12,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 var base = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -222,7 +223,7 @@ func TestResolveOnce(t *testing.T) {
 func TestSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st, err := store.OpenBadger(dir)
+	st, err := badger.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st, err = store.OpenBadger(dir)
+	st, err = badger.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // newBenchRuntime is a runtime that runs benchturn's turn (two model
@@ -254,7 +255,7 @@ func BenchmarkTurnTraced(b *testing.B) {
 func BenchmarkUsage(b *testing.B) {
 	for _, n := range []int{10, 10_000} {
 		b.Run("messages="+strconv.Itoa(n), func(b *testing.B) {
-			st, err := store.OpenBadger(b.TempDir())
+			st, err := badger.Open(b.TempDir())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -22,7 +22,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/envref"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
-	"github.com/ganglion-dev/ganglion/store"
+	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // errMoved is the error of a turn that reached a process which does not
@@ -148,12 +148,12 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 	r.place = n
 	r.tasks.api.remote = n.deliverAnswer
 	if o.store == nil {
-		opts := []store.JetStreamOption{store.WithReplicas(max(c.Replicas, 1))}
+		opts := []jsstore.Option{jsstore.WithReplicas(max(c.Replicas, 1))}
 		if c.RequestTimeout != "" {
 			d, _ := time.ParseDuration(c.RequestTimeout) // Validate checked it
-			opts = append(opts, store.WithRequestTimeout(d))
+			opts = append(opts, jsstore.WithRequestTimeout(d))
 		}
-		st, err := store.OpenJetStream(ctx, nc, name, opts...)
+		st, err := jsstore.Open(ctx, nc, name, opts...)
 		if err != nil {
 			return fmt.Errorf("cluster: %w", err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
+	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 const outageScript = `
@@ -253,7 +254,7 @@ func TestClusterMemberLeavesWithoutStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	st, err := store.OpenJetStream(context.Background(), nc, bucket, store.WithRequestTimeout(time.Second))
+	st, err := jsstore.Open(context.Background(), nc, bucket, jsstore.WithRequestTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

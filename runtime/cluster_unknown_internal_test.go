@@ -16,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/store"
+	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // lostAnswers is a store whose commits, while lose is set, are stored
@@ -47,7 +48,7 @@ func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	nc, _ := natstest.Connect(t, url)
-	js, err := store.OpenJetStream(ctx, nc, "unknown")
+	js, err := jsstore.Open(ctx, nc, "unknown")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 const restartDelegConfig = modelLine + `
@@ -48,9 +48,9 @@ agents:
 // storedTasks reads the tasks a closed runtime left in p's data directory.
 func storedTasks(t *testing.T, p *persistent) map[string]runtime.Task {
 	t.Helper()
-	st, err := store.OpenBadger(filepath.Join(p.dir, "data"))
+	st, err := badger.Open(filepath.Join(p.dir, "data"))
 	if err != nil {
-		t.Fatalf("OpenBadger: %v", err)
+		t.Fatalf("badger.Open: %v", err)
 	}
 	defer st.Close()
 	recs, err := st.ListTasks(context.Background(), "", "")

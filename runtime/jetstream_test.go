@@ -12,18 +12,19 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/store"
+	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // jetStreamStore opens a store in bucket on the servers at urls, with
 // options opts; its connection closes with the test.
-func jetStreamStore(tb testing.TB, urls, bucket string, opts ...store.JetStreamOption) store.Store {
+func jetStreamStore(tb testing.TB, urls, bucket string, opts ...jsstore.Option) store.Store {
 	tb.Helper()
 	nc, err := nats.Connect(urls)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(nc.Close)
-	st, err := store.OpenJetStream(context.Background(), nc, bucket, opts...)
+	st, err := jsstore.Open(context.Background(), nc, bucket, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func BenchmarkTurnJetStream(b *testing.B) {
 			if bc.replicas > 1 {
 				urls = natstest.Cluster(b, bc.replicas)
 			}
-			rt := newBenchRuntime(b, runtime.WithStore(jetStreamStore(b, urls, "ganglion", store.WithReplicas(bc.replicas))))
+			rt := newBenchRuntime(b, runtime.WithStore(jetStreamStore(b, urls, "ganglion", jsstore.WithReplicas(bc.replicas))))
 			ctx := context.Background()
 			in := runtime.UserMessage("What is the answer?")
 			var next atomic.Int64

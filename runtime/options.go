@@ -16,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // Option configures [New].
@@ -42,7 +43,7 @@ type options struct {
 	providers    map[string]ProviderFactory
 	now          func() time.Time
 	syncWrites   bool
-	storeOpts    []store.BadgerOption
+	storeOpts    []badger.Option
 	maxInstances int
 
 	wasmCache     string
@@ -122,9 +123,9 @@ func WithConfigFile(path string) Option { return optionFunc(func(o *options) { o
 func WithDataDir(dir string) Option { return optionFunc(func(o *options) { o.dataDir = dir }) }
 
 // WithStoreOptions adds opts, after the config's sizes, to the badger store
-// of the data directory; not to [WithStore], [WithMemoryStore] or a
-// cluster's store.
-func WithStoreOptions(opts ...store.BadgerOption) Option {
+// of the data directory ([badger.WithMemTableSize], ...); not to
+// [WithStore], [WithMemoryStore] or a cluster's store.
+func WithStoreOptions(opts ...badger.Option) Option {
 	return optionFunc(func(o *options) { o.storeOpts = append(o.storeOpts, opts...) })
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // countingModel counts the model calls per agent.
@@ -44,7 +45,7 @@ func TestRecoverAnsweredTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	st, err := store.OpenBadger(filepath.Join(dir, "data"))
+	st, err := badger.Open(filepath.Join(dir, "data"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 const restartConfig = modelLine + `
@@ -201,8 +201,8 @@ func TestDataDirInUse(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), prefix) {
 		t.Fatalf("second New: err = %v\nwant it to start with %q", err, prefix)
 	}
-	if !errors.Is(err, store.ErrInUse) {
-		t.Errorf("errors.Is(err, store.ErrInUse) = false")
+	if !errors.Is(err, badger.ErrInUse) {
+		t.Errorf("errors.Is(err, badger.ErrInUse) = false")
 	}
 
 	// The failed New took nothing from the running one.

@@ -32,6 +32,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // defaultDataDir is where the data lives when neither an option nor the
@@ -330,8 +331,15 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	if dir == "" {
 		dir = defaultDataDir
 	}
-	opts := append([]store.BadgerOption{store.WithLogger(r.logger), store.WithSyncWrites(o.syncWrites)}, cfg.Store.Options()...)
-	st, err := store.OpenBadger(dir, append(opts, o.storeOpts...)...)
+	opts := []badger.Option{badger.WithLogger(r.logger), badger.WithSyncWrites(o.syncWrites)}
+	memtable, blockCache := cfg.Store.Sizes()
+	if memtable > 0 {
+		opts = append(opts, badger.WithMemTableSize(memtable))
+	}
+	if blockCache > 0 {
+		opts = append(opts, badger.WithBlockCacheSize(blockCache))
+	}
+	st, err := badger.Open(dir, append(opts, o.storeOpts...)...)
 	if err != nil {
 		return "", err
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // scaleGuests is gonoop, a Go guest whose middleware reads a field and
@@ -151,7 +151,7 @@ func BenchmarkIdleInstances(b *testing.B) {
 	const n = 10_000
 	// store=badger is Badger's own sizes, the store's defaults before it
 	// was sized for many agents: 64 MiB memtables, a 256 MiB block cache.
-	badgerSizes := runtime.WithStoreOptions(store.WithMemTableSize(64<<20), store.WithBlockCacheSize(256<<20))
+	badgerSizes := runtime.WithStoreOptions(badger.WithMemTableSize(64<<20), badger.WithBlockCacheSize(256<<20))
 	for _, bc := range []struct {
 		name  string
 		cache int

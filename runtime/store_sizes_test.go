@@ -10,7 +10,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // TestStoreSizes: the badger store's sizes, from the config or an option,
@@ -20,7 +20,7 @@ import (
 // committed with any memtable, one with a hundred results of 15 kB is
 // refused whole with the default (and smallest), taken with 64 MiB.
 func TestStoreSizes(t *testing.T) {
-	large := []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(64 << 20))}
+	large := []runtime.Option{runtime.WithStoreOptions(badger.WithMemTableSize(64 << 20))}
 	tests := []struct {
 		name    string
 		yaml    string // added to the config
@@ -34,7 +34,7 @@ func TestStoreSizes(t *testing.T) {
 		{"config, two of 700 kB", "store: {memtable_size: 64MiB, block_cache_size: 64MiB}\n", nil, 2, 700 << 10, ""},
 		{"config, a hundred of 15 kB", "store: {memtable_size: 64MiB, block_cache_size: 64MiB}\n", nil, 100, 15 << 10, ""},
 		{"option, a hundred of 15 kB", "", large, 100, 15 << 10, ""},
-		{"the option after the config", "store: {memtable_size: 64MiB}\n", []runtime.Option{runtime.WithStoreOptions(store.WithMemTableSize(store.MinMemTableSize))}, 100, 15 << 10, "too large for one transaction"},
+		{"the option after the config", "store: {memtable_size: 64MiB}\n", []runtime.Option{runtime.WithStoreOptions(badger.WithMemTableSize(badger.MinMemTableSize))}, 100, 15 << 10, "too large for one transaction"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,12 +4,24 @@
 // an instance when it first needs it, and after each turn commits what
 // changed as one [Batch], applied atomically.
 //
-// [Store] is the interface the runtime consumes. Three implementations
-// ship: [NewMemory], plain maps for tests, benchmarks and one-shot runs;
-// [OpenBadger], a Badger key-value database on disk, the default of one
-// process; and [OpenJetStream], a NATS JetStream key-value bucket that
-// several processes share (its own layout is in its doc). All three pass
-// one conformance suite.
+// [Store] is the interface the runtime consumes. This package holds it,
+// its records and the rules of its names, and [NewMemory], plain maps for
+// tests, benchmarks and one-shot runs; it links no module but the
+// standard library. The stores that keep data elsewhere are packages of
+// their own, so that a program links only the one it opens:
+// store/badger, a Badger key-value database on disk, the default of one
+// process; and store/jetstream, a NATS JetStream key-value bucket that
+// several processes share. All three pass one conformance suite, package
+// store/storetest.
+//
+// # Writing a store
+//
+// A store implements [Backend], where its data is kept, and returns the
+// [Store] of [Checked], which applies the checks every store shares (a
+// closed store, names, records and batches, a done context) before its
+// backend sees a call, so that every store refuses alike. It refuses a
+// commit whose fence is not the instance's latest with [Fenced]'s error.
+// Its tests run storetest.Run.
 //
 // # Names
 //
@@ -23,48 +35,16 @@
 // listing; the runtime applies it to every key from outside, and the store
 // keeps the looser rule so that instances stored before it stay readable.
 //
-// # Key layout
-//
-// This is the one description of the keys [OpenBadger]'s store writes; keys.go encodes
-// and decodes them. NUL (\x00) separates the parts of a key, which is why
-// names cannot contain it. Sequence numbers are 8 bytes big-endian, so
-// byte order is Seq order.
-//
-//	key                                          value
-//	---------------------------------------------------------------------------
-//	v                                            schema version, JSON number (1)
-//	i \x00 <agent> \x00 <key>                    instance Meta, JSON
-//	f \x00 <agent> \x00 <key>                    the instance's latest fence, 8 bytes big-endian
-//	m \x00 <agent> \x00 <key> \x00 <seq:8>       one Record, JSON (Seq included)
-//	s \x00 <agent> \x00 <key> \x00 <extension>   extension state, verbatim bytes
-//	c \x00 <agent> \x00 <key> \x00 <name>        sealed secret, verbatim bytes
-//	p \x00 <id>                                 one PendingRecord, JSON
-//	t \x00 <id>                                 one TaskRecord, JSON
-//
-// All the keys of one agent and kind share the prefix "<kind>\x00<agent>\x00",
-// which no other agent's keys start with (agent "a" ends its prefix with a
-// NUL, where agent "ab" has a "b"), so listing an agent's instances reads
-// only that agent's keys. An instance's messages share the prefix
-// "m\x00<agent>\x00<key>\x00" and are read in Seq order by one scan.
-//
-// The t and f keys, like the c keys below, came after schema version 1
-// without changing it: older builds never read them.
-//
-// A database without the version key is taken as new only if it is empty;
-// a database with another version is refused.
-//
 // # Secrets
 //
 // A secret (an API key a human gives a paused agent, say) is stored as the
 // caller hands it over: sealed, that is encrypted and authenticated, by the
-// runtime before it reaches the store, so neither the memory store nor the
-// Badger files ever hold its plaintext. The store does not read the sealed bytes.
+// runtime before it reaches the store, so no store ever holds its
+// plaintext. The store does not read the sealed bytes.
 //
 // Secrets belong to an instance but do not make it exist: [Store.Instances]
-// does not scan the c keys, so an instance with secrets and nothing else is
-// not listed, and LoadInstance does not find it. The c keys came after
-// schema version 1 without changing it: a build that predates them never
-// reads them, since it looks keys up only by its own kinds' prefixes.
+// does not list an instance with secrets and nothing else, and
+// LoadInstance does not find it.
 //
 // # Concurrency
 //

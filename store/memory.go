@@ -143,7 +143,7 @@ func (in *memInstance) records() []Record {
 // values and sealed secrets are copied in and out, since callers reuse byte
 // buffers.
 //
-// It checks names as [OpenBadger]'s store does, but since it does not encode, it
+// It checks names as every store does, but since it does not encode, it
 // accepts a message that JSON cannot encode (say, a NaN in Metadata), which
 // Badger refuses.
 //
@@ -157,14 +157,14 @@ func NewMemory() Store {
 
 // begin fails once the store is closed. The methods check again under
 // m.mu, since close may come in between.
-func (m *memoryStore) begin() error {
+func (m *memoryStore) Begin() error {
 	if m.closed.Load() {
 		return ErrClosed
 	}
 	return nil
 }
 
-func (m *memoryStore) end() {}
+func (m *memoryStore) End() {}
 
 // lookup returns the instance, or nil. m.mu must be held.
 func (m *memoryStore) lookup(agent, key string) *memInstance {
@@ -198,10 +198,10 @@ func (m *memoryStore) prune(agent, key string, in *memInstance) {
 	}
 }
 
-// loadInstance implements [Store.LoadInstance]. The returned slice is the
+// LoadInstance implements [Store.LoadInstance]. The returned slice is the
 // caller's; the messages in it share their slices and maps with the stored
 // ones.
-func (m *memoryStore) loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
+func (m *memoryStore) LoadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -214,8 +214,8 @@ func (m *memoryStore) loadInstance(ctx context.Context, agent, key string) (Meta
 	return in.meta, in.records(), true, nil
 }
 
-// loadMeta implements [Store.LoadMeta].
-func (m *memoryStore) loadMeta(ctx context.Context, agent, key string) (Meta, bool, error) {
+// LoadMeta implements [Store.LoadMeta].
+func (m *memoryStore) LoadMeta(ctx context.Context, agent, key string) (Meta, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -228,12 +228,9 @@ func (m *memoryStore) loadMeta(ctx context.Context, agent, key string) (Meta, bo
 	return in.meta, true, nil
 }
 
-// commit implements [Store.Commit]. It stores the batch's records by value: see
+// Commit implements [Store.Commit]. It stores the batch's records by value: see
 // [NewMemory] on immutability.
-func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) error {
-	if err := b.check(); err != nil {
-		return err
-	}
+func (m *memoryStore) Commit(ctx context.Context, agent, key string, b Batch) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.agents == nil {
@@ -243,7 +240,7 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 		return nil
 	}
 	if b.Fence != 0 && b.Fence != m.fences[instanceID{agent, key}] {
-		return fencedError(agent, key, b.Fence)
+		return Fenced(agent, key, b.Fence)
 	}
 	in := m.obtain(agent, key)
 	for _, r := range b.Put {
@@ -280,8 +277,8 @@ func (m *memoryStore) commit(ctx context.Context, agent, key string, b Batch) er
 	return nil
 }
 
-// fence implements [Store.Fence].
-func (m *memoryStore) fence(ctx context.Context, agent, key string) (uint64, error) {
+// Fence implements [Store.Fence].
+func (m *memoryStore) Fence(ctx context.Context, agent, key string) (uint64, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.agents == nil {
@@ -295,9 +292,9 @@ func (m *memoryStore) fence(ctx context.Context, agent, key string) (uint64, err
 	return m.fences[id], nil
 }
 
-// instances implements [Store.Instances]. It returns nil when agent has no
+// Instances implements [Store.Instances]. It returns nil when agent has no
 // instance.
-func (m *memoryStore) instances(ctx context.Context, agent string) ([]string, error) {
+func (m *memoryStore) Instances(ctx context.Context, agent string) ([]string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -306,8 +303,8 @@ func (m *memoryStore) instances(ctx context.Context, agent string) ([]string, er
 	return slices.Sorted(maps.Keys(m.agents[agent])), nil
 }
 
-// getState implements [Store.GetState]. The returned slice is a copy.
-func (m *memoryStore) getState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+// GetState implements [Store.GetState]. The returned slice is a copy.
+func (m *memoryStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -324,8 +321,8 @@ func (m *memoryStore) getState(ctx context.Context, agent, key, extension string
 	return append([]byte{}, v...), nil
 }
 
-// putSecret implements [Store.PutSecret]. It stores a copy of sealed.
-func (m *memoryStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+// PutSecret implements [Store.PutSecret]. It stores a copy of sealed.
+func (m *memoryStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	sealed = bytes.Clone(sealed)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -343,8 +340,8 @@ func (m *memoryStore) putSecret(ctx context.Context, agent, key, name string, se
 	return nil
 }
 
-// getSecret implements [Store.GetSecret]. The returned slice is a copy.
-func (m *memoryStore) getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+// GetSecret implements [Store.GetSecret]. The returned slice is a copy.
+func (m *memoryStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -354,8 +351,8 @@ func (m *memoryStore) getSecret(ctx context.Context, agent, key, name string) ([
 	return bytes.Clone(v), ok, nil
 }
 
-// listSecrets implements [Store.ListSecrets].
-func (m *memoryStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
+// ListSecrets implements [Store.ListSecrets].
+func (m *memoryStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if m.agents == nil {
@@ -366,7 +363,7 @@ func (m *memoryStore) listSecrets(ctx context.Context, agent, key string) ([]str
 
 // Close drops everything the store holds. Later calls, Close included, fail
 // with [ErrClosed].
-func (m *memoryStore) close() error {
+func (m *memoryStore) Close() error {
 	if m.closed.Swap(true) {
 		return ErrClosed
 	}
@@ -377,4 +374,4 @@ func (m *memoryStore) close() error {
 	return nil
 }
 
-var _ backend = (*memoryStore)(nil)
+var _ Backend = (*memoryStore)(nil)

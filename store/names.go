@@ -159,11 +159,13 @@ func ValidateInstanceKey(s string) error {
 	return nil
 }
 
-// validateStoredKey reports whether s is a key the store holds: 1 to 256
+// ValidateStoredKey reports whether s is a key the store holds: 1 to 256
 // bytes of valid UTF-8 without NUL, which separates the parts of a key.
 // It is looser than [ValidateInstanceKey], the rule for new keys, so that
-// instances stored before that rule stay readable.
-func validateStoredKey(s string) error {
+// instances stored before that rule stay readable. Every store method
+// applies it to the instance key it receives, and a backend to a key it
+// reads back from its storage. Its error matches [ErrInvalidName].
+func ValidateStoredKey(s string) error {
 	const kind = "instance key"
 	switch {
 	case s == "":
@@ -185,7 +187,7 @@ func validate(agent, key string) error {
 	if err := ValidateName("agent name", agent); err != nil {
 		return err
 	}
-	return validateStoredKey(key)
+	return ValidateStoredKey(key)
 }
 
 // validateState checks the names the state methods receive.

@@ -3,19 +3,14 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
-// This file holds both stores' pending-item methods.
+// This file holds the memory store's pending-item methods.
 
-// putPending implements [Store.PutPending].
-func (m *memoryStore) putPending(ctx context.Context, r PendingRecord) error {
+// PutPending implements [Store.PutPending].
+func (m *memoryStore) PutPending(ctx context.Context, r PendingRecord) error {
 	r.Data = bytes.Clone(r.Data) // callers reuse buffers
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -29,8 +24,8 @@ func (m *memoryStore) putPending(ctx context.Context, r PendingRecord) error {
 	return nil
 }
 
-// getPending implements [Store.GetPending].
-func (m *memoryStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+// GetPending implements [Store.GetPending].
+func (m *memoryStore) GetPending(ctx context.Context, id string) (PendingRecord, bool, error) {
 	return m.getByID(pendingTable, id)
 }
 
@@ -53,8 +48,8 @@ func (m *memoryStore) getByID(table table, id string) (PendingRecord, bool, erro
 	return r, ok, nil
 }
 
-// listPending implements [Store.ListPending].
-func (m *memoryStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+// ListPending implements [Store.ListPending].
+func (m *memoryStore) ListPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
 	return m.listByID(pendingTable, agent, key)
 }
 
@@ -85,91 +80,9 @@ func validateFilter(agent, key string) error {
 		}
 	}
 	if key != "" {
-		if err := validateStoredKey(key); err != nil {
+		if err := ValidateStoredKey(key); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// putPending implements [Store.PutPending].
-func (s *badgerStore) putPending(ctx context.Context, r PendingRecord) error {
-	v, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("store: encode pending item %q: %w", r.ID, err)
-	}
-	if err := s.update(false, func(txn *badger.Txn) error { return txn.Set(pendingKey(r.ID), v) }); err != nil {
-		return fmt.Errorf("store: put pending item %q: %w", r.ID, err)
-	}
-	return nil
-}
-
-// getPending implements [Store.GetPending].
-func (s *badgerStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
-	r, found, err := s.getByID(pendingPrefix, id)
-	if err != nil {
-		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
-	}
-	return r, found, nil
-}
-
-// getByID reads the record under prefix and id (a pending item or a task).
-func (s *badgerStore) getByID(prefix []byte, id string) (r PendingRecord, found bool, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(append(bytes.Clone(prefix), id...))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		found = true
-		return decodeByID(item, prefix, &r)
-	})
-	return r, found, err
-}
-
-// listPending implements [Store.ListPending].
-func (s *badgerStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
-	out, err := s.listByID(pendingPrefix, agent, key)
-	if err != nil {
-		return nil, fmt.Errorf("store: list pending items: %w", err)
-	}
-	return out, nil
-}
-
-// listByID returns the records under prefix (pending items or tasks) that
-// belong to agent's instance key, sorted by ID.
-func (s *badgerStore) listByID(prefix []byte, agent, key string) ([]PendingRecord, error) {
-	var out []PendingRecord
-	err := s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var r PendingRecord
-			if err := decodeByID(it.Item(), prefix, &r); err != nil {
-				return err
-			}
-			if r.matches(agent, key) {
-				out = append(out, r) // keys, and so IDs, come sorted
-			}
-		}
-		return nil
-	})
-	return out, err
-}
-
-// decodeByID decodes the record under item, whose key is prefix and an ID,
-// checking it is the one its key names.
-func decodeByID(item *badger.Item, prefix []byte, r *PendingRecord) error {
-	k := item.KeyCopy(nil)
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, r) }); err != nil {
-		return corrupt(k, err)
-	}
-	if want := string(k[len(prefix):]); r.ID != want {
-		return corrupt(k, fmt.Errorf("record has ID %q", r.ID))
 	}
 	return nil
 }

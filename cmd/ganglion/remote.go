@@ -20,7 +20,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // A data directory that ganglion serve (or ganglion mcp) holds cannot be
@@ -71,7 +71,7 @@ func openAgents(ctx context.Context, f runFlags, dir string, stderr io.Writer, e
 // it and that process is a server; else openErr. The client says on
 // stderr when it tries a call again.
 func serverFor(f runFlags, dir string, openErr error, stderr io.Writer) (*remote, error) {
-	if !errors.Is(openErr, store.ErrInUse) {
+	if !errors.Is(openErr, badger.ErrInUse) {
 		return nil, openErr
 	}
 	data, err := dataDir(f, dir)

@@ -15,6 +15,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // cutStore writes nothing once cut, as a process killed then.
@@ -88,7 +89,7 @@ func killedChain(t *testing.T) string {
 	must(t, os.WriteFile(filepath.Join(dir, "ganglion.yaml"), []byte(resumeConfig), 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "script.yaml"), []byte(resumeScript), 0o644))
 	data := filepath.Join(dir, ".ganglion", "data")
-	bs, err := store.OpenBadger(data)
+	bs, err := badger.Open(data)
 	must(t, err)
 	cs := &cutStore{Store: bs}
 	ctx := context.Background()

@@ -17,16 +17,6 @@ import (
 	"unicode/utf8"
 )
 
-// unusedNotYetChecked names the packages whose unused exports are listed
-// (with t.Log) but do not fail TestNoUnusedExport yet: their code is being
-// moved into new packages, and each is checked once its move is done. The
-// list only shrinks: a package on it with no unused export fails the test
-// until it is taken off.
-var unusedNotYetChecked = []string{
-	"runtime",
-	"store",
-}
-
 // TestNoUnusedExport fails on an exported name that has no user: each
 // top-level function, type, variable or constant (methods aside) of a
 // checked package must be
@@ -68,27 +58,13 @@ func TestNoUnusedExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	unused := mod.unusedExports()
-	for _, dir := range unusedNotYetChecked {
-		if mod.pkgs[dir] == nil {
-			t.Errorf("unusedNotYetChecked names %s, which is no package of the module: take it off", dir)
-		}
-	}
 	checked := 0
 	for _, dir := range slices.Sorted(maps.Keys(mod.pkgs)) {
 		if !newcomerPackage(dir) || mod.pkgs[dir].path == "" {
 			continue
 		}
 		checked++
-		names := unused[dir]
-		if slices.Contains(unusedNotYetChecked, dir) {
-			if len(names) == 0 {
-				t.Errorf("%s has no unused export: take it off unusedNotYetChecked", dir)
-				continue
-			}
-			t.Logf("%s, not yet checked, has %d unused exports:\n  %s", dir, len(names), strings.Join(names, "\n  "))
-			continue
-		}
-		for _, n := range names {
+		for _, n := range unused[dir] {
 			t.Errorf("%s: exported, but no other package names it and no Example of %s shows it: unexport it, or add an Example", n, dir)
 		}
 	}

@@ -9,3 +9,10 @@ var Enums = map[string][]string{
 	"#/$defs/MCPServer/properties/start":      {mcpStartLazy, mcpStartEager},
 	"#/$defs/Webhook/properties/events/items": webhookEvents,
 }
+
+// MinMemtableSize and MinBlockCacheSize are the least sizes Validate
+// takes, for the test that they are the badger store's.
+const (
+	MinMemtableSize   = minMemtableSize
+	MinBlockCacheSize = minBlockCacheSize
+)

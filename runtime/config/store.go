@@ -2,8 +2,15 @@ package config
 
 import (
 	"github.com/dustin/go-humanize"
+)
 
-	"github.com/ganglion-dev/ganglion/store"
+// The least sizes the badger store takes (badger.MinMemTableSize and
+// badger.MinBlockCacheSize, which a test holds these to): this package
+// does not import the store, so that a program reading its configuration
+// does not link Badger.
+const (
+	minMemtableSize   = 8 << 20
+	minBlockCacheSize = 1 << 20
 )
 
 // Store sizes the badger store of the data directory.
@@ -15,19 +22,20 @@ type Store struct {
 	BlockCacheSize string `yaml:"block_cache_size"`
 }
 
-// Options returns the [store.OpenBadger] options of a valid s; nil: none.
-func (s *Store) Options() []store.BadgerOption {
+// Sizes returns the sizes s sets, in bytes: 0 for a size s leaves to the
+// store's default, and both 0 for a nil s. The runtime opens the badger
+// store with them. s must be valid (see [File.Validate]).
+func (s *Store) Sizes() (memtable, blockCache int64) {
 	if s == nil {
-		return nil
+		return 0, 0
 	}
-	var opts []store.BadgerOption
 	if n, _ := ParseSize("memtable_size", s.MemtableSize); n > 0 {
-		opts = append(opts, store.WithMemTableSize(int64(n)))
+		memtable = int64(n)
 	}
 	if n, _ := ParseSize("block_cache_size", s.BlockCacheSize); n > 0 {
-		opts = append(opts, store.WithBlockCacheSize(int64(n)))
+		blockCache = int64(n)
 	}
-	return opts
+	return memtable, blockCache
 }
 
 func (v *validator) store(s *Store) {
@@ -40,7 +48,7 @@ func (v *validator) store(s *Store) {
 	for _, size := range []struct {
 		field, val string
 		least      int64
-	}{{"memtable_size", s.MemtableSize, store.MinMemTableSize}, {"block_cache_size", s.BlockCacheSize, store.MinBlockCacheSize}} {
+	}{{"memtable_size", s.MemtableSize, minMemtableSize}, {"block_cache_size", s.BlockCacheSize, minBlockCacheSize}} {
 		n, err := ParseSize(size.field, size.val)
 		switch {
 		case err != nil:

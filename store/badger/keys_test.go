@@ -1,9 +1,11 @@
-package store
+package badger
 
 import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // TestKeyLayout pins the bytes of every kind of key to the table in doc.go.
@@ -125,7 +127,7 @@ func FuzzKeys(f *testing.F) {
 			}
 		}
 
-		if ValidateName("agent name", agent) != nil || validateStoredKey(instance) != nil {
+		if store.ValidateName("agent name", agent) != nil || store.ValidateStoredKey(instance) != nil {
 			return
 		}
 		keys := []storeKey{
@@ -133,7 +135,7 @@ func FuzzKeys(f *testing.F) {
 			{kind: kindMessage, agent: agent, instance: instance, seq: seq},
 			{kind: kindFence, agent: agent, instance: instance},
 		}
-		if ValidateName("extension name", extension) == nil {
+		if store.ValidateName("extension name", extension) == nil {
 			keys = append(keys, storeKey{kind: kindState, agent: agent, instance: instance, extension: extension})
 		}
 		for _, k := range keys {

@@ -1,4 +1,4 @@
-package store_test
+package badger_test
 
 import (
 	"bufio"
@@ -20,17 +20,18 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/logtest"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // rawUpdate changes the database in dir with Badger itself, bypassing the
 // store, as a damaged or foreign database would be.
-func rawUpdate(t *testing.T, dir string, fn func(txn *badger.Txn) error) {
+func rawUpdate(t *testing.T, dir string, fn func(txn *badgerdb.Txn) error) {
 	t.Helper()
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	db, err := badgerdb.Open(badgerdb.DefaultOptions(dir).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestBadgerWritesSchemaVersion(t *testing.T) {
 	if err := openDisk(t, dir).Close(); err != nil {
 		t.Fatal(err)
 	}
-	rawUpdate(t, dir, func(txn *badger.Txn) error {
+	rawUpdate(t, dir, func(txn *badgerdb.Txn) error {
 		item, err := txn.Get([]byte("v"))
 		if err != nil {
 			return err
@@ -107,7 +108,7 @@ func TestBadgerWritesSchemaVersion(t *testing.T) {
 	}
 }
 
-func TestOpenBadgerRefusesOtherData(t *testing.T) {
+func TestOpenRefusesOtherData(t *testing.T) {
 	tests := []struct {
 		name       string
 		key, value string
@@ -120,8 +121,8 @@ func TestOpenBadgerRefusesOtherData(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set([]byte(tt.key), []byte(tt.value)) })
-			s, err := store.OpenBadger(dir)
+			rawUpdate(t, dir, func(txn *badgerdb.Txn) error { return txn.Set([]byte(tt.key), []byte(tt.value)) })
+			s, err := badger.Open(dir)
 			if err == nil {
 				s.Close()
 				t.Fatal("no error")
@@ -131,7 +132,7 @@ func TestOpenBadgerRefusesOtherData(t *testing.T) {
 				t.Fatalf("error\n got: %s\nwant: %s", err, want)
 			}
 			// The failed open released the directory.
-			rawUpdate(t, dir, func(*badger.Txn) error { return nil })
+			rawUpdate(t, dir, func(*badgerdb.Txn) error { return nil })
 		})
 	}
 }
@@ -171,7 +172,7 @@ func TestBadgerCorruptValues(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			rawUpdate(t, dir, func(txn *badger.Txn) error { return txn.Set(tt.key, tt.value) })
+			rawUpdate(t, dir, func(txn *badgerdb.Txn) error { return txn.Set(tt.key, tt.value) })
 			s = openDisk(t, dir)
 			closeStore(t, s)
 			err := tt.call(s)
@@ -186,7 +187,7 @@ func TestBadgerCorruptValues(t *testing.T) {
 }
 
 func TestBadgerCommitTooBig(t *testing.T) {
-	s, err := store.OpenBadgerInMemory()
+	s, err := badger.OpenInMemory()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestBadgerCommitTooBig(t *testing.T) {
 		put = append(put, rec(seq+1, big))
 	}
 	err = s.Commit(context.Background(), "a", "k", store.Batch{Put: put, Delete: []uint64{0}, Meta: meta(2, 121)})
-	if !errors.Is(err, badger.ErrTxnTooBig) {
+	if !errors.Is(err, badgerdb.ErrTxnTooBig) {
 		t.Fatalf("got %v, want ErrTxnTooBig", err)
 	}
 	const prefix = `store: commit agent "a" instance "k": batch of 120 puts and 1 deletes too large for one transaction (about 9830 kB with a memtable of 64 MiB), nothing written: write record `
@@ -212,7 +213,7 @@ func TestBadgerCommitTooBig(t *testing.T) {
 }
 
 func TestBadgerCommitUnencodable(t *testing.T) {
-	s, err := store.OpenBadgerInMemory()
+	s, err := badger.OpenInMemory()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestBadgerCommitUnencodable(t *testing.T) {
 	wantInstance(t, s, "a", "k", nil, nil)
 }
 
-// checkInUse checks that err is OpenBadger refusing dir because another
+// checkInUse checks that err is Open refusing dir because another
 // store holds it.
 func checkInUse(t *testing.T, err error, dir string) {
 	t.Helper()
@@ -241,16 +242,16 @@ func checkInUse(t *testing.T, err error, dir string) {
 	if !strings.Contains(err.Error(), "Another process is using this Badger database") {
 		t.Fatalf("error does not carry Badger's: %s", err)
 	}
-	if !errors.Is(err, store.ErrInUse) {
+	if !errors.Is(err, badger.ErrInUse) {
 		t.Fatalf("error does not match ErrInUse: %s", err)
 	}
 }
 
-func TestOpenBadgerTwiceInOneProcess(t *testing.T) {
+func TestOpenTwiceInOneProcess(t *testing.T) {
 	dir := t.TempDir()
 	s := openDisk(t, dir)
 	start := time.Now()
-	_, err := store.OpenBadger(dir)
+	_, err := badger.Open(dir)
 	checkInUse(t, err, dir)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refusing took %v; it should fail at once", d)
@@ -267,16 +268,16 @@ func TestOpenBadgerTwiceInOneProcess(t *testing.T) {
 // holdDirEnv tells TestHelperProcess which directory to hold open.
 const holdDirEnv = "GANGLION_STORE_TEST_HOLD_DIR"
 
-// TestHelperProcess is not a test: TestOpenBadgerHeldByAnotherProcess runs
+// TestHelperProcess is not a test: TestOpenHeldByAnotherProcess runs
 // the test binary again to execute it in a second process. It opens the store
 // in $GANGLION_STORE_TEST_HOLD_DIR, prints "ready", holds the store until its
 // standard input closes, then closes it and exits.
 func TestHelperProcess(t *testing.T) {
 	dir := os.Getenv(holdDirEnv)
 	if dir == "" {
-		t.Skip("helper process for TestOpenBadgerHeldByAnotherProcess")
+		t.Skip("helper process for TestOpenHeldByAnotherProcess")
 	}
-	s, err := store.OpenBadger(dir)
+	s, err := badger.Open(dir)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -290,7 +291,7 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-func TestOpenBadgerHeldByAnotherProcess(t *testing.T) {
+func TestOpenHeldByAnotherProcess(t *testing.T) {
 	if os.Getenv(holdDirEnv) != "" {
 		t.Skip("in the helper process")
 	}
@@ -334,7 +335,7 @@ func TestOpenBadgerHeldByAnotherProcess(t *testing.T) {
 	}
 
 	start := time.Now()
-	_, err = store.OpenBadger(dir)
+	_, err = badger.Open(dir)
 	checkInUse(t, err, dir)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refusing took %v; it should fail at once", d)
@@ -363,7 +364,7 @@ func TestBadgerLogger(t *testing.T) {
 			h := &logtest.Recorder{Min: tt.level}
 			dir := t.TempDir()
 			for range 2 { // create, then reopen
-				s, err := store.OpenBadger(dir, store.WithLogger(slog.New(h)), store.WithSyncWrites(true))
+				s, err := badger.Open(dir, badger.WithLogger(slog.New(h)), badger.WithSyncWrites(true))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -417,7 +418,7 @@ func TestBadgerSilentByDefault(t *testing.T) {
 
 	dir := t.TempDir()
 	for range 2 {
-		s, err := store.OpenBadger(dir)
+		s, err := badger.Open(dir)
 		if err != nil {
 			restore()
 			t.Fatal(err)
@@ -432,7 +433,7 @@ func TestBadgerSilentByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s, err := store.OpenBadgerInMemory()
+	s, err := badger.OpenInMemory()
 	if err == nil {
 		err = s.Close()
 	}
@@ -450,9 +451,6 @@ func TestBadgerSilentByDefault(t *testing.T) {
 func TestBadgerCloseStopsGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for _, impl := range implementations {
-		if impl.name == "jetstream" {
-			continue // its server outlives the store: TestJetStreamLeavesNoGoroutines
-		}
 		s := impl.open(t)
 		commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "x")}, Meta: meta(1, 1)})
 		if err := s.Close(); err != nil {
@@ -483,7 +481,7 @@ func TestBadgerSizes(t *testing.T) {
 	)
 	tests := []struct {
 		name    string
-		opts    []store.BadgerOption
+		opts    []badger.Option
 		records int // in one batch
 		size    int // of each record's content
 		wantErr string
@@ -493,19 +491,19 @@ func TestBadgerSizes(t *testing.T) {
 		{"default: five records of 300 kB", nil, 5, large, "", 8 << 20, 1 << 20},
 		{"default: fifty records of 15 kB", nil, 50, small, "", 8 << 20, 1 << 20},
 		{"default: a hundred records of 15 kB", nil, 100, small, "Txn is too big to fit into one request", 8 << 20, 1 << 20},
-		{"64 MiB memtable: a hundred records of 15 kB", []store.BadgerOption{store.WithMemTableSize(64 << 20)}, 100, small, "", 64 << 20, 1 << 20},
-		{"64 MiB memtable: five records of 300 kB", []store.BadgerOption{store.WithMemTableSize(64 << 20)}, 5, large, "", 64 << 20, 1 << 20},
-		{"8 MiB block cache", []store.BadgerOption{store.WithBlockCacheSize(8 << 20)}, 5, large, "", 8 << 20, 8 << 20},
-		{"256 MiB block cache", []store.BadgerOption{store.WithBlockCacheSize(256 << 20)}, 5, large, "", 8 << 20, 256 << 20},
+		{"64 MiB memtable: a hundred records of 15 kB", []badger.Option{badger.WithMemTableSize(64 << 20)}, 100, small, "", 64 << 20, 1 << 20},
+		{"64 MiB memtable: five records of 300 kB", []badger.Option{badger.WithMemTableSize(64 << 20)}, 5, large, "", 64 << 20, 1 << 20},
+		{"8 MiB block cache", []badger.Option{badger.WithBlockCacheSize(8 << 20)}, 5, large, "", 8 << 20, 8 << 20},
+		{"256 MiB block cache", []badger.Option{badger.WithBlockCacheSize(256 << 20)}, 5, large, "", 8 << 20, 256 << 20},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			s, err := store.OpenBadger(dir, tt.opts...)
+			s, err := badger.Open(dir, tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m, c := store.BadgerSizes(s); m != tt.memTable || c != tt.blockCache {
+			if m, c := badger.BadgerSizes(s); m != tt.memTable || c != tt.blockCache {
 				t.Errorf("Badger runs with a memtable of %d bytes, a block cache of %d; want %d, %d", m, c, tt.memTable, tt.blockCache)
 			}
 			commit(t, s, "a", "k", store.Batch{Put: []store.Record{rec(0, "small")}, Meta: meta(1, 1)})
@@ -519,7 +517,7 @@ func TestBadgerSizes(t *testing.T) {
 				t.Fatalf("commit: %v", err)
 			}
 			if tt.wantErr != "" {
-				if !errors.Is(err, badger.ErrTxnTooBig) || !strings.HasSuffix(err.Error(), tt.wantErr) {
+				if !errors.Is(err, badgerdb.ErrTxnTooBig) || !strings.HasSuffix(err.Error(), tt.wantErr) {
 					t.Fatalf("commit: %v; want ErrTxnTooBig, ending %q", err, tt.wantErr)
 				}
 				put = nil
@@ -528,7 +526,7 @@ func TestBadgerSizes(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s, err = store.OpenBadger(dir, tt.opts...)
+			s, err = badger.Open(dir, tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -544,20 +542,20 @@ func TestBadgerSizes(t *testing.T) {
 
 func TestBadgerSizesRefused(t *testing.T) {
 	tests := []struct {
-		opt  store.BadgerOption
+		opt  badger.Option
 		want string
 	}{
-		{store.WithMemTableSize(4 << 20), "memtable size 4194304 bytes is below the minimum of 8388608 (8 MiB)"},
-		{store.WithBlockCacheSize(-1), "block cache size -1 bytes is below the minimum of 1048576 (1 MiB)"},
+		{badger.WithMemTableSize(4 << 20), "memtable size 4194304 bytes is below the minimum of 8388608 (8 MiB)"},
+		{badger.WithBlockCacheSize(-1), "block cache size -1 bytes is below the minimum of 1048576 (1 MiB)"},
 	}
 	for _, tt := range tests {
 		dir := t.TempDir()
-		s, err := store.OpenBadger(dir, tt.opt)
+		s, err := badger.Open(dir, tt.opt)
 		if want := fmt.Sprintf("store: open data directory %q: %s", dir, tt.want); err == nil || err.Error() != want {
 			if s != nil {
 				s.Close()
 			}
-			t.Errorf("OpenBadger: %v; want %s", err, want)
+			t.Errorf("Open: %v; want %s", err, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package jetstream
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ganglion-dev/ganglion/internal/jsopen"
+
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // This file bounds the store's requests to the server, and says what
@@ -107,8 +109,8 @@ func (s *jsStore) request(ctx context.Context) (context.Context, context.CancelF
 }
 
 // unavailableError is the error of a request that got no answer in time,
-// or found no server to answer it: it matches [ErrUnavailable], and
-// [ErrOutcomeUnknown] too when it was a commit's last request.
+// or found no server to answer it: it matches [store.ErrUnavailable], and
+// [store.ErrOutcomeUnknown] too when it was a commit's last request.
 type unavailableError struct {
 	msg     string // what happened, without err
 	unknown bool
@@ -119,10 +121,10 @@ func (e *unavailableError) Error() string { return e.msg + ": " + e.err.Error() 
 
 func (e *unavailableError) Unwrap() error { return e.err }
 
-// Is makes the error match ErrUnavailable, and ErrOutcomeUnknown if the
+// Is makes the error match store.ErrUnavailable, and store.ErrOutcomeUnknown if the
 // commit's outcome is unknown.
 func (e *unavailableError) Is(target error) bool {
-	return target == ErrUnavailable || e.unknown && target == ErrOutcomeUnknown
+	return target == store.ErrUnavailable || e.unknown && target == store.ErrOutcomeUnknown
 }
 
 // unavailable returns err, of a request bounded by [jsStore.request] under

@@ -1,4 +1,4 @@
-package store
+package jetstream
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 )
 
 // each calls f with every live entry whose key matches one of filters,
@@ -28,7 +28,7 @@ import (
 // before would be missing. So each also watches the key of the leader's
 // last message (mark), and takes the answer only from a replica that has
 // it at that sequence.
-func (s *jsStore) each(ctx context.Context, filters []string, metaOnly bool, f func(jetstream.KeyValueEntry) error) error {
+func (s *jsStore) each(ctx context.Context, filters []string, metaOnly bool, f func(natsjs.KeyValueEntry) error) error {
 	deadline := time.Now().Add(maxSnapshotWait)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		last, mark, err := s.mark(ctx)
@@ -90,7 +90,7 @@ func (s *jsStore) mark(ctx context.Context) (last uint64, mark string, err error
 // answer is whole: none is newer than the stream's sequence last, and the
 // replica has reached last, shown by its entry for key mark at last
 // (unless mark is "").
-func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark string, metaOnly bool) ([]jetstream.KeyValueEntry, bool, error) {
+func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark string, metaOnly bool) ([]natsjs.KeyValueEntry, bool, error) {
 	watched := slices.Clone(filters) // WatchFiltered rewrites the slice it is given
 	// The server refuses overlapping filters: mark is added only when no
 	// filter matches it, and then it is not an answer.
@@ -98,9 +98,9 @@ func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark
 	if extra {
 		watched = append(watched, mark)
 	}
-	var opts []jetstream.WatchOpt
+	var opts []natsjs.WatchOpt
 	if metaOnly {
-		opts = append(opts, jetstream.MetaOnly())
+		opts = append(opts, natsjs.MetaOnly())
 	}
 	// The watch ends with wctx; each entry must come within the request
 	// timeout of the one before, which bounds a watch of any size.
@@ -123,7 +123,7 @@ func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark
 	silent := time.NewTimer(s.timeout)
 	defer silent.Stop()
 	reached := mark == ""
-	var out []jetstream.KeyValueEntry
+	var out []natsjs.KeyValueEntry
 	for {
 		select {
 		case e := <-w.Updates():
@@ -143,7 +143,7 @@ func (s *jsStore) watch(ctx context.Context, filters []string, last uint64, mark
 					continue
 				}
 			}
-			if e.Operation() == jetstream.KeyValuePut {
+			if e.Operation() == natsjs.KeyValuePut {
 				out = append(out, e)
 			}
 		case <-silent.C:
@@ -175,7 +175,7 @@ func subjectMatches(filter, subject string) bool {
 // keys returns the live keys that match filter.
 func (s *jsStore) keys(ctx context.Context, filter string) ([]string, error) {
 	var out []string
-	err := s.each(ctx, []string{filter}, true, func(e jetstream.KeyValueEntry) error {
+	err := s.each(ctx, []string{filter}, true, func(e natsjs.KeyValueEntry) error {
 		out = append(out, e.Key())
 		return nil
 	})

@@ -1,4 +1,4 @@
-package store_test
+package jetstream_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // TestJetStreamOpenWhileAPeerRestarts: a replicated bucket opens right
@@ -30,7 +31,7 @@ func TestJetStreamOpenWhileAPeerRestarts(t *testing.T) {
 	for i := range 4 {
 		c.Restart(1 + i%2)
 		bucket := "restart-" + strconv.Itoa(i)
-		s, err := store.OpenJetStream(ctx, nc, bucket, store.WithReplicas(3))
+		s, err := jetstream.Open(ctx, nc, bucket, jetstream.WithReplicas(3))
 		if err != nil {
 			t.Fatalf("open %s right after s%d restarted: %v", bucket, 2+i%2, err)
 		}
@@ -53,7 +54,7 @@ func TestJetStreamOpenFailsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	_, err = store.OpenJetStream(context.Background(), nc, "five", store.WithReplicas(5))
+	_, err = jetstream.Open(context.Background(), nc, "five", jetstream.WithReplicas(5))
 	if err == nil {
 		t.Fatal("a bucket of 5 replicas opened on 3 servers")
 	}
@@ -73,7 +74,7 @@ func TestJetStreamOpenKeepsAtomicBatches(t *testing.T) {
 	url := natstest.Server(t).ClientURL()
 	nc, _ := natstest.Connect(t, url)
 	ctx := context.Background()
-	first, err := store.OpenJetStream(ctx, nc, "shared")
+	first, err := jetstream.Open(ctx, nc, "shared")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestJetStreamOpenKeepsAtomicBatches(t *testing.T) {
 		defer close(done)
 		for range 20 {
 			nc2, _ := natstest.Connect(t, url)
-			s, err := store.OpenJetStream(ctx, nc2, "shared")
+			s, err := jetstream.Open(ctx, nc2, "shared")
 			if err != nil {
 				opened <- err
 				return

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 )
 
@@ -104,7 +104,7 @@ func TestBadgerSecretsOnDisk(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	s, err := OpenBadger(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestBadgerSecretsOnDisk(t *testing.T) {
 	if err := s.SetState(ctx, "support", "t-1", "e", []byte(control)); err != nil {
 		t.Fatal(err)
 	}
-	err = s.(checkedStore).b.(*badgerStore).db.View(func(txn *badger.Txn) error {
+	err = backend(s).db.View(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get([]byte("c\x00support\x00t-1\x00OPENAI_API_KEY"))
 		if err != nil {
 			return err
@@ -133,7 +133,7 @@ func TestBadgerSecretsOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s, err = OpenBadger(dir)
+	s, err = Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package store_test
+package badger_test
 
 import (
 	"bytes"
@@ -17,6 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/logtest"
 
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // crashDirEnv tells TestCrashHelperProcess which directory to write to
@@ -30,9 +31,9 @@ const crashDirEnv = "GANGLION_STORE_TEST_CRASH_DIR"
 func TestCrashHelperProcess(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
-		t.Skip("helper process for TestOpenBadgerAfterCrashWithEmptyFile")
+		t.Skip("helper process for TestOpenAfterCrashWithEmptyFile")
 	}
-	s, err := store.OpenBadger(dir)
+	s, err := badger.Open(dir)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(1)
@@ -102,13 +103,13 @@ func nextFile(t *testing.T, dir, ext string, width int) string {
 	return fmt.Sprintf("%0*d%s", width, last+1, ext)
 }
 
-// TestOpenBadgerAfterCrashWithEmptyFile checks that the store opens, with
+// TestOpenAfterCrashWithEmptyFile checks that the store opens, with
 // every commit, a directory where a crash left an empty memtable (.mem) or
 // value log (.vlog) file: Badger creates such a file, then sizes it, so a
 // process killed in between leaves it empty. Badger's own open fails on the
 // empty file ("while opening memtables ... Create a new file"), having sized
 // it; a second open succeeds.
-func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
+func TestOpenAfterCrashWithEmptyFile(t *testing.T) {
 	const warning = "store: opening the data directory again: the first try met an empty file that a crash left behind"
 	tests := []struct {
 		name     string
@@ -154,7 +155,7 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 			}
 
 			h := &logtest.Recorder{Min: slog.LevelWarn}
-			s, err := store.OpenBadger(dir, store.WithLogger(slog.New(h)))
+			s, err := badger.Open(dir, badger.WithLogger(slog.New(h)))
 			if err != nil {
 				t.Fatalf("open after the crash: %v", err)
 			}
@@ -184,7 +185,7 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			h = &logtest.Recorder{Min: slog.LevelWarn}
-			s, err = store.OpenBadger(dir, store.WithLogger(slog.New(h)))
+			s, err = badger.Open(dir, badger.WithLogger(slog.New(h)))
 			if err != nil {
 				t.Fatalf("open again: %v", err)
 			}
@@ -197,9 +198,9 @@ func TestOpenBadgerAfterCrashWithEmptyFile(t *testing.T) {
 	}
 }
 
-// TestOpenBadgerDoesNotRetryOtherErrors checks that a failure other than
+// TestOpenDoesNotRetryOtherErrors checks that a failure other than
 // the empty file of a crash fails the open at once, without a retry.
-func TestOpenBadgerDoesNotRetryOtherErrors(t *testing.T) {
+func TestOpenDoesNotRetryOtherErrors(t *testing.T) {
 	dir := t.TempDir()
 	if err := openDisk(t, dir).Close(); err != nil {
 		t.Fatal(err)
@@ -208,7 +209,7 @@ func TestOpenBadgerDoesNotRetryOtherErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	_, err := store.OpenBadger(dir, store.WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	_, err := badger.Open(dir, badger.WithLogger(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	want := fmt.Sprintf(`store: open data directory %q: while opening memtables err: Unable to parse log id.. Path=x.mem. Error=strconv.ParseInt: parsing "x": invalid syntax`, dir)
 	if err == nil || err.Error() != want {
 		t.Fatalf("open = %v\nwant %s", err, want)

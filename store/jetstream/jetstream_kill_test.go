@@ -1,6 +1,6 @@
 //go:build unix
 
-package store_test
+package jetstream_test
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // TestJetStreamCommitSurvivesKill: a process committing to the JetStream
@@ -63,7 +63,7 @@ func TestJetStreamCommitSurvivesKill(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := store.OpenJetStream(ctx, nc, "crash")
+		s, err := jetstream.Open(ctx, nc, "crash")
 		if err != nil {
 			t.Fatal(err)
 		}

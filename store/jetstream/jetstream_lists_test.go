@@ -1,4 +1,4 @@
-package store_test
+package jetstream_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // TestJetStreamListingsSeeCommitsOnReplicas reads lists of keys that had
@@ -69,7 +70,7 @@ func TestJetStreamReadsMakeNoConsumer(t *testing.T) {
 	}
 	defer nc.Close()
 	ctx := context.Background()
-	s, err := store.OpenJetStream(ctx, nc, "reads")
+	s, err := jetstream.Open(ctx, nc, "reads")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func BenchmarkJetStreamReads(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(nc.Close)
-			s, err := store.OpenJetStream(ctx, nc, "bench", store.WithReplicas(bc.replicas))
+			s, err := jetstream.Open(ctx, nc, "bench", jetstream.WithReplicas(bc.replicas))
 			if err != nil {
 				b.Fatal(err)
 			}

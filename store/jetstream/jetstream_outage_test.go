@@ -1,4 +1,4 @@
-package store_test
+package jetstream_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
 // TestJetStreamServerSilent: once the server stops answering (its replies
@@ -72,7 +73,7 @@ func testServerSilent(t *testing.T, url string, replicas int) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := natstest.NewProxy(t, url)
 			nc, _ := natstest.Connect(t, p.URL())
-			s, err := store.OpenJetStream(context.Background(), nc, "silent", store.WithReplicas(replicas), store.WithRequestTimeout(timeout))
+			s, err := jetstream.Open(context.Background(), nc, "silent", jetstream.WithReplicas(replicas), jetstream.WithRequestTimeout(timeout))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +123,7 @@ func TestJetStreamCommitAcrossReconnect(t *testing.T) {
 	// Through the proxy; the client learns the other servers from it, and
 	// reconnects to one of them.
 	nc, _ := natstest.Connect(t, p.URL())
-	s, err := store.OpenJetStream(context.Background(), nc, "moving", store.WithReplicas(3), store.WithRequestTimeout(time.Minute))
+	s, err := jetstream.Open(context.Background(), nc, "moving", jetstream.WithReplicas(3), jetstream.WithRequestTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,20 +1,22 @@
-package store
+package badger
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/ganglion-dev/ganglion/store"
 )
 
-// This file encodes and decodes the keys of [OpenBadger]'s store. The layout is
+// This file encodes and decodes the keys of [Open]'s store. The layout is
 // documented in doc.go; keep the two in step.
 
 // The first byte of every key says what the key holds.
 const (
 	kindVersion byte = 'v' // the schema version
-	kindMeta    byte = 'i' // an instance's Meta
-	kindMessage byte = 'm' // one Record
+	kindMeta    byte = 'i' // an instance's store.Meta
+	kindMessage byte = 'm' // one store.Record
 	kindState   byte = 's' // one extension's state for an instance
 	kindPending byte = 'p' // one pending item, by ID
 	kindSecret  byte = 'c' // one sealed secret of an instance
@@ -158,7 +160,7 @@ func decodeKey(b []byte) (storeKey, error) {
 			return bad("no separator after kind")
 		}
 		k := storeKey{kind: kind, id: string(b[2:])}
-		if err := ValidateName("ID", k.id); err != nil {
+		if err := store.ValidateName("ID", k.id); err != nil {
 			return bad(err.Error())
 		}
 		return k, nil
@@ -175,7 +177,7 @@ func decodeKey(b []byte) (storeKey, error) {
 		return bad("no separator after agent")
 	}
 	k := storeKey{kind: kind, agent: string(rest[:i])}
-	if err := ValidateName("agent name", k.agent); err != nil {
+	if err := store.ValidateName("agent name", k.agent); err != nil {
 		return bad(err.Error())
 	}
 	rest = rest[i+1:]
@@ -194,7 +196,7 @@ func decodeKey(b []byte) (storeKey, error) {
 			return bad("no separator after instance key")
 		}
 		k.instance, k.extension = string(rest[:i]), string(rest[i+1:])
-		if err := ValidateName("extension name", k.extension); err != nil {
+		if err := store.ValidateName("extension name", k.extension); err != nil {
 			return bad(err.Error())
 		}
 	case kindSecret:
@@ -203,11 +205,11 @@ func decodeKey(b []byte) (storeKey, error) {
 			return bad("no separator after instance key")
 		}
 		k.instance, k.name = string(rest[:i]), string(rest[i+1:])
-		if err := ValidateName("secret name", k.name); err != nil {
+		if err := store.ValidateName("secret name", k.name); err != nil {
 			return bad(err.Error())
 		}
 	}
-	if err := validateStoredKey(k.instance); err != nil {
+	if err := store.ValidateStoredKey(k.instance); err != nil {
 		return bad(err.Error())
 	}
 	return k, nil

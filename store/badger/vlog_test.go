@@ -1,4 +1,4 @@
-package store_test
+package badger_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // valueLogBytes is the size of the value log's files in dir.
@@ -42,9 +43,9 @@ func valueLogBytes(t *testing.T, dir string) int64 {
 // after each so that Badger writes a table per round; past five tables
 // its compaction drops the overwritten versions and counts the value
 // log's garbage. It returns the store, open, and what is live.
-func garbageRounds(t *testing.T, dir string, opts []store.BadgerOption, write func(s store.Store, round, i int)) store.Store {
+func garbageRounds(t *testing.T, dir string, opts []badger.Option, write func(s store.Store, round, i int)) store.Store {
 	t.Helper()
-	s, err := store.OpenBadger(dir, opts...)
+	s, err := badger.Open(dir, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func garbageRounds(t *testing.T, dir string, opts []store.BadgerOption, write fu
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if s, err = store.OpenBadger(dir, opts...); err != nil {
+		if s, err = badger.Open(dir, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -107,7 +108,7 @@ func TestValueLogCollected(t *testing.T) {
 			dir := t.TempDir()
 			// 1 MiB files, so that the garbage is in files other than
 			// the one being written; no collection but the test's.
-			opts := []store.BadgerOption{store.WithValueLog(1<<20, time.Hour)}
+			opts := []badger.Option{badger.WithValueLog(1<<20, time.Hour)}
 			s := garbageRounds(t, dir, opts, func(s store.Store, round, i int) { tt.write(t, s, round, i) })
 			before := valueLogBytes(t, dir)
 			if before < 25<<20 {
@@ -118,7 +119,7 @@ func TestValueLogCollected(t *testing.T) {
 			// at most half is left.
 			rewritten, after := 0, before
 			for deadline := time.Now().Add(10 * time.Second); after > before/2 && time.Now().Before(deadline); after = valueLogBytes(t, dir) {
-				n, err := store.GCValueLog(s)
+				n, err := badger.GCValueLog(s)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -132,7 +133,7 @@ func TestValueLogCollected(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s, err := store.OpenBadger(dir, opts...)
+			s, err := badger.Open(dir, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +148,7 @@ func TestValueLogCollected(t *testing.T) {
 func TestValueLogCollectedPeriodically(t *testing.T) {
 	before := goruntime.NumGoroutine()
 	dir := t.TempDir()
-	opts := []store.BadgerOption{store.WithValueLog(1<<20, 10*time.Millisecond)}
+	opts := []badger.Option{badger.WithValueLog(1<<20, 10*time.Millisecond)}
 	value := []byte(`"` + strings.Repeat("v", 100<<10) + `"`)
 	s := garbageRounds(t, dir, opts, func(s store.Store, round, i int) {
 		commit(t, s, "a", "k", store.Batch{State: map[string][]byte{"ext": value}})

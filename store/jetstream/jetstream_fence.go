@@ -1,4 +1,4 @@
-package store
+package jetstream
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// This file holds the JetStream store's fences ([Store.Fence]).
+// This file holds the JetStream store's fences ([store.Store.Fence]).
 //
 // An instance's fence is its fence.AGENT.INSTANCE key, and a fence is the
 // stream sequence of that key's latest write: taking one writes the key,
@@ -33,9 +33,9 @@ const (
 
 func jsFenceKey(agent, key string) string { return jsInstance("fence", agent, key) }
 
-// fence implements [Store.Fence]: the fence is the sequence of the
+// Fence implements [store.Store.Fence]: the fence is the sequence of the
 // fence key's new write.
-func (s *jsStore) fence(ctx context.Context, agent, key string) (uint64, error) {
+func (s *jsStore) Fence(ctx context.Context, agent, key string) (uint64, error) {
 	taken := time.Now().UTC().AppendFormat(nil, time.RFC3339Nano) // for whoever reads the bucket
 	rctx, cancel := s.request(ctx)
 	defer cancel()

@@ -1,4 +1,4 @@
-package store_test
+package jetstream_test
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/jetstream"
+	"github.com/ganglion-dev/ganglion/store/storetest"
 )
 
 // writerEnv makes the test binary a process that commits to the JetStream
@@ -31,7 +33,7 @@ func jetStreamWriter(url string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	s, err := store.OpenJetStream(context.Background(), nc, "crash")
+	s, err := jetstream.Open(context.Background(), nc, "crash")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -79,7 +81,7 @@ func openJetStream(t testing.TB) store.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	s, err := store.OpenJetStream(context.Background(), nc, "ganglion")
+	s, err := jetstream.Open(context.Background(), nc, "ganglion")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func clusterStores(t *testing.T, bucket string) []store.Store {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		s, err := store.OpenJetStream(context.Background(), nc, bucket, store.WithReplicas(3))
+		s, err := jetstream.Open(context.Background(), nc, bucket, jetstream.WithReplicas(3))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +120,7 @@ func TestJetStreamSharedBetweenConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		s, err := store.OpenJetStream(ctx, nc, "shared")
+		s, err := jetstream.Open(ctx, nc, "shared")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,7 +185,7 @@ func TestJetStreamLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := store.OpenJetStream(context.Background(), nc, "ganglion")
+	s, err := jetstream.Open(context.Background(), nc, "ganglion")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func BenchmarkJetStreamCommit(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer nc.Close()
-		s, err := store.OpenJetStream(ctx, nc, "ganglion", store.WithReplicas(3))
+		s, err := jetstream.Open(ctx, nc, "ganglion", jetstream.WithReplicas(3))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -286,21 +288,20 @@ func BenchmarkJetStreamCommit(b *testing.B) {
 // memory and made durable by the cluster's consensus, not on one disk.
 func TestJetStreamReplicated(t *testing.T) {
 	urls := natstest.Cluster(t, 3)
-	for i, c := range conformance {
-		t.Run(c.name, func(t *testing.T) {
-			nc, err := nats.Connect(urls)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			s, err := store.OpenJetStream(context.Background(), nc, "case-"+strconv.Itoa(i), store.WithReplicas(3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			closeStore(t, s)
-			c.run(t, s)
-		})
-	}
+	cases := 0 // each case opens a bucket of its own
+	storetest.Run(t, func(t *testing.T) store.Store {
+		nc, err := nats.Connect(urls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		s, err := jetstream.Open(context.Background(), nc, "case-"+strconv.Itoa(cases), jetstream.WithReplicas(3))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases++
+		return s
+	})
 }
 
 // TestJetStreamReadsSeeCommitsOnReplicas: on three replicas, a read or a

@@ -1,4 +1,4 @@
-package store
+package badger
 
 import (
 	"bytes"
@@ -14,10 +14,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
+	badgerdb "github.com/dgraph-io/badger/v4"
+
+	"github.com/ganglion-dev/ganglion/store"
 )
 
-// ErrInUse is matched (with [errors.Is]) by the error of [OpenBadger] when
+// ErrInUse is matched (with [errors.Is]) by the error of [Open] when
 // another process, or another store in this one, holds the directory.
 var ErrInUse = errors.New("it is in use by another process (another ganglion running?)")
 
@@ -30,9 +32,9 @@ const schemaVersion = 1
 // its context.
 const checkCtxEvery = 256
 
-// badgerStore is the [Store] of [OpenBadger]: see there.
+// badgerStore is the [store.Store] of [Open]: see there.
 type badgerStore struct {
-	db  *badger.DB
+	db  *badgerdb.DB
 	dir string // "" in memory
 
 	mu     sync.RWMutex // held for reading by every call, for writing by Close
@@ -52,9 +54,9 @@ type badgerStore struct {
 	gcDone chan struct{}
 }
 
-// BadgerOption configures [OpenBadger].
+// Option configures [Open].
 // It is implemented only by this package's With functions.
-type BadgerOption interface {
+type Option interface {
 	apply(*badgerConfig)
 }
 
@@ -107,14 +109,14 @@ func (f badgerOptionFunc) apply(c *badgerConfig) { f(c) }
 // loading, compaction, flushes) at [slog.LevelDebug]. By default Badger's log
 // is discarded; it never goes to standard output or standard error. A nil
 // logger restores the default.
-func WithLogger(logger *slog.Logger) BadgerOption {
+func WithLogger(logger *slog.Logger) Option {
 	return badgerOptionFunc(func(c *badgerConfig) { c.logger = logger })
 }
 
 // WithSyncWrites makes every commit wait until its data is on disk
-// (default false). See the Durability section of [OpenBadger] for the trade-off.
+// (default false). See the Durability section of [Open] for the trade-off.
 // It has no effect in memory.
-func WithSyncWrites(on bool) BadgerOption {
+func WithSyncWrites(on bool) Option {
 	return badgerOptionFunc(func(c *badgerConfig) { c.syncWrites = on })
 }
 
@@ -139,9 +141,9 @@ const (
 // One commit may hold at most about 15 % of a memtable in records under
 // 16 kB (about 1.2 MB at the default, 9.6 MB at 64 MiB); a larger record
 // counts a few bytes, as Badger keeps it in its value log. A larger
-// commit fails with an error matching [badger.ErrTxnTooBig], and writes
+// commit fails with an error matching [badgerdb.ErrTxnTooBig], and writes
 // nothing.
-func WithMemTableSize(bytes int64) BadgerOption {
+func WithMemTableSize(bytes int64) Option {
 	return badgerOptionFunc(func(c *badgerConfig) { c.memTableSize = bytes })
 }
 
@@ -152,18 +154,18 @@ func WithMemTableSize(bytes int64) BadgerOption {
 // page cache holds the tables too, compressed, so a small cache costs
 // decompressing them again; with many instances it held few of the
 // blocks read anyway, and a larger one is memory an idle process keeps.
-func WithBlockCacheSize(bytes int64) BadgerOption {
+func WithBlockCacheSize(bytes int64) Option {
 	return badgerOptionFunc(func(c *badgerConfig) { c.blockCacheSize = bytes })
 }
 
-// OpenBadger opens the store in directory dir, creating the directory and
-// the store if need be: a [Store] kept in a Badger key-value database. The
+// Open opens the store in directory dir, creating the directory and
+// the store if need be: a [store.Store] kept in a Badger key-value database. The
 // key layout is described in the package documentation; records, meta and
 // the schema version are stored as JSON, state and sealed secrets verbatim.
 //
 // A process killed while Badger was creating a file can leave that file
 // empty, and Badger's first open of such a directory fails ("while opening
-// memtables ... Create a new file") where a second succeeds. OpenBadger
+// memtables ... Create a new file") where a second succeeds. Open
 // recognises that failure, opens again (a few times at most) and logs a
 // warning through the logger of [WithLogger]; the empty file held no data,
 // so nothing is lost.
@@ -171,7 +173,7 @@ func WithBlockCacheSize(bytes int64) BadgerOption {
 // # Errors
 //
 // Only one process, and one Badger in a process, may hold a directory: if
-// another does, OpenBadger fails (after retrying for about 0.6 s, since a
+// another does, Open fails (after retrying for about 0.6 s, since a
 // child process between fork and exec briefly holds the lock too) with an
 // error matching [ErrInUse]:
 //
@@ -206,30 +208,30 @@ func WithBlockCacheSize(bytes int64) BadgerOption {
 // parallel. Two commits to the same instance do not conflict: each is
 // applied whole, the later one wins key by key. Close waits for the calls in
 // progress.
-func OpenBadger(dir string, opts ...BadgerOption) (Store, error) {
-	b, err := openBadger(badger.DefaultOptions(dir), dir, opts)
+func Open(dir string, opts ...Option) (store.Store, error) {
+	b, err := openBadger(badgerdb.DefaultOptions(dir), dir, opts)
 	if err != nil {
 		if isLockError(err) {
 			return nil, fmt.Errorf("store: open data directory %q: %w: %w", dir, ErrInUse, err)
 		}
 		return nil, fmt.Errorf("store: open data directory %q: %w", dir, err)
 	}
-	return checkedStore{b}, nil
+	return store.Checked(b), nil
 }
 
-// openBadgerInMemory opens an empty store that Badger keeps in memory and
-// forgets on Close. It behaves as [OpenBadger]'s, encoding included, so
+// openInMemory opens an empty store that Badger keeps in memory and
+// forgets on Close. It behaves as [Open]'s, encoding included, so
 // tests can use it in place of a directory. One limit differs: Badger refuses
 // a single record whose encoding exceeds 1 MiB in memory.
-func openBadgerInMemory(opts ...BadgerOption) (*badgerStore, error) {
-	b, err := openBadger(badger.DefaultOptions("").WithInMemory(true), "", opts)
+func openInMemory(opts ...Option) (*badgerStore, error) {
+	b, err := openBadger(badgerdb.DefaultOptions("").WithInMemory(true), "", opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open in-memory store: %w", err)
 	}
 	return b, nil
 }
 
-func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerStore, error) {
+func openBadger(bopts badgerdb.Options, dir string, opts []Option) (*badgerStore, error) {
 	var c badgerConfig
 	for _, o := range opts {
 		o.apply(&c)
@@ -257,7 +259,7 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 	if c.blockCacheSize != 0 {
 		bopts = bopts.WithBlockCacheSize(c.blockCacheSize)
 	}
-	var logger badger.Logger // nil: Badger logs nothing
+	var logger badgerdb.Logger // nil: Badger logs nothing
 	if c.logger != nil {
 		logger = badgerLogger{c.logger}
 	}
@@ -270,7 +272,7 @@ func openBadger(bopts badger.Options, dir string, opts []BadgerOption) (*badgerS
 		WithDetectConflicts(false).
 		// Badger's metrics are process-wide expvars; nothing reads them.
 		WithMetricsEnabled(false)
-	db, err := badger.Open(bopts)
+	db, err := badgerdb.Open(bopts)
 	wait, retries := 10*time.Millisecond, 0
 retry:
 	for err != nil {
@@ -295,7 +297,7 @@ retry:
 		default:
 			break retry
 		}
-		db, err = badger.Open(bopts)
+		db, err = badgerdb.Open(bopts)
 	}
 	if err != nil {
 		return nil, err
@@ -340,16 +342,16 @@ func (s *badgerStore) collectValueLog(ctx context.Context, every time.Duration, 
 // rewritten.
 func (s *badgerStore) gcValueLog(ctx context.Context) (rewritten int, err error) {
 	for ctx.Err() == nil {
-		if s.begin() != nil {
+		if s.Begin() != nil {
 			return rewritten, nil // closed: nothing left to do
 		}
 		s.writes.Lock()
 		err := s.db.RunValueLogGC(valueLogDiscard)
 		s.writes.Unlock()
-		s.end()
+		s.End()
 		// ErrNoRewrite: no file has the garbage; ErrRejected: a
 		// collection is running already.
-		if errors.Is(err, badger.ErrNoRewrite) || errors.Is(err, badger.ErrRejected) {
+		if errors.Is(err, badgerdb.ErrNoRewrite) || errors.Is(err, badgerdb.ErrRejected) {
 			return rewritten, nil
 		}
 		if err != nil {
@@ -389,11 +391,11 @@ func isLockError(err error) bool {
 
 // checkSchema writes the schema version into an empty database and checks it
 // in any other.
-func checkSchema(db *badger.DB) error {
-	return db.Update(func(txn *badger.Txn) error {
+func checkSchema(db *badgerdb.DB) error {
+	return db.Update(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get(versionKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			opts := badger.DefaultIteratorOptions
+		if errors.Is(err, badgerdb.ErrKeyNotFound) {
+			opts := badgerdb.DefaultIteratorOptions
 			opts.PrefetchValues = false
 			it := txn.NewIterator(opts)
 			it.Rewind()
@@ -423,23 +425,23 @@ func checkSchema(db *badger.DB) error {
 
 // begin takes the read lock and checks that the store is open; end releases
 // the lock.
-func (s *badgerStore) begin() error {
+func (s *badgerStore) Begin() error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }
 
-func (s *badgerStore) end() { s.mu.RUnlock() }
+func (s *badgerStore) End() { s.mu.RUnlock() }
 
-// loadInstance implements [Store.LoadInstance]. found is true when the instance
+// LoadInstance implements [store.Store.LoadInstance]. found is true when the instance
 // has meta or records.
 //
 // It fails, naming the key, if a stored value cannot be decoded.
-func (s *badgerStore) loadInstance(ctx context.Context, agent, key string) (meta Meta, records []Record, found bool, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
+func (s *badgerStore) LoadInstance(ctx context.Context, agent, key string) (meta store.Meta, records []store.Record, found bool, err error) {
+	err = s.db.View(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get(metaKey(agent, key))
 		switch {
 		case err == nil:
@@ -447,12 +449,12 @@ func (s *badgerStore) loadInstance(ctx context.Context, agent, key string) (meta
 			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &meta) }); err != nil {
 				return corrupt(item.Key(), err)
 			}
-		case !errors.Is(err, badger.ErrKeyNotFound):
+		case !errors.Is(err, badgerdb.ErrKeyNotFound):
 			return err
 		}
 
 		prefix := messagePrefix(agent, key)
-		opts := badger.DefaultIteratorOptions
+		opts := badgerdb.DefaultIteratorOptions
 		opts.Prefix = prefix
 		it := txn.NewIterator(opts)
 		defer it.Close()
@@ -468,7 +470,7 @@ func (s *badgerStore) loadInstance(ctx context.Context, agent, key string) (meta
 				return fmt.Errorf("%w %q: wrong length for a message key", errBadKey, k)
 			}
 			seq := binary.BigEndian.Uint64(k[len(prefix):])
-			var r Record
+			var r store.Record
 			if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
 				return corrupt(k, err)
 			}
@@ -483,18 +485,18 @@ func (s *badgerStore) loadInstance(ctx context.Context, agent, key string) (meta
 		return nil
 	})
 	if err != nil {
-		return Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
+		return store.Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
 	}
 	found = found || len(records) > 0
 	return meta, records, found, nil
 }
 
-// loadMeta implements [Store.LoadMeta]: one key, however long the history.
-func (s *badgerStore) loadMeta(ctx context.Context, agent, key string) (meta Meta, found bool, err error) {
-	err = s.db.View(func(txn *badger.Txn) error {
+// LoadMeta implements [store.Store.LoadMeta]: one key, however long the history.
+func (s *badgerStore) LoadMeta(ctx context.Context, agent, key string) (meta store.Meta, found bool, err error) {
+	err = s.db.View(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get(metaKey(agent, key))
 		switch {
-		case errors.Is(err, badger.ErrKeyNotFound):
+		case errors.Is(err, badgerdb.ErrKeyNotFound):
 			return nil
 		case err != nil:
 			return err
@@ -506,7 +508,7 @@ func (s *badgerStore) loadMeta(ctx context.Context, agent, key string) (meta Met
 		return nil
 	})
 	if err != nil {
-		return Meta{}, false, fmt.Errorf("store: load agent %q instance %q meta: %w", agent, key, err)
+		return store.Meta{}, false, fmt.Errorf("store: load agent %q instance %q meta: %w", agent, key, err)
 	}
 	return meta, found, nil
 }
@@ -516,31 +518,28 @@ func corrupt(key []byte, err error) error {
 	return fmt.Errorf("corrupt value at key %q: %w", key, err)
 }
 
-// commit implements [Store.Commit], in one Badger transaction.
+// Commit implements [store.Store.Commit], in one Badger transaction.
 //
 // # Errors
 //
 // A batch that does not fit in one transaction (about 15 % of the memtable
 // size of [WithMemTableSize] in encoded records under 16 kB, 1.2 MB by
 // default; a larger record counts a few bytes) fails
-// with an error matching [badger.ErrTxnTooBig], as does a record Badger
+// with an error matching [badgerdb.ErrTxnTooBig], as does a record Badger
 // refuses or JSON cannot encode; in every case nothing of the batch is
 // written.
-func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) error {
-	if err := b.check(); err != nil {
-		return err
-	}
+func (s *badgerStore) Commit(ctx context.Context, agent, key string, b store.Batch) error {
 	if b.Empty() {
 		return nil
 	}
-	err := s.update(b.Fence != 0, func(txn *badger.Txn) error {
+	err := s.update(b.Fence != 0, func(txn *badgerdb.Txn) error {
 		if b.Fence != 0 {
 			latest, err := readFence(txn, agent, key)
 			if err != nil {
 				return err
 			}
 			if latest != b.Fence {
-				return ErrFenced
+				return store.ErrFenced
 			}
 		}
 		for i := range b.Put {
@@ -595,9 +594,9 @@ func (s *badgerStore) commit(ctx context.Context, agent, key string, b Batch) er
 		return setTasks(txn, b.Tasks)
 	})
 	switch {
-	case errors.Is(err, ErrFenced):
-		return fencedError(agent, key, b.Fence)
-	case errors.Is(err, badger.ErrTxnTooBig):
+	case errors.Is(err, store.ErrFenced):
+		return store.Fenced(agent, key, b.Fence)
+	case errors.Is(err, badgerdb.ErrTxnTooBig):
 		return fmt.Errorf("store: commit agent %q instance %q: batch of %d puts and %d deletes too large for one transaction (%s), nothing written: %w",
 			agent, key, len(b.Put), len(b.Delete), s.commitBound(), err)
 	case err != nil:
@@ -618,11 +617,11 @@ func (s *badgerStore) commitBound() string {
 }
 
 // update runs f in a read-write transaction. A fenced one (fenced true)
-// reads the fence that [Store.Fence] writes: the database detects no
+// reads the fence that [store.Store.Fence] writes: the database detects no
 // conflicts (commits write blindly), so those two hold fenceMu, which
 // makes the fence's read and the commit one step. Badger is one
 // process's, so a mutex of the process is enough.
-func (s *badgerStore) update(fenced bool, f func(txn *badger.Txn) error) error {
+func (s *badgerStore) update(fenced bool, f func(txn *badgerdb.Txn) error) error {
 	s.writes.RLock()
 	defer s.writes.RUnlock()
 	if fenced {
@@ -633,9 +632,9 @@ func (s *badgerStore) update(fenced bool, f func(txn *badger.Txn) error) error {
 }
 
 // readFence returns the instance's latest fence, zero if none was taken.
-func readFence(txn *badger.Txn, agent, key string) (uint64, error) {
+func readFence(txn *badgerdb.Txn, agent, key string) (uint64, error) {
 	item, err := txn.Get(fenceKey(agent, key))
-	if errors.Is(err, badger.ErrKeyNotFound) {
+	if errors.Is(err, badgerdb.ErrKeyNotFound) {
 		return 0, nil
 	}
 	if err != nil {
@@ -652,10 +651,10 @@ func readFence(txn *badger.Txn, agent, key string) (uint64, error) {
 	return fence, err
 }
 
-// fence implements [Store.Fence].
-func (s *badgerStore) fence(ctx context.Context, agent, key string) (uint64, error) {
+// Fence implements [store.Store.Fence].
+func (s *badgerStore) Fence(ctx context.Context, agent, key string) (uint64, error) {
 	var fence uint64
-	err := s.update(true, func(txn *badger.Txn) error {
+	err := s.update(true, func(txn *badgerdb.Txn) error {
 		latest, err := readFence(txn, agent, key)
 		if err != nil {
 			return err
@@ -669,14 +668,14 @@ func (s *badgerStore) fence(ctx context.Context, agent, key string) (uint64, err
 	return fence, nil
 }
 
-// instances implements [Store.Instances]. It reads only the agent's keys, and
+// Instances implements [store.Store.Instances]. It reads only the agent's keys, and
 // of those, one per instance and kind; it skips the secret kind, as secrets do
 // not make an instance exist. It returns nil when agent has no instance.
-func (s *badgerStore) instances(ctx context.Context, agent string) ([]string, error) {
+func (s *badgerStore) Instances(ctx context.Context, agent string) ([]string, error) {
 	var keys []string
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		for _, kind := range [...]byte{kindMeta, kindMessage, kindState} { // not kindSecret
-			opts := badger.DefaultIteratorOptions
+			opts := badgerdb.DefaultIteratorOptions
 			opts.PrefetchValues = false
 			opts.Prefix = agentPrefix(kind, agent)
 			if err := scanInstances(ctx, txn, opts, &keys); err != nil {
@@ -695,7 +694,7 @@ func (s *badgerStore) instances(ctx context.Context, agent string) ([]string, er
 // scanInstances appends to keys the instance key of every key under
 // opts.Prefix, reading one key per instance: after each it seeks past the
 // instance, whose key cannot contain the NUL that ends it.
-func scanInstances(ctx context.Context, txn *badger.Txn, opts badger.IteratorOptions, keys *[]string) error {
+func scanInstances(ctx context.Context, txn *badgerdb.Txn, opts badgerdb.IteratorOptions, keys *[]string) error {
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	for it.Rewind(); it.Valid(); {
@@ -713,13 +712,13 @@ func scanInstances(ctx context.Context, txn *badger.Txn, opts badger.IteratorOpt
 	return nil
 }
 
-// getState implements [Store.GetState]. An empty stored value is returned as an
+// GetState implements [store.Store.GetState]. An empty stored value is returned as an
 // empty, non-nil slice.
-func (s *badgerStore) getState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+func (s *badgerStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	var value []byte
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get(stateKey(agent, key, extension))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, badgerdb.ErrKeyNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -734,23 +733,23 @@ func (s *badgerStore) getState(ctx context.Context, agent, key, extension string
 	return value, nil
 }
 
-// putSecret implements [Store.PutSecret]. The sealed value is stored verbatim.
-func (s *badgerStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+// PutSecret implements [store.Store.PutSecret]. The sealed value is stored verbatim.
+func (s *badgerStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	// Badger keeps the slice until the transaction commits.
 	v := bytes.Clone(sealed)
-	if err := s.update(false, func(txn *badger.Txn) error { return txn.Set(secretKey(agent, key, name), v) }); err != nil {
+	if err := s.update(false, func(txn *badgerdb.Txn) error { return txn.Set(secretKey(agent, key, name), v) }); err != nil {
 		return fmt.Errorf("store: put secret %q of agent %q instance %q: %w", name, agent, key, err)
 	}
 	return nil
 }
 
-// getSecret implements [Store.GetSecret].
-func (s *badgerStore) getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+// GetSecret implements [store.Store.GetSecret].
+func (s *badgerStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	var sealed []byte
 	found := false
-	err := s.db.View(func(txn *badger.Txn) error {
+	err := s.db.View(func(txn *badgerdb.Txn) error {
 		item, err := txn.Get(secretKey(agent, key, name))
-		if errors.Is(err, badger.ErrKeyNotFound) {
+		if errors.Is(err, badgerdb.ErrKeyNotFound) {
 			return nil
 		}
 		if err != nil {
@@ -766,12 +765,12 @@ func (s *badgerStore) getSecret(ctx context.Context, agent, key, name string) ([
 	return sealed, found, nil
 }
 
-// listSecrets implements [Store.ListSecrets]. It reads the instance's secret
+// ListSecrets implements [store.Store.ListSecrets]. It reads the instance's secret
 // keys, not their values.
-func (s *badgerStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
+func (s *badgerStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	var names []string
-	err := s.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
+	err := s.db.View(func(txn *badgerdb.Txn) error {
+		opts := badgerdb.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Prefix = secretPrefix(agent, key)
 		it := txn.NewIterator(opts)
@@ -792,8 +791,8 @@ func (s *badgerStore) listSecrets(ctx context.Context, agent, key string) ([]str
 }
 
 // Close waits for the calls in progress, then closes the database and
-// releases the directory. Later calls, Close included, fail with [ErrClosed].
-func (s *badgerStore) close() error {
+// releases the directory. Later calls, Close included, fail with [store.ErrClosed].
+func (s *badgerStore) Close() error {
 	if s.stopGC != nil {
 		s.stopGC() // a second Close stops it again, which does nothing
 		<-s.gcDone
@@ -801,7 +800,7 @@ func (s *badgerStore) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	s.closed = true
 	if err := s.db.Close(); err != nil {
@@ -840,6 +839,6 @@ func (b badgerLogger) Infof(f string, a ...any)    { b.log(slog.LevelDebug, f, a
 func (b badgerLogger) Debugf(f string, a ...any)   { b.log(slog.LevelDebug, f, a) }
 
 var (
-	_ backend       = (*badgerStore)(nil)
-	_ badger.Logger = badgerLogger{}
+	_ store.Backend   = (*badgerStore)(nil)
+	_ badgerdb.Logger = badgerLogger{}
 )

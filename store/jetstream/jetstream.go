@@ -1,4 +1,4 @@
-package store
+package jetstream
 
 import (
 	"bytes"
@@ -15,18 +15,21 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 
 	"github.com/ganglion-dev/ganglion/internal/jsopen"
+
+	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/internal/records"
 )
 
-// JetStreamOption configures [OpenJetStream].
-type JetStreamOption interface{ applyJetStream(*jsConfig) }
+// Option configures [Open].
+type Option interface{ applyJetStream(*jsConfig) }
 
 type jsConfig struct {
 	replicas       int
-	storage        jetstream.StorageType
+	storage        natsjs.StorageType
 	requestTimeout time.Duration
 }
 
@@ -37,7 +40,7 @@ func (f jsOptionFunc) applyJetStream(c *jsConfig) { f(c) }
 // WithReplicas keeps n copies of the bucket on a NATS cluster's servers
 // (default 1; a cluster of three takes 3, so that the data outlives a
 // server). It applies when the bucket is created.
-func WithReplicas(n int) JetStreamOption {
+func WithReplicas(n int) Option {
 	return jsOptionFunc(func(c *jsConfig) { c.replicas = max(1, n) })
 }
 
@@ -55,10 +58,10 @@ const defaultRequestTimeout = 10 * time.Second
 // (default 10 s, which outlasts a stream's leader election after a
 // server died; d <= 0 keeps it): a request the
 // server does not answer within d fails with an error matching
-// [ErrUnavailable], whether or not the caller's ctx has a deadline; a
-// commit's last request, with [ErrOutcomeUnknown] too. A call of the
+// [store.ErrUnavailable], whether or not the caller's ctx has a deadline; a
+// commit's last request, with [store.ErrOutcomeUnknown] too. A call of the
 // store may send several requests, each with its own d.
-func WithRequestTimeout(d time.Duration) JetStreamOption {
+func WithRequestTimeout(d time.Duration) Option {
 	return jsOptionFunc(func(c *jsConfig) {
 		if d > 0 {
 			c.requestTimeout = d
@@ -66,7 +69,7 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 	})
 }
 
-// OpenJetStream returns a Store kept in a JetStream key-value bucket of
+// Open returns a store.Store kept in a JetStream key-value bucket of
 // the NATS server nc is connected to, which it creates if it does not
 // exist: every process that opens the same bucket shares the same
 // instances. nc stays the caller's: Close does not close it.
@@ -74,7 +77,7 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 // The store does not decide which process runs an instance's turns: two
 // runtimes that commit to one instance at once would interleave its
 // sequence numbers. The runtime's cluster mode holds a lease per instance
-// and commits with the instance's fence ([Store.Fence]), which the server
+// and commits with the instance's fence ([store.Store.Fence]), which the server
 // checks atomically with the batch (jetstream_fence.go).
 //
 // # Layout and atomicity
@@ -85,13 +88,13 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 // items are all applied, or none. A key names what it holds, each name
 // encoded in unpadded base64url (instance keys are any UTF-8):
 //
-//	meta.AGENT.INSTANCE              the instance's Meta
-//	msg.AGENT.INSTANCE.SEQ           a Record (SEQ: 16 hex digits)
+//	meta.AGENT.INSTANCE              the instance's store.Meta
+//	msg.AGENT.INSTANCE.SEQ           a store.Record (SEQ: 16 hex digits)
 //	state.AGENT.INSTANCE.EXTENSION   an extension's state
 //	secret.AGENT.INSTANCE.NAME       a sealed secret
-//	pending.ID                       a PendingRecord
+//	pending.ID                       a store.PendingRecord
 //	pindex.AGENT.INSTANCE.ID         the same, to list an instance's
-//	task.ID                          a TaskRecord
+//	task.ID                          a store.TaskRecord
 //	tindex.AGENT.INSTANCE.ID         the same, to list an instance's
 //	fence.AGENT.INSTANCE             the instance's latest fence
 //
@@ -129,21 +132,21 @@ func WithRequestTimeout(d time.Duration) JetStreamOption {
 // connection unless its stream had not answered yet. A call
 // whose request got no answer in time, or found no server to answer it
 // (the stream has no leader while the cluster elects one), fails with an
-// error matching [ErrUnavailable]. A commit whose last request, the one
-// that commits the batch, got no answer matches [ErrOutcomeUnknown] too:
+// error matching [store.ErrUnavailable]. A commit whose last request, the one
+// that commits the batch, got no answer matches [store.ErrOutcomeUnknown] too:
 // the server may have stored the batch whole, or not at all; a commit that
 // failed before it sent that request wrote nothing.
-func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...JetStreamOption) (Store, error) {
-	c := jsConfig{replicas: 1, storage: jetstream.FileStorage, requestTimeout: defaultRequestTimeout}
+func Open(ctx context.Context, nc *nats.Conn, bucket string, opts ...Option) (store.Store, error) {
+	c := jsConfig{replicas: 1, storage: natsjs.FileStorage, requestTimeout: defaultRequestTimeout}
 	for _, o := range opts {
 		o.applyJetStream(&c)
 	}
-	if err := ValidateName("bucket name", bucket); err != nil || strings.Contains(bucket, ".") {
+	if err := store.ValidateName("bucket name", bucket); err != nil || strings.Contains(bucket, ".") {
 		return nil, fmt.Errorf("store: invalid bucket name %q: want letters, digits, '_' or '-'", bucket)
 	}
 	ctx, cancel := jsopen.Bound(ctx)
 	defer cancel()
-	js, err := jetstream.New(nc)
+	js, err := natsjs.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
@@ -153,7 +156,7 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 	}
 	s := &jsStore{nc: nc, kv: kv, stream: stream, subject: "$KV." + bucket + ".", maxPayload: nc.MaxPayload(), replicated: c.replicas > 1, timeout: c.requestTimeout,
 		conn: watchConn(nc)}
-	return checkedStore{s}, nil
+	return store.Checked(s), nil
 }
 
 // openBucket returns the bucket and its stream, creating the bucket or
@@ -162,21 +165,21 @@ func OpenJetStream(ctx context.Context, nc *nats.Conn, bucket string, opts ...Je
 // configuration from the bucket's, which cannot say "atomic batches", and
 // until the flag was set again every other process's commit was refused
 // ("atomic publish is disabled").
-func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, c jsConfig) (jetstream.KeyValue, jetstream.Stream, error) {
-	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
+func openBucket(ctx context.Context, js natsjs.JetStream, bucket string, c jsConfig) (natsjs.KeyValue, natsjs.Stream, error) {
+	stream, err := jsopen.Create(ctx, func(ctx context.Context) (natsjs.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
 	switch {
 	case err == nil:
 		if cfg := stream.CachedInfo().Config; cfg.AllowAtomicPublish && cfg.Replicas == c.replicas && cfg.Storage == c.storage && cfg.MaxMsgsPerSubject == 1 {
-			kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
+			kv, err := jsopen.Create(ctx, func(ctx context.Context) (natsjs.KeyValue, error) { return js.KeyValue(ctx, bucket) })
 			if err == nil {
 				err = jsopen.WaitLeader(ctx, stream)
 			}
 			return kv, stream, err
 		}
-	case !errors.Is(err, jetstream.ErrStreamNotFound):
+	case !errors.Is(err, natsjs.ErrStreamNotFound):
 		return nil, nil, err
 	}
-	kv, stream, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
+	kv, stream, err := jsopen.KeyValue(ctx, js, natsjs.KeyValueConfig{
 		Bucket: bucket, Description: "Ganglion's instances", History: 1, Storage: c.storage, Replicas: c.replicas,
 	})
 	if err != nil {
@@ -186,19 +189,19 @@ func openBucket(ctx context.Context, js jetstream.JetStream, bucket string, c js
 	// configuration cannot say so, its stream's can.
 	if cfg := stream.CachedInfo().Config; !cfg.AllowAtomicPublish {
 		cfg.AllowAtomicPublish = true
-		if _, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, cfg) }); err != nil {
+		if _, err := jsopen.Create(ctx, func(ctx context.Context) (natsjs.Stream, error) { return js.UpdateStream(ctx, cfg) }); err != nil {
 			return nil, nil, fmt.Errorf("allow atomic batches (NATS server 2.12 or later): %w", err)
 		}
 	}
 	return kv, stream, nil
 }
 
-// jsStore is the JetStream backend of [OpenJetStream].
+// jsStore is the JetStream backend of [Open].
 type jsStore struct {
 	nc         *nats.Conn
-	kv         jetstream.KeyValue
-	stream     jetstream.Stream // the bucket's
-	subject    string           // of a key: subject + key
+	kv         natsjs.KeyValue
+	stream     natsjs.Stream // the bucket's
+	subject    string        // of a key: subject + key
 	maxPayload int64
 	// replicated: the bucket has more than one replica, whose direct
 	// gets a replica behind its leader may answer (see snapshot).
@@ -210,22 +213,22 @@ type jsStore struct {
 	closed bool
 }
 
-func (s *jsStore) begin() error {
+func (s *jsStore) Begin() error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
-		return ErrClosed
+		return store.ErrClosed
 	}
 	return nil
 }
 
-func (s *jsStore) end() { s.mu.RUnlock() }
+func (s *jsStore) End() { s.mu.RUnlock() }
 
-func (s *jsStore) close() error {
+func (s *jsStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return ErrClosed
+		return store.ErrClosed
 	}
 	s.closed = true
 	s.conn.close()
@@ -233,6 +236,9 @@ func (s *jsStore) close() error {
 }
 
 // enc encodes a name for a key: any bytes, in the key's alphabet.
+// errBadKey is wrapped by the error of a key the store cannot decode.
+var errBadKey = errors.New("malformed key")
+
 func enc(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
 
 func dec(token string) (string, error) {
@@ -259,7 +265,7 @@ func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
 	defer cancel()
 	e, err := s.kv.Get(rctx, key)
 	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, natsjs.ErrKeyNotFound):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, s.unavailable(ctx, err)
@@ -275,13 +281,13 @@ func (s *jsStore) get(ctx context.Context, key string) ([]byte, bool, error) {
 // while it reads them.
 const maxSnapshotWait = 5 * time.Second
 
-// loadInstance implements [Store.LoadInstance]: the meta and the records
+// LoadInstance implements [store.Store.LoadInstance]: the meta and the records
 // as of one point of the stream, never from either side of a commit.
-func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []Record, bool, error) {
+func (s *jsStore) LoadInstance(ctx context.Context, agent, key string) (store.Meta, []store.Record, bool, error) {
 	var (
-		meta    Meta
+		meta    store.Meta
 		found   bool
-		records []Record
+		records []store.Record
 	)
 	metaKey := jsMetaKey(agent, key)
 	err := s.snapshot(ctx, []string{metaKey, jsInstance("msg", agent, key) + ".*"}, false, func(k string, v []byte) error {
@@ -296,7 +302,7 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 		if err != nil {
 			return fmt.Errorf("%w %q: not a message key", errBadKey, k)
 		}
-		var r Record
+		var r store.Record
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("corrupt value at key %q: %w", k, err)
 		}
@@ -310,9 +316,9 @@ func (s *jsStore) loadInstance(ctx context.Context, agent, key string) (Meta, []
 		return nil
 	})
 	if err != nil {
-		return Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
+		return store.Meta{}, nil, false, fmt.Errorf("store: load agent %q instance %q: %w", agent, key, err)
 	}
-	slices.SortFunc(records, func(a, b Record) int { return cmp.Compare(a.Seq, b.Seq) })
+	slices.SortFunc(records, func(a, b store.Record) int { return cmp.Compare(a.Seq, b.Seq) })
 	return meta, records, found || len(records) > 0, nil
 }
 
@@ -354,7 +360,7 @@ func (s *jsStore) snapshot(ctx context.Context, filters []string, keysOnly bool,
 		err := s.snapshotGet(ctx, filters, floor, f)
 		switch {
 		case errors.Is(err, errTooManyKeys):
-			return s.each(ctx, filters, keysOnly, func(e jetstream.KeyValueEntry) error { return f(e.Key(), e.Value()) })
+			return s.each(ctx, filters, keysOnly, func(e natsjs.KeyValueEntry) error { return f(e.Key(), e.Value()) })
 		case !errors.Is(err, errNoResponders) && !errors.Is(err, errBehind):
 			return err
 		case time.Now().After(deadline) && errors.Is(err, errBehind):
@@ -390,18 +396,21 @@ func (s *jsStore) leaderGet(ctx context.Context, key string) ([]byte, bool, erro
 	return v, true, nil
 }
 
-// ping implements [checkedStore.Ping]: it asks the stream's leader for
+// Ping implements [checkedStore.Ping]: it asks the stream's leader for
 // the last message of a key that is never written, which the leader
 // answers at once, that there is none. A replica alone, which answers a
 // read but cannot take a commit, does not answer it.
-func (s *jsStore) ping(ctx context.Context) error {
+func (s *jsStore) Ping(ctx context.Context) error {
 	if _, err := s.leaderLast(ctx, s.subject+"ping"); err != nil {
 		return fmt.Errorf("store: ping bucket %q: %w", strings.TrimPrefix(s.stream.CachedInfo().Config.Name, "KV_"), err)
 	}
 	return nil
 }
 
-var _ pinger = (*jsStore)(nil)
+var (
+	_ store.Backend                            = (*jsStore)(nil)
+	_ interface{ Ping(context.Context) error } = (*jsStore)(nil)
+)
 
 // storedMsg is a message of the stream as its leader answers it.
 type storedMsg struct {
@@ -428,14 +437,14 @@ func (s *jsStore) leaderLast(ctx context.Context, subject string) (*storedMsg, e
 		return nil, s.unavailable(ctx, err)
 	}
 	var resp struct {
-		Message *storedMsg          `json:"message"`
-		Error   *jetstream.APIError `json:"error"`
+		Message *storedMsg       `json:"message"`
+		Error   *natsjs.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(m.Data, &resp); err != nil {
 		return nil, err
 	}
 	switch {
-	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+	case resp.Error != nil && resp.Error.ErrorCode == natsjs.JSErrCodeMessageNotFound:
 		return nil, nil
 	case resp.Error != nil:
 		return nil, s.unavailable(ctx, resp.Error) // a 503 is unavailable
@@ -543,18 +552,18 @@ func (s *jsStore) snapshotGet(ctx context.Context, filters []string, floor uint6
 	}
 }
 
-// loadMeta implements [Store.LoadMeta].
-func (s *jsStore) loadMeta(ctx context.Context, agent, key string) (Meta, bool, error) {
+// LoadMeta implements [store.Store.LoadMeta].
+func (s *jsStore) LoadMeta(ctx context.Context, agent, key string) (store.Meta, bool, error) {
 	v, found, err := s.get(ctx, jsMetaKey(agent, key))
 	if err != nil || !found {
 		if err != nil {
 			err = fmt.Errorf("store: load agent %q instance %q meta: %w", agent, key, err)
 		}
-		return Meta{}, false, err
+		return store.Meta{}, false, err
 	}
-	var m Meta
+	var m store.Meta
 	if err := json.Unmarshal(v, &m); err != nil {
-		return Meta{}, false, fmt.Errorf("store: load agent %q instance %q meta: corrupt value: %w", agent, key, err)
+		return store.Meta{}, false, fmt.Errorf("store: load agent %q instance %q meta: corrupt value: %w", agent, key, err)
 	}
 	return m, true, nil
 }
@@ -694,11 +703,8 @@ func (b *batch) publish(ctx context.Context) error {
 	return nil
 }
 
-// commit implements [Store.Commit], in one atomic batch.
-func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error {
-	if err := b.check(); err != nil {
-		return err
-	}
+// Commit implements [store.Store.Commit], in one atomic batch.
+func (s *jsStore) Commit(ctx context.Context, agent, key string, b store.Batch) error {
 	if b.Empty() {
 		return nil
 	}
@@ -732,7 +738,7 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 		}
 	}
 	for i := range b.Tasks {
-		if err := s.putIndexed(ctx, bt, taskKind, (*PendingRecord)(&b.Tasks[i])); err != nil {
+		if err := s.putIndexed(ctx, bt, taskKind, (*store.PendingRecord)(&b.Tasks[i])); err != nil {
 			return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
 		}
 	}
@@ -741,9 +747,9 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 	}
 	if err := bt.commit(ctx); err != nil {
 		if b.Fence != 0 && isWrongLast(err) {
-			return fencedError(agent, key, b.Fence)
+			return store.Fenced(agent, key, b.Fence)
 		}
-		if errors.Is(err, ErrOutcomeUnknown) {
+		if errors.Is(err, store.ErrOutcomeUnknown) {
 			return fmt.Errorf("store: commit agent %q instance %q: %w", agent, key, err)
 		}
 		return fmt.Errorf("store: commit agent %q instance %q: nothing written: %w", agent, key, err)
@@ -751,9 +757,9 @@ func (s *jsStore) commit(ctx context.Context, agent, key string, b Batch) error 
 	return nil
 }
 
-// instances implements [Store.Instances]: the instances with meta,
+// Instances implements [store.Store.Instances]: the instances with meta,
 // records or state, not those with secrets alone.
-func (s *jsStore) instances(ctx context.Context, agent string) ([]string, error) {
+func (s *jsStore) Instances(ctx context.Context, agent string) ([]string, error) {
 	a := enc(agent)
 	seen := map[string]bool{}
 	for _, filter := range []string{"meta." + a + ".*", "msg." + a + ".*.*", "state." + a + ".*.*"} {
@@ -781,8 +787,8 @@ func jsStateKey(agent, key, extension string) string {
 	return jsInstance("state", agent, key) + "." + enc(extension)
 }
 
-// getState implements [Store.GetState].
-func (s *jsStore) getState(ctx context.Context, agent, key, extension string) ([]byte, error) {
+// GetState implements [store.Store.GetState].
+func (s *jsStore) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
 	v, _, err := s.get(ctx, jsStateKey(agent, key, extension))
 	if err != nil {
 		return nil, fmt.Errorf("store: get state of %q for agent %q instance %q: %w", extension, agent, key, err)
@@ -794,8 +800,8 @@ func jsSecretKey(agent, key, name string) string {
 	return jsInstance("secret", agent, key) + "." + enc(name)
 }
 
-// putSecret implements [Store.PutSecret].
-func (s *jsStore) putSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
+// PutSecret implements [store.Store.PutSecret].
+func (s *jsStore) PutSecret(ctx context.Context, agent, key, name string, sealed []byte) error {
 	bt := &batch{s: s}
 	bt.put(jsSecretKey(agent, key, name), "the sealed value", bytes.Clone(sealed))
 	if err := bt.commit(ctx); err != nil {
@@ -804,8 +810,8 @@ func (s *jsStore) putSecret(ctx context.Context, agent, key, name string, sealed
 	return nil
 }
 
-// getSecret implements [Store.GetSecret].
-func (s *jsStore) getSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
+// GetSecret implements [store.Store.GetSecret].
+func (s *jsStore) GetSecret(ctx context.Context, agent, key, name string) ([]byte, bool, error) {
 	v, found, err := s.get(ctx, jsSecretKey(agent, key, name))
 	if err != nil {
 		return nil, false, fmt.Errorf("store: get secret %q for agent %q instance %q: %w", name, agent, key, err)
@@ -813,8 +819,8 @@ func (s *jsStore) getSecret(ctx context.Context, agent, key, name string) ([]byt
 	return v, found, nil
 }
 
-// listSecrets implements [Store.ListSecrets].
-func (s *jsStore) listSecrets(ctx context.Context, agent, key string) ([]string, error) {
+// ListSecrets implements [store.Store.ListSecrets].
+func (s *jsStore) ListSecrets(ctx context.Context, agent, key string) ([]string, error) {
 	// Read like a snapshot, in one direct get: a listing through a watch
 	// makes a consumer, through the cluster's meta leader, and this one
 	// runs at each load of an instance.
@@ -851,7 +857,7 @@ var (
 
 func (k recordKind) key(id string) string { return k.prefix + "." + enc(id) }
 
-func (k recordKind) indexKey(r *PendingRecord) string {
+func (k recordKind) indexKey(r *store.PendingRecord) string {
 	return jsInstance(k.index, r.Agent, r.Instance) + "." + enc(r.ID)
 }
 
@@ -859,7 +865,7 @@ func (k recordKind) indexKey(r *PendingRecord) string {
 // index entry of a record with its ID kept under another instance. Only
 // the runtime that owns an ID writes it, so what it reads stays true
 // until the batch is committed.
-func (s *jsStore) putIndexed(ctx context.Context, bt *batch, k recordKind, r *PendingRecord) error {
+func (s *jsStore) putIndexed(ctx context.Context, bt *batch, k recordKind, r *store.PendingRecord) error {
 	old, found, err := s.getRecord(ctx, k.key(r.ID))
 	if err != nil {
 		return err
@@ -889,8 +895,8 @@ func (s *jsStore) delIndexed(ctx context.Context, bt *batch, k recordKind, id st
 	return nil
 }
 
-// putPending implements [Store.PutPending].
-func (s *jsStore) putPending(ctx context.Context, r PendingRecord) error {
+// PutPending implements [store.Store.PutPending].
+func (s *jsStore) PutPending(ctx context.Context, r store.PendingRecord) error {
 	bt := &batch{s: s}
 	err := s.putIndexed(ctx, bt, pendingKind, &r)
 	if err == nil {
@@ -903,23 +909,23 @@ func (s *jsStore) putPending(ctx context.Context, r PendingRecord) error {
 }
 
 // getRecord reads the pending item or task under key into r.
-func (s *jsStore) getRecord(ctx context.Context, key string) (PendingRecord, bool, error) {
+func (s *jsStore) getRecord(ctx context.Context, key string) (store.PendingRecord, bool, error) {
 	v, found, err := s.get(ctx, key)
 	if err != nil || !found {
-		return PendingRecord{}, false, err
+		return store.PendingRecord{}, false, err
 	}
-	var r PendingRecord
+	var r store.PendingRecord
 	if err := json.Unmarshal(v, &r); err != nil {
-		return PendingRecord{}, false, fmt.Errorf("corrupt value at key %q: %w", key, err)
+		return store.PendingRecord{}, false, fmt.Errorf("corrupt value at key %q: %w", key, err)
 	}
 	return r, true, nil
 }
 
-// getPending implements [Store.GetPending].
-func (s *jsStore) getPending(ctx context.Context, id string) (PendingRecord, bool, error) {
+// GetPending implements [store.Store.GetPending].
+func (s *jsStore) GetPending(ctx context.Context, id string) (store.PendingRecord, bool, error) {
 	r, found, err := s.getRecord(ctx, pendingKind.key(id))
 	if err != nil {
-		return PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
+		return store.PendingRecord{}, false, fmt.Errorf("store: get pending item %q: %w", id, err)
 	}
 	return r, found, nil
 }
@@ -927,7 +933,7 @@ func (s *jsStore) getPending(ctx context.Context, id string) (PendingRecord, boo
 // listRecords returns the records of kind k of agent's instance key (""
 // matches any), sorted by ID: from the instance's index, the agent's, or,
 // for every agent, the records by ID.
-func (s *jsStore) listRecords(ctx context.Context, k recordKind, agent, key string) ([]PendingRecord, error) {
+func (s *jsStore) listRecords(ctx context.Context, k recordKind, agent, key string) ([]store.PendingRecord, error) {
 	filter := k.prefix + ".*"
 	switch {
 	case agent != "" && key != "":
@@ -935,23 +941,23 @@ func (s *jsStore) listRecords(ctx context.Context, k recordKind, agent, key stri
 	case agent != "":
 		filter = k.index + "." + enc(agent) + ".*.*"
 	}
-	var out []PendingRecord
+	var out []store.PendingRecord
 	err := s.snapshot(ctx, []string{filter}, false, func(k string, v []byte) error {
-		var r PendingRecord
+		var r store.PendingRecord
 		if err := json.Unmarshal(v, &r); err != nil {
 			return fmt.Errorf("corrupt value at key %q: %w", k, err)
 		}
-		if r.matches(agent, key) {
+		if records.Matches(&r, agent, key) {
 			out = append(out, r)
 		}
 		return nil
 	})
-	slices.SortFunc(out, func(a, b PendingRecord) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b store.PendingRecord) int { return strings.Compare(a.ID, b.ID) })
 	return out, err
 }
 
-// listPending implements [Store.ListPending].
-func (s *jsStore) listPending(ctx context.Context, agent, key string) ([]PendingRecord, error) {
+// ListPending implements [store.Store.ListPending].
+func (s *jsStore) ListPending(ctx context.Context, agent, key string) ([]store.PendingRecord, error) {
 	out, err := s.listRecords(ctx, pendingKind, agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: list pending items: %w", err)
@@ -959,8 +965,8 @@ func (s *jsStore) listPending(ctx context.Context, agent, key string) ([]Pending
 	return out, nil
 }
 
-// commitTasks implements [Store.CommitTasks], in one atomic batch.
-func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []string) error {
+// CommitTasks implements [store.Store.CommitTasks], in one atomic batch.
+func (s *jsStore) CommitTasks(ctx context.Context, put []store.TaskRecord, del []string) error {
 	bt := &batch{s: s}
 	for _, id := range del {
 		if err := s.delIndexed(ctx, bt, taskKind, id); err != nil {
@@ -968,12 +974,12 @@ func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []strin
 		}
 	}
 	for i := range put {
-		if err := s.putIndexed(ctx, bt, taskKind, (*PendingRecord)(&put[i])); err != nil {
+		if err := s.putIndexed(ctx, bt, taskKind, (*store.PendingRecord)(&put[i])); err != nil {
 			return fmt.Errorf("store: commit tasks: nothing written: %w", err)
 		}
 	}
 	if err := bt.commit(ctx); err != nil {
-		if errors.Is(err, ErrOutcomeUnknown) {
+		if errors.Is(err, store.ErrOutcomeUnknown) {
 			return fmt.Errorf("store: commit tasks: %w", err)
 		}
 		return fmt.Errorf("store: commit tasks: nothing written: %w", err)
@@ -981,20 +987,20 @@ func (s *jsStore) commitTasks(ctx context.Context, put []TaskRecord, del []strin
 	return nil
 }
 
-// getTask implements [Store.GetTask].
-func (s *jsStore) getTask(ctx context.Context, id string) (TaskRecord, bool, error) {
+// GetTask implements [store.Store.GetTask].
+func (s *jsStore) GetTask(ctx context.Context, id string) (store.TaskRecord, bool, error) {
 	r, found, err := s.getRecord(ctx, taskKind.key(id))
 	if err != nil {
-		return TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
+		return store.TaskRecord{}, false, fmt.Errorf("store: get task %q: %w", id, err)
 	}
-	return TaskRecord(r), found, nil
+	return store.TaskRecord(r), found, nil
 }
 
-// listTasks implements [Store.ListTasks].
-func (s *jsStore) listTasks(ctx context.Context, agent, key string) ([]TaskRecord, error) {
+// ListTasks implements [store.Store.ListTasks].
+func (s *jsStore) ListTasks(ctx context.Context, agent, key string) ([]store.TaskRecord, error) {
 	rs, err := s.listRecords(ctx, taskKind, agent, key)
 	if err != nil {
 		return nil, fmt.Errorf("store: list tasks: %w", err)
 	}
-	return tasksOf(rs), nil
+	return records.Tasks(rs), nil
 }

@@ -1,13 +1,15 @@
-package store_test
+package badger_test
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/store/badger"
 )
 
 // turnsPerInstance is how many turns a benchmark commits to one instance
@@ -20,6 +22,9 @@ type benchTurn struct {
 	records [2]store.Record
 	meta    store.Meta
 }
+
+// t0 is the time of the benchmarks' messages.
+var t0 = time.Date(2025, 3, 14, 15, 9, 26, 535897932, time.UTC)
 
 func newBenchTurn() *benchTurn {
 	var t benchTurn
@@ -67,7 +72,7 @@ func BenchmarkCommit(b *testing.B) {
 	})
 	b.Run("badger", func(b *testing.B) {
 		b.ReportAllocs()
-		s, err := store.OpenBadger(b.TempDir())
+		s, err := badger.Open(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,7 +118,7 @@ func BenchmarkCommitParallel(b *testing.B) {
 		run(b, s)
 	})
 	b.Run("badger", func(b *testing.B) {
-		s, err := store.OpenBadger(b.TempDir())
+		s, err := badger.Open(b.TempDir())
 		if err != nil {
 			b.Fatal(err)
 		}
