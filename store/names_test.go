@@ -16,8 +16,6 @@ const (
 	nameRule = "(want [a-zA-Z0-9_.-]{1,64})"
 	envRule  = "(want [A-Za-z_][A-Za-z0-9_]{0,63})"
 	keyRule  = `(want 1 to 256 bytes of printable UTF-8 without / \ * >, no space at either end, not "." or "..")`
-	// storedKeyRule is the looser rule of the keys the store holds.
-	storedKeyRule = "(want 1 to 256 bytes of UTF-8 without NUL)"
 )
 
 func TestValidateName(t *testing.T) {

@@ -36,17 +36,6 @@ func init() { seam.MCP = open }
 // no secret of the runtime's (a provider's API key).
 var inheritedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT"}
 
-// mcpServer is an MCP server of the config. One that takes no provided
-// secret is one source for the runtime; one that does runs once per
-// instance, with the instance's secret (instance.mcp).
-type mcpServer struct {
-	cfg     config.MCPServer
-	dir     string        // the config's directory: relative commands and paths mean what the file says
-	timeout time.Duration // 0: mcpsrc's default
-	secrets []string      // the provided secrets it takes, sorted; none: shared
-	shared  *mcpsrc.Source
-}
-
 // servers is the tool source of the config's MCP servers: each agent
 // that lists some is offered their tools.
 type servers struct {
