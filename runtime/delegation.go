@@ -17,6 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // The delegation chain: call_agent and call_team_agent record
@@ -348,10 +349,12 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	res.TaskID = t.ID
 	r.spend(ctx, t, Spend{Turns: 1, Tokens: ts.usage.InputTokens + ts.usage.OutputTokens})
 	if turnErr != nil {
-		if len(children) > 0 || res.FinishReason == pipeline.FinishAborted {
+		if len(children) > 0 || res.FinishReason == pipeline.FinishAborted || storeOutage(turnErr) {
 			// It waits for its children; or the turn was aborted (the
 			// caller gave up, or the runtime closes) and runs again after a
-			// restart.
+			// restart; or the store did not take what the turn did, which
+			// is no failure of the task: its turn runs again (runTask),
+			// and continues from what the store kept.
 			return res, turnErr
 		}
 		failed := turnErr
@@ -502,7 +505,11 @@ func (r *Runtime) background(id string) {
 }
 
 // runTask runs task id's turn in a goroutine; the caller holds the task's
-// place in r.tasks.inFlight, which the goroutine gives back (land).
+// place in r.tasks.inFlight, which the goroutine gives back (land). A turn
+// the store did not take (it was unavailable, or a commit's outcome is
+// unknown) runs again after a wait (resumeRetries), as the task is then,
+// until the store takes it or the runtime stops; what is still undone
+// then, the next start runs.
 func (r *Runtime) runTask(id string) {
 	if !r.gate.enter() {
 		r.land(id)
@@ -511,49 +518,79 @@ func (r *Runtime) runTask(id string) {
 	go func() {
 		defer r.gate.leave()
 		defer r.land(id)
-		t, err := r.Task(r.tasks.bg, id)
-		if err != nil {
-			return
-		}
-		if t.State == TaskAnswered {
-			r.deliverAnswer(r.tasks.bg, &t)
-			return
-		}
-		in, ok := taskInput(&t)
-		if !ok {
-			return
-		}
-		if err := r.overBudget(r.tasks.bg, &t); err != nil {
-			// The tree's budget is spent: the task ends without its turn,
-			// and its parent's report turn will not run either.
-			if err := r.completeTask(r.tasks.bg, &t, "", err); err != nil {
-				r.logger.Error("ending a task over its budget failed", "task", id, "err", err)
+		for _, wait := range append([]time.Duration{0}, resumeRetries...) {
+			if wait > 0 {
+				select {
+				case <-r.tasks.bg.Done():
+					return
+				case <-time.After(wait):
+				}
 			}
-			return
-		}
-		if t.State == TaskQueued && t.Team != "" {
-			r.activateTeam(t.Team, t.Instance)
-		}
-		ctx := r.tasks.bg
-		if r.tel != nil {
-			ctx = telemetry.WithParent(ctx, t.Trace) // the turn joins the trace of what started the task
-		}
-		_, err = r.calls.transport.Deliver(ctx, t.Agent, t.Instance, in)
-		switch {
-		case errors.Is(err, ErrPaused):
-			r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
-			r.block(t.Agent, t.Instance)
-			// The instance may have resumed between the refusal and the
-			// block: its unblock found nothing to start then.
-			if open, err := r.ledger.List(r.tasks.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
-				r.unblock(t.Agent, t.Instance)
+			if !storeOutage(r.runTaskOnce(id)) {
+				return
 			}
-		case errors.Is(err, errTaskMoved):
-			r.logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
-		case err != nil && r.tasks.bg.Err() == nil:
-			r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		}
 	}()
+}
+
+// storeOutage reports whether err says that the store did not take a
+// write: it was unavailable, or the write's outcome is unknown.
+func storeOutage(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown)
+}
+
+// runTaskOnce runs task id's turn, as the task is stored now, and returns
+// the error of a turn the store did not take (storeOutage), nil else.
+func (r *Runtime) runTaskOnce(id string) error {
+	t, err := r.Task(r.tasks.bg, id)
+	if err != nil {
+		if storeOutage(err) {
+			return err
+		}
+		return nil
+	}
+	if t.State == TaskAnswered {
+		r.deliverAnswer(r.tasks.bg, &t)
+		return nil
+	}
+	in, ok := taskInput(&t)
+	if !ok {
+		return nil
+	}
+	if err := r.overBudget(r.tasks.bg, &t); err != nil {
+		// The tree's budget is spent: the task ends without its turn,
+		// and its parent's report turn will not run either.
+		if err := r.completeTask(r.tasks.bg, &t, "", err); err != nil {
+			r.logger.Error("ending a task over its budget failed", "task", id, "err", err)
+		}
+		return nil
+	}
+	if t.State == TaskQueued && t.Team != "" {
+		r.activateTeam(t.Team, t.Instance)
+	}
+	ctx := r.tasks.bg
+	if r.tel != nil {
+		ctx = telemetry.WithParent(ctx, t.Trace) // the turn joins the trace of what started the task
+	}
+	_, err = r.calls.transport.Deliver(ctx, t.Agent, t.Instance, in)
+	switch {
+	case errors.Is(err, ErrPaused):
+		r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
+		r.block(t.Agent, t.Instance)
+		// The instance may have resumed between the refusal and the
+		// block: its unblock found nothing to start then.
+		if open, err := r.ledger.List(r.tasks.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
+			r.unblock(t.Agent, t.Instance)
+		}
+	case errors.Is(err, errTaskMoved):
+		r.logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
+	case storeOutage(err) && r.tasks.bg.Err() == nil:
+		r.logger.Warn("the store did not take a task's turn; it runs again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
+		return err
+	case err != nil && r.tasks.bg.Err() == nil:
+		r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
+	}
+	return nil
 }
 
 // land gives back task id's place in r.tasks.inFlight, or runs the task again if
