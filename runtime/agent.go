@@ -323,7 +323,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		}
 	}
 	api := extensions.NewAPI(ec.Name, extensions.Host{
-		Agent: a.name, Builder: b, Store: a.rt.place.state(), Bus: a.rt.bus, Logger: a.rt.logger,
+		Agent: a.name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
 		Pending: pendingHost{a}, Secrets: secretsHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
 		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names,

@@ -153,7 +153,7 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 	if timeout <= 0 {
 		timeout = c.a.rt.calls.timeout
 	}
-	done, err := c.a.rt.place.waitFor(ctx, self, to, timeout)
+	done, err := c.a.rt.place.WaitFor(ctx, self, to, timeout)
 	if err != nil {
 		return "", fmt.Errorf("call agent %q: %w", target, err)
 	}

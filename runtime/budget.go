@@ -7,6 +7,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 )
 
 // A task tree's budget: a root task with every task delegated under it
@@ -91,7 +92,7 @@ func (r *Runtime) tree(ctx context.Context, t *Task) (*tree, error) {
 		return tr, nil
 	}
 	tr := &tree{root: root, agent: t.Agent}
-	if r.place.sharesSpend() {
+	if r.place.SharesSpend() {
 		// The shared counters hold what the tree spent (readSpent).
 		if t.ID != root {
 			if rt, err := r.Task(ctx, root); err == nil {
@@ -194,8 +195,8 @@ func (r *Runtime) spend(ctx context.Context, t *Task, s Spend) {
 // caller holds r.tasks.mu.
 func (r *Runtime) addSpent(ctx context.Context, tr *tree, s Spend) {
 	tr.spent.add(s)
-	if r.place.sharesSpend() {
-		r.place.addSpend(tr.root, s)
+	if r.place.SharesSpend() {
+		r.place.AddSpend(tr.root, seam.Spend{Delegations: s.Delegations, Turns: s.Turns, Tokens: s.Tokens})
 	}
 }
 
@@ -203,11 +204,12 @@ func (r *Runtime) addSpent(ctx context.Context, tr *tree, s Spend) {
 // a cluster, other processes spend on it too. The caller holds
 // r.tasks.mu, which readSpent lets go while it reads.
 func (r *Runtime) readSpent(ctx context.Context, tr *tree) {
-	if !r.place.sharesSpend() {
+	if !r.place.SharesSpend() {
 		return
 	}
 	r.tasks.mu.Unlock()
-	sums, err := r.place.readSpent(ctx, tr.root)
+	got, err := r.place.ReadSpent(ctx, tr.root)
+	sums := Spend{Delegations: got.Delegations, Turns: got.Turns, Tokens: got.Tokens}
 	r.tasks.mu.Lock()
 	if err != nil {
 		r.logger.Warn("a task tree's spending in the cluster was not read; judging it by this process's count", "task", tr.root, "err", err)

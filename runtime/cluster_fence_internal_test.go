@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
+	_ "github.com/ganglion-dev/ganglion/runtime/cluster" // the cluster, for the tests of a runtime in one
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -33,10 +35,10 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 	if _, err := r.Send(ctx, "a", "k", UserMessage("hello")); err != nil {
 		t.Fatal(err)
 	}
-	if f := r.fence("a", "k"); f == 0 || f == lostFence {
+	if f := r.fence("a", "k"); f == 0 || f == math.MaxUint64 {
 		t.Fatalf("the owner's fence is %d, want the one taken with the lease", f)
 	}
-	if err := (ownedState{r}).SetState(ctx, "a", "k", "memo", []byte(`1`)); err != nil {
+	if err := r.place.State().SetState(ctx, "a", "k", "memo", []byte(`1`)); err != nil {
 		t.Fatalf("state write by the owner: %v", err)
 	}
 	// Another process takes the instance over.
@@ -47,7 +49,7 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 		name  string
 		write func() error
 	}{
-		{"extension state", func() error { return (ownedState{r}).SetState(ctx, "a", "k", "memo", []byte(`2`)) }},
+		{"extension state", func() error { return r.place.State().SetState(ctx, "a", "k", "memo", []byte(`2`)) }},
 		{"a task", func() error {
 			r.tasks.mu.Lock()
 			defer r.tasks.mu.Unlock()

@@ -18,7 +18,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
 	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
@@ -280,7 +280,7 @@ func TestClusterMemberLeavesWithoutStore(t *testing.T) {
 
 	// The processes alive, as the members' bucket lists them.
 	_, js := natstest.Connect(t, srv.ClientURL())
-	members, err := cluster.Open(context.Background(), js, bucket+"_nodes", "observer", 2*time.Second, 1)
+	members, err := coord.Open(context.Background(), js, bucket+"_nodes", "observer", 2*time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

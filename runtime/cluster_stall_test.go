@@ -17,7 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
 )
 
 // clusterStallEnv names the config of the cluster process that
@@ -214,7 +214,7 @@ func historyLines(t *testing.T, rt *runtime.Runtime, agent, key string) []string
 func awaitNoOwner(ctx context.Context, t *testing.T, url, instance string) {
 	t.Helper()
 	_, js := natstest.Connect(t, url)
-	leases, err := cluster.Open(ctx, js, "ganglion_leases", "observer", clusterChildTTL, 1)
+	leases, err := coord.Open(ctx, js, "ganglion_leases", "observer", clusterChildTTL, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -671,7 +671,7 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 		return
 	}
 	for _, t := range ts {
-		if !r.place.mayRun(ctx, t.Agent, t.Instance) {
+		if !r.place.MayRun(ctx, t.Agent, t.Instance) {
 			continue // another process's tasks are its own to run
 		}
 		if ta, ok := r.agents.byName[t.Agent]; !ok {

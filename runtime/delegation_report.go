@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 )
 
 // This file ends tasks: a child's report to its parent, group-committed
@@ -46,8 +47,8 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 			delete(r.tasks.trees, t.ID) // the tree has ended: nothing more to spend
 		}
 		r.tasks.mu.Unlock()
-		if err == nil && r.place.sharesSpend() {
-			if ferr := r.place.forgetSpent(ctx, t.ID); ferr != nil {
+		if err == nil && r.place.SharesSpend() {
+			if ferr := r.place.ForgetSpent(ctx, t.ID); ferr != nil {
 				r.logger.Warn("the counters of an ended task tree were not deleted; they expire on their own", "task", t.ID, "err", ferr)
 			}
 		}
@@ -68,7 +69,7 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	}
 	// The parent's task is written by the process that owns its instance,
 	// alone.
-	return r.place.report(ctx, t.ParentID, resp)
+	return r.place.Report(ctx, t.ParentID, seam.Report{Child: t.ID, Body: resp})
 }
 
 // applyReport adds a child task's report to its parent, parentID, and

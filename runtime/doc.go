@@ -23,7 +23,8 @@
 // goes to its requester's [Channel]; [Runtime.Ask] waits for it. A process
 // that stopped leaves nothing half done: [New] finishes it unless given
 // [WithoutRecovery]. A config with a cluster block runs on several processes
-// over NATS JetStream, each instance owned by one of them.
+// over NATS JetStream, each instance owned by one of them, in a program that
+// imports package runtime/cluster.
 //
 // A [Runtime] is safe for concurrent use. Turns of one instance run one at a
 // time in arrival order; turns of different instances run in parallel.

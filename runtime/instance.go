@@ -167,7 +167,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	in.metaBuf = in.meta
 	in.unsaved.Meta = &in.metaBuf
 	place := in.agent.rt.place
-	in.unsaved.Fence = place.fence(in)
+	in.unsaved.Fence = place.Fence((*instanceView)(in))
 	err := st.Commit(ctx, in.agent.name, in.key, in.unsaved)
 	in.unsaved.Put = in.unsaved.Put[:0]
 	in.unsaved.Delete = in.unsaved.Delete[:0]
@@ -176,7 +176,7 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
 		in.hist.Reset()
-		place.failed(in, err)
+		place.Failed((*instanceView)(in), err)
 		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
 	}
 	return nil

@@ -355,7 +355,7 @@ func (r *Runtime) Reject(ctx context.Context, id, reason string) (*pipeline.Turn
 // so that it is ordered with the instance's turns and other actions; in a
 // cluster, on the process that owns the instance.
 func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
-	return r.place.act(ctx, id, act)
+	return r.place.Act(ctx, id, act)
 }
 
 // actHere is act in this process.
@@ -453,7 +453,7 @@ func (r *Runtime) holdInstance(ctx context.Context, what, agentName, key string)
 		return nil, nil, nil, fmt.Errorf("%s: waiting for instance %q: %w", what, key, err)
 	}
 	done := func() { inst.release(); r.unhold(inst) }
-	if err := r.place.own(ctx, inst); err != nil {
+	if err := r.place.Own(ctx, (*instanceView)(inst)); err != nil {
 		done()
 		return nil, nil, nil, fmt.Errorf("%s: %w", what, err)
 	}

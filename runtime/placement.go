@@ -2,109 +2,218 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 )
 
-// placement says where an instance lives, and takes a turn, an action or
-// a report there: this process alone (here), or the process of a cluster
-// that owns the instance (node, cluster.go). The runtime calls it and
-// never asks which it is.
-type placement interface {
-	// start begins serving, once the agents are built.
-	start() error
-	// route runs a turn where its instance lives. spread: an instance
-	// nobody owns goes where its name hashes, so that delegations spread;
-	// else it runs here.
-	route(ctx context.Context, agent, key string, in pipeline.InputEvent, spread bool) (*pipeline.TurnResult, error)
-	// act applies a human's action to a pending item where its instance
-	// lives.
-	act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error)
-	// own makes sure this process may run inst's turns, whose slot the
-	// caller holds; its error matches errMoved when another process owns
-	// the instance.
-	own(ctx context.Context, inst *instance) error
-	// adopt sets up what the placement keeps for a new instance
-	// (instance.placed), before any other goroutine sees it; evicted says
-	// that inst left the cache.
-	adopt(inst *instance)
-	evicted(inst *instance)
-	// fence is the fence a commit of inst carries (store.Batch.Fence);
-	// failed is told why one failed, and may fence the instance off until
-	// own takes it again.
-	fence(inst *instance) uint64
-	failed(inst *instance, err error)
-	// mayRun reports whether this process may run the tasks of agent's
-	// instance key: no other process owns it.
-	mayRun(ctx context.Context, agent, key string) bool
-	// report adds a child task's report to its parent, where the parent's
-	// instance lives.
-	report(ctx context.Context, parentID string, resp DelegationResponse) error
-	// awaitAnswer lets an answer to replyTo, an Ask of this process, reach
-	// wait from wherever the task ends; stop ends the wait.
-	awaitAnswer(replyTo string, wait chan<- Report) (stop func(), err error)
-	// waitFor records that self waits for to, an agent call, for as long
-	// as timeout at most; done removes it.
-	waitFor(ctx context.Context, self, to string, timeout time.Duration) (done func(), err error)
-	// sharesSpend reports whether what task trees spend is counted where
-	// every process reads it: addSpend adds to those counts, readSpent
-	// returns them, forgetSpent drops them once the tree ended. Else this
-	// process's own count of a tree is the whole.
-	sharesSpend() bool
-	addSpend(root string, s Spend)
-	readSpent(ctx context.Context, root string) (Spend, error)
-	forgetSpent(ctx context.Context, root string) error
-	// state is the extensions' state store: the store itself, or in a
-	// cluster one that writes an instance's state under its fence.
-	state() extensions.StateStore
-	// refuse sends back what reaches this process from now on: it stops.
-	refuse()
-	// shutdown stops serving, after the turns ended or were cut; closed
-	// runs after the store closed.
-	shutdown() (closed func(), err error)
-}
+// This file holds the runtime's side of the placement seam
+// ([seam.Placement]): here, the placement of a runtime that runs alone,
+// and local, the runtime as another placement (a cluster's) sees it.
+
+// errMoved is the error of a turn that reached a process which does not
+// own its instance: the sender looks the owner up again and goes there.
+var errMoved = seam.ErrMoved
 
 // here is the placement of a runtime that runs alone: every instance lives
 // in this process.
 type here struct{ r *Runtime }
 
-func (h here) start() error { return nil }
+var _ seam.Placement = here{}
 
-func (h here) route(ctx context.Context, agent, key string, in pipeline.InputEvent, _ bool) (*pipeline.TurnResult, error) {
+func (here) Start() error { return nil }
+
+func (h here) Route(ctx context.Context, agent, key string, in pipeline.InputEvent, _ bool) (*pipeline.TurnResult, error) {
 	return h.r.sendHere(ctx, agent, key, in)
 }
 
-func (h here) act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+func (h here) Act(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
 	return h.r.actHere(ctx, id, act)
 }
 
-func (here) own(context.Context, *instance) error        { return nil }
-func (here) evicted(*instance)                           {}
-func (here) adopt(*instance)                             {}
-func (here) fence(*instance) uint64                      { return 0 }
-func (here) failed(*instance, error)                     {}
-func (here) mayRun(context.Context, string, string) bool { return true }
+func (here) Own(context.Context, seam.Held) error        { return nil }
+func (here) Evicted(seam.Held)                           {}
+func (here) Adopt(seam.Held)                             {}
+func (here) Fence(seam.Held) uint64                      { return 0 }
+func (here) Failed(seam.Held, error)                     {}
+func (here) MayRun(context.Context, string, string) bool { return true }
 
-func (h here) report(ctx context.Context, parentID string, resp DelegationResponse) error {
-	return h.r.applyReport(ctx, parentID, resp)
+func (h here) Report(ctx context.Context, parentID string, resp seam.Report) error {
+	return h.r.applyReport(ctx, parentID, resp.Body.(DelegationResponse))
 }
 
-func (here) awaitAnswer(string, chan<- Report) (func(), error) { return func() {}, nil }
-
-func (here) waitFor(context.Context, string, string, time.Duration) (func(), error) {
+func (here) AwaitAnswer(string, func(json.RawMessage) error) (func(), error) {
 	return func() {}, nil
 }
 
-func (here) addSpend(string, Spend) {}
+func (here) Answer(_ context.Context, a seam.Answer) error {
+	return fmt.Errorf("no caller waits for task %s any more (it gave up, or the runtime restarted); the answer is in %s/%s's history", a.Task, a.Agent, a.Instance)
+}
 
-func (here) sharesSpend() bool { return false }
+func (here) WaitFor(context.Context, string, string, time.Duration) (func(), error) {
+	return func() {}, nil
+}
 
-func (here) readSpent(context.Context, string) (Spend, error) { return Spend{}, nil }
+func (here) SharesSpend() bool                                     { return false }
+func (here) AddSpend(string, seam.Spend)                           {}
+func (here) ReadSpent(context.Context, string) (seam.Spend, error) { return seam.Spend{}, nil }
+func (here) ForgetSpent(context.Context, string) error             { return nil }
+func (h here) State() extensions.StateStore                        { return h.r.store }
+func (here) Refuse()                                               {}
+func (here) Shutdown() (func(), error)                             { return func() {}, nil }
 
-func (h here) state() extensions.StateStore { return h.r.store }
+// local is the runtime as a placement sees it ([seam.Local]).
+type local struct{ r *Runtime }
 
-func (here) forgetSpent(context.Context, string) error { return nil }
-func (here) refuse()                                   {}
-func (here) shutdown() (func(), error)                 { return func() {}, nil }
+var _ seam.Local = local{}
+
+func (l local) SendHere(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	return l.r.sendHere(ctx, agent, key, in)
+}
+
+func (l local) ActHere(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
+	return l.r.actHere(ctx, id, act)
+}
+
+func (l local) Runnable(agent string) error {
+	_, err := l.r.runnable(agent)
+	return err
+}
+
+// ApplyReport takes the report as Report carried it: a DelegationResponse
+// from this process, its JSON encoding from another.
+func (l local) ApplyReport(ctx context.Context, parentID string, resp any) error {
+	switch v := resp.(type) {
+	case DelegationResponse:
+		return l.r.applyReport(ctx, parentID, v)
+	case json.RawMessage:
+		var d DelegationResponse
+		if err := json.Unmarshal(v, &d); err != nil {
+			return fmt.Errorf("task %s: a malformed report: %w", parentID, err)
+		}
+		return l.r.applyReport(ctx, parentID, d)
+	}
+	return fmt.Errorf("task %s: a report of type %T", parentID, resp)
+}
+
+func (l local) TaskInstance(ctx context.Context, id string) (string, string, error) {
+	t, err := l.r.Task(ctx, id)
+	return t.Agent, t.Instance, err
+}
+
+func (l local) Item(ctx context.Context, id string) (ledger.Item, error) {
+	return l.r.ledger.Get(ctx, id)
+}
+
+func (l local) Cached(agent, key string) (seam.Held, func()) {
+	r := l.r
+	r.cache.mu.Lock()
+	in := r.cache.instances[instanceID{agent, key}]
+	if in != nil {
+		in.refs++
+	}
+	r.cache.mu.Unlock()
+	if in == nil {
+		return nil, nil
+	}
+	return (*instanceView)(in), func() { r.unhold(in) }
+}
+
+func (l local) Hold(agent, key string) (seam.Held, func(), error) {
+	a, ok := l.r.agents.byName[agent]
+	if !ok {
+		return nil, nil, fmt.Errorf("%w %q", ErrUnknownAgent, agent)
+	}
+	in := l.r.instance(a, key)
+	return (*instanceView)(in), func() { l.r.unhold(in) }, nil
+}
+
+func (l local) ForgetTasks(agent, key string) {
+	r := l.r
+	r.tasks.mu.Lock()
+	for id, t := range r.tasks.cache {
+		if t.Agent == agent && t.Instance == key {
+			delete(r.tasks.cache, id)
+		}
+	}
+	r.tasks.mu.Unlock()
+}
+
+// Recover does for the instances a stopped process owned what New does
+// at start-up: it continues their tasks, resumes their answered turns and
+// expires their overdue pending items. Instances other live processes own
+// are theirs; each freed one is taken by one process (the one it hashes
+// to), and a task turn that ran already is refused there.
+func (l local) Recover() {
+	r := l.r
+	if !r.gate.enter() {
+		return
+	}
+	defer r.gate.leave()
+	if err := r.recover(r.tasks.bg, true); err != nil && r.tasks.bg.Err() == nil {
+		r.logger.Warn("cluster: recovering what a stopped process left failed in part", "err", err)
+	}
+}
+
+func (l local) Enter() bool { return l.r.forwards.enter() }
+func (l local) Leave()      { l.r.forwards.leave() }
+
+func (l local) Seal(plain []byte, aad string) ([]byte, error) { return l.r.keyring.Seal(plain, aad) }
+func (l local) Open(sealed []byte, aad string) ([]byte, error) {
+	return l.r.keyring.Open(sealed, aad)
+}
+
+// errorKinds name the runtime's errors a turn's error keeps when it comes
+// from another process.
+var errorKinds = map[string]error{
+	"closed": ErrClosed, "unknown-agent": ErrUnknownAgent,
+	"unavailable": ErrAgentUnavailable, "cycle": ErrCycle, "depth": ErrDepth,
+	"paused": ErrPaused, "task-failed": ErrTaskFailed, "task-moved": errTaskMoved,
+	"budget": errBudget, "no-task": ErrNoTask,
+}
+
+// instanceView is also an instance as a placement sees it (seam.Held).
+var _ seam.Held = (*instanceView)(nil)
+
+func (v *instanceView) Acquire(ctx context.Context) error { return (*instance)(v).acquire(ctx) }
+func (v *instanceView) TryAcquire() bool                  { return (*instance)(v).tryAcquire() }
+func (v *instanceView) Release()                          { (*instance)(v).release() }
+func (v *instanceView) Unload()                           { (*instance)(v).unload() }
+func (v *instanceView) Placed() *atomic.Value             { return &v.placed }
+
+// fence is the fence of agent's instance key for a write of what its
+// owner alone writes: zero when the runtime runs alone, or if the
+// instance is not in memory here.
+func (r *Runtime) fence(agent, key string) uint64 {
+	if _, alone := r.place.(here); alone {
+		return 0
+	}
+	r.cache.mu.Lock()
+	in := r.cache.instances[instanceID{agent, key}]
+	r.cache.mu.Unlock()
+	if in == nil {
+		return 0
+	}
+	return r.place.Fence((*instanceView)(in))
+}
+
+// taskFence is the fence of the instance whose tasks put are, for a
+// commit of them: zero as for fence, or if they are not all one
+// instance's.
+func (r *Runtime) taskFence(put []*Task) uint64 {
+	if len(put) == 0 {
+		return 0
+	}
+	for _, t := range put[1:] {
+		if t.Agent != put[0].Agent || t.Instance != put[0].Instance {
+			return 0
+		}
+	}
+	return r.fence(put[0].Agent, put[0].Instance)
+}

@@ -71,7 +71,7 @@ type Runtime struct {
 	meter     metric.MeterProvider // the meter provider of WithMeterProvider, which Close flushes
 	untel     []func()             // end the tracer's subscriptions to the bus
 	sources   []seam.ToolSource    // offer tools besides the agents' own: MCP servers
-	place     placement            // where instances live: here, or the cluster's node
+	place     seam.Placement       // where instances live: here, or a cluster's process
 
 	cache  instanceCache // the instances in memory (instance.go)
 	calls  agentCalls    // the agent calls in flight (agentcalls.go)
@@ -162,7 +162,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			r.calls.timeout = d // Validate checked it
 		}
 	}
-	r.place = here{r} // the cluster replaces it (openCluster)
+	r.place = here{r} // a cluster replaces it (openCluster)
 	if r.tape != nil {
 		r.untape = r.bus.Subscribe("*", func(ev events.Event) {
 			if ev.Process == "" { // another process's events are its session's
@@ -196,10 +196,11 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 	}()
 	if cfg.Cluster != nil {
-		if err := r.openCluster(ctx, o, cfg.Cluster); err != nil {
+		if err := r.openCluster(ctx, o, cfg); err != nil {
 			return nil, err
 		}
 	}
+	r.tasks.api.remote = r.place.Answer
 	dataDir, err := r.openStore(o, cfg)
 	if err != nil {
 		return nil, err
@@ -242,7 +243,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 		r.agents.byName[a.name] = a
 	}
-	if err := r.place.start(); err != nil {
+	if err := r.place.Start(); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -254,6 +255,28 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		go r.expiryLoop()
 	}
 	return r, nil
+}
+
+// openCluster makes the runtime a process of the cluster cfg's cluster
+// block names: its placement, and the store the processes share unless o
+// gives one.
+func (r *Runtime) openCluster(ctx context.Context, o *options, cfg *config.File) error {
+	p, st, err := seam.Cluster(ctx, seam.ClusterEnv{
+		Env:     seam.Env{Config: cfg, Logger: r.logger, Tape: r.tape},
+		Cluster: cfg.Cluster, Local: local{r}, Bus: r.bus,
+		Halt: r.halt, Tasks: r.tasks.bg, CutGrace: cutGrace, CallTimeout: r.calls.timeout,
+		Store: o.store, Memory: o.memory,
+		Keyed: o.secretKey != nil || o.secretKeyFile != "" || os.Getenv(SecretKeyEnv) != "", KeyEnv: SecretKeyEnv,
+		Errors: seam.Errors{Closed: ErrClosed, Cycle: ErrCycle, NoTask: ErrNoTask, Cut: errCut, Kinds: errorKinds},
+	})
+	if err != nil {
+		return err
+	}
+	r.place = p
+	if st != nil {
+		r.store, r.ownsStore = st, true
+	}
+	return nil
 }
 
 // recover finishes what a stopped process left undone, and logs what
@@ -482,7 +505,7 @@ func (r *Runtime) instance(a *agent, key string) *instance {
 	in, ok := r.cache.instances[id]
 	if !ok {
 		in = newInstance(a, key)
-		r.place.adopt(in)
+		r.place.Adopt((*instanceView)(in))
 		r.cache.instances[id] = in
 		in.elem = r.cache.lru.PushFront(in)
 	} else {
@@ -514,7 +537,7 @@ func (r *Runtime) evictLocked() {
 			for _, src := range r.sources {
 				src.Evicted((*instanceView)(in))
 			}
-			r.place.evicted(in)
+			r.place.Evicted((*instanceView)(in))
 		}
 		e = prev
 	}
@@ -563,7 +586,7 @@ func checkInput(agentName, key string, md map[string]any) error {
 // process asked for. In a cluster, it runs here unless another process
 // owns its instance.
 func (r *Runtime) sendAsked(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	return r.place.route(ctx, agentName, instanceKey, in, false)
+	return r.place.Route(ctx, agentName, instanceKey, in, false)
 }
 
 // send is a turn the runtime starts itself: an agent call, a delegated
@@ -571,7 +594,7 @@ func (r *Runtime) sendAsked(ctx context.Context, agentName, instanceKey string, 
 // process the instance's name hashes to, so that delegations spread
 // (placement.route's spread).
 func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	return r.place.route(ctx, agentName, instanceKey, in, true)
+	return r.place.Route(ctx, agentName, instanceKey, in, true)
 }
 
 // sendHere runs the turn in this process.
@@ -590,7 +613,7 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
 	}
 	defer inst.release()
-	if err := r.place.own(ctx, inst); err != nil {
+	if err := r.place.Own(ctx, (*instanceView)(inst)); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
 	if err := inst.load(ctx, r.store); err != nil {
@@ -688,7 +711,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	if r.tasks.cancel != nil {
 		r.tasks.cancel()
 	}
-	r.place.refuse() // before the gate closes: sent back, not refused
+	r.place.Refuse() // before the gate closes: sent back, not refused
 	drained, ok := r.gate.shut()
 	if !ok {
 		return nil
@@ -817,7 +840,7 @@ func (r *Runtime) release() error {
 		f()
 	}
 	var errs []error
-	closed, err := r.place.shutdown()
+	closed, err := r.place.Shutdown()
 	errs = append(errs, err)
 	defer closed() // after the store, which may use what it closes
 	r.cache.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -167,9 +168,9 @@ func WithOutputsDir(dir string) Option { return optionFunc(func(o *options) { o.
 // apiChannel is ChannelAPI: it hands a report to the Ask that waits for it.
 type apiChannel struct {
 	waiters sync.Map // reply-to → chan Report
-	// remote hands an answer to the process whose Ask waits for it, in a
-	// cluster; nil otherwise.
-	remote func(context.Context, Report) error
+	// remote hands an answer to the process whose Ask waits for it, when
+	// none of this process's does (seam.Placement.Answer).
+	remote func(context.Context, seam.Answer) error
 }
 
 func (c *apiChannel) Deliver(ctx context.Context, r Report) error {
@@ -177,11 +178,8 @@ func (c *apiChannel) Deliver(ctx context.Context, r Report) error {
 		return nil // a Send, not an Ask: nobody waits; the task.answered event carries it
 	}
 	v, ok := c.waiters.LoadAndDelete(r.ReplyTo)
-	if !ok && c.remote != nil {
-		return c.remote(ctx, r)
-	}
 	if !ok {
-		return fmt.Errorf("no caller waits for task %s any more (it gave up, or the runtime restarted); the answer is in %s/%s's history", r.TaskID, r.Agent, r.Instance)
+		return c.remote(ctx, seam.Answer{ReplyTo: r.ReplyTo, Task: r.TaskID, Agent: r.Agent, Instance: r.Instance, Body: r})
 	}
 	v.(chan Report) <- r // buffered: never blocks
 	return nil
@@ -203,7 +201,17 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	r.tasks.api.waiters.Store(replyTo, wait)
 	defer r.tasks.api.waiters.Delete(replyTo)
 	// The task may end on another process: it sends the answer here.
-	stop, err := r.place.awaitAnswer(replyTo, wait)
+	stop, err := r.place.AwaitAnswer(replyTo, func(data json.RawMessage) error {
+		var rep Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return fmt.Errorf("malformed answer: %w", err)
+		}
+		if _, ok := r.tasks.api.waiters.LoadAndDelete(replyTo); !ok {
+			return errors.New("no caller waits for it any more")
+		}
+		wait <- rep // buffered, and the waiter was taken: never blocks
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}

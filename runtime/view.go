@@ -29,8 +29,11 @@ func (v *instanceView) Redact(s string) string { return v.secrets.redactor.Redac
 // linked is config.Known.Import: the import that links the config's part
 // at key, "" when the program linked it.
 func linked(key string) string {
-	if key == "mcp_servers" && seam.MCP == nil {
+	switch {
+	case key == "mcp_servers" && seam.MCP == nil:
 		return seam.MCPImport
+	case key == "cluster" && seam.Cluster == nil:
+		return seam.ClusterImport
 	}
 	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/runtime"
+	_ "github.com/ganglion-dev/ganglion/runtime/cluster" // a program links the cluster by importing it
 )
 
 // TestClusterExample runs the example as two processes would: two

@@ -35,7 +35,7 @@ func TestEngineNamesNoFeature(t *testing.T) {
 				t.Errorf("the engine links %s", d)
 			}
 		case !ours:
-		case strings.HasPrefix(rel, "runtime/internal/cluster"), strings.HasPrefix(rel, "runtime/internal/mcpsrc"),
+		case strings.HasPrefix(rel, "runtime/internal/coord"), rel == "runtime/cluster", strings.HasPrefix(rel, "runtime/internal/mcpsrc"),
 			strings.HasPrefix(rel, "runtime/internal/telemetry"), strings.HasPrefix(rel, "runtime/internal/tape"),
 			strings.HasPrefix(rel, "runtime/internal/seam"), rel == "runtime/mcp", rel == "runtime/otlp",
 			rel == "runtime" || strings.HasPrefix(rel, "runtime/model/"), strings.HasPrefix(rel, "store/"):

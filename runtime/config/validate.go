@@ -130,6 +130,7 @@ func (v *validator) linked(imp func(string) string) {
 	}{
 		{"telemetry", "OpenTelemetry export", v.f.Telemetry != nil},
 		{"mcp_servers", "MCP", len(v.f.MCPServers) > 0},
+		{"cluster", "the cluster", v.f.Cluster != nil},
 	} {
 		if !part.used {
 			continue

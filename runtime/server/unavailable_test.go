@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
+	_ "github.com/ganglion-dev/ganglion/runtime/cluster" // the cluster, linked as a program links it
 )
 
 // TestStoreUnavailable: in cluster mode, while the NATS server is down, a

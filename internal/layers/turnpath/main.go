@@ -7,6 +7,10 @@ import (
 	"runtime/coverage"
 
 	"github.com/ganglion-dev/ganglion/runtime"
+	// Linked as the CLI links them, so that the path shows a plain turn
+	// does not enter them.
+	_ "github.com/ganglion-dev/ganglion/runtime/cluster"
+	_ "github.com/ganglion-dev/ganglion/runtime/mcp"
 )
 
 func main() {

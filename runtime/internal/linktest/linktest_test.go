@@ -153,3 +153,15 @@ func TestTelemetryEnvNotLinked(t *testing.T) {
 		t.Errorf("log:\n%s\nwant one warning with %s", log.String(), want)
 	}
 }
+
+// TestClusterNotLinked: a cluster block in a program without the cluster
+// fails at New, at the block, naming the import to add, before anything
+// connects.
+func TestClusterNotLinked(t *testing.T) {
+	const src = "model: {provider: scripted, script: script.yaml}\ncluster:\n  url: nats://127.0.0.1:1\nagents: [{name: a}]\n"
+	_, err := newRuntime(t, src)
+	const want = `ganglion.yaml:3:3: cluster: the cluster is not linked into this program; add: import _ "github.com/ganglion-dev/ganglion/runtime/cluster"`
+	if got := firstLine(t, err); got != want {
+		t.Errorf("error:\ngot  %s\nwant %s", got, want)
+	}
+}

@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
+	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/store"
 	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
@@ -54,37 +55,39 @@ func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 	}
 	defer js.Close()
 	st := &lostAnswers{Store: js}
-	r, err := New(ctx, WithConfig(cfg), WithModel(summaryModel{}), WithStore(st), WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), WithoutExpiryTimer())
+	np := openedNode(t)
+	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel{}), runtime.WithStore(st), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := r.Send(ctx, "a", "k", UserMessage("one")); err != nil {
+	n := *np
+	if _, err := r.Send(ctx, "a", "k", runtime.UserMessage("one")); err != nil {
 		t.Fatal(err)
 	}
-	inst := r.cache.instances[instanceID{"a", "k"}]
-	lease, old := ownOf(inst).lease, r.fence("a", "k")
+	inst := n.cached(t, "a", "k")
+	lease, old := ownOf(inst).lease, n.fenceOf("a", "k")
 
 	st.lose.Store(true)
-	if _, err := r.Send(ctx, "a", "k", UserMessage("two")); !errors.Is(err, store.ErrOutcomeUnknown) {
+	if _, err := r.Send(ctx, "a", "k", runtime.UserMessage("two")); !errors.Is(err, store.ErrOutcomeUnknown) {
 		t.Fatalf("the turn whose commit got no answer: %v, want an error matching store.ErrOutcomeUnknown", err)
 	}
 	st.lose.Store(false)
-	if f := r.fence("a", "k"); f != unknownFence {
+	if f := n.fenceOf("a", "k"); f != unknownFence {
 		t.Fatalf("fence after the lost answer = %d, want unknownFence: the old one would let a late batch land", f)
 	}
-	if unpin, ok := r.place.(*node).pin("a", "k"); ok {
+	if unpin, ok := n.pin("a", "k"); ok {
 		unpin()
 		t.Fatal("pin is ok while the instance's fence must be taken again")
 	}
 
-	if _, err := r.Send(ctx, "a", "k", UserMessage("three")); err != nil {
+	if _, err := r.Send(ctx, "a", "k", runtime.UserMessage("three")); err != nil {
 		t.Fatalf("the next turn: %v", err)
 	}
 	if ownOf(inst).lease != lease || !lease.Held() {
 		t.Fatal("the lease was given up and taken again; want it kept")
 	}
-	f := r.fence("a", "k")
+	f := n.fenceOf("a", "k")
 	if f == old || f == unknownFence || f == lostFence || f == 0 {
 		t.Fatalf("fence after the next turn = %d (old %d), want a new one", f, old)
 	}
@@ -119,16 +122,18 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedLog
-	r, err := New(ctx, WithConfig(cfg), WithModel(summaryModel{}), WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), WithoutExpiryTimer(),
-		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	np := openedNode(t)
+	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel{}), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer(),
+		runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, err := r.Send(ctx, "a", "k", UserMessage("one")); err != nil {
+	n := *np
+	if _, err := r.Send(ctx, "a", "k", runtime.UserMessage("one")); err != nil {
 		t.Fatal(err)
 	}
-	inst := r.cache.instances[instanceID{"a", "k"}]
+	inst := n.cached(t, "a", "k")
 	ownOf(inst).used.Store(time.Now().Add(time.Hour).UnixNano()) // not idle: renewed, not given up
 	// Another writer of the lease's key: its next renewal finds it lost.
 	_, js := natstest.Connect(t, url)
@@ -150,9 +155,9 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 	if n := strings.Count(logs.String(), "a lease expired before it was renewed"); n != 1 {
 		t.Fatalf("the lost lease was reported %d times, want once:\n%s", n, logs.String())
 	}
-	r.place.(*node).mu.Lock()
-	_, held := r.place.(*node).held[inst]
-	r.place.(*node).mu.Unlock()
+	n.mu.Lock()
+	_, held := n.held[inst]
+	n.mu.Unlock()
 	if held {
 		t.Fatal("the lost lease is still among those held")
 	}

@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 )
 
 // This file counts a task tree's spending across the processes of a
-// cluster. One process counts a tree in memory (budget.go); in a cluster
-// its tasks run on several, so each addition also goes to the cluster's
-// counters of the tree (runtime/internal/cluster, Counters), whose sums
+// cluster. One process counts a tree in memory (package runtime); in a
+// cluster its tasks run on several, so each addition also goes to the
+// cluster's counters of the tree (coord.Counters), whose sums
 // every process reads before it judges the budget.
 
 // budgetCountersAge is how long the counters of a tree nothing spends on
@@ -20,7 +21,7 @@ import (
 // root was lost stops counting after this.
 const budgetCountersAge = 7 * 24 * time.Hour
 
-// The counters of a tree, one per field of Spend.
+// The counters of a tree, one per field of seam.Spend.
 const (
 	counterDelegations = "delegations"
 	counterTurns       = "turns"
@@ -32,7 +33,7 @@ const (
 // for them under the tasks' lock: until one is answered, another process
 // reading the sums misses it, as it would had it been made a moment
 // later. Close waits for them.
-func (n *node) addSpend(root string, s Spend) {
+func (n *node) AddSpend(root string, s seam.Spend) {
 	for _, f := range []struct {
 		name  string
 		delta int64
@@ -48,7 +49,7 @@ func (n *node) addSpend(root string, s Spend) {
 			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 			defer cancel()
 			if _, err := n.budgets.Add(ctx, root, f.name, f.delta); err != nil {
-				n.r.logger.Warn("a task tree's spending was not counted in the cluster; this process counts it alone", "task", root, "counter", f.name, "add", f.delta, "err", err)
+				n.log.Warn("a task tree's spending was not counted in the cluster; this process counts it alone", "task", root, "counter", f.name, "add", f.delta, "err", err)
 			}
 		})
 	}
@@ -56,18 +57,18 @@ func (n *node) addSpend(root string, s Spend) {
 
 // sharesSpend is true: what task trees spend is counted in the cluster's
 // counters.
-func (n *node) sharesSpend() bool { return true }
+func (n *node) SharesSpend() bool { return true }
 
 // forgetSpent deletes the counters of the tree of root task root, which
 // ended.
-func (n *node) forgetSpent(ctx context.Context, root string) error {
+func (n *node) ForgetSpent(ctx context.Context, root string) error {
 	return n.budgets.Forget(ctx, root)
 }
 
 // readSpent returns the cluster's sums of the tree of root task root,
 // each read bounded by leaseTimeout (past it, its error matches
 // store.ErrUnavailable).
-func (n *node) readSpent(ctx context.Context, root string) (Spend, error) {
+func (n *node) ReadSpent(ctx context.Context, root string) (seam.Spend, error) {
 	rctx, cancel := context.WithTimeout(ctx, leaseTimeout)
 	defer cancel()
 	var (
@@ -78,12 +79,12 @@ func (n *node) readSpent(ctx context.Context, root string) (Spend, error) {
 	for i, name := range []string{counterDelegations, counterTurns, counterTokens} {
 		wg.Go(func() {
 			sums[i], errs[i] = n.budgets.Get(rctx, root, name)
-			errs[i] = cluster.Unavailable(ctx, errs[i])
+			errs[i] = coord.Unavailable(ctx, errs[i])
 		})
 	}
 	wg.Wait()
 	if err := errors.Join(errs[:]...); err != nil {
-		return Spend{}, err
+		return seam.Spend{}, err
 	}
-	return Spend{Delegations: int(sums[0]), Turns: int(sums[1]), Tokens: sums[2]}, nil
+	return seam.Spend{Delegations: int(sums[0]), Turns: int(sums[1]), Tokens: sums[2]}, nil
 }

@@ -1,10 +1,12 @@
-package runtime
+package cluster
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"regexp"
@@ -20,18 +22,25 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/ganglion-dev/ganglion/internal/envref"
-	"github.com/ganglion-dev/ganglion/runtime/config"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
+	"github.com/ganglion-dev/ganglion/store"
 	jsstore "github.com/ganglion-dev/ganglion/store/jetstream"
 )
 
-// errMoved is the error of a turn that reached a process which does not
-// own its instance: the sender looks the owner up again and goes there.
-var errMoved = errors.New("instance owned by another process")
+// errMoved is the error of a request that reached a process which does
+// not own its instance: the sender looks the owner up again and goes
+// there.
+var errMoved = seam.ErrMoved
+
+func init() { seam.Cluster = open }
+
+var _ seam.Placement = (*node)(nil)
 
 // node is the runtime's place in a cluster (the config's cluster block):
 // its connection to NATS, the leases of the instances it owns, and the
-// subscription that runs the turns other processes route to it.
+// subscription that runs the turns other processes route to it. It is the
+// runtime's placement ([seam.Placement]).
 //
 // A turn runs on the process that holds its instance's lease (see
 // RATIONALE.md, "Cluster mode: one owner per instance"). A process takes
@@ -41,23 +50,30 @@ var errMoved = errors.New("instance owned by another process")
 // loses its leases when they expire. The owner alone keeps the instance in
 // memory: taking a lease (again) reloads it from the shared store.
 type node struct {
-	r      *Runtime
+	l     seam.Local
+	env   seam.ClusterEnv
+	log   *slog.Logger
+	store store.Store // the store the processes share
+	errs  seam.Errors
+	// kinds are the errors a routed request's error keeps: the runtime's
+	// and the cluster's own (remoteKinds).
+	kinds  map[string]error
 	nc     *nats.Conn
-	leases *cluster.Leases
+	leases *coord.Leases
 	// members holds each live process's lease on its own name, and
 	// member is this process's.
-	members *cluster.Leases
-	member  *cluster.Lease
-	waits   *cluster.Waits    // the cluster's wait-for graph of agent requests
-	budgets *cluster.Counters // what each task tree spent, across processes (cluster_budget.go)
-	name    string            // this process's, in leases and subjects
-	prefix  string            // of every process's subjects: "<cluster>.node."
-	events  string            // of the events' subjects: "<cluster>.events."
-	unbus   func()            // ends the publishing of this process's events
+	members *coord.Leases
+	member  *coord.Lease
+	waits   *coord.Waits    // the cluster's wait-for graph of agent requests
+	budgets *coord.Counters // what each task tree spent, across processes (budget.go)
+	name    string          // this process's, in leases and subjects
+	prefix  string          // of every process's subjects: "<cluster>.node."
+	events  string          // of the events' subjects: "<cluster>.events."
+	unbus   func()          // ends the publishing of this process's events
 	subs    []*nats.Subscription
 
 	mu      sync.Mutex
-	held    map[*instance]*cluster.Lease  // the leases held, by instance
+	held    map[seam.Held]*coord.Lease    // the leases held, by instance
 	running map[string]context.CancelFunc // routed turns running here, by request ID
 	closed  bool
 	live    []string // the processes alive, sorted, as last listed
@@ -74,7 +90,7 @@ type node struct {
 	done      chan struct{}  // closed when it has ended
 	handlers  sync.WaitGroup // routed requests being answered
 	releasing sync.WaitGroup // leases being given up in the background
-	adding    sync.WaitGroup // additions to task budgets' counters (cluster_budget.go)
+	adding    sync.WaitGroup // additions to task budgets' counters (budget.go)
 
 	// storeDown: the store did not answer the last renewal round's ping;
 	// read and written by the renewal loop alone.
@@ -91,14 +107,16 @@ const (
 // a lease is one round trip to JetStream.
 const leaseTimeout = 5 * time.Second
 
-// openCluster connects to the cluster c names and opens its shared store,
-// unless o gives a store. The node starts serving when [node.start] runs.
-func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster) error {
-	if o.memory {
-		return errors.New("cluster: a cluster shares its store in JetStream; it cannot run on the memory store")
+// open connects to the cluster env's config names and opens its shared
+// store, unless env gives a store. The node starts serving when
+// [node.Start] runs.
+func open(ctx context.Context, env seam.ClusterEnv) (seam.Placement, store.Store, error) {
+	c := env.Cluster
+	if env.Memory {
+		return nil, nil, errors.New("cluster: a cluster shares its store in JetStream; it cannot run on the memory store")
 	}
-	if o.secretKey == nil && o.secretKeyFile == "" && os.Getenv(SecretKeyEnv) == "" {
-		return fmt.Errorf("cluster: every process seals and opens the same secrets, so they need the same key: set %s (32 bytes, base64) in each process's environment", SecretKeyEnv)
+	if !env.Keyed {
+		return nil, nil, fmt.Errorf("cluster: every process seals and opens the same secrets, so they need the same key: set %s (32 bytes, base64) in each process's environment", env.KeyEnv)
 	}
 	name := c.Name
 	if name == "" {
@@ -116,50 +134,51 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, c *config.Cluster
 	}
 	nc, err := nats.Connect(urls, opts...)
 	if err != nil {
-		return fmt.Errorf("cluster: connect to %s: %w", redactURLs(urls), err)
+		return nil, nil, fmt.Errorf("cluster: connect to %s: %w", redactURLs(urls), err)
+	}
+	fail := func(err error) (seam.Placement, store.Store, error) {
+		nc.Close()
+		return nil, nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		nc.Close()
-		return fmt.Errorf("cluster: %w", err)
+		return fail(fmt.Errorf("cluster: %w", err))
 	}
-	leases, err := cluster.Open(ctx, js, name+"_leases", self, ttl, c.Replicas)
+	leases, err := coord.Open(ctx, js, name+"_leases", self, ttl, c.Replicas)
 	if err != nil {
-		nc.Close()
-		return err
+		return fail(err)
 	}
-	members, err := cluster.Open(ctx, js, name+"_nodes", self, ttl, c.Replicas)
+	members, err := coord.Open(ctx, js, name+"_nodes", self, ttl, c.Replicas)
 	if err != nil {
-		nc.Close()
-		return err
+		return fail(err)
 	}
-	waits, err := cluster.OpenWaits(ctx, nc, js, name+"_waits")
+	waits, err := coord.OpenWaits(ctx, nc, js, name+"_waits")
 	if err != nil {
-		nc.Close()
-		return err
+		return fail(err)
 	}
-	budgets, err := cluster.OpenCounters(ctx, nc, js, name+"_budgets", c.Replicas, budgetCountersAge)
+	budgets, err := coord.OpenCounters(ctx, nc, js, name+"_budgets", c.Replicas, budgetCountersAge)
 	if err != nil {
-		nc.Close()
-		return err
+		return fail(err)
 	}
-	n := &node{r: r, nc: nc, leases: leases, members: members, waits: waits, budgets: budgets, name: self, prefix: name + ".node.", events: name + ".events.",
-		held: map[*instance]*cluster.Lease{}, running: map[string]context.CancelFunc{}}
-	r.place = n
-	r.tasks.api.remote = n.deliverAnswer
-	if o.store == nil {
+	n := &node{l: env.Local, env: env, log: env.Logger, store: env.Store, errs: env.Errors,
+		nc: nc, leases: leases, members: members, waits: waits, budgets: budgets, name: self, prefix: name + ".node.", events: name + ".events.",
+		held: map[seam.Held]*coord.Lease{}, running: map[string]context.CancelFunc{}}
+	n.kinds = maps.Clone(env.Errors.Kinds)
+	maps.Copy(n.kinds, remoteKinds)
+	var st store.Store
+	if n.store == nil {
 		opts := []jsstore.Option{jsstore.WithReplicas(max(c.Replicas, 1))}
 		if c.RequestTimeout != "" {
 			d, _ := time.ParseDuration(c.RequestTimeout) // Validate checked it
 			opts = append(opts, jsstore.WithRequestTimeout(d))
 		}
-		st, err := jsstore.Open(ctx, nc, name, opts...)
+		js, err := jsstore.Open(ctx, nc, name, opts...)
 		if err != nil {
-			return fmt.Errorf("cluster: %w", err)
+			return fail(fmt.Errorf("cluster: %w", err))
 		}
-		r.store, r.ownsStore = st, true
+		n.store, st = js, js
 	}
-	return nil
+	return n, st, nil
 }
 
 // nodeName names this process in the cluster: its host, its process ID
@@ -196,7 +215,7 @@ func redactURLs(urls string) string {
 
 // start serves the turns routed to this process and starts renewing its
 // leases.
-func (n *node) start() error {
+func (n *node) Start() error {
 	for suffix, h := range map[string]nats.MsgHandler{".send": n.serve, ".cancel": n.cancel, ".report": n.serveReport, ".act": n.serveAct} {
 		sub, err := n.nc.Subscribe(n.prefix+n.name+suffix, h)
 		if err != nil {
@@ -211,7 +230,7 @@ func (n *node) start() error {
 		return fmt.Errorf("cluster: subscribe: %w", err)
 	}
 	n.subs = append(n.subs, sub)
-	n.unbus = n.r.bus.Subscribe("*", n.publishEvent)
+	n.unbus = n.env.Bus.Subscribe("*", n.publishEvent)
 	if err := n.nc.Flush(); err != nil {
 		return fmt.Errorf("cluster: subscribe: %w", err)
 	}
@@ -245,7 +264,7 @@ func (n *node) start() error {
 // refuse makes the node send back the requests other processes route
 // here from now on (see handle): the runtime stops, and its instances will
 // move once their turns have ended.
-func (n *node) refuse() {
+func (n *node) Refuse() {
 	n.mu.Lock()
 	n.closed = true
 	n.mu.Unlock()
@@ -259,11 +278,11 @@ func (n *node) stopping() error {
 }
 
 // movedIfClosed is err, unless err says that the runtime refused a
-// routed request at its door because it stops ([Runtime.sendHere] and
-// [Runtime.actHere] return ErrClosed itself then, before anything ran):
+// routed request at its door because it stops ([seam.Local.SendHere] and
+// ActHere return Errors.Closed itself then, before anything ran):
 // then it is [node.stopping]'s error.
 func (n *node) movedIfClosed(err error) error {
-	if err == ErrClosed {
+	if err == n.errs.Closed {
 		return n.stopping()
 	}
 	return err
@@ -273,9 +292,9 @@ func (n *node) movedIfClosed(err error) error {
 // other processes take the instances over at once; closed closes the
 // connection, after the store. The runtime's turns
 // have ended, or were cut (then the requests still answered are waited for
-// at most cutGrace).
-func (n *node) shutdown() (closed func(), err error) {
-	n.refuse()
+// at most the env's CutGrace).
+func (n *node) Shutdown() (closed func(), err error) {
+	n.Refuse()
 	if n.unbus != nil {
 		n.unbus()
 	}
@@ -285,8 +304,8 @@ func (n *node) shutdown() (closed func(), err error) {
 			errs = append(errs, fmt.Errorf("cluster: unsubscribe: %w", err))
 		}
 	}
-	if !waitAtMost(&n.handlers, n.r.halt, cutGrace) {
-		n.r.logger.Warn("cluster: stop: requests routed here were still answered when the stop's time was up; leaving them")
+	if !waitAtMost(&n.handlers, n.env.Halt, n.env.CutGrace) {
+		n.log.Warn("cluster: stop: requests routed here were still answered when the stop's time was up; leaving them")
 	}
 	if n.stop != nil {
 		close(n.stop)
@@ -296,7 +315,7 @@ func (n *node) shutdown() (closed func(), err error) {
 		n.unwatch()
 	}
 	n.mu.Lock()
-	held := make(map[*instance]*cluster.Lease, len(n.held))
+	held := make(map[seam.Held]*coord.Lease, len(n.held))
 	for in, l := range n.held {
 		held[in] = l
 	}
@@ -343,7 +362,7 @@ func (n *node) setLive(live []string) {
 	defer n.mu.Unlock()
 	for _, p := range n.live {
 		if !slices.Contains(live, p) {
-			n.r.logger.Info("cluster: a process left; taking over what it leaves", "process", p)
+			n.log.Info("cluster: a process left; taking over what it leaves", "process", p)
 			n.orphans = time.Now().Add(2*n.leases.TTL() + time.Second)
 			for f := range n.leaving[p] {
 				(*f)()
@@ -412,28 +431,13 @@ func (n *node) renewMembership() {
 	ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 	defer cancel()
 	err := n.member.Renew(ctx)
-	if errors.Is(err, cluster.ErrLost) {
-		var le *cluster.Lease
+	if errors.Is(err, coord.ErrLost) {
+		var le *coord.Lease
 		if le, err = n.members.Acquire(ctx, n.name); err == nil {
 			n.member = le
 		}
 	}
 	if err != nil {
-		n.r.logger.Warn("cluster: renewing this process's membership failed; trying again", "err", err)
-	}
-}
-
-// recoverOrphans does for the instances a stopped process owned what New
-// does at start-up: it continues their tasks, resumes their answered
-// turns and expires their overdue pending items. Instances other live
-// processes own are theirs; each freed one is taken by one process (the
-// one it hashes to), and a task turn that ran already is refused there.
-func (r *Runtime) recoverOrphans() {
-	if !r.gate.enter() {
-		return
-	}
-	defer r.gate.leave()
-	if err := r.recover(r.tasks.bg, true); err != nil && r.tasks.bg.Err() == nil {
-		r.logger.Warn("cluster: recovering what a stopped process left failed in part", "err", err)
+		n.log.Warn("cluster: renewing this process's membership failed; trying again", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nuid"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -36,9 +36,8 @@ type remoteSend struct {
 //
 // place says what to do when nobody owns the instance: run the turn on
 // the process the instance's name hashes to (true), or here.
-func (n *node) route(ctx context.Context, agentName, key string, in pipeline.InputEvent, place bool) (*pipeline.TurnResult, error) {
-	r := n.r
-	if _, err := r.runnable(agentName); err != nil {
+func (n *node) Route(ctx context.Context, agentName, key string, in pipeline.InputEvent, place bool) (*pipeline.TurnResult, error) {
+	if err := n.l.Runnable(agentName); err != nil {
 		return nil, err
 	}
 	var res *pipeline.TurnResult
@@ -54,7 +53,7 @@ func (n *node) route(ctx context.Context, agentName, key string, in pipeline.Inp
 			mine = owner == n.name
 		}
 		if mine || owner == "" {
-			res, err = r.sendHere(ctx, agentName, key, in)
+			res, err = n.l.SendHere(ctx, agentName, key, in)
 		} else {
 			res, err = n.forward(ctx, owner, agentName, key, in)
 		}
@@ -96,7 +95,7 @@ func (n *node) forward(ctx context.Context, owner, agent, key string, in pipelin
 	case err != nil:
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, fmt.Errorf("agent %q instance %q: %w", agent, key, err)
 	}
-	return rep.Result, replyError(rep)
+	return rep.Result, n.replyError(rep)
 }
 
 // serve runs a turn another process routed here, with what was left of
@@ -116,8 +115,8 @@ func (n *node) serve(m *nats.Msg) {
 			delete(n.running, req.ID)
 			n.mu.Unlock()
 		}()
-		res, err := n.r.sendHere(ctx, req.Agent, req.Instance, req.Input)
-		return resultReply(res, n.movedIfClosed(err))
+		res, err := n.l.SendHere(ctx, req.Agent, req.Instance, req.Input)
+		return n.resultReply(res, n.movedIfClosed(err))
 	})
 }
 
@@ -136,12 +135,12 @@ func (n *node) cancel(m *nats.Msg) {
 // directly or through others and on any process, for self's: the cycle of
 // two independent turns calling each other, which the chain a call carries
 // cannot see. done takes the edge away.
-func (n *node) waitFor(ctx context.Context, self, to string, timeout time.Duration) (done func(), err error) {
+func (n *node) WaitFor(ctx context.Context, self, to string, timeout time.Duration) (done func(), err error) {
 	wctx, cancel := context.WithTimeout(ctx, leaseTimeout)
 	defer cancel()
 	remove, err := n.waits.Add(wctx, self, to, timeout)
 	if err != nil {
-		return nil, cluster.Unavailable(ctx, err)
+		return nil, coord.Unavailable(ctx, err)
 	}
 	done = func() {
 		n.releasing.Add(1)
@@ -150,18 +149,18 @@ func (n *node) waitFor(ctx context.Context, self, to string, timeout time.Durati
 			ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 			defer cancel()
 			if err := remove(ctx); err != nil {
-				n.r.logger.Warn("cluster: removing a wait from the wait-for graph failed; it expires on its own", "from", self, "to", to, "err", err)
+				n.log.Warn("cluster: removing a wait from the wait-for graph failed; it expires on its own", "from", self, "to", to, "err", err)
 			}
 		}()
 	}
 	path, err := n.waits.Path(wctx, to, self)
 	if err != nil {
 		done()
-		return nil, cluster.Unavailable(ctx, err)
+		return nil, coord.Unavailable(ctx, err)
 	}
 	if path != nil {
 		done()
-		return nil, fmt.Errorf("%w: %s → %s (a turn of %s waits for %s already)", ErrCycle, self, strings.Join(path, " → "), to, self)
+		return nil, fmt.Errorf("%w: %s → %s (a turn of %s waits for %s already)", n.errs.Cycle, self, strings.Join(path, " → "), to, self)
 	}
 	return done, nil
 }

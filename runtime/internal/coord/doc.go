@@ -1,4 +1,4 @@
-// Package cluster holds what lets several processes run one set of agents
+// Package coord holds what lets several processes run one set of agents
 // over NATS JetStream: leases, which give each instance one owning process
 // at a time; the wait-for graph of agent requests (Waits); and counters
 // every process adds to (Counters), which count task budgets.
@@ -16,4 +16,4 @@
 // Every request to NATS here is bounded (5 s) whatever the
 // caller's ctx: a server that dies with a request in flight never
 // answers it, and a caller must learn so.
-package cluster
+package coord

@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -26,7 +26,8 @@ func TestRemoteErrorKeepsUnavailable(t *testing.T) {
 			[]error{store.ErrUnavailable, store.ErrOutcomeUnknown}, []error{context.DeadlineExceeded}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := replyError(errorReply(tc.err))
+			n := &node{kinds: remoteKinds}
+			got := n.replyError(n.errorReply(tc.err))
 			if got.Error() != tc.err.Error() {
 				t.Errorf("text %q, want %q", got, tc.err)
 			}

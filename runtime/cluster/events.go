@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"encoding/json"
@@ -18,11 +18,11 @@ func (n *node) publishEvent(ev events.Event) {
 	ev.Process = n.name
 	data, err := json.Marshal(ev)
 	if err != nil {
-		n.r.logger.Warn("cluster: an event cannot be sent to the other processes", "topic", ev.Topic, "err", err)
+		n.log.Warn("cluster: an event cannot be sent to the other processes", "topic", ev.Topic, "err", err)
 		return
 	}
 	if err := n.nc.Publish(n.events+ev.Topic, data); err != nil {
-		n.r.logger.Warn("cluster: sending an event to the other processes failed", "topic", ev.Topic, "err", err)
+		n.log.Warn("cluster: sending an event to the other processes failed", "topic", ev.Topic, "err", err)
 	}
 }
 
@@ -30,11 +30,11 @@ func (n *node) publishEvent(ev events.Event) {
 func (n *node) receiveEvent(m *nats.Msg) {
 	var ev events.Event
 	if err := json.Unmarshal(m.Data, &ev); err != nil {
-		n.r.logger.Warn("cluster: a malformed event from another process", "subject", m.Subject, "err", err)
+		n.log.Warn("cluster: a malformed event from another process", "subject", m.Subject, "err", err)
 		return
 	}
 	if ev.Process == n.name || ev.Process == "" {
 		return // its own, back
 	}
-	n.r.bus.Publish(ev)
+	n.env.Bus.Publish(ev)
 }

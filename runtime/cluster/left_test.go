@@ -1,10 +1,12 @@
-package runtime
+package cluster
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +14,8 @@ import (
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -24,11 +27,11 @@ import (
 func TestClusterForwardOwnerLeft(t *testing.T) {
 	ctx := context.Background()
 	nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
-	leases, err := cluster.Open(ctx, js, "leases", "me", time.Second, 1)
+	leases, err := coord.Open(ctx, js, "leases", "me", time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := testNode(t, nc, leases)
+	n, _ := testNode(t, nc, leases)
 	asked := make(chan struct{})
 	sub, err := nc.Subscribe("t.node.ghost.send", func(*nats.Msg) { close(asked) }) // takes the turn, never answers
 	if err != nil {
@@ -50,12 +53,62 @@ func TestClusterForwardOwnerLeft(t *testing.T) {
 
 // testNode is a node named "me" of a runtime that has not stopped, whose
 // peer "ghost" is alive.
-func testNode(t *testing.T, nc *nats.Conn, leases *cluster.Leases) *node {
+func testNode(t *testing.T, nc *nats.Conn, leases *coord.Leases) (*node, *forwards) {
 	t.Helper()
-	r := &Runtime{logger: slog.New(slog.DiscardHandler)}
-	r.halt, r.cut = context.WithCancelCause(context.Background())
-	t.Cleanup(func() { r.cut(nil) })
-	return &node{r: r, nc: nc, leases: leases, name: "me", prefix: "t.node.", live: []string{"ghost", "me"}}
+	halt, cut := context.WithCancelCause(context.Background())
+	t.Cleanup(func() { cut(nil) })
+	f := &forwards{cut: cut}
+	env := seam.ClusterEnv{Env: seam.Env{Logger: slog.New(slog.DiscardHandler)}, Local: f, Halt: halt,
+		Errors: seam.Errors{Closed: errClosed, Cut: errCut}}
+	return &node{l: f, env: env, log: env.Logger, errs: env.Errors, kinds: remoteKinds,
+		nc: nc, leases: leases, name: "me", prefix: "t.node.", live: []string{"ghost", "me"}}, f
+}
+
+// The runtime's errors, as it gives them to the cluster.
+var (
+	errClosed = errors.New("runtime: closed")
+	errCut    = fmt.Errorf("%w: the runtime stopped before the turn ended", errClosed)
+)
+
+// forwards is the part of a runtime a forward uses: the gate a stop
+// closes, which waits for the forwards in flight and refuses new ones,
+// and the cut of the stop's time.
+type forwards struct {
+	seam.Local
+	cut     context.CancelCauseFunc
+	mu      sync.Mutex
+	n       int
+	shut    bool
+	drained chan struct{}
+}
+
+func (f *forwards) Enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shut {
+		return false
+	}
+	f.n++
+	return true
+}
+
+func (f *forwards) Leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 && f.shut {
+		close(f.drained)
+	}
+}
+
+// stop closes the gate: drained is closed once no forward is in flight.
+func (f *forwards) stop() (drained <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.shut, f.drained = true, make(chan struct{})
+	if f.n == 0 {
+		close(f.drained)
+	}
+	return f.drained
 }
 
 // TestClusterStopWaitsForForwards: a stop of the process that forwarded a
@@ -68,11 +121,11 @@ func testNode(t *testing.T, nc *nats.Conn, leases *cluster.Leases) *node {
 func TestClusterStopWaitsForForwards(t *testing.T) {
 	ctx := context.Background()
 	nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
-	leases, err := cluster.Open(ctx, js, "leases", "me", time.Second, 1)
+	leases, err := coord.Open(ctx, js, "leases", "me", time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := testNode(t, nc, leases)
+	n, f := testNode(t, nc, leases)
 	asked, cancelled := make(chan struct{}), make(chan struct{}, 1)
 	for subject, h := range map[string]nats.MsgHandler{
 		"t.node.ghost.send":   func(*nats.Msg) { close(asked) }, // takes the turn, answers late
@@ -94,22 +147,19 @@ func TestClusterStopWaitsForForwards(t *testing.T) {
 		done <- outcome{res, err}
 	}()
 	<-asked
-	drained, ok := n.r.forwards.shut()
-	if !ok {
-		t.Fatal("the forwards' gate was shut already")
-	}
+	drained := f.stop()
 	select {
 	case <-drained:
 		t.Fatal("the stop did not wait for the forward in flight")
 	case <-time.After(100 * time.Millisecond):
 	}
-	if _, err := n.forward(ctx, "ghost", "worker", "k2", pipeline.InputEvent{Text: "later"}); !errors.Is(err, ErrClosed) {
+	if _, err := n.forward(ctx, "ghost", "worker", "k2", pipeline.InputEvent{Text: "later"}); !errors.Is(err, errClosed) {
 		t.Fatalf("a forward once the stop began = %v, want ErrClosed", err)
 	}
-	n.r.cut(errCut) // the stop's time is up
+	f.cut(errCut) // the stop's time is up
 	got := <-done
 	<-drained
-	if !errors.Is(got.err, store.ErrOutcomeUnknown) || !errors.Is(got.err, ErrClosed) || !strings.Contains(got.err.Error(), "process ghost: runtime: closed: the runtime stopped before the turn ended; it goes on there") {
+	if !errors.Is(got.err, store.ErrOutcomeUnknown) || !errors.Is(got.err, errClosed) || !strings.Contains(got.err.Error(), "process ghost: runtime: closed: the runtime stopped before the turn ended; it goes on there") {
 		t.Fatalf("the cut forward = %v; want one matching store.ErrOutcomeUnknown and ErrClosed, saying the turn goes on at ghost", got.err)
 	}
 	select {

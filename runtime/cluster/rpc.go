@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -29,12 +29,10 @@ type remoteReply struct {
 	Kinds []string `json:"kinds,omitempty"`
 }
 
-// remoteKinds are the sentinel errors a routed turn's error keeps.
+// remoteKinds are the sentinel errors a routed turn's error keeps besides
+// the runtime's own (seam.Errors.Kinds).
 var remoteKinds = map[string]error{
-	"moved": errMoved, "closed": ErrClosed, "unknown-agent": ErrUnknownAgent,
-	"unavailable": ErrAgentUnavailable, "cycle": ErrCycle, "depth": ErrDepth,
-	"paused": ErrPaused, "task-failed": ErrTaskFailed, "task-moved": errTaskMoved,
-	"budget": errBudget, "no-task": ErrNoTask, "invalid-name": store.ErrInvalidName,
+	"moved": errMoved, "invalid-name": store.ErrInvalidName,
 	"deadline": context.DeadlineExceeded, "canceled": context.Canceled,
 	"item-not-found": ledger.ErrNotFound, "item-resolved": ledger.ErrResolved,
 	"invalid-action": extensions.ErrInvalidAction, "store-unavailable": store.ErrUnavailable,
@@ -52,13 +50,13 @@ func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() []error { return e.kinds }
 
 // replyError is rep's error, or nil.
-func replyError(rep remoteReply) error {
+func (n *node) replyError(rep remoteReply) error {
 	if rep.Error == "" {
 		return nil
 	}
 	e := &remoteError{msg: rep.Error}
 	for _, k := range rep.Kinds {
-		if s, ok := remoteKinds[k]; ok {
+		if s, ok := n.kinds[k]; ok {
 			e.kinds = append(e.kinds, s)
 		}
 	}
@@ -66,9 +64,9 @@ func replyError(rep remoteReply) error {
 }
 
 // errorReply is the reply that carries err.
-func errorReply(err error) remoteReply {
+func (n *node) errorReply(err error) remoteReply {
 	rep := remoteReply{Error: err.Error()}
-	for k, s := range remoteKinds {
+	for k, s := range n.kinds {
 		if errors.Is(err, s) {
 			rep.Kinds = append(rep.Kinds, k)
 		}
@@ -78,10 +76,10 @@ func errorReply(err error) remoteReply {
 }
 
 // resultReply is the reply that carries res and err.
-func resultReply(res *pipeline.TurnResult, err error) remoteReply {
+func (n *node) resultReply(res *pipeline.TurnResult, err error) remoteReply {
 	var rep remoteReply
 	if err != nil {
-		rep = errorReply(err)
+		rep = n.errorReply(err)
 	}
 	rep.Result = res
 	return rep
@@ -93,7 +91,7 @@ func (n *node) reply(m *nats.Msg, rep remoteReply) {
 		data, _ = json.Marshal(remoteReply{Error: "cluster: encode reply: " + err.Error()})
 	}
 	if err := m.Respond(data); err != nil {
-		n.r.logger.Warn("cluster: answering a routed turn failed", "err", err)
+		n.log.Warn("cluster: answering a routed turn failed", "err", err)
 	}
 }
 
@@ -113,7 +111,7 @@ var errOwnerLeft = errors.New("the process stopped before it answered")
 // first.
 //
 // A stop of this process waits for the call, as for a turn of its own,
-// and refuses new ones (ErrClosed); if the stop's time runs out first, the
+// and refuses new ones (Errors.Closed); if the stop's time runs out first, the
 // call ends with an error matching errCut and store.ErrOutcomeUnknown, and
 // owner goes on with what it was asked.
 func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteReply, error) {
@@ -121,13 +119,13 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 	if err != nil {
 		return remoteReply{}, err
 	}
-	if !n.r.forwards.enter() {
-		return remoteReply{}, ErrClosed
+	if !n.l.Enter() {
+		return remoteReply{}, n.errs.Closed
 	}
-	defer n.r.forwards.leave()
+	defer n.l.Leave()
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(n.r.halt, cancel)()
+	defer context.AfterFunc(n.env.Halt, cancel)()
 	var left atomic.Bool
 	// A process that stops answers before it leaves, but its answer and
 	// the news that it left reach this process apart: give the answer
@@ -139,8 +137,8 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 		return remoteReply{}, fmt.Errorf("process %s: %w", owner, errOwnerLeft)
 	case ctx.Err() != nil:
 		return remoteReply{}, ctx.Err()
-	case err != nil && n.r.halt.Err() != nil:
-		return remoteReply{}, fmt.Errorf("process %s: %w; it goes on there (%w: read the history or the pending item)", owner, errCut, store.ErrOutcomeUnknown)
+	case err != nil && n.env.Halt.Err() != nil:
+		return remoteReply{}, fmt.Errorf("process %s: %w; it goes on there (%w: read the history or the pending item)", owner, n.errs.Cut, store.ErrOutcomeUnknown)
 	case errors.Is(err, nats.ErrNoResponders):
 		return remoteReply{}, fmt.Errorf("%w (%s, which does not answer)", errMoved, owner)
 	case err != nil:
@@ -161,7 +159,7 @@ func handle[T any](n *node, m *nats.Msg, answer func(T) remoteReply) {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		n.reply(m, errorReply(n.stopping()))
+		n.reply(m, n.errorReply(n.stopping()))
 		return
 	}
 	n.handlers.Add(1)

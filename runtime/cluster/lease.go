@@ -1,4 +1,4 @@
-package runtime
+package cluster
 
 import (
 	"context"
@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
-	"github.com/ganglion-dev/ganglion/runtime/internal/cluster"
+	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -25,7 +26,7 @@ func leaseName(agent, key string) string { return agent + "/" + key }
 type ownership struct {
 	// lease is the instance's lease while this process owns it; guarded
 	// by the instance's slot.
-	lease *cluster.Lease
+	lease *coord.Lease
 	// used is when a turn last started on the instance, in Unix
 	// nanoseconds, so that an idle instance's lease is given up.
 	used atomic.Int64
@@ -44,20 +45,20 @@ type ownership struct {
 }
 
 // adopt gives a new instance its ownership.
-func (n *node) adopt(inst *instance) { inst.placed.Store(&ownership{}) }
+func (n *node) Adopt(inst seam.Held) { inst.Placed().Store(&ownership{}) }
 
 // ownOf returns the ownership of an instance of the node (adopt).
-func ownOf(inst *instance) *ownership { return inst.placed.Load().(*ownership) }
+func ownOf(inst seam.Held) *ownership { return inst.Placed().Load().(*ownership) }
 
 // fence is the fence inst's commits carry.
-func (n *node) fence(inst *instance) uint64 { return ownOf(inst).fence.Load() }
+func (n *node) Fence(inst seam.Held) uint64 { return ownOf(inst).fence.Load() }
 
 // failed fences inst off after a commit of it failed: refused for its
 // fence, another process owns it, and own takes it again or routes there;
 // without an answer, the batch may be stored or land later still, and own
 // takes a new fence, which refuses it, before the instance is read again.
 // Meanwhile its writes are refused.
-func (n *node) failed(inst *instance, err error) {
+func (n *node) Failed(inst seam.Held, err error) {
 	o := ownOf(inst)
 	switch {
 	case errors.Is(err, store.ErrFenced):
@@ -72,43 +73,42 @@ func (n *node) failed(inst *instance, err error) {
 // holds it, or store.ErrUnavailable if JetStream did not answer in time
 // (the lease and the fence are asked under a bound of their own, whose
 // end is no deadline of the caller's). The caller holds inst's turn slot.
-func (n *node) own(ctx context.Context, inst *instance) error {
-	r := n.r
+func (n *node) Own(ctx context.Context, inst seam.Held) error {
 	o := ownOf(inst)
 	o.used.Store(time.Now().UnixNano())
 	if o.lease != nil && o.lease.Held() {
 		switch o.fence.Load() {
 		case unknownFence:
-			return r.refence(ctx, inst)
+			return n.refence(ctx, inst)
 		case lostFence:
 		default:
 			return nil
 		}
 	}
 	if o.lease != nil {
-		r.logger.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.agent.name, "instance", inst.key)
+		n.log.Warn("cluster: the lease of an instance was lost; taking it again", "agent", inst.Agent(), "instance", inst.Key())
 		n.forget(inst, o.lease)
 		o.lease = nil
 		o.fence.Store(0) // not this process's until it takes the lease again
 	}
 	// What this process read before may have changed on another.
-	inst.unload()
+	inst.Unload()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
 	defer cancel()
-	l, err := n.leases.Acquire(lctx, leaseName(inst.agent.name, inst.key))
+	l, err := n.leases.Acquire(lctx, leaseName(inst.Agent(), inst.Key()))
 	if err != nil {
-		if he := (*cluster.HeldError)(nil); errors.As(err, &he) {
-			return fmt.Errorf("agent %q instance %q: %w (%s)", inst.agent.name, inst.key, errMoved, he.Owner)
+		if he := (*coord.HeldError)(nil); errors.As(err, &he) {
+			return fmt.Errorf("agent %q instance %q: %w (%s)", inst.Agent(), inst.Key(), errMoved, he.Owner)
 		}
-		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.agent.name, inst.key, cluster.Unavailable(ctx, err))
+		return fmt.Errorf("agent %q instance %q: take its lease: %w", inst.Agent(), inst.Key(), coord.Unavailable(ctx, err))
 	}
 	// The fence is taken after the lease and before the instance is
 	// loaded: what a former owner committed before it is loaded, what it
 	// would commit after it is refused (store.Fence).
-	fence, err := r.store.Fence(lctx, inst.agent.name, inst.key)
+	fence, err := n.store.Fence(lctx, inst.Agent(), inst.Key())
 	if err != nil {
 		n.forget(inst, l)
-		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.agent.name, inst.key, cluster.Unavailable(ctx, err))
+		return fmt.Errorf("agent %q instance %q: take its fence: %w", inst.Agent(), inst.Key(), coord.Unavailable(ctx, err))
 	}
 	o.lease = l
 	o.fence.Store(fence)
@@ -117,7 +117,7 @@ func (n *node) own(ctx context.Context, inst *instance) error {
 	n.mu.Unlock()
 	// The tasks of the instance may have changed while another process
 	// owned it.
-	r.forgetTasks(inst)
+	n.l.ForgetTasks(inst.Agent(), inst.Key())
 	return nil
 }
 
@@ -128,30 +128,18 @@ func (n *node) own(ctx context.Context, inst *instance) error {
 // lease is kept, not given up and taken again: a release still running
 // in the background could purge the new lease. The caller holds inst's
 // turn slot.
-func (r *Runtime) refence(ctx context.Context, inst *instance) error {
-	inst.unload()
+func (n *node) refence(ctx context.Context, inst seam.Held) error {
+	inst.Unload()
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseTimeout)
 	defer cancel()
-	fence, err := r.store.Fence(lctx, inst.agent.name, inst.key)
+	fence, err := n.store.Fence(lctx, inst.Agent(), inst.Key())
 	if err != nil {
-		return fmt.Errorf("agent %q instance %q: take a new fence after a commit that got no answer: %w", inst.agent.name, inst.key, err)
+		return fmt.Errorf("agent %q instance %q: take a new fence after a commit that got no answer: %w", inst.Agent(), inst.Key(), err)
 	}
 	ownOf(inst).fence.Store(fence)
-	r.forgetTasks(inst)
-	r.logger.Info("cluster: took a new fence after a commit that got no answer; reading the instance again", "agent", inst.agent.name, "instance", inst.key)
+	n.l.ForgetTasks(inst.Agent(), inst.Key())
+	n.log.Info("cluster: took a new fence after a commit that got no answer; reading the instance again", "agent", inst.Agent(), "instance", inst.Key())
 	return nil
-}
-
-// forgetTasks drops inst's tasks from the tasks' cache: they are read
-// again from the store.
-func (r *Runtime) forgetTasks(inst *instance) {
-	r.tasks.mu.Lock()
-	for id, t := range r.tasks.cache {
-		if t.Agent == inst.agent.name && t.Instance == inst.key {
-			delete(r.tasks.cache, id)
-		}
-	}
-	r.tasks.mu.Unlock()
 }
 
 // lostFence is an instance's fence once a commit found that another
@@ -173,62 +161,43 @@ func movedIfFenced(err error) error {
 	return err
 }
 
-// fence is the fence of agent's instance key for a write of what its
-// owner alone writes: zero outside a cluster, or if this process does not
-// hold the instance's lease (it is not cached here, or was given up).
-func (r *Runtime) fence(agent, key string) uint64 {
-	if _, clustered := r.place.(*node); !clustered {
-		return 0
-	}
-	r.cache.mu.Lock()
-	in := r.cache.instances[instanceID{agent, key}]
-	r.cache.mu.Unlock()
+// fenceOf is the fence of agent's instance key for a write of what its
+// owner alone writes: zero if this process does not hold the instance's
+// lease (it is not in memory here, or was given up).
+func (n *node) fenceOf(agent, key string) uint64 {
+	in, unhold := n.l.Cached(agent, key)
 	if in == nil {
 		return 0
 	}
+	defer unhold()
 	return ownOf(in).fence.Load()
-}
-
-// taskFence is the fence of the instance whose tasks put are, for a
-// commit of them: zero as for fence, or if they are not all one
-// instance's.
-func (r *Runtime) taskFence(put []*Task) uint64 {
-	if len(put) == 0 {
-		return 0
-	}
-	for _, t := range put[1:] {
-		if t.Agent != put[0].Agent || t.Instance != put[0].Instance {
-			return 0
-		}
-	}
-	return r.fence(put[0].Agent, put[0].Instance)
 }
 
 // state is the extensions' state store: the state of an instance this
 // process owns is written under the instance's fence (ownedState).
-func (n *node) state() extensions.StateStore { return ownedState{n.r} }
+func (n *node) State() extensions.StateStore { return ownedState{n} }
 
 // ownedState is the extensions' state store in a cluster: the state of
 // an instance this process owns is written under the instance's fence,
 // so that an extension of an owner that stalled past its lease cannot
 // write over what the next owner's wrote.
-type ownedState struct{ r *Runtime }
+type ownedState struct{ n *node }
 
 // GetState implements [extensions.StateStore].
 func (s ownedState) GetState(ctx context.Context, agent, key, extension string) ([]byte, error) {
-	return s.r.store.GetState(ctx, agent, key, extension)
+	return s.n.store.GetState(ctx, agent, key, extension)
 }
 
 // SetState implements [extensions.StateStore]: a commit of the state
 // alone, under the instance's fence (none outside a cluster, or for an
 // instance this process does not own).
 func (s ownedState) SetState(ctx context.Context, agent, key, extension string, value []byte) error {
-	return s.r.store.Commit(ctx, agent, key, store.Batch{State: map[string][]byte{extension: value}, Fence: s.r.fence(agent, key)})
+	return s.n.store.Commit(ctx, agent, key, store.Batch{State: map[string][]byte{extension: value}, Fence: s.n.fenceOf(agent, key)})
 }
 
 // forget stops renewing l, inst's lease, and gives it up in the
 // background unless it was lost.
-func (n *node) forget(inst *instance, l *cluster.Lease) {
+func (n *node) forget(inst seam.Held, l *coord.Lease) {
 	n.mu.Lock()
 	if n.held[inst] == l {
 		delete(n.held, inst)
@@ -242,14 +211,14 @@ func (n *node) forget(inst *instance, l *cluster.Lease) {
 		defer n.releasing.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), leaseTimeout)
 		defer cancel()
-		if err := l.Release(ctx); err != nil && !errors.Is(err, cluster.ErrLost) {
-			n.r.logger.Warn("cluster: giving up a lease failed; it expires on its own", "lease", l.Name(), "err", err)
+		if err := l.Release(ctx); err != nil && !errors.Is(err, coord.ErrLost) {
+			n.log.Warn("cluster: giving up a lease failed; it expires on its own", "lease", l.Name(), "err", err)
 		}
 	}()
 }
 
 // evicted gives up the lease of an instance that left the cache.
-func (n *node) evicted(inst *instance) {
+func (n *node) Evicted(inst seam.Held) {
 	n.mu.Lock()
 	l := n.held[inst]
 	n.mu.Unlock()
@@ -285,20 +254,20 @@ func (n *node) renewLoop() {
 		if orphans && n.recovering.CompareAndSwap(false, true) {
 			go func() {
 				defer n.recovering.Store(false)
-				n.r.recoverOrphans()
+				n.l.Recover()
 			}()
 		}
 		n.mu.Lock()
-		held := make(map[*instance]*cluster.Lease, len(n.held))
+		held := make(map[seam.Held]*coord.Lease, len(n.held))
 		for in, l := range n.held {
 			held[in] = l
 		}
 		n.mu.Unlock()
 		idleSince := time.Now().Add(-ttl).UnixNano()
-		renew := map[*cluster.Lease]*instance{}
+		renew := map[*coord.Lease]seam.Held{}
 		for in, l := range held {
 			o := ownOf(in)
-			if o.used.Load() < idleSince && in.tryAcquire() {
+			if o.used.Load() < idleSince && in.TryAcquire() {
 				// Idle, no turn runs or waits, and nothing writes its
 				// tasks: let it go, so that another process may take it
 				// without waiting.
@@ -312,13 +281,13 @@ func (n *node) renewLoop() {
 					if o.lease == l {
 						o.lease = nil
 						o.fence.Store(0)
-						in.unload()
+						in.Unload()
 					}
-					in.release()
+					in.Release()
 					n.forget(in, l)
 					continue
 				}
-				in.release()
+				in.Release()
 			}
 			renew[l] = in
 		}
@@ -336,7 +305,7 @@ type storePinger interface {
 // storeAnswers asks the store, if it can be asked, whether it answers, and
 // logs when that changes. It runs on the renewal loop alone.
 func (n *node) storeAnswers() bool {
-	p, ok := n.r.store.(storePinger)
+	p, ok := n.store.(storePinger)
 	if !ok {
 		return true
 	}
@@ -346,10 +315,10 @@ func (n *node) storeAnswers() bool {
 	switch {
 	case err != nil && !n.storeDown:
 		n.storeDown = true
-		n.r.logger.Warn("cluster: the store does not answer; this process leaves the cluster until it does, and its instances and tasks move to the others", "err", err)
+		n.log.Warn("cluster: the store does not answer; this process leaves the cluster until it does, and its instances and tasks move to the others", "err", err)
 	case err == nil && n.storeDown:
 		n.storeDown = false
-		n.r.logger.Info("cluster: the store answers again; this process joins the cluster again")
+		n.log.Info("cluster: the store answers again; this process joins the cluster again")
 	}
 	return err == nil
 }
@@ -362,9 +331,9 @@ const renewers = 64
 // renew renews leases, each an instance's, renewers at a time. A lease
 // found lost is renewed no more: it leaves the held ones, and the
 // instance's next turn takes it again (own).
-func (n *node) renew(leases map[*cluster.Lease]*instance) {
+func (n *node) renew(leases map[*coord.Lease]seam.Held) {
 	var wg sync.WaitGroup
-	next := make(chan *cluster.Lease)
+	next := make(chan *coord.Lease)
 	for range min(renewers, len(leases)) {
 		wg.Go(func() {
 			for l := range next {
@@ -372,15 +341,15 @@ func (n *node) renew(leases map[*cluster.Lease]*instance) {
 				err := l.Renew(ctx)
 				cancel()
 				switch {
-				case errors.Is(err, cluster.ErrLost):
+				case errors.Is(err, coord.ErrLost):
 					n.mu.Lock()
 					if in := leases[l]; n.held[in] == l {
 						delete(n.held, in)
 					}
 					n.mu.Unlock()
-					n.r.logger.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
+					n.log.Warn("cluster: a lease expired before it was renewed; its instance may run on another process now", "lease", l.Name())
 				case err != nil:
-					n.r.logger.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
+					n.log.Warn("cluster: renewing a lease failed; trying again", "lease", l.Name(), "err", err)
 				}
 			}
 		})
@@ -402,12 +371,11 @@ feed:
 // holds reports whether this process holds the lease of agent's
 // instance key.
 func (n *node) holds(agent, key string) bool {
-	n.r.cache.mu.Lock()
-	in := n.r.cache.instances[instanceID{agent, key}]
-	n.r.cache.mu.Unlock()
+	in, unhold := n.l.Cached(agent, key)
 	if in == nil {
 		return false
 	}
+	unhold()
 	n.mu.Lock()
 	l := n.held[in]
 	n.mu.Unlock()
@@ -420,13 +388,7 @@ func (n *node) holds(agent, key string) bool {
 // ok either while the instance's fence must be taken again: the caller
 // takes the lease (takeLease), whose own takes the fence.
 func (n *node) pin(agent, key string) (unpin func(), ok bool) {
-	r := n.r
-	r.cache.mu.Lock()
-	in := r.cache.instances[instanceID{agent, key}]
-	if in != nil {
-		in.refs++ // not evicted while pinned
-	}
-	r.cache.mu.Unlock()
+	in, unhold := n.l.Cached(agent, key) // not evicted while pinned
 	if in == nil {
 		return nil, false
 	}
@@ -442,14 +404,14 @@ func (n *node) pin(agent, key string) (unpin func(), ok bool) {
 	}
 	n.mu.Unlock()
 	if !ok {
-		r.unhold(in)
+		unhold()
 		return nil, false
 	}
 	return func() {
 		n.mu.Lock()
 		o.pins--
 		n.mu.Unlock()
-		r.unhold(in)
+		unhold()
 	}, true
 }
 
@@ -465,14 +427,14 @@ func (n *node) owner(ctx context.Context, agent, key string) (owner string, mine
 	defer cancel()
 	owner, err = n.leases.Owner(lctx, leaseName(agent, key))
 	if err != nil {
-		return "", false, cluster.Unavailable(ctx, err)
+		return "", false, coord.Unavailable(ctx, err)
 	}
 	return owner, owner == n.name, nil
 }
 
 // mayRun reports whether this process may run the tasks of agent's
 // instance key: it owns it, or nobody does (as far as JetStream answers).
-func (n *node) mayRun(ctx context.Context, agent, key string) bool {
+func (n *node) MayRun(ctx context.Context, agent, key string) bool {
 	owner, mine, err := n.owner(ctx, agent, key)
 	return err == nil && (owner == "" || mine)
 }
@@ -480,18 +442,17 @@ func (n *node) mayRun(ctx context.Context, agent, key string) bool {
 // takeLease takes the lease of agent's instance key, which nobody owns,
 // for this process, waiting at most leaseTimeout for a turn of it that
 // runs here to end.
-func (r *Runtime) takeLease(ctx context.Context, agent, key string) error {
-	a, ok := r.agents.byName[agent]
-	if !ok {
-		return fmt.Errorf("%w %q", ErrUnknownAgent, agent)
+func (n *node) takeLease(ctx context.Context, agent, key string) error {
+	inst, unhold, err := n.l.Hold(agent, key)
+	if err != nil {
+		return err
 	}
-	inst := r.instance(a, key)
-	defer r.unhold(inst)
+	defer unhold()
 	wctx, cancel := context.WithTimeout(ctx, leaseTimeout)
 	defer cancel()
-	if err := inst.acquire(wctx); err != nil {
+	if err := inst.Acquire(wctx); err != nil {
 		return fmt.Errorf("agent %q instance %q: %w (waiting for its turn here: %v)", agent, key, errMoved, err)
 	}
-	defer inst.release()
-	return r.place.own(ctx, inst)
+	defer inst.Release()
+	return n.Own(ctx, inst)
 }
