@@ -97,20 +97,19 @@ func (l *Leases) Acquire(ctx context.Context, name string) (*Lease, error) {
 		rev, err = l.kv.Create(cctx, key, []byte(l.owner), jetstream.KeyTTL(l.ttl))
 		return err
 	})
-	if isWrongSequence(err) && !errors.Is(err, jetstream.ErrKeyExists) {
-		// The key was deleted (released, or expired) and another owner's
-		// write of it came first: held, or about to be.
-		return nil, &HeldError{Name: name, Owner: "?"}
-	}
-	if errors.Is(err, jetstream.ErrKeyExists) {
+	// The key is there: "key exists", or, on a replicated bucket whose
+	// key was deleted (released, or expired), "wrong last sequence". It
+	// may be this owner's, from a create tried again.
+	if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
 		cctx, cancel := bound(ctx)
 		defer cancel()
 		e, gerr := l.kv.Get(cctx, key)
 		switch {
 		case gerr == nil && string(e.Value()) == l.owner:
-			// Ours still: a renewal that timed out on the way back was
-			// applied, and the revision this process knew went stale.
-			// Nobody else took it, so it is taken again as it is.
+			// Ours: a create tried again after its answer was lost,
+			// or a renewal that timed out on the way back was applied
+			// and the revision this process knew went stale. Nobody
+			// else took it, so it is taken as it is.
 			return &Lease{l: l, name: name, key: key, rev: e.Revision()}, nil
 		case gerr == nil:
 			return nil, &HeldError{Name: name, Owner: string(e.Value())}

@@ -272,3 +272,65 @@ func TestLeaseRaceAfterRelease(t *testing.T) {
 		}
 	}
 }
+
+// unansweredCreate is a bucket whose first create is applied but gets no
+// answer, as when a stream's leader changes under it; the creates after
+// it reach the bucket, and then fail with then instead of the bucket's
+// error, if set.
+type unansweredCreate struct {
+	jetstream.KeyValue
+	creates int
+	then    error
+}
+
+func (u *unansweredCreate) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	u.creates++
+	rev, err := u.KeyValue.Create(ctx, key, value, opts...)
+	switch {
+	case u.creates == 1 && err == nil:
+		return 0, jetstream.ErrNoStreamResponse
+	case u.creates > 1 && err != nil && u.then != nil:
+		return 0, u.then
+	}
+	return rev, err
+}
+
+// TestAcquireWhoseCreateLandedUnanswered: a create that was applied but
+// got no answer is tried again, and the second finds the key written,
+// by this owner: the lease is taken, with the revision the key has, so
+// that it renews and releases. A replicated bucket says "wrong last
+// sequence" (10164) where a single server says "key exists": the chaos
+// soak's lease race saw the first taken for another owner's, which left
+// the key held by nobody's lease until it expired.
+func TestAcquireWhoseCreateLandedUnanswered(t *testing.T) {
+	ctx := context.Background()
+	_, js := natstest.Connect(t, natstest.Server(t).ClientURL())
+	for _, tc := range []struct {
+		name string
+		then error
+	}{
+		{"key exists", nil},
+		{"wrong last sequence", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamWrongLastSequenceConstant, Description: "wrong last sequence: 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := Open(ctx, js, "leases_"+strings.ReplaceAll(tc.name, " ", "_"), "proc-a", 5*time.Second, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.kv = &unansweredCreate{KeyValue: l.kv, then: tc.then}
+			le, err := l.Acquire(ctx, "assistant/k")
+			if err != nil {
+				t.Fatalf("Acquire = %v; want the lease, whose create landed", err)
+			}
+			if err := le.Renew(ctx); err != nil {
+				t.Fatalf("Renew = %v", err)
+			}
+			if err := le.Release(ctx); err != nil {
+				t.Fatalf("Release = %v", err)
+			}
+			if owner, err := l.Owner(ctx, "assistant/k"); owner != "" || err != nil {
+				t.Fatalf("Owner after the release = %q, %v; want none", owner, err)
+			}
+		})
+	}
+}
