@@ -68,10 +68,10 @@ func newRig(tb testing.TB) *rig {
 	tb.Cleanup(func() { rt.Close() })
 	a := rt.agents.byName["a"]
 	inst := rt.instance(a, "k")
-	if err := inst.acquire(ctx); err != nil {
+	if err := inst.slot.Acquire(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { inst.release(); rt.unhold(inst) })
+	tb.Cleanup(func() { inst.slot.Release(); rt.unhold(inst) })
 	if err := inst.load(ctx, rt.store); err != nil {
 		tb.Fatal(err)
 	}

@@ -4,20 +4,16 @@ package runtime
 // slot: the Sends blocked behind the running turn. Tests poll it to send the
 // next turn only once the previous one has queued.
 func QueuedTurns(r *Runtime, agent, instanceKey string) int {
-	r.cache.mu.Lock()
-	in := r.cache.instances[instanceID{agent, instanceKey}]
-	r.cache.mu.Unlock()
-	if in == nil {
+	in, ok := r.cache.Peek(instanceID{agent, instanceKey})
+	if !ok {
 		return 0
 	}
-	return int(in.waiting.Load())
+	return in.slot.Waiting()
 }
 
 // CachedInstances reports how many instances the runtime keeps in memory.
 func CachedInstances(r *Runtime) int {
-	r.cache.mu.Lock()
-	defer r.cache.mu.Unlock()
-	return len(r.cache.instances)
+	return r.cache.Len()
 }
 
 // HasDeadline reports whether the expiry loop has a deadline to wait for:

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"maps"
@@ -15,31 +14,15 @@ import (
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// instance is one conversation of an agent. Its turns run one at a time:
-// queue is a one-slot semaphore, and Go serves the goroutines blocked on a
-// channel send in arrival order, so queued turns run first come, first served.
-//
-// Everything below queue is owned by the turn that holds the slot.
-// instanceCache holds the instances in memory, up to max idle ones.
-type instanceCache struct {
-	mu        sync.Mutex // guards instances, lru and instance.refs
-	instances map[instanceID]*instance
-	lru       list.List // of *instance, most recently used first
-	max       int
-}
-
+// instance is one conversation of an agent. Its turns run one at a time,
+// each holding its slot; everything below slot is owned by the turn that
+// holds it. The runtime's cache (engine.Cache) holds the instances in
+// memory.
 type instance struct {
-	// refs counts the Sends using the instance; elem is its place in the
-	// runtime's cache. Both are guarded by Runtime.mu.
-	refs int
-	elem *list.Element
-
+	engine.Cached[instanceID]
 	agent *agent
 	key   string
-	// waiting counts the turns blocked in acquire, for tests that need to
-	// know a turn has queued before sending the next.
-	waiting atomic.Int32
-	queue   chan struct{}
+	slot  engine.Slot
 
 	loaded     bool
 	meta       store.Meta
@@ -56,43 +39,15 @@ type instance struct {
 
 	// placed is what the placement keeps for the instance (a cluster's
 	// lease and fence), opaque to it; set before the instance is shared
-	// (placement.adopt).
+	// (seam.Placement.Adopt).
 	placed atomic.Value
 }
 
 func newInstance(a *agent, key string) *instance {
-	in := &instance{agent: a, key: key, queue: make(chan struct{}, 1)}
+	in := &instance{agent: a, key: key}
+	in.slot.Init()
 	in.ts.secretFn = in.ts.secret
 	return in
-}
-
-// acquire waits for the instance's turn slot, or for ctx to end.
-func (in *instance) acquire(ctx context.Context) error {
-	select {
-	case in.queue <- struct{}{}:
-		return nil
-	default:
-	}
-	in.waiting.Add(1)
-	defer in.waiting.Add(-1)
-	select {
-	case in.queue <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (in *instance) release() { <-in.queue }
-
-// tryAcquire takes the instance's turn slot if it is free.
-func (in *instance) tryAcquire() bool {
-	select {
-	case in.queue <- struct{}{}:
-		return true
-	default:
-		return false
-	}
 }
 
 // unload forgets what was read from the store, so that the next turn

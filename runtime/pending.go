@@ -448,11 +448,11 @@ func (r *Runtime) holdInstance(ctx context.Context, what, agentName, key string)
 		return nil, nil, nil, fmt.Errorf("%s belongs to agent %q, which the config does not define", what, agentName)
 	}
 	inst := r.instance(a, key)
-	if err := inst.acquire(ctx); err != nil {
+	if err := inst.slot.Acquire(ctx); err != nil {
 		r.unhold(inst)
 		return nil, nil, nil, fmt.Errorf("%s: waiting for instance %q: %w", what, key, err)
 	}
-	done := func() { inst.release(); r.unhold(inst) }
+	done := func() { inst.slot.Release(); r.unhold(inst) }
 	if err := r.place.Own(ctx, (*instanceView)(inst)); err != nil {
 		done()
 		return nil, nil, nil, fmt.Errorf("%s: %w", what, err)

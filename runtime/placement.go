@@ -112,17 +112,11 @@ func (l local) Item(ctx context.Context, id string) (ledger.Item, error) {
 }
 
 func (l local) Cached(agent, key string) (seam.Held, func()) {
-	r := l.r
-	r.cache.mu.Lock()
-	in := r.cache.instances[instanceID{agent, key}]
-	if in != nil {
-		in.refs++
-	}
-	r.cache.mu.Unlock()
-	if in == nil {
+	in, ok := l.r.cache.Held(instanceID{agent, key})
+	if !ok {
 		return nil, nil
 	}
-	return (*instanceView)(in), func() { r.unhold(in) }
+	return (*instanceView)(in), func() { l.r.unhold(in) }
 }
 
 func (l local) Hold(agent, key string) (seam.Held, func(), error) {
@@ -181,9 +175,9 @@ var errorKinds = map[string]error{
 // instanceView is also an instance as a placement sees it (seam.Held).
 var _ seam.Held = (*instanceView)(nil)
 
-func (v *instanceView) Acquire(ctx context.Context) error { return (*instance)(v).acquire(ctx) }
-func (v *instanceView) TryAcquire() bool                  { return (*instance)(v).tryAcquire() }
-func (v *instanceView) Release()                          { (*instance)(v).release() }
+func (v *instanceView) Acquire(ctx context.Context) error { return v.slot.Acquire(ctx) }
+func (v *instanceView) TryAcquire() bool                  { return v.slot.TryAcquire() }
+func (v *instanceView) Release()                          { v.slot.Release() }
 func (v *instanceView) Unload()                           { (*instance)(v).unload() }
 func (v *instanceView) Placed() *atomic.Value             { return &v.placed }
 
@@ -194,10 +188,8 @@ func (r *Runtime) fence(agent, key string) uint64 {
 	if _, alone := r.place.(here); alone {
 		return 0
 	}
-	r.cache.mu.Lock()
-	in := r.cache.instances[instanceID{agent, key}]
-	r.cache.mu.Unlock()
-	if in == nil {
+	in, ok := r.cache.Peek(instanceID{agent, key})
+	if !ok {
 		return 0
 	}
 	return r.place.Fence((*instanceView)(in))

@@ -73,13 +73,13 @@ type Runtime struct {
 	sources   []seam.ToolSource    // offer tools besides the agents' own: MCP servers
 	place     seam.Placement       // where instances live: here, or a cluster's process
 
-	cache  instanceCache // the instances in memory (instance.go)
-	calls  agentCalls    // the agent calls in flight (agentcalls.go)
-	tasks  delegations   // delegation tasks and their turns (delegation.go)
-	expiry expiry        // the loop that expires pending items (pending.go)
-	gate   gate          // running turns; Close waits for them
+	cache  *engine.Cache[instanceID, *instance] // the instances in memory
+	calls  agentCalls                           // the agent calls in flight (agentcalls.go)
+	tasks  delegations                          // delegation tasks and their turns (delegation.go)
+	expiry expiry                               // the loop that expires pending items (pending.go)
+	gate   gate                                 // running turns; Close waits for them
 	// forwards are the turns and actions this process sent to another
-	// in a cluster and waits for (cluster_rpc.go): a stop waits for their
+	// in a cluster and waits for (runtime/cluster): a stop waits for their
 	// answers as it waits for its own turns, before its connection closes.
 	forwards gate
 	// resuming holds the resumes being tried again after the store failed
@@ -152,8 +152,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 
 	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, tape: o.tape, agents: newRoster(cfg),
-		cache: instanceCache{instances: map[instanceID]*instance{}, max: o.maxInstances},
 		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
+	r.cache = engine.NewCache(o.maxInstances, r.evicted)
 	if c := cfg.AgentCalls; c != nil {
 		if c.MaxDepth > 0 {
 			r.calls.depth = c.MaxDepth
@@ -499,48 +499,23 @@ func (r *Runtime) runnable(name string) (*agent, error) {
 // instance returns the instance, loaded or not, and holds it in the cache
 // until [Runtime.unhold].
 func (r *Runtime) instance(a *agent, key string) *instance {
-	id := instanceID{a.name, key}
-	r.cache.mu.Lock()
-	defer r.cache.mu.Unlock()
-	in, ok := r.cache.instances[id]
-	if !ok {
-		in = newInstance(a, key)
+	return r.cache.Hold(instanceID{a.name, key}, func() *instance {
+		in := newInstance(a, key)
 		r.place.Adopt((*instanceView)(in))
-		r.cache.instances[id] = in
-		in.elem = r.cache.lru.PushFront(in)
-	} else {
-		r.cache.lru.MoveToFront(in.elem)
-	}
-	in.refs++
-	r.evictLocked()
-	return in
+		return in
+	})
 }
 
-// unhold lets the cache evict the instance again once nobody uses it.
-func (r *Runtime) unhold(in *instance) {
-	r.cache.mu.Lock()
-	defer r.cache.mu.Unlock()
-	in.refs--
-	r.evictLocked()
-}
+// unhold lets the cache drop the instance again once nobody uses it.
+func (r *Runtime) unhold(in *instance) { r.cache.Unhold(in) }
 
-// evictLocked drops the least recently used idle instances beyond the
-// cache's size. An instance with a running or queued turn is never dropped,
-// so there is never more than one object for an instance; a dropped one is
-// loaded again from the store when it is next used.
-func (r *Runtime) evictLocked() {
-	for e := r.cache.lru.Back(); e != nil && len(r.cache.instances) > r.cache.max; {
-		prev := e.Prev()
-		if in := e.Value.(*instance); in.refs == 0 {
-			delete(r.cache.instances, instanceID{in.agent.name, in.key})
-			r.cache.lru.Remove(e)
-			for _, src := range r.sources {
-				src.Evicted((*instanceView)(in))
-			}
-			r.place.Evicted((*instanceView)(in))
-		}
-		e = prev
+// evicted tells the features that keep something per instance that in
+// left memory; the cache's lock is held.
+func (r *Runtime) evicted(in *instance) {
+	for _, src := range r.sources {
+		src.Evicted((*instanceView)(in))
 	}
+	r.place.Evicted((*instanceView)(in))
 }
 
 // Send runs one turn of agent in instance instanceKey (created on first
@@ -609,10 +584,10 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 	}
 	inst := r.instance(a, instanceKey)
 	defer r.unhold(inst)
-	if err := inst.acquire(ctx); err != nil {
+	if err := inst.slot.Acquire(ctx); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
 	}
-	defer inst.release()
+	defer inst.slot.Release()
 	if err := r.place.Own(ctx, (*instanceView)(inst)); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
@@ -842,11 +817,8 @@ func (r *Runtime) release() error {
 	var errs []error
 	closed, err := r.place.Shutdown()
 	errs = append(errs, err)
-	defer closed() // after the store, which may use what it closes
-	r.cache.mu.Lock()
-	r.cache.instances = nil // no turn runs any more; let the histories go
-	r.cache.lru.Init()
-	r.cache.mu.Unlock()
+	defer closed()  // after the store, which may use what it closes
+	r.cache.Clear() // no turn runs any more; let the histories go
 	for _, name := range r.agents.names {
 		if a := r.agents.byName[name]; a != nil { // nil: New failed before building it
 			errs = append(errs, a.close())

@@ -365,7 +365,7 @@ func parkedIn(fn string) int {
 func waitQueued(t *testing.T, rt *runtime.Runtime, agent, key string, n int) {
 	t.Helper()
 	waitUntil(t, fmt.Sprintf("%d turns are queued on %s/%s", n, agent, key), func() bool {
-		return runtime.QueuedTurns(rt, agent, key) == n && parkedIn("/runtime.(*instance).acquire") == n
+		return runtime.QueuedTurns(rt, agent, key) == n && parkedIn("/engine.(*Slot).Acquire") == n
 	})
 }
 

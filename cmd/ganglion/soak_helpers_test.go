@@ -727,7 +727,7 @@ func (s *soak) dumps() {
 		}
 		var kept []string
 		for g := range strings.SplitSeq(string(b[i:]), "\n\n") {
-			if strings.Contains(g, "ganglion-dev/ganglion/store") || strings.Contains(g, "(*instance).acquire") || strings.Contains(g, "forward") {
+			if strings.Contains(g, "ganglion-dev/ganglion/store") || strings.Contains(g, "(*Slot).Acquire") || strings.Contains(g, "forward") {
 				kept = append(kept, compactStack(g))
 			}
 		}

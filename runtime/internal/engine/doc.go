@@ -1,7 +1,8 @@
 // Package engine is the runtime's turn engine, which names no feature of
-// the runtime: for now the conversation an instance keeps in memory
-// (History), the effective history the model is sent (what condensation
-// and truncation marks leave), and the IDs of messages and turns. The
-// turn and step loop and the instances join it as package runtime
-// becomes a facade (RATIONALE.md, "The runtime as a facade").
+// the runtime: for now the instances in memory (Cache) and their turn
+// slots (Slot), the conversation an instance keeps (History), the
+// effective history the model is sent (what condensation and truncation
+// marks leave), and the IDs of messages and turns. The turn and step loop
+// join it as package runtime becomes a facade (RATIONALE.md, "The runtime
+// as a facade").
 package engine
