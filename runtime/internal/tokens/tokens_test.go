@@ -3,6 +3,7 @@ package tokens
 import (
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -338,19 +339,83 @@ func benchTexts(n int) []string {
 }
 
 // BenchmarkLoad is the cost of reading an encoding's vocabulary, once per
-// process, at its first count.
+// process, at its first count: decompressing the embedded data and
+// building the map of ranks.
 func BenchmarkLoad(b *testing.B) {
-	for _, enc := range []tokenizer.Encoding{tokenizer.Cl100kBase, tokenizer.O200kBase} {
-		b.Run(string(enc), func(b *testing.B) {
-			codec, err := tokenizer.Get(enc)
-			if err != nil {
-				b.Fatal(err)
-			}
+	for _, e := range []struct{ name, data string }{{"cl100k_base", cl100kData}, {"o200k_base", o200kData}} {
+		b.Run(e.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				loadRanks(codec)
+				readRanks(e.name, e.data)
 			}
 		})
+	}
+}
+
+// TestVocabularyIsTheLibrarys: the embedded vocabularies are the
+// library's, token for token: each ID the library decodes has the same
+// bytes here, and no other token is here. If the library's vocabulary
+// changed, run go generate.
+func TestVocabularyIsTheLibrarys(t *testing.T) {
+	for _, e := range []*Encoding{Cl100k(), O200k()} {
+		codec, err := tokenizer.Get(codecs[e.name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		byRank := map[int32]string{}
+		for tok, id := range e.ranks() {
+			if other, ok := byRank[id]; ok {
+				t.Fatalf("%s: ID %d is both %q and %q", e.name, id, other, tok)
+			}
+			byRank[id] = tok
+		}
+		want, misses := 0, 0
+		for id := uint(0); misses < 1024; id++ { // past the last ID, every decode fails
+			tok, err := codec.Decode([]uint{id})
+			if err != nil || tok == "" {
+				misses++
+				if got, ok := byRank[int32(id)]; ok {
+					t.Fatalf("%s: ID %d is %q here, no token in the library", e.name, id, got)
+				}
+				continue
+			}
+			misses = 0
+			want++
+			if got, ok := byRank[int32(id)]; !ok || got != tok {
+				t.Fatalf("%s: ID %d is %q here (present: %v), %q in the library", e.name, id, got, ok, tok)
+			}
+		}
+		if len(byRank) != want {
+			t.Fatalf("%s: %d tokens here, %d in the library", e.name, len(byRank), want)
+		}
+		if least := map[string]int{"cl100k_base": 100_000, "o200k_base": 199_000}[e.name]; want < least {
+			t.Fatalf("%s: the library decodes %d tokens, fewer than %d", e.name, want, least)
+		}
+	}
+}
+
+// TestLinksNoModule: the package links the standard library alone, so a
+// program that counts tokens links no vocabulary module (the library
+// generates megabytes of Go for its vocabularies, all of which it links).
+func TestLinksNoModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH, which lists the package's dependencies: " + err.Error())
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{.Path}} {{end}}{{.ImportPath}}", ".")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	for line := range strings.Lines(string(out)) {
+		mod, pkg, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && mod != "github.com/ganglion-dev/ganglion" {
+			t.Errorf("links %s, of module %s", pkg, mod)
+		}
 	}
 }
 
