@@ -1,7 +1,9 @@
 package tokens
 
 import (
+	"compress/gzip"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os/exec"
 	"slices"
@@ -391,6 +393,50 @@ func TestVocabularyIsTheLibrarys(t *testing.T) {
 		if least := map[string]int{"cl100k_base": 100_000, "o200k_base": 199_000}[e.name]; want < least {
 			t.Fatalf("%s: the library decodes %d tokens, fewer than %d", e.name, want, least)
 		}
+	}
+}
+
+// TestReadRanks: data in the generator's format decodes to its tokens,
+// an ID of length 0 to no token; damaged data panics, saying what is wrong
+// and in which encoding.
+func TestReadRanks(t *testing.T) {
+	gz := func(raw string) string {
+		var b strings.Builder
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(raw))
+		zw.Close()
+		return b.String()
+	}
+	badChecksum := func(s string) string { // gzip ends with the CRC-32 and the length
+		return s[:len(s)-8] + "\xff\xff\xff\xff" + s[len(s)-4:]
+	}
+	for _, tc := range []struct {
+		name, data string
+		want       ranks
+		panics     string
+	}{
+		{"tokens", gz("\x03\x01a\x00\x02bc"), ranks{"a": 0, "bc": 2}, ""},
+		{"empty", gz("\x00"), ranks{}, ""},
+		{"not gzip", "plain text, not gzip", nil, "tokens: the embedded vocabulary x: gzip: invalid header"},
+		{"bad checksum", badChecksum(gz("\x01\x01a")), nil, "tokens: the embedded vocabulary x: gzip: invalid checksum"},
+		{"no count", gz(""), nil, "tokens: the embedded vocabulary x: bad count of token IDs"},
+		{"token past the end", gz("\x02\x01a\x05bc"), nil, "tokens: the embedded vocabulary x: token 1 runs past the end"},
+		{"bytes past the last token", gz("\x01\x01abc"), nil, "tokens: the embedded vocabulary x: 2 bytes past the last token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				got := ""
+				if v := recover(); v != nil {
+					got = fmt.Sprint(v)
+				}
+				if got != tc.panics {
+					t.Errorf("panics with %q, want %q", got, tc.panics)
+				}
+			}()
+			if got := readRanks("x", tc.data); !maps.Equal(got, tc.want) {
+				t.Errorf("%v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 
