@@ -5,33 +5,12 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/tiktoken-go/tokenizer"
 )
 
 // ranks is an encoding's vocabulary: each token's bytes and its rank,
 // which is its ID. Byte-pair encoding merges the pair of adjacent parts
 // whose union has the lowest rank, until no union is a token.
 type ranks map[string]int32
-
-// loadRanks reads the vocabulary of codec, which it holds compiled in, by
-// decoding each token ID: the library does not export its table, and its
-// own encoding splits some texts wrongly before merging (see
-// RATIONALE.md, "Counting tokens").
-func loadRanks(codec tokenizer.Codec) ranks {
-	r := make(ranks, 1<<17)
-	misses := 0
-	for id := uint(0); misses < 1024; id++ { // the IDs are dense; past the last, every decode fails
-		tok, err := codec.Decode([]uint{id})
-		if err != nil || tok == "" {
-			misses++
-			continue
-		}
-		misses = 0
-		r[tok] = int32(id)
-	}
-	return r
-}
 
 // count returns the number of tokens the piece p merges into.
 func (r ranks) count(p string) int {

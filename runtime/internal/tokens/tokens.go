@@ -3,8 +3,6 @@ package tokens
 import (
 	"strings"
 	"sync"
-
-	"github.com/tiktoken-go/tokenizer"
 )
 
 // Encoding is a byte-pair encoding that counts tokens. It is safe for
@@ -18,17 +16,13 @@ type Encoding struct {
 
 // The encodings, loaded on first use: a vocabulary takes some megabytes.
 var (
-	cl100k = newEncoding("cl100k_base", nextCl100k, tokenizer.Cl100kBase)
-	o200k  = newEncoding("o200k_base", nextO200k, tokenizer.O200kBase)
+	cl100k = newEncoding("cl100k_base", nextCl100k, cl100kData)
+	o200k  = newEncoding("o200k_base", nextO200k, o200kData)
 )
 
-func newEncoding(name string, next func(string, int) int, enc tokenizer.Encoding) *Encoding {
+func newEncoding(name string, next func(string, int) int, data string) *Encoding {
 	return &Encoding{name: name, next: next, ranks: sync.OnceValue(func() ranks {
-		codec, err := tokenizer.Get(enc)
-		if err != nil {
-			panic("tokens: the compiled-in encoding " + name + ": " + err.Error()) // the library names it: cannot fail
-		}
-		return loadRanks(codec)
+		return readRanks(name, data)
 	})}
 }
 

@@ -1,8 +1,11 @@
 package tokens
 
 import (
+	"compress/gzip"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -338,19 +341,127 @@ func benchTexts(n int) []string {
 }
 
 // BenchmarkLoad is the cost of reading an encoding's vocabulary, once per
-// process, at its first count.
+// process, at its first count: decompressing the embedded data and
+// building the map of ranks.
 func BenchmarkLoad(b *testing.B) {
-	for _, enc := range []tokenizer.Encoding{tokenizer.Cl100kBase, tokenizer.O200kBase} {
-		b.Run(string(enc), func(b *testing.B) {
-			codec, err := tokenizer.Get(enc)
-			if err != nil {
-				b.Fatal(err)
-			}
+	for _, e := range []struct{ name, data string }{{"cl100k_base", cl100kData}, {"o200k_base", o200kData}} {
+		b.Run(e.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				loadRanks(codec)
+				readRanks(e.name, e.data)
 			}
 		})
+	}
+}
+
+// TestVocabularyIsTheLibrarys: the embedded vocabularies are the
+// library's, token for token: each ID the library decodes has the same
+// bytes here, and no other token is here. If the library's vocabulary
+// changed, run go generate.
+func TestVocabularyIsTheLibrarys(t *testing.T) {
+	for _, e := range []*Encoding{Cl100k(), O200k()} {
+		codec, err := tokenizer.Get(codecs[e.name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		byRank := map[int32]string{}
+		for tok, id := range e.ranks() {
+			if other, ok := byRank[id]; ok {
+				t.Fatalf("%s: ID %d is both %q and %q", e.name, id, other, tok)
+			}
+			byRank[id] = tok
+		}
+		want, misses := 0, 0
+		for id := uint(0); misses < 1024; id++ { // past the last ID, every decode fails
+			tok, err := codec.Decode([]uint{id})
+			if err != nil || tok == "" {
+				misses++
+				if got, ok := byRank[int32(id)]; ok {
+					t.Fatalf("%s: ID %d is %q here, no token in the library", e.name, id, got)
+				}
+				continue
+			}
+			misses = 0
+			want++
+			if got, ok := byRank[int32(id)]; !ok || got != tok {
+				t.Fatalf("%s: ID %d is %q here (present: %v), %q in the library", e.name, id, got, ok, tok)
+			}
+		}
+		if len(byRank) != want {
+			t.Fatalf("%s: %d tokens here, %d in the library", e.name, len(byRank), want)
+		}
+		if least := map[string]int{"cl100k_base": 100_000, "o200k_base": 199_000}[e.name]; want < least {
+			t.Fatalf("%s: the library decodes %d tokens, fewer than %d", e.name, want, least)
+		}
+	}
+}
+
+// TestReadRanks: data in the generator's format decodes to its tokens,
+// an ID of length 0 to no token; damaged data panics, saying what is wrong
+// and in which encoding.
+func TestReadRanks(t *testing.T) {
+	gz := func(raw string) string {
+		var b strings.Builder
+		zw := gzip.NewWriter(&b)
+		zw.Write([]byte(raw))
+		zw.Close()
+		return b.String()
+	}
+	badChecksum := func(s string) string { // gzip ends with the CRC-32 and the length
+		return s[:len(s)-8] + "\xff\xff\xff\xff" + s[len(s)-4:]
+	}
+	for _, tc := range []struct {
+		name, data string
+		want       ranks
+		panics     string
+	}{
+		{"tokens", gz("\x03\x01a\x00\x02bc"), ranks{"a": 0, "bc": 2}, ""},
+		{"empty", gz("\x00"), ranks{}, ""},
+		{"not gzip", "plain text, not gzip", nil, "tokens: the embedded vocabulary x: gzip: invalid header"},
+		{"bad checksum", badChecksum(gz("\x01\x01a")), nil, "tokens: the embedded vocabulary x: gzip: invalid checksum"},
+		{"no count", gz(""), nil, "tokens: the embedded vocabulary x: bad count of token IDs"},
+		{"token past the end", gz("\x02\x01a\x05bc"), nil, "tokens: the embedded vocabulary x: token 1 runs past the end"},
+		{"bytes past the last token", gz("\x01\x01abc"), nil, "tokens: the embedded vocabulary x: 2 bytes past the last token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				got := ""
+				if v := recover(); v != nil {
+					got = fmt.Sprint(v)
+				}
+				if got != tc.panics {
+					t.Errorf("panics with %q, want %q", got, tc.panics)
+				}
+			}()
+			if got := readRanks("x", tc.data); !maps.Equal(got, tc.want) {
+				t.Errorf("%v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestLinksNoModule: the package links the standard library alone, so a
+// program that counts tokens links no vocabulary module (the library
+// generates megabytes of Go for its vocabularies, all of which it links).
+func TestLinksNoModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH, which lists the package's dependencies: " + err.Error())
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{.Path}} {{end}}{{.ImportPath}}", ".")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	for line := range strings.Lines(string(out)) {
+		mod, pkg, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if ok && mod != "github.com/ganglion-dev/ganglion" {
+			t.Errorf("links %s, of module %s", pkg, mod)
+		}
 	}
 }
 
