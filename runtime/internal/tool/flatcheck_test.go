@@ -243,11 +243,8 @@ func FuzzFlatCheckMatchesLibrary(f *testing.F) {
 func TestFlatNumbersPrintAsTheValidator(t *testing.T) {
 	p := message.NewPrinter(language.English)
 	r := rand.New(rand.NewPCG(41, 2))
-	var floats []float64
-	for _, f := range []float64{0, 1, -1, 0.5, 999999, 999999.5, 1e6, 0.0001, 0.00009999, 1e-5, 1e21, 1e300,
-		5e-324, math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 9.223372036854776e18} {
-		floats = append(floats, f)
-	}
+	floats := []float64{0, 1, -1, 0.5, 999999, 999999.5, 1e6, 0.0001, 0.00009999, 1e-5, 1e21, 1e300,
+		5e-324, math.MaxFloat64, -math.MaxFloat64, math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 9.223372036854776e18}
 	for range 5000 {
 		floats = append(floats, math.Float64frombits(r.Uint64()))
 		floats = append(floats, float64(r.Int64N(1e12)-5e11)/math.Pow(10, float64(r.IntN(20))))
@@ -340,5 +337,25 @@ func TestNotFlatWithoutValidator(t *testing.T) {
 		if err := compileSchemaWith([]byte(s), nil).check("t", []byte(`{"x":[1]}`)); err != nil {
 			t.Errorf("schema %s: %v", s, err)
 		}
+	}
+}
+
+// BenchmarkCheckArgumentsWithoutValidator is the flat check of a program
+// that does not link the validator: the fast check accepts alone; a
+// refusal decodes the arguments and words the violations.
+func BenchmarkCheckArgumentsWithoutValidator(b *testing.B) {
+	for _, bb := range []struct{ name, args string }{
+		{"valid", `{"path":"src/main.go","offset":10,"limit":20}`},
+		{"integral fraction", `{"path":"src/main.go","offset":10.0}`},
+		{"invalid", `{"path":7,"offset":"x","extra":1}`},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			cs := compileSchemaWith([]byte(flatSchemas[2]), nil)
+			args := []byte(bb.args)
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = cs.check("t", args)
+			}
+		})
 	}
 }
