@@ -359,3 +359,19 @@ func BenchmarkCheckArgumentsWithoutValidator(b *testing.B) {
 		})
 	}
 }
+
+// TestWorkspaceToolsAreFlat: the workspace tools work in a program that
+// does not link the validator. (The runtime's system and delegation tools
+// are registered by every runtime.New, which linktest runs without it.)
+func TestWorkspaceToolsAreFlat(t *testing.T) {
+	w, err := OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, tl := range w.Tools() {
+		if flat, b := newFlatSchema(mustDoc(t, string(tl.Parameters))); flat == nil {
+			t.Errorf("%s: %v", tl.Name, b.error())
+		}
+	}
+}
