@@ -23,8 +23,8 @@ import (
 // any other.
 var JSONSchema func(doc any) (Validator, error)
 
-// JSONSchemaImport is the import that links the JSON Schema validator.
-const JSONSchemaImport = "github.com/ganglion-dev/ganglion/runtime/jsonschema"
+// jsonSchemaImport is the import that links the JSON Schema validator.
+const jsonSchemaImport = "github.com/ganglion-dev/ganglion/runtime/jsonschema"
 
 // A Validator checks arguments against one compiled parameters schema.
 type Validator interface {

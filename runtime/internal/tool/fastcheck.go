@@ -125,7 +125,7 @@ func (b beyondFlat) error() error {
 	default:
 		what = fmt.Sprintf("uses %q (at %s), which needs", b.keyword, at)
 	}
-	return fmt.Errorf("parameters schema %s the JSON Schema validator: add import _ %q", what, JSONSchemaImport)
+	return fmt.Errorf("parameters schema %s the JSON Schema validator: add import _ %q", what, jsonSchemaImport)
 }
 
 // newFlatSchema returns the flat form of a schema document, or what keeps
