@@ -8,7 +8,8 @@
 //
 // A program that runs a config with mcp_servers and does not import it
 // fails at load with an error that says so. The ganglion command imports
-// it. The config's fields are described in runtime/config/REFERENCE.md.
+// it. Importing it links the JSON Schema validator (runtime/jsonschema)
+// too, since a server's tool schemas may use any keyword. The config's fields are described in runtime/config/REFERENCE.md.
 //
 // A server whose env or headers name a provided secret runs once per
 // instance, with that instance's secrets, and restarts when they change;

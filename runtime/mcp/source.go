@@ -27,6 +27,8 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/internal/mcpsrc"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
+	// A server's tool schemas may use any keyword of JSON Schema.
+	_ "github.com/ganglion-dev/ganglion/runtime/jsonschema"
 )
 
 func init() { seam.MCP = open }

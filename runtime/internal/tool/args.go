@@ -2,23 +2,37 @@ package tool
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
-
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
+
+// JSONSchema compiles a parameters schema document (decoded with numbers
+// as json.Number) that is not the empty schema; package runtime/jsonschema
+// sets it. Its error is the whole text, "parameters schema does not
+// compile: ...". Nil: the program did not link the validator, and
+// CheckArguments checks flat schemas itself (see flatSchema) and refuses
+// any other.
+var JSONSchema func(doc any) (Validator, error)
+
+// jsonSchemaImport is the import that links the JSON Schema validator.
+const jsonSchemaImport = "github.com/ganglion-dev/ganglion/runtime/jsonschema"
+
+// A Validator checks arguments against one compiled parameters schema.
+type Validator interface {
+	// Validate checks v, decoded arguments (numbers as json.Number), and
+	// returns the error for the model, "arguments do not match the
+	// schema: ...", or nil if they match.
+	Validate(v any) error
+}
 
 // CheckArguments checks that args, the arguments a model wrote for a call of
 // t, are a JSON object that matches t's parameters schema. An empty schema
@@ -48,6 +62,15 @@ import (
 //
 //	tool "x": parameters schema does not compile: ...
 //
+// # Without the validator
+//
+// A program that does not import package runtime/jsonschema checks flat
+// schemas (see flatSchema) itself, with the same results and the same
+// error texts as the validator. Any other schema fails as a schema that
+// does not compile, naming the keyword, where it is, and the import:
+//
+//	tool "x": parameters schema uses "enum" (at /properties/unit), which needs the JSON Schema validator: add import _ "github.com/ganglion-dev/ganglion/runtime/jsonschema"
+//
 // # Concurrency
 //
 // CheckArguments is safe for concurrent use. Each distinct schema text is
@@ -56,11 +79,15 @@ func CheckArguments(t pipeline.Tool, args json.RawMessage) error {
 	if len(t.Parameters) == 0 {
 		return checkObject(args)
 	}
-	cs := schemas.get(t.Parameters)
+	return schemas.get(t.Parameters).check(t.Name, args)
+}
+
+// check checks args for a call of the tool named name.
+func (cs *compiledSchema) check(name string, args json.RawMessage) error {
 	if cs.err != nil {
-		return fmt.Errorf("tool %q: %w", t.Name, cs.err)
+		return fmt.Errorf("tool %q: %w", name, cs.err)
 	}
-	if cs.schema == nil {
+	if cs.lib == nil && cs.flat == nil {
 		return checkObject(args)
 	}
 	if cs.flat != nil && cs.flat.accepts(args) {
@@ -220,12 +247,12 @@ type schemaCache struct {
 	m  map[string]*compiledSchema
 }
 
-// compiledSchema is a compiled schema, or why it does not compile. A nil
-// schema with a nil error accepts any object.
+// compiledSchema is a compiled schema, or why it does not compile. With
+// neither lib, flat nor err it accepts any object.
 type compiledSchema struct {
-	schema *jsonschema.Schema
-	flat   *flatSchema // non-nil when the fast check applies
-	err    error
+	lib  Validator   // nil when the program does not link the validator
+	flat *flatSchema // non-nil when the schema is flat
+	err  error
 }
 
 func (c *schemaCache) get(text []byte) *compiledSchema {
@@ -248,38 +275,47 @@ func (c *schemaCache) get(text []byte) *compiledSchema {
 	return cs
 }
 
-// schemaURL is the location schemas are compiled at; it shows in some
-// compile errors.
-const schemaURL = "mem:///parameters.json"
+func compileSchema(text []byte) *compiledSchema {
+	return compileSchemaWith(text, JSONSchema)
+}
 
-func compileSchema(text []byte) (cs *compiledSchema) {
-	defer func() {
-		if r := recover(); r != nil {
-			cs = &compiledSchema{err: fmt.Errorf("parameters schema does not compile: internal error: %v", r)}
-		}
-	}()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(text))
+// compileSchemaWith compiles text with lib, the JSON Schema validator, or
+// without one when lib is nil: then only flat schemas are checked.
+func compileSchemaWith(text []byte, lib func(doc any) (Validator, error)) *compiledSchema {
+	doc, err := unmarshalSchema(text)
 	if err != nil {
 		return &compiledSchema{err: fmt.Errorf("parameters schema is not valid JSON: %v", err)}
 	}
 	if isAnyObject(doc) {
 		return &compiledSchema{}
 	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(refuseLoader{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return &compiledSchema{err: fmt.Errorf("parameters schema does not compile: %v", err)}
-	}
-	sch, err := c.Compile(schemaURL)
-	if err != nil {
-		var sve *jsonschema.SchemaValidationError
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &sve) && errors.As(sve.Err, &ve) {
-			return &compiledSchema{err: fmt.Errorf("parameters schema does not compile: %s", strings.Join(violations(ve), "; "))}
+	flat, beyond := newFlatSchema(doc)
+	if lib == nil {
+		if flat == nil {
+			return &compiledSchema{err: beyond.error()}
 		}
-		return &compiledSchema{err: fmt.Errorf("parameters schema does not compile: %v", err)}
+		return &compiledSchema{flat: flat}
 	}
-	return &compiledSchema{schema: sch, flat: newFlatSchema(doc)}
+	v, err := lib(doc)
+	if err != nil {
+		return &compiledSchema{err: err}
+	}
+	return &compiledSchema{lib: v, flat: flat}
+}
+
+// unmarshalSchema decodes a schema document as the JSON Schema validator
+// does: numbers as json.Number, nothing after the value.
+func unmarshalSchema(text []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("invalid character after top-level value")
+	}
+	return doc, nil
 }
 
 // isAnyObject reports whether a schema document accepts every object
@@ -299,111 +335,13 @@ func isAnyObject(doc any) bool {
 	return false
 }
 
-// refuseLoader keeps tool schemas self-contained: a $ref to a file or a URL
-// would read the disk or the network on the model's behalf.
-type refuseLoader struct{}
-
-func (refuseLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("schema refers to %s; tool schemas must be self-contained", url)
-}
-
-func (cs *compiledSchema) validate(v any) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("arguments could not be checked: internal error: %v", r)
-		}
-	}()
-	verr := cs.schema.Validate(v)
-	if verr == nil {
-		return nil
+// validate checks v, decoded arguments, with the validator when the
+// program links it, and with the flat check otherwise.
+func (cs *compiledSchema) validate(v map[string]any) error {
+	if cs.lib != nil {
+		return cs.lib.Validate(v)
 	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(verr, &ve) {
-		return fmt.Errorf("arguments do not match the schema: %v", verr)
-	}
-	lines := violations(ve)
-	switch len(lines) {
-	case 0:
-		return errors.New("arguments do not match the schema")
-	case 1:
-		return fmt.Errorf("arguments do not match the schema: %s", lines[0])
-	default:
-		return fmt.Errorf("arguments do not match the schema:\n- %s", strings.Join(lines, "\n- "))
-	}
-}
-
-// violation is one line of a schema error.
-type violation struct {
-	ptr  string
-	text string
-}
-
-// violations flattens the library's error tree into one line per violation,
-// "pointer: message", sorted and without duplicates. A failed anyOf or oneOf
-// stays one line that lists what each alternative lacks.
-func violations(ve *jsonschema.ValidationError) []string {
-	var vs []violation
-	collect(ve, &vs)
-	slices.SortFunc(vs, func(a, b violation) int {
-		return cmp.Or(cmp.Compare(a.ptr, b.ptr), cmp.Compare(a.text, b.text))
-	})
-	vs = slices.Compact(vs)
-	lines := make([]string, len(vs))
-	for i, v := range vs {
-		lines[i] = displayPointer(v.ptr) + ": " + v.text
-	}
-	return lines
-}
-
-func collect(ve *jsonschema.ValidationError, out *[]violation) {
-	switch k := ve.ErrorKind.(type) {
-	case *kind.AnyOf, *kind.OneOf:
-		if len(ve.Causes) > 0 {
-			*out = append(*out, violation{pointer(ve.InstanceLocation), alternatives(ve)})
-			return
-		}
-	case *kind.AdditionalProperties:
-		slices.Sort(k.Properties) // the library lists them in map order
-	}
-	if len(ve.Causes) == 0 {
-		*out = append(*out, violation{pointer(ve.InstanceLocation), ve.ErrorKind.LocalizedString(printer)})
-		return
-	}
-	for _, c := range ve.Causes {
-		collect(c, out)
-	}
-}
-
-// alternatives renders a failed anyOf or oneOf as
-// "'anyOf' failed: <what the first lacks>; or <what the second lacks>".
-func alternatives(ve *jsonschema.ValidationError) string {
-	ptr := pointer(ve.InstanceLocation)
-	var sb strings.Builder
-	sb.WriteString(ve.ErrorKind.LocalizedString(printer))
-	for i, c := range ve.Causes {
-		if i == 0 {
-			sb.WriteString(": ")
-		} else {
-			sb.WriteString("; or ")
-		}
-		var vs []violation
-		collect(c, &vs)
-		slices.SortFunc(vs, func(a, b violation) int {
-			return cmp.Or(cmp.Compare(a.ptr, b.ptr), cmp.Compare(a.text, b.text))
-		})
-		vs = slices.Compact(vs)
-		for j, v := range vs {
-			if j > 0 {
-				sb.WriteString(", ")
-			}
-			if v.ptr != ptr {
-				sb.WriteString(displayPointer(v.ptr))
-				sb.WriteString(": ")
-			}
-			sb.WriteString(v.text)
-		}
-	}
-	return sb.String()
+	return mismatch(cs.flat.check(v))
 }
 
 // pointer renders an instance location as a JSON pointer (RFC 6901).
@@ -411,19 +349,7 @@ func pointer(tokens []string) string {
 	var sb strings.Builder
 	for _, tok := range tokens {
 		sb.WriteByte('/')
-		tok = strings.ReplaceAll(tok, "~", "~0")
-		sb.WriteString(strings.ReplaceAll(tok, "/", "~1"))
+		sb.WriteString(escapeToken(tok))
 	}
 	return sb.String()
-}
-
-// printer renders the library's messages in English, as its Error methods do.
-var printer = message.NewPrinter(language.English)
-
-// displayPointer shows the root, whose pointer is empty, as "(root)".
-func displayPointer(ptr string) string {
-	if ptr == "" {
-		return "(root)"
-	}
-	return ptr
 }

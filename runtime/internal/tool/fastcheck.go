@@ -3,30 +3,53 @@ package tool
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
 // flatSchema is a parameters schema simple enough to check without the
-// schema library: an object whose properties are constrained by their type,
-// integer minimum/maximum and minLength/maxLength alone, with optional
-// required and additionalProperties. Most tool schemas have this shape.
+// JSON Schema validator. Most tool schemas have this shape, the runtime's
+// own tools' among them. A schema is flat when it is a JSON object whose
+// keywords are only:
 //
-// The fast check only ever accepts: whenever it is not certain — an escape in
-// a key, a fraction where an integer is wanted, a huge number, any violation
-// — it reports false and the library decides, so error texts always come from
-// one place.
+//   - "type": "object" (or no "type": arguments are always an object);
+//   - "properties": each property's schema true, or an object of
+//     "type" (a type name or a list of distinct ones), "minLength" and
+//     "maxLength" (integers from 0 to 2³¹-1), "minimum" and "maximum"
+//     (integers within int64), and annotations;
+//   - "required": at most 64 distinct names;
+//   - "additionalProperties": true or false;
+//   - annotations: "description", "title" and "$comment" (strings),
+//     "default" (any value), "examples" (an array), "deprecated",
+//     "readOnly" and "writeOnly" (booleans), and at the top only
+//     "$schema" naming draft 6, 7, 2019-09 or 2020-12 of JSON Schema.
+//
+// Every flat schema compiles in the validator and means the same there, so
+// a program checks flat schemas alike whether it links the validator or
+// not: check gives the validator's verdict and words.
+//
+// When the validator is linked, the flat form is a fast path that only
+// ever accepts: whenever accepts is not certain — an escape in a key, a
+// fraction where an integer is wanted, a huge number, any violation — it
+// reports false and the validator decides, so error texts come from one
+// place. Without the validator, check decides those cases.
 type flatSchema struct {
 	props    map[string]propRule
 	required map[string]int // property → bit in the seen mask
+	reqOrder []string       // required, in the schema's order
 	closed   bool           // additionalProperties: false
 }
 
 // propRule is what a flat schema asks of one property.
 type propRule struct {
 	kinds          kindMask
-	minLen, maxLen int // in characters; -1: none (strings only)
+	types          []string // the "type" names, in the validator's order; nil: any
+	minLen, maxLen int      // in characters; -1: none (strings only)
 	min, max       int64
 	hasMin, hasMax bool // integer bounds (numbers only)
 }
@@ -49,96 +72,167 @@ var kindNames = map[string]kindMask{
 	"boolean": kBoolean, "null": kNull, "object": kObject, "array": kArray,
 }
 
-// annotations are keywords that do not constrain a value.
-var annotations = map[string]bool{
-	"description": true, "title": true, "default": true, "examples": true,
-	"$schema": true, "$comment": true, "$id": true, "deprecated": true,
-	"readOnly": true, "writeOnly": true,
+// typeOrder is the order the validator lists a schema's types in.
+var typeOrder = []string{"null", "boolean", "number", "integer", "string", "array", "object"}
+
+// annotations are keywords that do not constrain a value, each with the
+// values the validator takes for it.
+var annotations = map[string]func(any) bool{
+	"description": isString, "title": isString, "$comment": isString,
+	"default":    func(any) bool { return true },
+	"examples":   func(v any) bool { _, ok := v.([]any); return ok },
+	"deprecated": isBool, "readOnly": isBool, "writeOnly": isBool,
 }
 
-// newFlatSchema returns the flat form of a schema document, or nil if the
-// document uses anything else.
-func newFlatSchema(doc any) *flatSchema {
+func isString(v any) bool { _, ok := v.(string); return ok }
+func isBool(v any) bool   { _, ok := v.(bool); return ok }
+
+// drafts are the "$schema" values a flat schema may have: the drafts in
+// which its keywords mean what they mean in the latest.
+var drafts = map[string]bool{}
+
+func init() {
+	for _, scheme := range []string{"http://", "https://"} {
+		for _, d := range []string{"schema", "draft/2020-12/schema", "draft/2019-09/schema", "draft-07/schema", "draft-06/schema"} {
+			drafts[scheme+"json-schema.org/"+d] = true
+			drafts[scheme+"json-schema.org/"+d+"#"] = true
+		}
+	}
+}
+
+// beyondFlat says what keeps a schema from being flat: a keyword (at, the
+// JSON pointer of the schema that has it) that flat schemas do not have,
+// or whose value they do not take.
+type beyondFlat struct {
+	keyword string // "": the schema at at is false, or not an object
+	at      string
+	value   bool
+}
+
+// error is the error of a schema that is not flat, in a program without the
+// validator.
+func (b beyondFlat) error() error {
+	at := b.at
+	if at == "" {
+		at = "the top"
+	}
+	var what string
+	switch {
+	case b.keyword == "":
+		what = fmt.Sprintf("is neither true nor an object (at %s), which needs", at)
+	case b.value:
+		what = fmt.Sprintf("uses %q (at %s) with a value that needs", b.keyword, at)
+	default:
+		what = fmt.Sprintf("uses %q (at %s), which needs", b.keyword, at)
+	}
+	return fmt.Errorf("parameters schema %s the JSON Schema validator: add import _ %q", what, jsonSchemaImport)
+}
+
+// newFlatSchema returns the flat form of a schema document, or what keeps
+// it from being flat. Keywords are read in sorted order, so that the
+// reason is always the same.
+func newFlatSchema(doc any) (*flatSchema, beyondFlat) {
 	root, ok := doc.(map[string]any)
-	if !ok || root["type"] != "object" {
-		return nil
+	if !ok {
+		return nil, beyondFlat{}
 	}
 	f := &flatSchema{props: map[string]propRule{}, required: map[string]int{}}
-	for k, v := range root {
+	for _, k := range slices.Sorted(maps.Keys(root)) {
+		v := root[k]
+		ok := true
 		switch {
-		case k == "type" || annotations[k]:
+		case k == "type":
+			ok = v == "object"
+		case k == "$schema":
+			s, _ := v.(string)
+			ok = drafts[s]
+		case annotations[k] != nil:
+			ok = annotations[k](v)
 		case k == "properties":
-			props, ok := v.(map[string]any)
-			if !ok {
-				return nil
+			props, isMap := v.(map[string]any)
+			if !isMap {
+				ok = false
+				break
 			}
-			for name, ps := range props {
-				rule, ok := propRuleOf(ps)
-				if !ok {
-					return nil
+			for _, name := range slices.Sorted(maps.Keys(props)) {
+				at := "/properties/" + escapeToken(name)
+				rule, beyond := propRuleOf(props[name], at)
+				if beyond != nil {
+					return nil, *beyond
 				}
 				f.props[name] = rule
 			}
 		case k == "required":
-			req, ok := v.([]any)
-			if !ok || len(req) > 64 {
-				return nil
+			req, isList := v.([]any)
+			if !isList || len(req) > 64 {
+				ok = false
+				break
 			}
 			for _, r := range req {
-				name, ok := r.(string)
-				if !ok {
-					return nil
+				name, isStr := r.(string)
+				if _, dup := f.required[name]; !isStr || dup {
+					ok = false // the validator refuses duplicates
+					break
 				}
-				if _, dup := f.required[name]; !dup {
-					f.required[name] = len(f.required)
-				}
+				f.required[name] = len(f.required)
+				f.reqOrder = append(f.reqOrder, name)
 			}
 		case k == "additionalProperties":
-			b, ok := v.(bool)
-			if !ok {
-				return nil
-			}
+			b, isBool := v.(bool)
+			ok = isBool
 			f.closed = !b
 		default:
-			return nil
+			return nil, beyondFlat{keyword: k}
+		}
+		if !ok {
+			return nil, beyondFlat{keyword: k, value: true}
 		}
 	}
-	return f
+	return f, beyondFlat{}
 }
 
 // propRuleOf reads a property schema made of "type", integer bounds,
-// length bounds and annotations only.
-func propRuleOf(ps any) (propRule, bool) {
+// length bounds and annotations only; at is where it is.
+func propRuleOf(ps any, at string) (propRule, *beyondFlat) {
 	rule := propRule{kinds: kAny, minLen: -1, maxLen: -1}
-	switch s := ps.(type) {
-	case bool:
-		return rule, s // false accepts nothing: leave it to the library
-	case map[string]any:
-		for k, v := range s {
-			var ok bool
-			switch {
-			case annotations[k]:
-				ok = true
-			case k == "type":
-				rule.kinds, ok = typeKinds(v)
-			case k == "minLength":
-				rule.minLen, ok = count(v)
-			case k == "maxLength":
-				rule.maxLen, ok = count(v)
-			case k == "minimum":
-				rule.min, ok = integer(v)
-				rule.hasMin = ok
-			case k == "maximum":
-				rule.max, ok = integer(v)
-				rule.hasMax = ok
-			}
-			if !ok {
-				return propRule{}, false
-			}
+	s, ok := ps.(map[string]any)
+	if !ok {
+		if ps == true {
+			return rule, nil
 		}
-		return rule, true
+		return propRule{}, &beyondFlat{at: at} // false accepts nothing
 	}
-	return propRule{}, false
+	for _, k := range slices.Sorted(maps.Keys(s)) {
+		v := s[k]
+		var ok bool
+		switch {
+		case annotations[k] != nil:
+			ok = annotations[k](v)
+		case k == "type":
+			rule.kinds, rule.types, ok = typeKinds(v)
+		case k == "minLength":
+			rule.minLen, ok = count(v)
+		case k == "maxLength":
+			rule.maxLen, ok = count(v)
+		case k == "minimum":
+			rule.min, ok = integer(v)
+			rule.hasMin = ok
+		case k == "maximum":
+			rule.max, ok = integer(v)
+			rule.hasMax = ok
+		default:
+			return propRule{}, &beyondFlat{keyword: k, at: at}
+		}
+		if !ok {
+			return propRule{}, &beyondFlat{keyword: k, at: at, value: true}
+		}
+	}
+	return rule, nil
+}
+
+// escapeToken escapes a JSON pointer token (RFC 6901).
+func escapeToken(tok string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(tok, "~", "~0"), "/", "~1")
 }
 
 // integer reads a schema number that is an integer within int64.
@@ -160,27 +254,39 @@ func count(v any) (int, bool) {
 	return int(i), true
 }
 
-func typeKinds(v any) (kindMask, bool) {
+// typeKinds reads "type": a name or a list of distinct names.
+func typeKinds(v any) (kindMask, []string, bool) {
+	var names []string
 	switch t := v.(type) {
 	case string:
-		m, ok := kindNames[t]
-		return m, ok
+		names = []string{t}
 	case []any:
-		var m kindMask
 		for _, e := range t {
 			s, ok := e.(string)
-			if !ok {
-				return 0, false
+			if !ok || slices.Contains(names, s) {
+				return 0, nil, false
 			}
-			k, ok := kindNames[s]
-			if !ok {
-				return 0, false
-			}
-			m |= k
+			names = append(names, s)
 		}
-		return m, m != 0
 	}
-	return 0, false
+	var m kindMask
+	for _, s := range names {
+		k, ok := kindNames[s]
+		if !ok {
+			return 0, nil, false
+		}
+		m |= k
+	}
+	if m == 0 {
+		return 0, nil, false
+	}
+	var ordered []string
+	for _, s := range typeOrder {
+		if slices.Contains(names, s) {
+			ordered = append(ordered, s)
+		}
+	}
+	return m, ordered, true
 }
 
 // accepts reports whether args certainly match f. It allocates nothing and
