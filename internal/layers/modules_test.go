@@ -10,9 +10,42 @@ import (
 
 // lean are the packages that link no module but this one and the
 // standard library: what an extension, a store or a program that only
-// reads histories imports. Badger is in store/badger, NATS in
-// store/jetstream, so that importing store does not link them.
-var lean = []string{"store", "store/storetest", "extensions", "pipeline", "events", "ledger"}
+// reads histories imports, and the token counter, whose vocabularies are
+// data of its own. Badger is in store/badger, NATS in store/jetstream, so
+// that importing store does not link them.
+var lean = []string{"store", "store/storetest", "extensions", "pipeline", "events", "ledger", "runtime/internal/tokens"}
+
+// embedModules is the most third-party modules examples/embed may link: a
+// program that embeds the runtime with the scripted model, badger, the
+// standard built-ins and one extension of its own. What it links is
+// badger's (with OpenTelemetry's API, which badger traces with), wazero,
+// expr, the YAML parser, the shell parser and glob matching of approval
+// rules: a model provider's SDK, MCP, the cluster's NATS client, OTLP
+// export and the JSON Schema library are linked only by importing them.
+const embedModules = 20
+
+// TestEmbedLinksOnlyWhatItUses fails if examples/embed links more than
+// embedModules third-party modules, naming them.
+func TestEmbedLinksOnlyWhatItUses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH, which lists the packages' dependencies: " + err.Error())
+	}
+	var mods []string
+	for line := range strings.Lines(goList(t, []string{"-deps", "-f", `{{with .Module}}{{.Path}}{{end}}`, module + "/examples/embed"})) {
+		if m := strings.TrimSpace(line); m != "" && m != module {
+			mods = append(mods, m)
+		}
+	}
+	slices.Sort(mods)
+	mods = slices.Compact(mods)
+	t.Logf("examples/embed links %d modules: %s", len(mods), strings.Join(mods, ", "))
+	if len(mods) > embedModules {
+		t.Errorf("examples/embed links %d third-party modules, past %d:\n  %s", len(mods), embedModules, strings.Join(mods, "\n  "))
+	}
+}
 
 // TestLeanPackagesLinkNoModule fails if a package of lean links, directly
 // or through another, a package of a module other than this one, naming
