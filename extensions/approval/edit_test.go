@@ -13,6 +13,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
+	_ "github.com/ganglion-dev/ganglion/runtime/jsonschema" // the ship tool's enum needs the JSON Schema validator
 )
 
 // ship is a tool with a schema that records the arguments of its runs.
