@@ -117,9 +117,14 @@ func (r *Runtime) commitReports(ctx context.Context, parentID string, queued []*
 	cached, ok := r.tasks.cache[parentID]
 	if !ok {
 		got, err := r.Task(ctx, parentID)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrNoTask):
 			r.logger.Error("a child task's parent is gone; its reports are dropped", "tasks", done, "parent", parentID, "err", err)
 			return r.commitTasks(ctx, nil, done...)
+		case err != nil:
+			// The parent may well exist: the children stay stored, and
+			// report again, as when the commit below fails.
+			return fmt.Errorf("tasks %s: reporting to task %s: %w", strings.Join(done, ", "), parentID, err)
 		}
 		cached = &got
 		r.tasks.cache[parentID] = cached

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"sync"
@@ -74,5 +75,82 @@ func TestReportsShareTheirCommitsOutcome(t *testing.T) {
 	got, err := rt.Task(ctx, "p")
 	if err != nil || got.Pending != 2 || len(got.Context.Responses) != 0 {
 		t.Fatalf("parent after the failed commit: %+v, %v; want it unchanged", got, err)
+	}
+}
+
+// taskReadsDown is a store whose reads of tasks fail as a NATS server's
+// restart makes them fail, while down is set.
+type taskReadsDown struct {
+	store.Store
+	down bool
+}
+
+func (s *taskReadsDown) GetTask(ctx context.Context, id string) (store.TaskRecord, bool, error) {
+	if s.down {
+		return store.TaskRecord{}, false, fmt.Errorf("store: get task %q: the connection to the server was lost while the request waited, and its answer with it: %w", id, store.ErrUnavailable)
+	}
+	return s.Store.GetTask(ctx, id)
+}
+
+// TestReportKeptWhenItsParentCannotBeRead: a report whose parent cannot be
+// read (the store does not answer) is not dropped as if the parent were
+// gone: the reporter gets the outage, the child stays stored to report
+// again, and the report lands once the store answers. Only a parent that
+// does not exist drops its children's reports. The cluster soak lost a
+// report so ("a child task's parent is gone; its reports are dropped", its
+// error a lost connection), and the parent task stayed open.
+func TestReportKeptWhenItsParentCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
+		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &taskReadsDown{Store: store.NewMemory()}
+	rt, err := New(ctx, WithConfig(cfg), WithStore(st), WithModel(summaryModel{}), WithoutExpiryTimer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	var recs []store.TaskRecord
+	for _, task := range []*Task{
+		{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2},
+		{ID: "c", ParentID: "p", Agent: "lead", Instance: "c", State: TaskQueued},
+	} {
+		rec, err := encodeTask(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, rec)
+	}
+	if err := st.CommitTasks(ctx, recs, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	st.down = true
+	err = rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c", Response: "done"})
+	st.down = false
+	const want = `tasks c: reporting to task p: store: get task "p": the connection to the server was lost while the request waited, and its answer with it: store: unavailable`
+	if !errors.Is(err, store.ErrUnavailable) || err.Error() != want {
+		t.Fatalf("report while the parent cannot be read: %v; want\n%s", err, want)
+	}
+	if _, found, err := st.GetTask(ctx, "c"); !found || err != nil {
+		t.Fatalf("the child after the failed report: found %v, %v; want it kept, to report again", found, err)
+	}
+
+	if err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c", Response: "done"}); err != nil {
+		t.Fatalf("the report once the store answers: %v", err)
+	}
+	got, err := rt.Task(ctx, "p")
+	if err != nil || got.Pending != 1 || len(got.Context.Responses) != 1 {
+		t.Fatalf("parent after the report: %+v, %v; want one response, one pending", got, err)
+	}
+	if _, found, _ := st.GetTask(ctx, "c"); found {
+		t.Fatal("the reported child is still stored")
+	}
+	// A parent that does not exist drops its children's reports.
+	if err := rt.applyReport(ctx, "gone", DelegationResponse{ChildTaskID: "c2", Response: "late"}); err != nil {
+		t.Fatalf("a report to a parent that does not exist: %v, want it dropped", err)
 	}
 }
