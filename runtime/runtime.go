@@ -16,11 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions/standard"
-	"github.com/ganglion-dev/ganglion/internal/otlp"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -59,19 +56,16 @@ type Runtime struct {
 	bus       *events.Bus
 	logger    *slog.Logger
 	now       func() time.Time
-	workspace *tool.Workspace      // nil when no agent uses the workspace tools
-	wasm      wasmHost             // loads the WASM extensions
-	agents    roster               // the agents and teams; fixed once New returns
-	ledger    *ledger.Ledger       // the pending items of paused turns
-	keyring   *secret.Keyring      // seals provided secrets
-	tape      tape.Tape            // records or replays the session, if set
-	untape    func()               // ends the tape's subscription to the bus
-	tel       *telemetry.T         // spans and metrics; nil when both are off
-	exporter  *otlp.Providers      // the OTLP export New opened, which Close flushes
-	meter     metric.MeterProvider // the meter provider of WithMeterProvider, which Close flushes
-	untel     []func()             // end the tracer's subscriptions to the bus
-	sources   []seam.ToolSource    // offer tools besides the agents' own: MCP servers
-	place     seam.Placement       // where instances live: here, or a cluster's process
+	workspace *tool.Workspace   // nil when no agent uses the workspace tools
+	wasm      wasmHost          // loads the WASM extensions
+	agents    roster            // the agents and teams; fixed once New returns
+	ledger    *ledger.Ledger    // the pending items of paused turns
+	keyring   *secret.Keyring   // seals provided secrets
+	tape      tape.Tape         // records or replays the session, if set
+	untape    func()            // ends the tape's subscription to the bus
+	tel       *telemetry.T      // spans and metrics; nil when both are off
+	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
+	place     seam.Placement    // where instances live: here, or a cluster's process
 
 	cache  *engine.Cache[instanceID, *instance] // the instances in memory
 	calls  agentCalls                           // the agent calls in flight (agentcalls.go)
@@ -142,7 +136,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		ModelSupplied:  o.model != nil,
 		Import: func(key string) string {
 			if key == "telemetry" {
-				return unlinkedExport(o, cfg)
+				return telemetry.Unlinked(telemetryOptions(o, cfg))
 			}
 			return linked(key)
 		},
@@ -170,7 +164,10 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			}
 		})
 	}
-	if err := r.openTelemetry(ctx, o, cfg); err != nil {
+	topts := telemetryOptions(o, cfg)
+	topts.Bus, topts.Logger = r.bus, r.logger
+	var err error
+	if r.tel, err = telemetry.Open(ctx, topts); err != nil {
 		return nil, err
 	}
 	r.calls.transport = o.transport
@@ -811,9 +808,6 @@ func (r *Runtime) release() error {
 	if r.untape != nil {
 		r.untape()
 	}
-	for _, f := range r.untel {
-		f()
-	}
 	var errs []error
 	closed, err := r.place.Shutdown()
 	errs = append(errs, err)
@@ -833,111 +827,17 @@ func (r *Runtime) release() error {
 	if r.workspace != nil {
 		errs = append(errs, r.workspace.Close())
 	}
-	r.closeTelemetry() // its last collection reads the ledger: before the store closes
+	r.tel.Close() // its last collection reads the ledger: before the store closes
 	if r.ownsStore && r.store != nil {
 		errs = append(errs, r.store.Close())
 	}
 	return errors.Join(errs...)
 }
 
-// openTelemetry sets r.tel: on the providers of the options, else on
-// those the config's telemetry block or the OTEL_* environment open.
-func (r *Runtime) openTelemetry(ctx context.Context, o *options, cfg *config.File) error {
-	tp, mp := o.tracer, o.meter
-	r.meter = o.meter
-	content := cfg.Telemetry != nil && cfg.Telemetry.Content
-	if tp == nil && mp == nil {
-		p, err := otlp.Open(ctx, exportSettings(cfg))
-		if errors.Is(err, otlp.ErrNotLinked) && cfg.Telemetry == nil {
-			// Only the environment asks for export: the program runs
-			// without it (New's validation refuses a telemetry block).
-			r.logger.Warn("the OTEL_* environment asks for OTLP export; it is off", "err", err)
-			return nil
-		}
-		if err != nil || p == nil {
-			return err
-		}
-		r.exporter = p
-		if p.Traces != nil {
-			tp = p.Traces
-		}
-		if p.Metrics != nil {
-			mp = p.Metrics
-		}
-	}
-	if tp == nil && mp == nil {
-		return nil
-	}
-	var err error
-	if r.tel, err = telemetry.New(tp, mp, content); err != nil {
-		return fmt.Errorf("runtime: telemetry: %w", err)
-	}
-	if tp != nil {
-		// What extensions decide during a turn, as events of its span.
-		for _, topic := range telemetry.EventTopics {
-			r.untel = append(r.untel, r.bus.Subscribe(topic, func(ev events.Event) {
-				if ev.Process != "" {
-					return // another process's turn, in its own trace
-				}
-				r.tel.Event(ev.Agent, ev.Instance, ev.TurnID, ev.Topic, ev.Source, ev.Data)
-			}))
-		}
-	}
-	return nil
+// telemetryOptions are the options' and cfg's telemetry settings.
+func telemetryOptions(o *options, cfg *config.File) telemetry.Options {
+	return telemetry.Options{Tracer: o.tracer, Meter: o.meter, Config: cfg.Telemetry, Getenv: os.Getenv}
 }
-
-// exportSettings are the OTLP export settings of cfg and the environment.
-func exportSettings(cfg *config.File) otlp.Settings {
-	s := otlp.Settings{Configured: cfg.Telemetry != nil, Getenv: os.Getenv}
-	if t := cfg.Telemetry; t != nil {
-		s.Traces, s.Metrics, s.ServiceName = t.Traces, t.Metrics, t.ServiceName
-	}
-	return s
-}
-
-// unlinkedExport is the package to import when cfg's telemetry block asks
-// for an OTLP export that the program did not link, else "".
-func unlinkedExport(o *options, cfg *config.File) string {
-	if cfg.Telemetry == nil || o.tracer != nil || o.meter != nil || otlp.Linked() {
-		return ""
-	}
-	if traces, metrics := exportSettings(cfg).Signals(); !traces && !metrics {
-		return ""
-	}
-	return otlp.ImportPath
-}
-
-// closeTelemetry makes the last collection of the metrics and exports what
-// is buffered, within a few seconds, so that a short ganglion run's spans
-// and metrics reach the collector before the process exits; then it stops
-// the gauge that reads the ledger. It runs while the store is still open.
-// An OTLP export New opened is shut down; a meter provider given through
-// [WithMeterProvider] is flushed, when it can be, and stays open.
-func (r *Runtime) closeTelemetry() {
-	if r.tel == nil && r.exporter == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), exportTimeout)
-	defer cancel()
-	var err error
-	if r.exporter != nil {
-		err = r.exporter.Shutdown(ctx)
-	} else if f, ok := r.meter.(interface{ ForceFlush(context.Context) error }); ok {
-		err = f.ForceFlush(ctx)
-	}
-	if err != nil {
-		r.logger.Warn("exporting the last telemetry failed", "err", err)
-	}
-	if r.tel == nil {
-		return
-	}
-	if err := r.tel.StopPending(); err != nil {
-		r.logger.Warn("stopping the pending items gauge failed", "err", err)
-	}
-}
-
-// exportTimeout bounds the export of what is buffered when a runtime closes.
-const exportTimeout = 5 * time.Second
 
 // openPending counts the open pending items by agent, for the metrics.
 func (r *Runtime) openPending(ctx context.Context) (map[string]int64, error) {

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/ganglion-dev/ganglion/internal/otlp"
 	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
@@ -66,6 +68,13 @@ type T struct {
 	// pending is the callback of the gauge ganglion.pending.open, which
 	// reads the store; nil when it is not registered.
 	pending metric.Registration
+
+	// What Open set up, which Close ends: the OTLP export it opened, or
+	// the meter provider it was given; the subscriptions to the bus.
+	exporter *otlp.Providers
+	given    metric.MeterProvider
+	unsub    []func()
+	logger   *slog.Logger
 }
 
 // New returns the instrumentation of a runtime on tp and mp, either of
