@@ -307,11 +307,21 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 	res, turnErr = a.settleLocked(ts, in, res, turnErr, &complete)
 	if complete != nil {
 		if err := complete(); err != nil {
-			turnErr = errors.Join(turnErr, err)
+			// The turn is stored, the task's end is not: its report (or
+			// its answer) did not get where it goes. The instance is
+			// read again at its next turn, which settles the task from
+			// the history and sends it again (resettleTask), instead of
+			// running the turn a second time; runTask asks for that turn.
+			ts.inst.unload()
+			turnErr = errors.Join(turnErr, fmt.Errorf("%w: %w", errUnsettled, err))
 		}
 	}
 	return res, turnErr
 }
+
+// errUnsettled is the error of a task's turn that ended, whose end did
+// not reach the task's parent or requester: runTask tries again.
+var errUnsettled = errors.New("the task's end was not recorded")
 
 // settleLocked is settleTask under r.tasks.mu; a completion of the task is
 // left in complete, to run after the lock is released.
@@ -526,7 +536,7 @@ func (r *Runtime) runTask(id string) {
 				case <-time.After(wait):
 				}
 			}
-			if !storeOutage(r.runTaskOnce(id)) {
+			if !retryTask(r.runTaskOnce(id)) {
 				return
 			}
 		}
@@ -539,8 +549,14 @@ func storeOutage(err error) bool {
 	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrOutcomeUnknown)
 }
 
+// retryTask reports whether a task's turn that failed with err runs
+// again: the store did not take it, or its end was not recorded.
+func retryTask(err error) bool {
+	return storeOutage(err) || errors.Is(err, errUnsettled)
+}
+
 // runTaskOnce runs task id's turn, as the task is stored now, and returns
-// the error of a turn the store did not take (storeOutage), nil else.
+// the error of a turn to run again (retryTask), nil else.
 func (r *Runtime) runTaskOnce(id string) error {
 	t, err := r.Task(r.tasks.bg, id)
 	if err != nil {
@@ -584,6 +600,9 @@ func (r *Runtime) runTaskOnce(id string) error {
 		}
 	case errors.Is(err, errTaskMoved):
 		r.logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
+	case errors.Is(err, errUnsettled) && r.tasks.bg.Err() == nil:
+		r.logger.Warn("a task's turn ended, but its end was not recorded; it is settled again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
+		return err
 	case storeOutage(err) && r.tasks.bg.Err() == nil:
 		r.logger.Warn("the store did not take a task's turn; it runs again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		return err

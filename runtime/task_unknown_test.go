@@ -73,3 +73,65 @@ func TestTaskTurnAfterLostCommit(t *testing.T) {
 		})
 	}
 }
+
+// reportLostOnce fails the first commit of tasks that deletes one (a
+// child's report, which deletes the child) with err, before it lands.
+type reportLostOnce struct {
+	store.Store
+	err  error
+	lost atomic.Bool
+}
+
+func (s *reportLostOnce) CommitTasks(ctx context.Context, put []store.TaskRecord, del []string) error {
+	if len(del) > 0 && s.lost.CompareAndSwap(false, true) {
+		return fmt.Errorf("store: commit tasks: %w", s.err)
+	}
+	return s.Store.CommitTasks(ctx, put, del)
+}
+
+// TestTaskReportAfterItFailed: a task whose turn ended but whose report
+// did not reach its parent (the store did not take it, or the parent's
+// process did not answer in time) reports again, from the answer its
+// history holds, without running its turn again; and its parent gets the
+// report. The chaos soak saw such a child stay open ("a task's turn
+// failed … reporting to task …: context deadline exceeded"), its parent
+// waiting for ever.
+func TestTaskReportAfterItFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{
+		{"store unavailable", store.ErrUnavailable},
+		{"no answer in time", context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &reportLostOnce{Store: store.NewMemory(), err: tc.err}
+			rt, _ := newCrashRuntime(t, singleConfig, singleScript, st)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			rep, err := rt.Ask(ctx, "lead", "k", "build a parser")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.lost.Load() {
+				t.Fatal("no report was lost: the test's premise failed")
+			}
+			if rep.Response != "The parser is written." {
+				t.Errorf("the root task's answer = %q, want the lead's answer to the coder's report", rep.Response)
+			}
+			coder := mustHistory(t, rt, "coder", "k")
+			answers, requests := 0, 0
+			for _, m := range coder {
+				switch {
+				case m.Content == "parser written":
+					answers++
+				case m.Role == "user":
+					requests++
+				}
+			}
+			if answers != 1 || requests != 1 {
+				t.Errorf("the coder's history holds %d requests and %d answers, want one of each:\n%s", requests, answers, strings.Join(describeAll(coder), "\n"))
+			}
+		})
+	}
+}
