@@ -145,7 +145,11 @@ func Open(ctx context.Context, nc *nats.Conn, bucket string, opts ...Option) (st
 	}
 	ctx, cancel := jsopen.Bound(ctx)
 	defer cancel()
-	js, err := natsjs.New(nc)
+	// A request the client makes without a deadline of the caller's (a
+	// watch's consumer, which the meta leader creates) waits the store's
+	// request timeout, not the library's default of 5 s: under load a
+	// listing failed after 5 s saying the server did not answer within 10.
+	js, err := natsjs.New(nc, natsjs.WithDefaultTimeout(c.requestTimeout))
 	if err != nil {
 		return nil, fmt.Errorf("store: open bucket %q: %w", bucket, err)
 	}
