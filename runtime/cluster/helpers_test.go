@@ -2,11 +2,10 @@ package cluster
 
 import (
 	"context"
-	"io"
 	"testing"
 
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
-	"github.com/ganglion-dev/ganglion/runtime/model"
+	"github.com/ganglion-dev/ganglion/runtime/model/scripted"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -38,22 +37,12 @@ func (n *node) cached(t *testing.T, agent, key string) seam.Held {
 	return in
 }
 
-// textModel answers every request with one text.
-type textModel struct{}
-
-func (textModel) Stream(context.Context, *model.Request) (model.Stream, error) {
-	return &textStream{chunks: []model.Chunk{{Kind: model.KindText, Text: "Earlier: facts."}}}, nil
-}
-
-type textStream struct{ chunks []model.Chunk }
-
-func (s *textStream) Recv() (model.Chunk, error) {
-	if len(s.chunks) == 0 {
-		return model.Chunk{}, io.EOF
+// textModel answers every turn of agent a with one text.
+func textModel(t *testing.T) *scripted.Model {
+	t.Helper()
+	m, err := scripted.Parse("script.yaml", []byte("agents:\n  a:\n    turns:\n      - match: \".\"\n        steps: [{text: done}]\n"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := s.chunks[0]
-	s.chunks = s.chunks[1:]
-	return c, nil
+	return m
 }
-
-func (s *textStream) Close() error { return nil }

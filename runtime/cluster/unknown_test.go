@@ -56,7 +56,7 @@ func TestClusterUnknownCommitTakesNewFence(t *testing.T) {
 	defer js.Close()
 	st := &lostAnswers{Store: js}
 	np := openedNode(t)
-	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel{}), runtime.WithStore(st), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer())
+	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel(t)), runtime.WithStore(st), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 	}
 	var logs lockedLog
 	np := openedNode(t)
-	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel{}), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer(),
+	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel(t)), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer(),
 		runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	if err != nil {
 		t.Fatal(err)
