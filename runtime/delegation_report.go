@@ -109,10 +109,9 @@ type queuedReport struct {
 // commitReports adds the queued reports to their parent, parentID, and
 // deletes their children, in one commit. The caller holds r.tasks.mu.
 func (r *Runtime) commitReports(ctx context.Context, parentID string, queued []*queuedReport) error {
-	batch := make([]DelegationResponse, len(queued))
 	done := make([]string, len(queued))
 	for i, q := range queued {
-		batch[i], done[i] = q.resp, q.resp.ChildTaskID
+		done[i] = q.resp.ChildTaskID
 	}
 	cached, ok := r.tasks.cache[parentID]
 	if !ok {
@@ -130,7 +129,21 @@ func (r *Runtime) commitReports(ctx context.Context, parentID string, queued []*
 		r.tasks.cache[parentID] = cached
 	}
 	parent := *cached // the cache changes only once the store has
-	parent.Context.Responses = append(parent.Context.Responses, batch...)
+	// A child reports once: a copy of a report that landed (its reporter
+	// could not know it, and the child's end was settled again from its
+	// history) changes nothing but deletes the child, which is gone
+	// already or goes now.
+	var batch []DelegationResponse
+	for _, q := range queued {
+		child := q.resp.ChildTaskID
+		reported := func(d DelegationResponse) bool { return d.ChildTaskID == child }
+		if slices.ContainsFunc(parent.Context.Responses, reported) || slices.ContainsFunc(batch, reported) {
+			r.logger.Info("a child task's report came again; the parent has it already", "task", child, "parent", parentID)
+			continue
+		}
+		batch = append(batch, q.resp)
+	}
+	parent.Context.Responses = append(slices.Clip(parent.Context.Responses), batch...)
 	for _, b := range batch {
 		parent.Spent.add(b.Spent) // moved up: the tree's total does not change
 	}

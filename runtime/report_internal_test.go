@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,5 +153,106 @@ func TestReportKeptWhenItsParentCannotBeRead(t *testing.T) {
 	// A parent that does not exist drops its children's reports.
 	if err := rt.applyReport(ctx, "gone", DelegationResponse{ChildTaskID: "c2", Response: "late"}); err != nil {
 		t.Fatalf("a report to a parent that does not exist: %v, want it dropped", err)
+	}
+}
+
+// landsUnknown is a store whose next task commit is stored but answered
+// as a NATS server answers one it took just before it stopped: outcome
+// unknown.
+type landsUnknown struct {
+	store.Store
+	next bool
+}
+
+func (s *landsUnknown) CommitTasks(ctx context.Context, put []store.TaskRecord, del []string) error {
+	if err := s.Store.CommitTasks(ctx, put, del); err != nil || !s.next {
+		return err
+	}
+	s.next = false
+	return fmt.Errorf("store: commit tasks: the server did not answer within 1s; the batch may or may not be stored: %w", store.ErrOutcomeUnknown)
+}
+
+// TestReportCountsOnce: a child's report that reaches its parent a second
+// time (its first commit landed, but its reporter could not know it, and
+// the child's end was settled again from its history) changes nothing:
+// the parent still waits for its other child, and its merged report
+// names each child once. The cluster soak ran a lead's report turn twice
+// so: the second copy of one child's report started the merged report
+// before the other child had reported, whose report then started another.
+func TestReportCountsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		unknown bool // the first report's commit lands, answered "outcome unknown"
+	}{
+		{name: "after a commit that succeeded"},
+		{name: "after a commit whose outcome was unknown", unknown: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
+				"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &landsUnknown{Store: store.NewMemory()}
+			rt, err := New(ctx, WithConfig(cfg), WithStore(st), WithModel(summaryModel{}), WithoutExpiryTimer())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			var recs []store.TaskRecord
+			for _, task := range []*Task{
+				{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2, Context: DelegationContext{Delegations: []Delegation{
+					{ChildTaskID: "c1", DelegatedTo: "lead"}, {ChildTaskID: "c2", DelegatedTo: "lead"}}}},
+				{ID: "c1", ParentID: "p", Agent: "lead", Instance: "c1", State: TaskQueued},
+				{ID: "c2", ParentID: "p", Agent: "lead", Instance: "c2", State: TaskQueued},
+			} {
+				rec, err := encodeTask(task)
+				if err != nil {
+					t.Fatal(err)
+				}
+				recs = append(recs, rec)
+			}
+			if err := st.CommitTasks(ctx, recs, nil); err != nil {
+				t.Fatal(err)
+			}
+
+			st.next = tc.unknown
+			err = rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c1", Response: "one"})
+			if tc.unknown != errors.Is(err, store.ErrOutcomeUnknown) {
+				t.Fatalf("the first report: %v", err)
+			}
+			if err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c1", Response: "one, again"}); err != nil {
+				t.Fatalf("the report again: %v", err)
+			}
+			got, err := rt.Task(ctx, "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.State != TaskWaiting || got.Pending != 1 || len(got.Context.Responses) != 1 || got.Context.Responses[0].Response != "one" {
+				t.Fatalf("parent after c1 reported twice: state %s, %d pending, responses %+v; want waiting for c2, with c1's first report alone", got.State, got.Pending, got.Context.Responses)
+			}
+
+			if err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c2", Response: "two"}); err != nil {
+				t.Fatalf("c2's report: %v", err)
+			}
+			if err := rt.WaitTasks(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h, err := rt.History(ctx, "lead", "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reports []string
+			for _, m := range h {
+				if m.Role == "user" {
+					reports = append(reports, m.Content)
+				}
+			}
+			if len(reports) != 1 || strings.Count(reports[0], "task c1") != 1 || strings.Count(reports[0], "task c2") != 1 {
+				t.Fatalf("the lead's report turns: %q; want one, naming c1 and c2 once each", reports)
+			}
+		})
 	}
 }
