@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"sync"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -27,7 +28,19 @@ type taskTurn struct {
 // taskHook is delegation's part in every turn (see turnHook).
 type taskHook struct{}
 
+func (taskHook) load(context.Context, *instance) (map[string]string, error) { return nil, nil }
+
+// loaded settles the task whose turn ended as the process stopped, before
+// the task recorded it.
+func (taskHook) loaded(ctx context.Context, inst *instance) error {
+	return inst.agent.resettleTask(ctx, inst)
+}
+
 func (taskHook) beginTurn(ts *turnState, in pipeline.InputEvent) { ts.agent.beginTask(ts, in) }
+
+func (taskHook) resumed(context.Context, *turnState, *pipeline.TurnContext, pipeline.InputEvent) error {
+	return nil
+}
 
 // stage stages the step's delegations, holding the task lock until the
 // commit is done.

@@ -73,9 +73,17 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	if err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
-	calls, err := in.loadPaused(ctx, in.agent.rt.ledger)
-	if err != nil {
-		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	var waits map[string]string
+	for _, h := range turnHooks {
+		w, err := h.load(ctx, in)
+		if err != nil {
+			return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+		}
+		if waits == nil {
+			waits = w
+		} else {
+			maps.Copy(waits, w)
+		}
 	}
 	in.secrets.drop()
 	if found {
@@ -90,15 +98,17 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	in.loaded = true
 	// A call the history shows without its result was running when the
 	// process stopped: it gets its "interrupted" result now.
-	if err := in.closeInterrupted(context.WithoutCancel(ctx), st, calls); err != nil {
+	if err := in.closeInterrupted(context.WithoutCancel(ctx), st, waits); err != nil {
 		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
 	}
-	// A task whose turn ended as the process stopped, before the task
-	// recorded it, is settled from the history now.
-	if err := in.agent.resettleTask(context.WithoutCancel(ctx), in); err != nil {
-		in.loaded = false
-		in.hist.Reset()
-		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	// What a feature settles from the repaired history (a task whose turn
+	// ended as the process stopped, before the task recorded it).
+	for _, h := range turnHooks {
+		if err := h.loaded(context.WithoutCancel(ctx), in); err != nil {
+			in.loaded = false
+			in.hist.Reset()
+			return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+		}
 	}
 	return nil
 }

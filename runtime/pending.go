@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -112,18 +111,18 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 		return ledger.Item{}, err
 	}
 	ts.inst.paused[created.ID] = created.TurnID
-	if ts.pause.calls == nil {
-		ts.pause.calls = map[string]string{}
+	if ts.awaits == nil {
+		ts.awaits = map[string]string{}
 	}
-	ts.pause.calls[created.CallID] = created.ID
-	ts.pause.afterStep.Store(true)
+	ts.awaits[created.CallID] = created.ID
+	ts.pauseAfter.Store(true)
 	a.rt.wakeExpiry()
 	return created, nil
 }
 
-// resumeCalls gives the kinds of the resumed items that paused tool calls
-// the chance to decide the calls' results (running them if approved)
-// before the model is called again.
+// resumeCalls gives the kinds of the resumed items ids that paused tool
+// calls the chance to decide the calls' results (running them if
+// approved) before the model is called again.
 func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.TurnContext, ids []string) error {
 	for _, id := range ids {
 		it, err := a.rt.ledger.Get(ts.storeCtx, id)
@@ -142,22 +141,28 @@ func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.Turn
 	return a.commitStep(ts) // a resumed call_agent delegates
 }
 
-// pauseTurn is a turn's pause state.
-type pauseTurn struct {
-	// afterStep is set when a tool call paused the turn
-	// (Pending.PauseCall): the turn ends paused after the step.
-	afterStep atomic.Bool
-	// calls maps the calls of the step that paused (PauseCall) to their
-	// pending items; guarded by conv.mu.
-	calls map[string]string
-}
-
 // pauseHook is pausing's part in every turn (see turnHook).
 type pauseHook struct{}
 
-func (pauseHook) beginTurn(ts *turnState, _ pipeline.InputEvent) {
-	ts.pause.afterStep.Store(false)
-	clear(ts.pause.calls)
+// load reads which of the instance's pending items are open.
+func (pauseHook) load(ctx context.Context, inst *instance) (map[string]string, error) {
+	return inst.loadPaused(ctx, inst.agent.rt.ledger)
+}
+
+func (pauseHook) loaded(context.Context, *instance) error   { return nil }
+func (pauseHook) beginTurn(*turnState, pipeline.InputEvent) {}
+
+// resumed fails a resume turn whose item's dependency was rejected or
+// never provided, and lets the kinds of the resumed items that paused
+// tool calls decide the calls' results.
+func (pauseHook) resumed(ctx context.Context, ts *turnState, t *pipeline.TurnContext, in pipeline.InputEvent) error {
+	if reason, _ := in.Metadata["failed"].(string); reason != "" {
+		return fmt.Errorf("%w: %s", ErrTaskFailed, reason)
+	}
+	if ids, _ := in.Metadata["pending"].([]string); len(ids) > 0 {
+		return ts.agent.resumeCalls(ctx, ts, t, ids)
+	}
+	return nil
 }
 
 func (pauseHook) stage(*turnState) error      { return nil }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -29,8 +30,19 @@ import (
 // and knows none of them by name. A hook keeps its per-turn state in its
 // own field of turnState.
 type turnHook interface {
+	// load runs when the instance is read from the store, before the
+	// calls a stop of the process cut short get their results: it marks
+	// the turns that wait for something outside the turn
+	// (instance.paused), and returns the tool calls that wait, by call
+	// ID, with what each waits for.
+	load(ctx context.Context, inst *instance) (waits map[string]string, err error)
+	// loaded runs once the loaded history is repaired.
+	loaded(ctx context.Context, inst *instance) error
 	// beginTurn runs before the turn chain, with the turn's input.
 	beginTurn(ts *turnState, in pipeline.InputEvent)
+	// resumed runs when the input of a resume turn, in, is stored,
+	// before the turn's first step.
+	resumed(ctx context.Context, ts *turnState, t *pipeline.TurnContext, in pipeline.InputEvent) error
 	// stage adds to the instance's unsaved batch what must commit with
 	// the step's tool results; committed then says whether the commit
 	// succeeded (err is nil), for the hook to finish or take it back. A
@@ -82,9 +94,14 @@ type turnState struct {
 	sentTokens int
 	// secretFn is ts.secret, bound once: model.Request.Secret.
 	secretFn func(string) (string, bool)
+	// pauseAfter is set when a tool call paused the turn (it waits for
+	// something outside the turn): the turn ends paused after the step.
+	// awaits maps the calls of that step to what they wait for; guarded
+	// by conv.mu.
+	pauseAfter atomic.Bool
+	awaits     map[string]string
 	// The features' own state for the turn (see turnHook).
-	task  taskTurn  // delegation.go
-	pause pauseTurn // pending.go
+	task taskTurn // delegation.go
 	// cont is the interrupted turn this one continues, if any
 	// (interrupt.go): its input is stored already, its steps counted.
 	cont continuation
@@ -146,6 +163,8 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	tc := &ts.turn
 	ts.agents.reset(a, inst.key, ts.turnID, in)
 	ts.inputID, ts.keepIDs, ts.sentTokens, ts.input = "", nil, 0, in
+	ts.pauseAfter.Store(false)
+	clear(ts.awaits)
 	for _, h := range turnHooks {
 		h.beginTurn(ts, in)
 	}
@@ -235,11 +254,8 @@ func (a *agent) turnHandler(ctx context.Context, t *pipeline.TurnContext) (*pipe
 		if err := ts.inst.flush(ts.storeCtx, a.rt.store); err != nil {
 			return nil, err
 		}
-		if reason, _ := in.Metadata["failed"].(string); reason != "" {
-			return nil, fmt.Errorf("%w: %s", ErrTaskFailed, reason)
-		}
-		if ids, _ := in.Metadata["pending"].([]string); len(ids) > 0 {
-			if err := a.resumeCalls(ctx, ts, t, ids); err != nil {
+		for _, h := range turnHooks {
+			if err := h.resumed(ctx, ts, t, in); err != nil {
 				return nil, err
 			}
 		}
@@ -270,7 +286,7 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 		case sr.Stop != "":
 			res.FinishReason = sr.Stop
 			return res, nil
-		case ts.pause.afterStep.Load():
+		case ts.pauseAfter.Load():
 			res.FinishReason = pipeline.FinishPaused
 			return res, nil
 		case len(sr.Message.ToolCalls) == 0 && !sr.Continue:
@@ -445,7 +461,7 @@ func (a *agent) stepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	sr.ToolResults = results
 	for _, r := range sr.ToolResults {
 		var meta map[string]any
-		if item := ts.pause.calls[r.CallID]; item != "" {
+		if item := ts.awaits[r.CallID]; item != "" {
 			// What the call waits for: if a stop of the process cuts the
 			// resume short, the next load says so (interrupt.go).
 			meta = map[string]any{metaAwaits: item, "turn_id": ts.turnID}
