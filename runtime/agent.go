@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
-	"sync/atomic"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -21,37 +20,19 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/model/xmltools"
 )
 
-// agent is an agent as configured, with its model, tools and pipeline.
-// Immutable after buildAgent.
+// agent is an agent as configured, with its model, tools and pipeline
+// (the engine's part, engine.Agent) and what the runtime's features know
+// of it. Immutable after buildAgent.
 type agent struct {
+	*engine.Agent
 	rt          *Runtime
-	name        string
 	description string
-	system      string
-	model       model.Provider
-	modelName   string
-	provider    string // the model's provider, as the config names it
-	maxOutput   int
-	// contextWindow is the model's context size in tokens, 0 if unknown.
-	contextWindow int
-	sysTokens     atomic.Int64 // the system prompt's count plus one; 0 until counted
-	// tokens is its model's encoding, which counts the tokens of its
-	// messages (counter: countTokens, made once, so that handing it to
-	// the history allocates nothing).
-	tokens  *tokens.Encoding
-	counter func(*pipeline.Message) int
-	// models are the models its extensions opened (extensions.Models),
-	// by the name Open returned; written only while they register.
-	models   map[string]openedModel
-	maxSteps int
-	tools    []pipeline.Tool
-	extTools map[string]bool  // the tools extensions registered
+	apis        []*extensions.API
+	exts        map[string]extensions.Extension // by configured name
+	closers     []extensions.Closer
+	// extTools are the tools extensions registered.
+	extTools map[string]bool
 	sourced  []seam.StepTools // the tool sources that offer it tools (MCP servers)
-	pipe     *pipeline.Pipeline
-	logger   *slog.Logger
-	apis     []*extensions.API
-	exts     map[string]extensions.Extension // by configured name
-	closers  []extensions.Closer
 	// team is its team, "" for a system-level agent; peers are the agents
 	// it may call_agent: its teammates, or the other system-level agents.
 	team         string
@@ -65,12 +46,23 @@ type agent struct {
 	loadErr error
 }
 
+// newAgent returns the agent named name, with nothing to run yet.
+func (r *Runtime) newAgent(name, description string) *agent {
+	a := &agent{rt: r, description: description, kinds: map[kindKey]extensions.PendingKind{}}
+	a.Agent = &engine.Agent{Name: name, Logger: r.logger.With("agent", name), Env: &r.env, Host: a}
+	return a
+}
+
+// hostOf returns the runtime's agent of engine agent e.
+func hostOf(e *engine.Agent) *agent { return e.Host.(*agent) }
+
 // unavailableAgent stands for an agent that failed to load with err: it
 // keeps the agent's name for reading what is stored, and nothing to run.
 func (r *Runtime) unavailableAgent(ac config.Agent, err error) *agent {
 	r.logger.Error("agent is unavailable: it failed to load; the other agents run", "agent", ac.Name, "err", err)
-	return &agent{rt: r, name: ac.Name, description: ac.Description, logger: r.logger.With("agent", ac.Name),
-		kinds: map[kindKey]extensions.PendingKind{}, loadErr: err}
+	a := r.newAgent(ac.Name, ac.Description)
+	a.loadErr = err
+	return a
 }
 
 // available returns nil if the agent loaded, else an error wrapping
@@ -111,7 +103,7 @@ func (r *Runtime) Describe() ([]AgentInfo, []config.Team) {
 	for _, name := range r.agents.names {
 		a := r.agents.byName[name]
 		info := AgentInfo{Name: name, Description: a.description, Team: r.agents.teamOf[name], Tools: []string{}}
-		for _, t := range a.tools {
+		for _, t := range a.Tools {
 			info.Tools = append(info.Tools, t.Name)
 		}
 		if a.loadErr != nil {
@@ -123,16 +115,16 @@ func (r *Runtime) Describe() ([]AgentInfo, []config.Team) {
 }
 
 func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, reg *tool.Registry, providers map[string]model.Provider) (*agent, error) {
-	a := &agent{rt: r, name: ac.Name, description: ac.Description, system: ac.System, maxSteps: ac.MaxSteps, logger: r.logger.With("agent", ac.Name),
-		kinds: map[kindKey]extensions.PendingKind{}}
+	a := r.newAgent(ac.Name, ac.Description)
+	a.System, a.MaxSteps = ac.System, ac.MaxSteps
 	if ac.Model != nil {
-		a.tokens = tokens.ForModel(ac.Model.Name)
+		a.Tokens = tokens.ForModel(ac.Model.Name)
 	} else {
-		a.tokens = tokens.Cl100k()
+		a.Tokens = tokens.Cl100k()
 	}
-	a.counter = a.countTokens
-	if a.maxSteps <= 0 {
-		a.maxSteps = config.DefaultMaxSteps
+	a.Counter = a.CountTokens
+	if a.MaxSteps <= 0 {
+		a.MaxSteps = config.DefaultMaxSteps
 	}
 	if err := a.openModel(o, ac, providers); err != nil {
 		return nil, fmt.Errorf("agent %q: model: %w", ac.Name, err)
@@ -141,11 +133,14 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 	if err != nil {
 		return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 	}
-	a.tools = a.delegationScope(tools)
+	a.Tools = a.delegationScope(tools)
 	for _, src := range a.rt.sources {
 		if st := src.ForAgent(ac); st != nil {
 			a.sourced = append(a.sourced, st)
 		}
+	}
+	if len(a.sourced) > 0 {
+		a.StepTools = a.stepTools
 	}
 
 	var b pipeline.Builder
@@ -158,17 +153,26 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}
 	}
-	a.tools = slices.Clip(a.tools)
+	a.Tools = slices.Clip(a.Tools)
+	// Replaying, the extensions' and the runtime's own tools run: they are
+	// the code under test.
+	a.Live = maps.Clone(a.extTools)
+	if a.Live == nil {
+		a.Live = map[string]bool{}
+	}
+	for _, name := range systemToolNames {
+		a.Live[name] = true
+	}
 	h := pipeline.Handlers{
-		Turn:     a.turnHandler,
-		Step:     a.stepHandler,
-		ToolCall: a.toolHandler,
+		Turn:     a.TurnHandler,
+		Step:     a.StepHandler,
+		ToolCall: a.ToolHandler,
 		OnSkip:   a.layerSkipped,
 	}
 	if r.tel != nil {
-		h.ObserveStart, h.ObserveEnd = r.tel.Layers(a.name)
+		h.ObserveStart, h.ObserveEnd = r.tel.Layers(a.Name)
 	}
-	a.pipe, err = b.Build(h)
+	a.Pipe, err = b.Build(h)
 	if err != nil {
 		return nil, err
 	}
@@ -180,15 +184,15 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 // agent with someone to delegate to.
 func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
 	r := a.rt
-	a.team = r.agents.teamOf[a.name]
-	a.peers = r.agents.peers(a.name)
+	a.team = r.agents.teamOf[a.Name]
+	a.peers = r.agents.peers(a.Name)
 	return slices.DeleteFunc(tools, func(t pipeline.Tool) bool {
 		switch {
 		case t.Name == toolCallAgent && len(a.peers) == 0:
-			a.logger.Info("call_agent is not offered: the agent has nobody to delegate to")
+			a.Logger.Info("call_agent is not offered: the agent has nobody to delegate to")
 			return true
 		case t.Name == toolCallTeamAgent && (a.team != "" || len(r.agents.teams) == 0):
-			a.logger.Info("call_team_agent is not offered: the config defines no team")
+			a.Logger.Info("call_team_agent is not offered: the config defines no team")
 			return true
 		case t.Name == toolCallTeamAgent:
 			a.canCallTeams = true
@@ -204,25 +208,22 @@ func (a *agent) openModel(o *options, ac config.Agent, providers map[string]mode
 	if ac.Model != nil && ac.Model.ToolProtocol == config.ToolProtocolXML {
 		// Tool calls as XML in the text: the model is shown the tools in
 		// its system prompt and its answers are parsed.
-		a.model = xmltools.Wrap(a.model)
+		a.Model = xmltools.Wrap(a.Model)
 	}
 	return nil
 }
 
-// countTokens counts m in the agent's model's encoding.
-func (a *agent) countTokens(m *pipeline.Message) int { return engine.CountTokens(a.tokens, m) }
-
-// openProvider sets a.model: WithModel's provider, else the config's,
+// openProvider sets a.Model: WithModel's provider, else the config's,
 // retrying as its model settings say.
 func (a *agent) openProvider(o *options, ac config.Agent) error {
 	if ac.Model != nil {
-		a.provider = ac.Model.Provider
-		a.modelName = ac.Model.Name
-		a.maxOutput = ac.Model.MaxOutputTokens
-		a.contextWindow = ac.Model.ContextWindow
+		a.Provider = ac.Model.Provider
+		a.ModelName = ac.Model.Name
+		a.MaxOutput = ac.Model.MaxOutputTokens
+		a.ContextWindow = ac.Model.ContextWindow
 	}
 	var err error
-	a.model, err = a.rt.taped("", func() (model.Provider, error) {
+	a.Model, err = a.rt.taped("", func() (model.Provider, error) {
 		if o.model != nil {
 			return o.model, nil
 		}
@@ -249,13 +250,6 @@ func (r *Runtime) taped(label string, open func() (model.Provider, error)) (mode
 		return open()
 	}
 	return r.tape.Provider(label, open)
-}
-
-// openedModel is a model an extension opened (extensions.Models.Open).
-type openedModel struct {
-	provider  model.Provider
-	name      string // the provider's model name
-	maxOutput int
 }
 
 // openExtensionModel opens the model described under key of extension
@@ -290,10 +284,10 @@ func (a *agent) openExtensionModel(o *options, ec config.Extension, key string) 
 	if err != nil {
 		return "", err
 	}
-	if a.models == nil {
-		a.models = map[string]openedModel{}
+	if a.Models == nil {
+		a.Models = map[string]engine.Opened{}
 	}
-	a.models[name] = openedModel{provider: p, name: m.Name, maxOutput: m.MaxOutputTokens}
+	a.Models[name] = engine.Opened{Provider: p, Name: m.Name, MaxOutput: m.MaxOutputTokens}
 	return name, nil
 }
 
@@ -323,7 +317,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		}
 	}
 	api := extensions.NewAPI(ec.Name, extensions.Host{
-		Agent: a.name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.bus, Logger: a.rt.logger,
+		Agent: a.Name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
 		Pending: pendingHost{a}, Secrets: secretsHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
 		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names,
@@ -362,10 +356,10 @@ func (a *agent) addTool(t pipeline.Tool) error {
 	if err := t.Validate(); err != nil {
 		return err
 	}
-	if slices.ContainsFunc(a.tools, func(x pipeline.Tool) bool { return x.Name == t.Name }) {
-		return fmt.Errorf("agent %q already has a tool %q", a.name, t.Name)
+	if slices.ContainsFunc(a.Tools, func(x pipeline.Tool) bool { return x.Name == t.Name }) {
+		return fmt.Errorf("agent %q already has a tool %q", a.Name, t.Name)
 	}
-	a.tools = append(a.tools, t)
+	a.Tools = append(a.Tools, t)
 	if a.extTools == nil {
 		a.extTools = map[string]bool{}
 	}
@@ -374,10 +368,10 @@ func (a *agent) addTool(t pipeline.Tool) error {
 }
 
 func (a *agent) layerSkipped(sk pipeline.Skip) {
-	a.logger.Warn("fail_open middleware failed; skipped", "instance", sk.InstanceKey, "turn", sk.TurnID,
+	a.Logger.Warn("fail_open middleware failed; skipped", "instance", sk.InstanceKey, "turn", sk.TurnID,
 		"extension", sk.Owner.Extension, "hook", sk.Hook.String(), "err", sk.Err)
 	if a.rt.bus.Active() {
-		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.name, Instance: sk.InstanceKey, TurnID: sk.TurnID, Source: "runtime",
+		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.Name, Instance: sk.InstanceKey, TurnID: sk.TurnID, Source: "runtime",
 			Data: events.LayerSkippedData{Extension: sk.Owner.Extension, Hook: sk.Hook.String(), Error: sk.Err.Error()}})
 	}
 }

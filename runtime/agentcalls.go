@@ -117,7 +117,7 @@ func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, s
 	if err := pipeline.CheckMetadata("the call's metadata", nil, o.Metadata); err != nil {
 		return "", pipeline.InputEvent{}, fmt.Errorf("call agent %q: %w", target, err)
 	}
-	self := c.a.name + "/" + c.key
+	self := c.a.Name + "/" + c.key
 	chain := append(slices.Clone(c.chain), self)
 	to := target + "/" + key
 	if slices.Contains(chain, to) {
@@ -130,7 +130,7 @@ func (c *callerAgents) input(target, text string, o pipeline.AgentCallOptions, s
 	if md == nil {
 		md = map[string]any{}
 	}
-	md["callerAgent"], md["callerInstanceKey"], md["callerTurnId"], md["callSource"] = c.a.name, c.key, c.turn, source
+	md["callerAgent"], md["callerInstanceKey"], md["callerTurnId"], md["callSource"] = c.a.Name, c.key, c.turn, source
 	md["chain"] = chain
 	if len(c.taskChain) > 0 {
 		md["taskChain"] = slices.Clone(c.taskChain)
@@ -144,7 +144,7 @@ func (c *callerAgents) Request(ctx context.Context, target, text string, o pipel
 	if err != nil {
 		return "", err
 	}
-	self, to := c.a.name+"/"+c.key, target+"/"+key
+	self, to := c.a.Name+"/"+c.key, target+"/"+key
 	if err := c.a.rt.waitFor(self, to); err != nil {
 		return "", fmt.Errorf("call agent %q: %w", target, err)
 	}
@@ -245,7 +245,7 @@ func (c *callerAgents) Send(ctx context.Context, target, text string, o pipeline
 		defer r.gate.leave()
 		defer r.land(flight)
 		if _, err := r.calls.transport.Deliver(bg, target, key, in); err != nil {
-			r.logger.Warn("agent send failed", "agent", c.a.name, "target", target, "instance", key, "err", err)
+			r.logger.Warn("agent send failed", "agent", c.a.Name, "target", target, "instance", key, "err", err)
 		}
 	}()
 	return nil

@@ -151,27 +151,27 @@ func (tr *tree) spentErr() error {
 // checkDelegation refuses a delegation of the turn ts when its tree has
 // made as many as its budget allows, counting those the turn made already.
 func (r *Runtime) checkDelegation(ts *turnState) error {
-	ts.task.mu.Lock()
-	made := len(ts.task.delegs)
-	ts.task.mu.Unlock()
+	ext(ts).task.mu.Lock()
+	made := len(ext(ts).task.delegs)
+	ext(ts).task.mu.Unlock()
 	r.tasks.mu.Lock()
 	defer r.tasks.mu.Unlock()
 	var tr *tree
-	if ts.task.id == "" {
+	if ext(ts).task.id == "" {
 		// The turn's delegations make it a root task.
-		tr = &tree{agent: ts.agent.name, budget: r.budgetOf(ts.agent.name)}
+		tr = &tree{agent: ts.Agent.Name, budget: r.budgetOf(ts.Agent.Name)}
 	} else {
-		t, err := r.Task(ts.storeCtx, ts.task.id)
+		t, err := r.Task(ts.StoreCtx, ext(ts).task.id)
 		if err != nil {
 			return fmt.Errorf("delegating: the turn's %w", err)
 		}
-		if tr, err = r.tree(ts.storeCtx, &t); err != nil {
+		if tr, err = r.tree(ts.StoreCtx, &t); err != nil {
 			return err
 		}
-		r.readSpent(ts.storeCtx, tr)
+		r.readSpent(ts.StoreCtx, tr)
 	}
 	if n := tr.spent.Delegations + made; n >= tr.budget.Delegations {
-		r.publishBudget(ts.agent.name, ts.inst.key, ts.turnID, tr, "delegations")
+		r.publishBudget(ts.Agent.Name, ts.Inst.Key(), ts.TurnID, tr, "delegations")
 		return fmt.Errorf("the delegation budget is spent: this request's tasks have delegated %d times, and task_budget.delegations of agent %s allows %d. "+
 			"Do the rest yourself, or answer with what the reports gave you", n, tr.agent, tr.budget.Delegations)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/store"
 )
@@ -129,12 +130,12 @@ func (r *Runtime) delegate(ctx context.Context, c *pipeline.ToolCallContext, tea
 	if !ok {
 		return nil, errors.New("delegation runs only in a turn")
 	}
-	a := ts.agent
+	a := hostOf(ts.Agent)
 	switch {
 	case strings.TrimSpace(msg) == "":
 		return nil, errors.New("message is empty: say what the agent is to do, with everything it needs")
-	case target == a.name:
-		return nil, fmt.Errorf("you cannot delegate to yourself (%s): do the task yourself, or delegate to another agent", a.name)
+	case target == a.Name:
+		return nil, fmt.Errorf("you cannot delegate to yourself (%s): do the task yourself, or delegate to another agent", a.Name)
 	}
 	if t, ok := r.agents.byName[target]; !ok {
 		return nil, fmt.Errorf("no agent %q; you may delegate to: %s", target, a.delegateTargets())
@@ -163,22 +164,22 @@ func (r *Runtime) delegate(ctx context.Context, c *pipeline.ToolCallContext, tea
 			return nil, fmt.Errorf("team %q has no agent %q (its agents: %s)", team, target, strings.Join(t.Agents, ", "))
 		}
 	}
-	depth := len(ts.task.chain) + 1
+	depth := len(ext(ts).task.chain) + 1
 	if depth > r.calls.depth {
 		return nil, fmt.Errorf("%w: %s → %s/%s is deeper than %d; do the task yourself",
-			ErrDepth, strings.Join(append(slices.Clone(ts.task.chain), a.name+"/"+ts.inst.key), " → "), target, ts.inst.key, r.calls.depth)
+			ErrDepth, strings.Join(append(slices.Clone(ext(ts).task.chain), a.Name+"/"+ts.Inst.Key()), " → "), target, ts.Inst.Key(), r.calls.depth)
 	}
 	if err := r.checkDelegation(ts); err != nil {
 		return nil, err
 	}
-	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+c.CallID()), agent: target, key: ts.inst.key, team: team, msg: msg, at: r.now(),
-		order: ts.step.Index()<<16 + slices.IndexFunc(ts.stepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
+	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+c.CallID()), agent: target, key: ts.Inst.Key(), team: team, msg: msg, at: r.now(),
+		order: ts.Step.Index()<<16 + slices.IndexFunc(ts.StepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
 	if r.tel != nil {
 		d.trace = telemetry.Traceparent(ctx)
 	}
-	ts.task.mu.Lock()
-	ts.task.delegs = append(ts.task.delegs, d)
-	ts.task.mu.Unlock()
+	ext(ts).task.mu.Lock()
+	ext(ts).task.delegs = append(ext(ts).task.delegs, d)
+	ext(ts).task.mu.Unlock()
 	return &pipeline.ToolResult{Content: fmt.Sprintf(
 		"Delegated to %s as task %s. It starts when your turn ends; its report comes back to you as a new message. "+
 			"Until then, do not say you have its result.", target, d.child)}, nil
@@ -201,14 +202,14 @@ func (a *agent) delegateTargets() string {
 
 // beginTask reads which task the turn works on, from its input.
 func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
-	clear(ts.task.children)
-	ts.task.id, ts.task.delegs, ts.task.children, ts.task.chain = "", ts.task.delegs[:0], ts.task.children[:0], ts.task.chain[:0]
-	ts.task.id = a.turnTask(ts.storeCtx, ts.inst, in)
-	ts.task.chain = appendStrings(ts.task.chain, in.Metadata["taskChain"])
-	if ts.task.id == "" {
+	clear(ext(ts).task.children)
+	ext(ts).task.id, ext(ts).task.delegs, ext(ts).task.children, ext(ts).task.chain = "", ext(ts).task.delegs[:0], ext(ts).task.children[:0], ext(ts).task.chain[:0]
+	ext(ts).task.id = a.turnTask(ts.StoreCtx, ts.Inst, in)
+	ext(ts).task.chain = appendStrings(ext(ts).task.chain, in.Metadata["taskChain"])
+	if ext(ts).task.id == "" {
 		// A turn that starts a task has no task above it, but it may have
 		// callers waiting on it (ctx.agents.request): they come first.
-		ts.task.chain = append(ts.task.chain, ts.agents.chain...)
+		ext(ts).task.chain = append(ext(ts).task.chain, ext(ts).agents.chain...)
 	}
 }
 
@@ -223,7 +224,7 @@ func (a *agent) turnTask(ctx context.Context, inst *instance, in pipeline.InputE
 		return ""
 	}
 	turn, _ := in.Metadata["resumes"].(string)
-	return a.pausedTask(ctx, inst.key, turn)
+	return a.pausedTask(ctx, inst.Key(), turn)
 }
 
 // pausedTask returns the task whose turn paused as turn, or "".
@@ -231,9 +232,9 @@ func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
 	if turn == "" {
 		return ""
 	}
-	ts, err := a.rt.Tasks(ctx, a.name, key)
+	ts, err := a.rt.Tasks(ctx, a.Name, key)
 	if err != nil {
-		a.logger.Error("reading the tasks of a resumed turn failed", "instance", key, "err", err)
+		a.Logger.Error("reading the tasks of a resumed turn failed", "instance", key, "err", err)
 		return ""
 	}
 	for _, t := range ts {
@@ -251,10 +252,10 @@ func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
 // so stored together, or not at all. The caller holds r.tasks.mu until that
 // commit, so that no report changes the task in between.
 func (a *agent) stageDelegations(ts *turnState) error {
-	ts.task.mu.Lock()
-	delegs := ts.task.delegs
-	ts.task.delegs = ts.task.delegs[len(ts.task.delegs):]
-	ts.task.mu.Unlock()
+	ext(ts).task.mu.Lock()
+	delegs := ext(ts).task.delegs
+	ext(ts).task.delegs = ext(ts).task.delegs[len(ext(ts).task.delegs):]
+	ext(ts).task.mu.Unlock()
 	if len(delegs) == 0 {
 		return nil
 	}
@@ -262,38 +263,38 @@ func (a *agent) stageDelegations(ts *turnState) error {
 	slices.SortStableFunc(delegs, func(x, y delegation) int { return x.order - y.order })
 	r := a.rt
 	var t *Task
-	if ts.task.id != "" {
-		got, err := r.Task(ts.storeCtx, ts.task.id)
+	if ext(ts).task.id != "" {
+		got, err := r.Task(ts.StoreCtx, ext(ts).task.id)
 		if err != nil {
 			return fmt.Errorf("delegating: the turn's %w", err)
 		}
 		t = &got
 	} else {
-		t = a.rootTask(ts, ts.turn.Input())
-		ts.task.id = t.ID
+		t = a.rootTask(ts, ts.TurnCtx.Input())
+		ext(ts).task.id = t.ID
 		r.newTree(t)
 	}
-	self := a.name + "/" + ts.inst.key
+	self := a.Name + "/" + ts.Inst.Key()
 	for _, d := range delegs {
 		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, CallID: d.call, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
-		ts.task.children = append(ts.task.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
-			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.turnID, Trace: d.trace, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
+		ext(ts).task.children = append(ext(ts).task.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
+			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.TurnID, Trace: d.trace, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
 			CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: self}})
 	}
-	r.spend(ts.storeCtx, t, Spend{Delegations: len(delegs)})
-	ts.task.staged, ts.task.stagedRoot = len(delegs), rootOf(t)
+	r.spend(ts.StoreCtx, t, Spend{Delegations: len(delegs)})
+	ext(ts).task.staged, ext(ts).task.stagedRoot = len(delegs), rootOf(t)
 	t.Pending += len(delegs)
 	t.State, t.Turn = TaskWaiting, ""
 	delete(r.tasks.cache, t.ID) // written below, through the instance's commit
-	put := ts.inst.unsaved.Tasks
-	for _, c := range append(ts.task.children[len(ts.task.children)-len(delegs):], t) {
+	put := ts.Inst.Unsaved().Tasks
+	for _, c := range append(ext(ts).task.children[len(ext(ts).task.children)-len(delegs):], t) {
 		rec, err := encodeTask(c)
 		if err != nil {
 			return err
 		}
 		put = append(put, rec)
 	}
-	ts.inst.unsaved.Tasks = put
+	ts.Inst.Unsaved().Tasks = put
 	return nil
 }
 
@@ -312,7 +313,7 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 			// read again at its next turn, which settles the task from
 			// the history and sends it again (resettleTask), instead of
 			// running the turn a second time; runTask asks for that turn.
-			ts.inst.unload()
+			ts.Inst.Unload()
 			turnErr = errors.Join(turnErr, fmt.Errorf("%w: %w", errUnsettled, err))
 		}
 	}
@@ -327,15 +328,15 @@ var errUnsettled = errors.New("the task's end was not recorded")
 // left in complete, to run after the lock is released.
 func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error, complete *func() error) (*pipeline.TurnResult, error) {
 	r := a.rt
-	ctx := ts.storeCtx
+	ctx := ts.StoreCtx
 	r.tasks.mu.Lock()
 	defer r.tasks.mu.Unlock()
-	children := ts.task.children
+	children := ext(ts).task.children
 	var t *Task
-	if ts.task.id != "" {
-		got, err := r.Task(ctx, ts.task.id)
+	if ext(ts).task.id != "" {
+		got, err := r.Task(ctx, ext(ts).task.id)
 		if err != nil {
-			a.logger.Warn("turn's task is gone", "instance", ts.inst.key, "turn", ts.turnID, "task", ts.task.id, "err", err)
+			a.Logger.Warn("turn's task is gone", "instance", ts.Inst.Key(), "turn", ts.TurnID, "task", ext(ts).task.id, "err", err)
 		} else {
 			t = &got
 		}
@@ -349,7 +350,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	}()
 	if r.bus.Active() && t != nil {
 		for _, c := range children {
-			r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+			r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.Name, Instance: ts.Inst.Key(), TurnID: ts.TurnID, Source: "runtime",
 				Data: events.TaskDelegatedData{TaskID: t.ID, ChildTaskID: c.ID, To: c.Agent, Team: c.Team, Message: oneLine(c.OriginalRequest, 200), Pending: t.Pending, Root: t.ParentID == ""}})
 		}
 	}
@@ -357,7 +358,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 		return res, turnErr
 	}
 	res.TaskID = t.ID
-	r.spend(ctx, t, Spend{Turns: 1, Tokens: ts.usage.InputTokens + ts.usage.OutputTokens})
+	r.spend(ctx, t, Spend{Turns: 1, Tokens: ts.Usage.InputTokens + ts.Usage.OutputTokens})
 	if turnErr != nil {
 		if len(children) > 0 || res.FinishReason == pipeline.FinishAborted || storeOutage(turnErr) {
 			// It waits for its children; or the turn was aborted (the
@@ -372,13 +373,13 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 		return res, turnErr
 	}
 	if in.Kind == pipeline.InputDelegationReport {
-		if n := intMeta(in.Metadata["reported"]); n > t.Context.Reported {
+		if n := engine.IntMeta(in.Metadata["reported"]); n > t.Context.Reported {
 			t.Context.Reported = min(n, len(t.Context.Responses))
 		}
 	}
 	switch {
 	case res.FinishReason == pipeline.FinishPaused:
-		t.State, t.Turn = TaskPaused, ts.turnID
+		t.State, t.Turn = TaskPaused, ts.TurnID
 	case t.Pending > 0:
 		t.State, t.Turn = TaskWaiting, ""
 	case t.Context.Reported < len(t.Context.Responses):
@@ -394,7 +395,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 		res.FinishReason = pipeline.FinishDelegated
 	}
 	if err := r.commitTasks(ctx, []*Task{t}); err != nil {
-		return res, fmt.Errorf("agent %q instance %q %s: saving task %s: %w", a.name, ts.inst.key, ts.turnID, t.ID, err)
+		return res, fmt.Errorf("agent %q instance %q %s: saving task %s: %w", a.Name, ts.Inst.Key(), ts.TurnID, t.ID, err)
 	}
 	if t.State == TaskReporting {
 		r.deliverReport(t.ID)
@@ -412,11 +413,11 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 	}
 	requester := "user"
 	if in.Kind == pipeline.InputAgentRequest {
-		requester = str("callerAgent", "agent") + "/" + str("callerInstanceKey", ts.inst.key)
+		requester = str("callerAgent", "agent") + "/" + str("callerInstanceKey", ts.Inst.Key())
 	}
 	requester = str("requester", requester)
-	t := &Task{ID: a.rt.newID("task_", "task/"+a.name+"/"+ts.inst.key+"/"+ts.turnID), Agent: a.name, Instance: ts.inst.key, Requester: requester, Channel: str("channel", ChannelAPI),
-		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ts.task.chain), CreatedAt: a.rt.now(), Trace: ts.trace}
+	t := &Task{ID: a.rt.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID), Agent: a.Name, Instance: ts.Inst.Key(), Requester: requester, Channel: str("channel", ChannelAPI),
+		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ext(ts).task.chain), CreatedAt: a.rt.now(), Trace: ts.Trace}
 	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
 	return t
 }
@@ -656,7 +657,7 @@ func (r *Runtime) WaitTasks(ctx context.Context) error {
 // block notes that a task waits for agent's instance key to resume.
 func (r *Runtime) block(agent, key string) {
 	r.tasks.flightMu.Lock()
-	r.tasks.blocked[instanceID{agent, key}] = true
+	r.tasks.blocked[instanceID{Agent: agent, Key: key}] = true
 	r.tasks.nBlocked.Store(int32(len(r.tasks.blocked)))
 	r.tasks.flightMu.Unlock()
 }
@@ -669,7 +670,7 @@ func (r *Runtime) unblock(agent, key string) {
 		return // every turn calls this: no shared lock when nothing waits
 	}
 	r.tasks.flightMu.Lock()
-	id := instanceID{agent, key}
+	id := instanceID{Agent: agent, Key: key}
 	was := r.tasks.blocked[id]
 	delete(r.tasks.blocked, id)
 	r.tasks.nBlocked.Store(int32(len(r.tasks.blocked)))
@@ -723,28 +724,28 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 // that the turn does not run again and the task does not wait for a turn
 // that ran. The caller holds the instance's slot.
 func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
-	tr, ok := inst.lastTurn()
-	if !ok || tr.task() == "" {
+	tr, ok := inst.LastTurn()
+	if !ok || tr.Task() == "" {
 		return nil
 	}
-	turnID, _ := tr.last.Metadata["turn_id"].(string)
+	turnID, _ := tr.Last.Metadata["turn_id"].(string)
 	paused := false // the turn waits for a human
-	for _, turn := range inst.paused {
+	for _, turn := range inst.Paused {
 		paused = paused || turn == turnID
 	}
-	if turnID == "" || !tr.answered && !paused {
+	if turnID == "" || !tr.Answered && !paused {
 		return nil // cut short in a step: the task's next turn continues it (interrupt.go)
 	}
-	t, err := a.rt.Task(ctx, tr.task())
+	t, err := a.rt.Task(ctx, tr.Task())
 	switch {
 	case errors.Is(err, ErrNoTask):
 		return nil
 	case err != nil:
 		return err
-	case t.Agent != a.name || t.Instance != inst.key:
+	case t.Agent != a.Name || t.Instance != inst.Key():
 		return nil
 	}
-	_, report := tr.origin.Metadata["reported"]
+	_, report := tr.Origin.Metadata["reported"]
 	var stale bool
 	switch {
 	case paused:
@@ -752,26 +753,26 @@ func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
 	case t.State == TaskQueued:
 		stale = !report
 	case t.State == TaskReporting, t.State == TaskWaiting:
-		stale = report && intMeta(tr.origin.Metadata["reported"]) > t.Context.Reported
+		stale = report && engine.IntMeta(tr.Origin.Metadata["reported"]) > t.Context.Reported
 	case t.State == TaskPaused:
 		stale = t.Turn != turnID // resumed, and the resume answered
 	}
 	if !stale {
 		return nil
 	}
-	a.logger.Info("the process stopped before a task recorded its turn's end: settling it from the history",
-		"instance", inst.key, "turn", turnID, "task", t.ID, "state", t.State)
-	in := pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Metadata: tr.origin.Metadata}
+	a.Logger.Info("the process stopped before a task recorded its turn's end: settling it from the history",
+		"instance", inst.Key(), "turn", turnID, "task", t.ID, "state", t.State)
+	in := pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Metadata: tr.Origin.Metadata}
 	if report {
 		in.Kind = pipeline.InputDelegationReport
 	}
 	res := &pipeline.TurnResult{TurnID: turnID, FinishReason: pipeline.FinishPaused}
 	if !paused {
 		res.FinishReason = pipeline.FinishText
-		res.Response = *inst.hist.At(inst.hist.Len() - 1).Msg
+		res.Response = *inst.History().At(inst.History().Len() - 1).Msg
 	}
-	ts := &turnState{agent: a, inst: inst, turnID: turnID, storeCtx: ctx}
-	ts.task.id = t.ID
+	ts := &turnState{Agent: a.Agent, Inst: inst, TurnID: turnID, StoreCtx: ctx, Ext: &turnExt{}}
+	ext(ts).task.id = t.ID
 	_, err = a.settleTask(ts, in, res, nil)
 	return err
 }

@@ -167,18 +167,6 @@ func (r *Runtime) commitReports(ctx context.Context, parentID string, queued []*
 	return nil
 }
 
-// intMeta reads a count from input metadata: an int in process, a float64
-// after a JSON round trip.
-func intMeta(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case float64:
-		return int(n)
-	}
-	return 0
-}
-
 // saveOutput writes a long response to the outputs directory and returns
 // the file's absolute path.
 func (r *Runtime) saveOutput(taskID, text string) (string, error) {

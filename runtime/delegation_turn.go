@@ -25,67 +25,75 @@ type taskTurn struct {
 	stagedRoot string // that tree's root task
 }
 
-// taskHook is delegation's part in every turn (see turnHook).
+// taskHook is delegation's part in every turn (see engine.Hook).
 type taskHook struct{}
 
-func (taskHook) load(context.Context, *instance) (map[string]string, error) { return nil, nil }
+func (taskHook) Load(context.Context, *instance) (map[string]string, error) { return nil, nil }
 
-// loaded settles the task whose turn ended as the process stopped, before
+// Loaded settles the task whose turn ended as the process stopped, before
 // the task recorded it.
-func (taskHook) loaded(ctx context.Context, inst *instance) error {
-	return inst.agent.resettleTask(ctx, inst)
+func (taskHook) Loaded(ctx context.Context, inst *instance) error {
+	return hostOf(inst.Def()).resettleTask(ctx, inst)
 }
 
-func (taskHook) beginTurn(ts *turnState, in pipeline.InputEvent) { ts.agent.beginTask(ts, in) }
+// Begin gives the turn its ctx.agents, and reads which task it works on.
+func (taskHook) Begin(ts *turnState, in pipeline.InputEvent) {
+	a, x := hostOf(ts.Agent), ext(ts)
+	x.agents.reset(a, ts.Inst.Key(), ts.TurnID, in)
+	ts.Agents = &x.agents
+	a.beginTask(ts, in)
+}
 
-func (taskHook) resumed(context.Context, *turnState, *pipeline.TurnContext, pipeline.InputEvent) error {
+func (taskHook) Resumed(context.Context, *turnState, *pipeline.TurnContext, pipeline.InputEvent) error {
 	return nil
 }
 
-// stage stages the step's delegations, holding the task lock until the
+// Stage stages the step's delegations, holding the task lock until the
 // commit is done.
-func (taskHook) stage(ts *turnState) error {
-	ts.task.mu.Lock()
-	n := len(ts.task.delegs)
-	ts.task.mu.Unlock()
+func (taskHook) Stage(ts *turnState) error {
+	ext(ts).task.mu.Lock()
+	n := len(ext(ts).task.delegs)
+	ext(ts).task.mu.Unlock()
 	if n == 0 {
 		return nil
 	}
-	r := ts.agent.rt
+	r := hostOf(ts.Agent).rt
 	r.tasks.mu.Lock()
-	ts.task.locked, ts.task.nChildren, ts.task.stagedTask, ts.task.staged = true, len(ts.task.children), ts.task.id, 0
-	return ts.agent.stageDelegations(ts)
+	ext(ts).task.locked, ext(ts).task.nChildren, ext(ts).task.stagedTask, ext(ts).task.staged = true, len(ext(ts).task.children), ext(ts).task.id, 0
+	return hostOf(ts.Agent).stageDelegations(ts)
 }
 
-// committed takes the delegations back if the commit failed: they never
+// Committed takes the delegations back if the commit failed: they never
 // happened, like the results that announce them.
-func (taskHook) committed(ts *turnState, err error) {
-	if !ts.task.locked {
+func (taskHook) Committed(ts *turnState, err error) {
+	if !ext(ts).task.locked {
 		return
 	}
 	if err != nil {
-		if tr := ts.agent.rt.tasks.trees[ts.task.stagedRoot]; ts.task.staged > 0 && tr != nil {
-			ts.agent.rt.addSpent(ts.storeCtx, tr, Spend{Delegations: -ts.task.staged})
+		if tr := hostOf(ts.Agent).rt.tasks.trees[ext(ts).task.stagedRoot]; ext(ts).task.staged > 0 && tr != nil {
+			hostOf(ts.Agent).rt.addSpent(ts.StoreCtx, tr, Spend{Delegations: -ext(ts).task.staged})
 		}
-		clear(ts.task.children[ts.task.nChildren:])
-		ts.task.children, ts.task.id = ts.task.children[:ts.task.nChildren], ts.task.stagedTask
-		ts.inst.unsaved.Tasks = nil
+		clear(ext(ts).task.children[ext(ts).task.nChildren:])
+		ext(ts).task.children, ext(ts).task.id = ext(ts).task.children[:ext(ts).task.nChildren], ext(ts).task.stagedTask
+		ts.Inst.Unsaved().Tasks = nil
 	}
-	ts.task.locked = false
-	ts.agent.rt.tasks.mu.Unlock()
+	ext(ts).task.locked = false
+	hostOf(ts.Agent).rt.tasks.mu.Unlock()
 }
 
-func (taskHook) keep(ts *turnState, keep map[string]bool) error { return ts.agent.keepTasks(ts, keep) }
+func (taskHook) Keep(ts *turnState, keep map[string]bool) error {
+	return hostOf(ts.Agent).keepTasks(ts, keep)
+}
 
-// endTurn settles the turn's task, and lets the tasks that waited for the
+// End settles the turn's task, and lets the tasks that waited for the
 // instance go on once it no longer waits for a human.
-func (taskHook) endTurn(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error) {
-	a := ts.agent
-	if ts.task.id != "" {
+func (taskHook) End(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error) {
+	a := hostOf(ts.Agent)
+	if ext(ts).task.id != "" {
 		res, err = a.settleTask(ts, in, res, err)
 	}
-	if len(ts.inst.paused) == 0 {
-		a.rt.unblock(a.name, ts.inst.key)
+	if len(ts.Inst.Paused) == 0 {
+		a.rt.unblock(a.Name, ts.Inst.Key())
 	}
 	return res, err
 }
@@ -94,7 +102,7 @@ func (taskHook) endTurn(ts *turnState, in pipeline.InputEvent, res *pipeline.Tur
 // inputs and reports, until the task completes, and the result of each
 // call_agent whose child has not reported yet.
 func (a *agent) keepTasks(ts *turnState, keep map[string]bool) error {
-	tasks, err := a.rt.Tasks(ts.storeCtx, a.name, ts.inst.key)
+	tasks, err := a.rt.Tasks(ts.StoreCtx, a.Name, ts.Inst.Key())
 	if err != nil || len(tasks) == 0 {
 		return err
 	}
@@ -112,7 +120,7 @@ func (a *agent) keepTasks(ts *turnState, keep map[string]bool) error {
 			}
 		}
 	}
-	h := &ts.inst.hist
+	h := ts.Inst.History()
 	for _, p := range h.Positions() {
 		m := h.At(p).Msg
 		if id, _ := m.Metadata["taskId"].(string); id != "" && open[id] {

@@ -68,18 +68,15 @@ func newRig(tb testing.TB) *rig {
 	tb.Cleanup(func() { rt.Close() })
 	a := rt.agents.byName["a"]
 	inst := rt.instance(a, "k")
-	if err := inst.slot.Acquire(ctx); err != nil {
+	if err := inst.Acquire(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { inst.slot.Release(); rt.unhold(inst) })
-	if err := inst.load(ctx, rt.store); err != nil {
+	tb.Cleanup(func() { inst.Release(); rt.unhold(inst) })
+	if err := inst.Load(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	ts := &inst.ts
-	ts.agent, ts.inst, ts.turnID, ts.storeCtx = a, inst, "turn-1", ctx
-	ts.conv.in, ts.conv.ts = inst, ts
-	ts.req = model.Request{Agent: a.name, InstanceKey: inst.key, TurnID: ts.turnID, Turn: 1}
-	inst.hist.SetCounter(countCl100k)
+	ts := inst.Prepare(ctx, "turn-1")
+	inst.History().SetCounter(countCl100k)
 	return &rig{rt: rt, a: a, inst: inst, ts: ts}
 }
 
@@ -102,7 +99,7 @@ func (g *gen) add(tb testing.TB, m pipeline.Message) {
 		m.Metadata = map[string]any{pipeline.MetaPinned: true}
 	}
 	m.Content += " " + strings.Repeat("word ", g.rng.IntN(20))
-	if err := g.r.ts.conv.append(&m); err != nil {
+	if err := g.r.ts.Conv.Apply(pipeline.MessageEvent{Type: pipeline.MessageAppend, Message: m}); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -135,7 +132,7 @@ func (g *gen) grow(tb testing.TB, n int) {
 // checkEffective checks what must hold of the effective history whatever
 // was reduced or summarised.
 func checkEffective(r *rig, open map[string]bool, openCalls map[string]bool, what string) error {
-	h := &r.inst.hist
+	h := r.inst.History()
 	pos := h.Positions()
 	in := map[string]bool{}
 	for _, p := range pos {
@@ -275,7 +272,7 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 	open, openCalls := map[string]bool{}, map[string]bool{}
 	// Open pending items: a checkpoint, some with a paused call.
 	for range rng.IntN(3) {
-		h := &r.inst.hist
+		h := r.inst.History()
 		m := h.At(rng.IntN(h.Len())).Msg
 		it := ledger.Item{Kind: "hold", Agent: "a", Instance: "k", TurnID: "turn-1", Checkpoint: m.ID}
 		for i := rng.IntN(h.Len()); i < h.Len(); i++ {
@@ -295,24 +292,26 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 		return err
 	}
 	for i := range 12 {
-		h := &r.inst.hist
+		h := r.inst.History()
 		var err error
 		switch k := rng.IntN(6); {
 		case k < 3:
 			keep := 0.05 + 0.9*rng.Float64()
 			before := len(h.Positions())
-			units, uerr := r.a.units(r.ts)
+			msgs, uerr := r.ts.Window().Messages()
 			if uerr != nil {
 				t.Fatal(uerr)
 			}
+			size := map[int]int{} // messages per unit
 			kept, maxUnit := 0, 1
-			for _, u := range units {
-				if u.keep {
-					kept += len(u.pos)
+			for _, m := range msgs {
+				size[m.Unit]++
+				if m.Keep {
+					kept++
 				}
-				maxUnit = max(maxUnit, len(u.pos))
+				maxUnit = max(maxUnit, size[m.Unit])
 			}
-			b, after, rerr := r.a.reduce(r.ts, keep, "test")
+			b, after, rerr := r.ts.Window().Reduce(keep, "test")
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
@@ -351,7 +350,7 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 // for a set the window must refuse (a message that must stay, or half a
 // unit), and checks that the refusal changed nothing.
 func condenseRandom(r *rig, rng *rand.Rand) error {
-	w := (*window)(r.ts)
+	w := r.ts.Window()
 	msgs, err := w.Messages()
 	if err != nil {
 		return err
@@ -376,11 +375,11 @@ func condenseRandom(r *rig, rng *rand.Rand) error {
 			bad = units[kept[rng.IntN(len(kept))]]
 		}
 		if bad != nil {
-			snapshot := dump(&r.inst.hist)
+			snapshot := dump(r.inst.History())
 			if _, err := w.Condense(bad, pipeline.Message{Role: pipeline.RoleUser, Content: "refused"}); err == nil {
 				return fmt.Errorf("Condense(%v) was not refused", bad)
 			}
-			if after := dump(&r.inst.hist); after != snapshot {
+			if after := dump(r.inst.History()); after != snapshot {
 				return fmt.Errorf("a refused Condense(%v) changed the history:\n%s", bad, after)
 			}
 		}
@@ -409,7 +408,7 @@ func condenseRandom(r *rig, rng *rand.Rand) error {
 	return nil
 }
 
-func mustMessages(w *window) []pipeline.WindowMessage {
+func mustMessages(w pipeline.Window) []pipeline.WindowMessage {
 	msgs, err := w.Messages()
 	if err != nil {
 		panic(err)
@@ -516,11 +515,11 @@ func TestAgentCountsInItsModelsEncoding(t *testing.T) {
 			t.Fatal(err)
 		}
 		a := rt.agents.byName["a"]
-		if got := a.tokens.Name(); got != tc.want {
+		if got := a.Tokens.Name(); got != tc.want {
 			t.Errorf("model %q: counts in %s, want %s", tc.model, got, tc.want)
 		}
 		m := &pipeline.Message{Content: "The café's naïve résumé: 12345 tokens\n\n  \n"}
-		if got, want := a.counter(m), engine.CountTokens(tokens.ForModel(tc.model), m); got != want {
+		if got, want := a.Counter(m), engine.CountTokens(tokens.ForModel(tc.model), m); got != want {
 			t.Errorf("model %q: counter %d, want %d", tc.model, got, want)
 		}
 		rt.Close()
@@ -532,7 +531,7 @@ func TestAgentCountsInItsModelsEncoding(t *testing.T) {
 // outside can set it (pipeline.CheckMetadata); the keys a caller sets
 // for the runtime to read are not.
 func TestRuntimeMetadataIsReserved(t *testing.T) {
-	own := []string{MetaInterrupted, metaContinues, metaAwaits, metaEdited,
+	own := []string{MetaInterrupted, engine.MetaContinues, engine.MetaAwaits, metaEdited,
 		pipeline.MetaPinned, pipeline.MetaTruncated, pipeline.MetaCondensedBy, pipeline.MetaSummary,
 		"turn_id", "resumes", "pending", "failed", "taskId", "parentTaskId", "taskChain", "reported", "team",
 		"chain", "callerAgent", "callerInstanceKey", "callerTurnId", "callSource"}

@@ -1,14 +1,16 @@
 package runtime
 
+import "github.com/ganglion-dev/ganglion/runtime/internal/engine"
+
 // QueuedTurns reports how many turns of the instance are waiting for its
 // slot: the Sends blocked behind the running turn. Tests poll it to send the
 // next turn only once the previous one has queued.
 func QueuedTurns(r *Runtime, agent, instanceKey string) int {
-	in, ok := r.cache.Peek(instanceID{agent, instanceKey})
+	in, ok := r.cache.Peek(instanceID{Agent: agent, Key: instanceKey})
 	if !ok {
 		return 0
 	}
-	return in.slot.Waiting()
+	return in.Waiting()
 }
 
 // CachedInstances reports how many instances the runtime keeps in memory.
@@ -25,4 +27,4 @@ func HasDeadline(r *Runtime) bool {
 
 // MetaAwaits is the metadata key of a tool result that waits for a
 // pending item (interrupt.go), for the crash tests.
-const MetaAwaits = metaAwaits
+const MetaAwaits = engine.MetaAwaits

@@ -17,6 +17,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/store"
@@ -49,33 +50,33 @@ func (h pendingHost) HandlePending(ext string, k extensions.PendingKind) error {
 func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.StepContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
 	a := h.a
 	ts, ok := turnhost.Get(s).(*turnState)
-	if !ok || ts.agent != a {
-		return ledger.Item{}, fmt.Errorf("extension %q: pause: the step is not a running turn of agent %q", ext, a.name)
+	if !ok || hostOf(ts.Agent) != a {
+		return ledger.Item{}, fmt.Errorf("extension %q: pause: the step is not a running turn of agent %q", ext, a.Name)
 	}
 	if _, ok := a.kinds[kindKey{ext, it.Kind}]; !ok {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
 	}
-	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step = ext, a.name, ts.inst.key, ts.turnID, s.Index()
+	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step = ext, a.Name, ts.Inst.Key(), ts.TurnID, s.Index()
 	if it.ID == "" && a.rt.tape != nil {
-		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+strconv.Itoa(s.Index()))
+		it.ID = a.rt.newID("p-", "pending/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+strconv.Itoa(s.Index()))
 	}
-	it.Trace = ts.trace
-	if n := ts.inst.hist.Len(); n > 0 {
-		it.Checkpoint = ts.inst.hist.At(n - 1).Msg.ID
+	it.Trace = ts.Trace
+	if n := ts.Inst.History().Len(); n > 0 {
+		it.Checkpoint = ts.Inst.History().At(n - 1).Msg.ID
 	}
 	if timeout > 0 {
 		it.ExpiresAt = a.rt.now().Add(timeout)
 	}
 	// The item is stored with the history it points to, in one commit: a
 	// crash keeps both (the instance is paused) or neither.
-	created, err := a.rt.ledger.CreateWith(ts.storeCtx, it, func(r store.PendingRecord) error {
-		ts.inst.unsaved.Pending = append(ts.inst.unsaved.Pending, r)
-		return ts.inst.flush(ts.storeCtx, a.rt.store)
+	created, err := a.rt.ledger.CreateWith(ts.StoreCtx, it, func(r store.PendingRecord) error {
+		ts.Inst.Unsaved().Pending = append(ts.Inst.Unsaved().Pending, r)
+		return ts.Inst.Flush(ts.StoreCtx)
 	})
 	if err != nil {
 		return ledger.Item{}, err
 	}
-	ts.inst.paused[created.ID] = created.TurnID
+	ts.Inst.Paused[created.ID] = created.TurnID
 	a.rt.wakeExpiry()
 	return created, nil
 }
@@ -83,17 +84,17 @@ func (h pendingHost) CreatePending(ctx context.Context, ext string, s *pipeline.
 func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipeline.ToolCallContext, it ledger.Item, timeout time.Duration) (ledger.Item, error) {
 	a := h.a
 	ts, ok := turnhost.Get(c).(*turnState)
-	if !ok || ts.agent != a {
-		return ledger.Item{}, fmt.Errorf("extension %q: pause: the call is not in a running turn of agent %q", ext, a.name)
+	if !ok || hostOf(ts.Agent) != a {
+		return ledger.Item{}, fmt.Errorf("extension %q: pause: the call is not in a running turn of agent %q", ext, a.Name)
 	}
 	if _, ok := a.kinds[kindKey{ext, it.Kind}]; !ok {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
 	}
-	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step, it.CallID = ext, a.name, ts.inst.key, ts.turnID, c.Step(), c.CallID()
+	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step, it.CallID = ext, a.Name, ts.Inst.Key(), ts.TurnID, c.Step(), c.CallID()
 	if it.ID == "" && a.rt.tape != nil {
-		it.ID = a.rt.newID("p-", "pending/"+a.name+"/"+ts.inst.key+"/"+ts.turnID+"/"+c.CallID())
+		it.ID = a.rt.newID("p-", "pending/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+c.CallID())
 	}
-	it.Trace = ts.trace
+	it.Trace = ts.Trace
 	if timeout > 0 {
 		it.ExpiresAt = a.rt.now().Add(timeout)
 	}
@@ -101,21 +102,21 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 	// commits it before any tool runs); calls of one step may run in
 	// parallel, so the instance's state is changed under the
 	// conversation's lock.
-	ts.conv.mu.Lock()
-	defer ts.conv.mu.Unlock()
-	if n := ts.inst.hist.Len(); n > 0 {
-		it.Checkpoint = ts.inst.hist.At(n - 1).Msg.ID
+	ts.Conv.Lock()
+	defer ts.Conv.Unlock()
+	if n := ts.Inst.History().Len(); n > 0 {
+		it.Checkpoint = ts.Inst.History().At(n - 1).Msg.ID
 	}
-	created, err := a.rt.ledger.Create(ts.storeCtx, it)
+	created, err := a.rt.ledger.Create(ts.StoreCtx, it)
 	if err != nil {
 		return ledger.Item{}, err
 	}
-	ts.inst.paused[created.ID] = created.TurnID
-	if ts.awaits == nil {
-		ts.awaits = map[string]string{}
+	ts.Inst.Paused[created.ID] = created.TurnID
+	if ts.Awaits == nil {
+		ts.Awaits = map[string]string{}
 	}
-	ts.awaits[created.CallID] = created.ID
-	ts.pauseAfter.Store(true)
+	ts.Awaits[created.CallID] = created.ID
+	ts.PauseAfter.Store(true)
 	a.rt.wakeExpiry()
 	return created, nil
 }
@@ -125,7 +126,7 @@ func (h pendingHost) CreatePendingCall(ctx context.Context, ext string, c *pipel
 // approved) before the model is called again.
 func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.TurnContext, ids []string) error {
 	for _, id := range ids {
-		it, err := a.rt.ledger.Get(ts.storeCtx, id)
+		it, err := a.rt.ledger.Get(ts.StoreCtx, id)
 		if err != nil {
 			return err
 		}
@@ -138,44 +139,44 @@ func (a *agent) resumeCalls(ctx context.Context, ts *turnState, t *pipeline.Turn
 			return fmt.Errorf("resume the call %s of pending item %s: %w", it.CallID, it.ID, err)
 		}
 	}
-	return a.commitStep(ts) // a resumed call_agent delegates
+	return a.CommitStep(ts) // a resumed call_agent delegates
 }
 
-// pauseHook is pausing's part in every turn (see turnHook).
+// pauseHook is pausing's part in every turn (see engine.Hook).
 type pauseHook struct{}
 
-// load reads which of the instance's pending items are open.
-func (pauseHook) load(ctx context.Context, inst *instance) (map[string]string, error) {
-	return inst.loadPaused(ctx, inst.agent.rt.ledger)
+// Load reads which of the instance's pending items are open.
+func (pauseHook) Load(ctx context.Context, inst *instance) (map[string]string, error) {
+	return loadPaused(ctx, inst, hostOf(inst.Def()).rt.ledger)
 }
 
-func (pauseHook) loaded(context.Context, *instance) error   { return nil }
-func (pauseHook) beginTurn(*turnState, pipeline.InputEvent) {}
+func (pauseHook) Loaded(context.Context, *instance) error { return nil }
+func (pauseHook) Begin(*turnState, pipeline.InputEvent)   {}
 
-// resumed fails a resume turn whose item's dependency was rejected or
+// Resumed fails a resume turn whose item's dependency was rejected or
 // never provided, and lets the kinds of the resumed items that paused
 // tool calls decide the calls' results.
-func (pauseHook) resumed(ctx context.Context, ts *turnState, t *pipeline.TurnContext, in pipeline.InputEvent) error {
+func (pauseHook) Resumed(ctx context.Context, ts *turnState, t *pipeline.TurnContext, in pipeline.InputEvent) error {
 	if reason, _ := in.Metadata["failed"].(string); reason != "" {
 		return fmt.Errorf("%w: %s", ErrTaskFailed, reason)
 	}
 	if ids, _ := in.Metadata["pending"].([]string); len(ids) > 0 {
-		return ts.agent.resumeCalls(ctx, ts, t, ids)
+		return hostOf(ts.Agent).resumeCalls(ctx, ts, t, ids)
 	}
 	return nil
 }
 
-func (pauseHook) stage(*turnState) error      { return nil }
-func (pauseHook) committed(*turnState, error) {}
-func (pauseHook) endTurn(_ *turnState, _ pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error) {
+func (pauseHook) Stage(*turnState) error      { return nil }
+func (pauseHook) Committed(*turnState, error) {}
+func (pauseHook) End(_ *turnState, _ pipeline.InputEvent, res *pipeline.TurnResult, err error) (*pipeline.TurnResult, error) {
 	return res, err
 }
 
-// keep adds to keep what the instance's open pending items need: the
+// Keep adds to keep what the instance's open pending items need: the
 // message each checkpoints, and the tool call each paused.
-func (pauseHook) keep(ts *turnState, keep map[string]bool) error {
-	a := ts.agent
-	items, err := a.rt.ledger.List(ts.storeCtx, ledger.Filter{Agent: a.name, Instance: ts.inst.key, Open: true})
+func (pauseHook) Keep(ts *turnState, keep map[string]bool) error {
+	a := hostOf(ts.Agent)
+	items, err := a.rt.ledger.List(ts.StoreCtx, ledger.Filter{Agent: a.Name, Instance: ts.Inst.Key(), Open: true})
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func (pauseHook) keep(ts *turnState, keep map[string]bool) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	h := &ts.inst.hist
+	h := ts.Inst.History()
 	for _, p := range h.Positions() {
 		m := h.At(p).Msg
 		for _, c := range m.ToolCalls {
@@ -219,20 +220,6 @@ type resumeCall struct {
 	ranEdited bool
 }
 
-// findCall finds tool call id in the history, and the ID of its message.
-func (in *instance) findCall(id string) (pipeline.ToolCall, string, bool) {
-	h := &in.hist
-	for i := h.Len() - 1; i >= 0; i-- {
-		m := h.At(i).Msg
-		for _, c := range m.ToolCalls {
-			if c.ID == id {
-				return c, m.ID, true
-			}
-		}
-	}
-	return pipeline.ToolCall{}, "", false
-}
-
 func (rc *resumeCall) Run(ctx context.Context) (*pipeline.ToolResult, error) {
 	return rc.run(ctx, nil, false)
 }
@@ -251,7 +238,7 @@ func (rc *resumeCall) RunWith(ctx context.Context, args json.RawMessage) (*pipel
 // run runs the paused call, with args in place of the model's arguments
 // if edited.
 func (rc *resumeCall) run(ctx context.Context, args json.RawMessage, edited bool) (*pipeline.ToolResult, error) {
-	c, msgID, ok := rc.ts.inst.findCall(rc.it.CallID)
+	c, msgID, ok := rc.ts.Inst.FindCall(rc.it.CallID)
 	if !ok {
 		return nil, fmt.Errorf("the call %s is not in the history", rc.it.CallID)
 	}
@@ -259,14 +246,7 @@ func (rc *resumeCall) run(ctx context.Context, args json.RawMessage, edited bool
 		c.Arguments = args // a copy of the call: the history keeps the model's
 		rc.edited, rc.ranEdited = args, true
 	}
-	ts := rc.ts
-	ts.step.Init(rc.t, rc.it.Step, rc.a.stepTools(ctx, ts.inst)) // an approved MCP call runs too
-	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
-		return nil, err
-	}
-	var out pipeline.ToolResult
-	err := rc.a.runTool(ctx, ts, &ts.step, &ts.call, msgID, c, &out)
-	return &out, err
+	return rc.a.RunCall(ctx, rc.ts, rc.t, rc.it.Step, msgID, c)
 }
 
 func (rc *resumeCall) Result(content string, isError bool) error {
@@ -278,28 +258,28 @@ func (rc *resumeCall) Result(content string, isError bool) error {
 	}
 	// A kind may decide the result without Run, before anything in this
 	// process read the instance's secrets: read them for the mask.
-	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
+	if err := ts.Inst.LoadSecrets(ts.StoreCtx); err != nil {
 		return err
 	}
-	ts.conv.mu.Lock()
-	defer ts.conv.mu.Unlock()
-	h := &ts.inst.hist
+	ts.Conv.Lock()
+	defer ts.Conv.Unlock()
+	h := ts.Inst.History()
 	for i := h.Len() - 1; i >= 0; i-- {
 		m := h.At(i).Msg
 		if m.Role == pipeline.RoleTool && m.ToolCallID == rc.it.CallID {
 			r := *m
-			r.Content, r.IsError = ts.inst.secrets.redactor.Redact(content), isError
+			r.Content, r.IsError = ts.Inst.Redact(content), isError
 			// It is the call's outcome now, no longer what it waits for.
 			r.Metadata = maps.Clone(m.Metadata)
-			delete(r.Metadata, metaAwaits)
+			delete(r.Metadata, engine.MetaAwaits)
 			delete(r.Metadata, MetaInterrupted)
 			if rc.ranEdited {
 				if r.Metadata == nil {
 					r.Metadata = map[string]any{}
 				}
-				r.Metadata[metaEdited] = ts.inst.secrets.redactor.Redact(string(rc.edited))
+				r.Metadata[metaEdited] = ts.Inst.Redact(string(rc.edited))
 			}
-			return ts.conv.applyLocked(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: r})
+			return ts.Conv.ApplyLocked(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: m.ID, Message: r})
 		}
 	}
 	return fmt.Errorf("the call %s has no result in the history to replace", rc.it.CallID)
@@ -382,7 +362,7 @@ func (r *Runtime) actHere(ctx context.Context, id string, act extensions.Action)
 	}
 	k, ok := a.kinds[kindKey{it.Extension, it.Kind}]
 	if !ok {
-		return nil, fmt.Errorf("pending item %q: agent %q has no extension %q handling %s items (is it still in the config?)", id, a.name, it.Extension, it.Kind)
+		return nil, fmt.Errorf("pending item %q: agent %q has no extension %q handling %s items (is it still in the config?)", id, a.Name, it.Extension, it.Kind)
 	}
 	if act.Kind == extensions.ActionEdit {
 		if err := a.checkEdit(inst, it, k, json.RawMessage(act.Value)); err != nil {
@@ -411,14 +391,14 @@ func (a *agent) checkEdit(inst *instance, it ledger.Item, k extensions.PendingKi
 	if it.CallID == "" || k.Resume == nil {
 		return fmt.Errorf("%w: a %s item cannot be edited: only an item that holds a paused tool call can", extensions.ErrInvalidAction, it.Kind)
 	}
-	c, _, ok := inst.findCall(it.CallID)
+	c, _, ok := inst.FindCall(it.CallID)
 	if !ok {
 		return fmt.Errorf("the call %s is not in the history", it.CallID)
 	}
 	tools := a.stepTools(context.Background(), inst)
 	i := slices.IndexFunc(tools, func(t pipeline.Tool) bool { return t.Name == c.Name })
 	if i < 0 {
-		return fmt.Errorf("%w: the call's tool %q is not one of agent %q's tools", extensions.ErrInvalidAction, c.Name, a.name)
+		return fmt.Errorf("%w: the call's tool %q is not one of agent %q's tools", extensions.ErrInvalidAction, c.Name, a.Name)
 	}
 	if err := tool.CheckArguments(tools[i], args); err != nil {
 		return fmt.Errorf("%w: the edited arguments of the %s call: %v", extensions.ErrInvalidAction, c.Name, err)
@@ -453,16 +433,16 @@ func (r *Runtime) holdInstance(ctx context.Context, what, agentName, key string)
 		return nil, nil, nil, fmt.Errorf("%s belongs to agent %q, which the config does not define", what, agentName)
 	}
 	inst := r.instance(a, key)
-	if err := inst.slot.Acquire(ctx); err != nil {
+	if err := inst.Acquire(ctx); err != nil {
 		r.unhold(inst)
 		return nil, nil, nil, fmt.Errorf("%s: waiting for instance %q: %w", what, key, err)
 	}
-	done := func() { inst.slot.Release(); r.unhold(inst) }
-	if err := r.place.Own(ctx, (*instanceView)(inst)); err != nil {
+	done := func() { inst.Release(); r.unhold(inst) }
+	if err := r.place.Own(ctx, inst); err != nil {
 		done()
 		return nil, nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := inst.load(ctx, r.store); err != nil {
+	if err := inst.Load(ctx); err != nil {
 		done()
 		return nil, nil, nil, err
 	}
@@ -476,10 +456,10 @@ func (a *agent) settle(ctx context.Context, inst *instance, it ledger.Item, out 
 	r := a.rt
 	storeCtx := context.WithoutCancel(ctx)
 	if out.Secret != nil {
-		if err := r.putSecret(storeCtx, a.name, inst.key, out.Secret.Name, out.Secret.Value); err != nil {
+		if err := r.putSecret(storeCtx, a.Name, inst.Key(), out.Secret.Name, out.Secret.Value); err != nil {
 			return nil, fmt.Errorf("pending item %q: %w", it.ID, err)
 		}
-		inst.secrets.drop()
+		inst.DropSecrets()
 	}
 	res := out.Resolution
 	res.Agent, res.Instance = it.Agent, it.Instance
@@ -490,7 +470,7 @@ func (a *agent) settle(ctx context.Context, inst *instance, it ledger.Item, out 
 	if done.Open {
 		return nil, nil // a required question that timed out: it still waits
 	}
-	delete(inst.paused, it.ID)
+	delete(inst.Paused, it.ID)
 	return a.resumeIfReady(ctx, inst, it.TurnID)
 }
 
@@ -501,7 +481,7 @@ func (a *agent) settle(ctx context.Context, inst *instance, it ledger.Item, out 
 func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string) (*pipeline.TurnResult, error) {
 	r := a.rt
 	storeCtx := context.WithoutCancel(ctx)
-	items, err := r.ledger.List(storeCtx, ledger.Filter{Agent: a.name, Instance: inst.key, TurnID: turnID})
+	items, err := r.ledger.List(storeCtx, ledger.Filter{Agent: a.Name, Instance: inst.Key(), TurnID: turnID})
 	if err != nil {
 		return nil, err
 	}
@@ -532,16 +512,16 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 	if len(fails) > 0 {
 		in.Metadata["failed"] = strings.Join(fails, "; ")
 	}
-	if by := inst.resumedBy(turnID); by != "" {
+	if by := inst.ResumedBy(turnID); by != "" {
 		// The resume turn ran, or began: a stop of the process came before
 		// the items were marked. Cut short, it goes on from where it
 		// stopped (interrupt.go), as the answer asked; if it ended, or
 		// other turns followed it, nothing is left to run.
-		if _, cut := inst.interrupted(in); !cut {
+		if _, cut := inst.Interrupted(in); !cut {
 			return nil, r.ledger.MarkResumed(storeCtx, ids, by)
 		}
 	}
-	inst.ts.links = traces // the resume turn links to the turn it resumes
+	inst.Turn().Links = traces // the resume turn links to the turn it resumes
 	res, err := a.runTurn(ctx, inst, in)
 	if res.TurnID == "" {
 		return res, err // the turn never began (its agent is unavailable): nothing resumed
@@ -557,7 +537,7 @@ func (a *agent) resumeIfReady(ctx context.Context, inst *instance, turnID string
 		// (a NATS server died with a commit): the items stay unmarked, and
 		// the resume is tried again once the store answers; it goes on
 		// from whatever of the turn was saved, as above.
-		r.resumeLater(a.name, inst.key, turnID)
+		r.resumeLater(a.Name, inst.Key(), turnID)
 		return res, fmt.Errorf("pending item %s: the answer was taken, but its resume turn %s was not saved: %w; it is tried again by itself", strings.Join(ids, ", "), res.TurnID, err)
 	}
 	if merr := r.ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {
@@ -614,18 +594,6 @@ func (r *Runtime) resumeLater(agent, key, turnID string) {
 			}
 		}
 	}()
-}
-
-// resumedBy returns the ID of the turn whose input resumed turnID, or "".
-func (in *instance) resumedBy(turnID string) string {
-	for i := in.hist.Len() - 1; i >= 0; i-- {
-		m := in.hist.At(i).Msg
-		if m.Source.Type == pipeline.SourceRuntime && m.Metadata["resumes"] == turnID {
-			id, _ := m.Metadata["turn_id"].(string)
-			return id
-		}
-	}
-	return ""
 }
 
 // ExpirePending expires the pending items past their deadline, as their
@@ -726,15 +694,15 @@ func (r *Runtime) recoverResumes(ctx context.Context) error {
 // loadPaused reads which of the instance's items are open, once, when the
 // instance is loaded. It returns the open items that wait on a tool call,
 // by call ID.
-func (in *instance) loadPaused(ctx context.Context, l *ledger.Ledger) (map[string]string, error) {
-	items, err := l.List(ctx, ledger.Filter{Agent: in.agent.name, Instance: in.key, Open: true})
+func loadPaused(ctx context.Context, in *instance, l *ledger.Ledger) (map[string]string, error) {
+	items, err := l.List(ctx, ledger.Filter{Agent: in.Agent(), Instance: in.Key(), Open: true})
 	if err != nil {
 		return nil, err
 	}
-	in.paused = make(map[string]string, len(items))
+	in.Paused = make(map[string]string, len(items))
 	var calls map[string]string
 	for _, it := range items {
-		in.paused[it.ID] = it.TurnID
+		in.Paused[it.ID] = it.TurnID
 		if it.CallID != "" {
 			if calls == nil {
 				calls = map[string]string{}
@@ -746,14 +714,14 @@ func (in *instance) loadPaused(ctx context.Context, l *ledger.Ledger) (map[strin
 }
 
 // pausedError is Send's refusal for a paused instance.
-func (in *instance) pausedError() error {
-	ids := make([]string, 0, len(in.paused))
-	for id := range in.paused {
+func pausedError(in *instance) error {
+	ids := make([]string, 0, len(in.Paused))
+	for id := range in.Paused {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	return fmt.Errorf("agent %q instance %q is %w: it waits for pending item %s (see ganglion pending; answer, skip, provide or reject it first)",
-		in.agent.name, in.key, ErrPaused, strings.Join(ids, ", "))
+		in.Agent(), in.Key(), ErrPaused, strings.Join(ids, ", "))
 }
 
 // expiry is the loop that expires pending items when their deadlines pass;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -112,11 +111,11 @@ func (l local) Item(ctx context.Context, id string) (ledger.Item, error) {
 }
 
 func (l local) Cached(agent, key string) (seam.Held, func()) {
-	in, ok := l.r.cache.Held(instanceID{agent, key})
+	in, ok := l.r.cache.Held(instanceID{Agent: agent, Key: key})
 	if !ok {
 		return nil, nil
 	}
-	return (*instanceView)(in), func() { l.r.unhold(in) }
+	return in, func() { l.r.unhold(in) }
 }
 
 func (l local) Hold(agent, key string) (seam.Held, func(), error) {
@@ -125,7 +124,7 @@ func (l local) Hold(agent, key string) (seam.Held, func(), error) {
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownAgent, agent)
 	}
 	in := l.r.instance(a, key)
-	return (*instanceView)(in), func() { l.r.unhold(in) }, nil
+	return in, func() { l.r.unhold(in) }, nil
 }
 
 func (l local) ForgetTasks(agent, key string) {
@@ -172,15 +171,6 @@ var errorKinds = map[string]error{
 	"budget": errBudget, "no-task": ErrNoTask,
 }
 
-// instanceView is also an instance as a placement sees it (seam.Held).
-var _ seam.Held = (*instanceView)(nil)
-
-func (v *instanceView) Acquire(ctx context.Context) error { return v.slot.Acquire(ctx) }
-func (v *instanceView) TryAcquire() bool                  { return v.slot.TryAcquire() }
-func (v *instanceView) Release()                          { v.slot.Release() }
-func (v *instanceView) Unload()                           { (*instance)(v).unload() }
-func (v *instanceView) Placed() *atomic.Value             { return &v.placed }
-
 // fence is the fence of agent's instance key for a write of what its
 // owner alone writes: zero when the runtime runs alone, or if the
 // instance is not in memory here.
@@ -188,11 +178,11 @@ func (r *Runtime) fence(agent, key string) uint64 {
 	if _, alone := r.place.(here); alone {
 		return 0
 	}
-	in, ok := r.cache.Peek(instanceID{agent, key})
+	in, ok := r.cache.Peek(instanceID{Agent: agent, Key: key})
 	if !ok {
 		return 0
 	}
-	return r.place.Fence((*instanceView)(in))
+	return r.place.Fence(in)
 }
 
 // taskFence is the fence of the instance whose tasks put are, for a

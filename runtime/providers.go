@@ -45,13 +45,13 @@ func unknownProvider(name string) error {
 // retries ([model.WithRetry]), each published as a model.retry event.
 func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
 	policy := model.RetryPolicy{OnRetry: func(i model.RetryInfo) {
-		a.logger.Warn("model call failed; retrying", "instance", i.Request.InstanceKey, "turn", i.Request.TurnID,
+		a.Logger.Warn("model call failed; retrying", "instance", i.Request.InstanceKey, "turn", i.Request.TurnID,
 			"attempt", i.Attempt, "of", i.MaxRetries, "wait", i.Delay, "err", i.Err)
 		bus := a.rt.bus
 		if !bus.Active() {
 			return
 		}
-		bus.Publish(events.Event{Topic: events.ModelRetry, Agent: a.name, Instance: i.Request.InstanceKey, TurnID: i.Request.TurnID, Source: "runtime",
+		bus.Publish(events.Event{Topic: events.ModelRetry, Agent: a.Name, Instance: i.Request.InstanceKey, TurnID: i.Request.TurnID, Source: "runtime",
 			Data: events.ModelRetryData{Step: i.Request.Step, Attempt: i.Attempt, MaxRetries: i.MaxRetries, DelayMS: i.Delay.Milliseconds(),
 				RetryAfter: i.FromServer, Kind: model.KindOf(i.Err).String(), Error: i.Err.Error()}})
 	}}

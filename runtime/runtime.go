@@ -67,6 +67,7 @@ type Runtime struct {
 	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
 	place     seam.Placement    // where instances live: here, or a cluster's process
 
+	env    engine.Env                           // what the turn engine is given
 	cache  *engine.Cache[instanceID, *instance] // the instances in memory
 	calls  agentCalls                           // the agent calls in flight (agentcalls.go)
 	tasks  delegations                          // delegation tasks and their turns (delegation.go)
@@ -84,8 +85,6 @@ type Runtime struct {
 	halt context.Context
 	cut  context.CancelCauseFunc
 }
-
-type instanceID struct{ agent, key string }
 
 // New builds a runtime from a config ([WithConfig], [WithConfigFile]),
 // opening the store, the model providers and every agent's extensions, and
@@ -229,6 +228,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 		r.sources = append(r.sources, src)
 	}
+	r.env = engine.Env{Store: r.store, Bus: r.bus, Hooks: []engine.Hook{pauseHook{}, taskHook{}}, Place: enginePlace{r.place},
+		Now: r.now, Halt: r.halt, Cut: errCut, Bound: r.bound, Secrets: r.secrets, Tel: r.tel, Tape: r.tape}
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
@@ -238,7 +239,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			}
 			a = r.unavailableAgent(ac, err)
 		}
-		r.agents.byName[a.name] = a
+		r.agents.byName[a.Name] = a
 	}
 	if err := r.place.Start(); err != nil {
 		return nil, err
@@ -496,9 +497,9 @@ func (r *Runtime) runnable(name string) (*agent, error) {
 // instance returns the instance, loaded or not, and holds it in the cache
 // until [Runtime.unhold].
 func (r *Runtime) instance(a *agent, key string) *instance {
-	return r.cache.Hold(instanceID{a.name, key}, func() *instance {
-		in := newInstance(a, key)
-		r.place.Adopt((*instanceView)(in))
+	return r.cache.Hold(instanceID{Agent: a.Name, Key: key}, func() *instance {
+		in := engine.NewInstance(a.Agent, key, &turnExt{})
+		r.place.Adopt(in)
 		return in
 	})
 }
@@ -510,9 +511,9 @@ func (r *Runtime) unhold(in *instance) { r.cache.Unhold(in) }
 // left memory; the cache's lock is held.
 func (r *Runtime) evicted(in *instance) {
 	for _, src := range r.sources {
-		src.Evicted((*instanceView)(in))
+		src.Evicted(in)
 	}
-	r.place.Evicted((*instanceView)(in))
+	r.place.Evicted(in)
 }
 
 // Send runs one turn of agent in instance instanceKey (created on first
@@ -581,18 +582,18 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 	}
 	inst := r.instance(a, instanceKey)
 	defer r.unhold(inst)
-	if err := inst.slot.Acquire(ctx); err != nil {
-		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.name, instanceKey, err)
+	if err := inst.Acquire(ctx); err != nil {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q: waiting for the running turn: %w", a.Name, instanceKey, err)
 	}
-	defer inst.slot.Release()
-	if err := r.place.Own(ctx, (*instanceView)(inst)); err != nil {
+	defer inst.Release()
+	if err := r.place.Own(ctx, inst); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
-	if err := inst.load(ctx, r.store); err != nil {
+	if err := inst.Load(ctx); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
-	if len(inst.paused) > 0 {
-		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, inst.pausedError()
+	if len(inst.Paused) > 0 {
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, pausedError(inst)
 	}
 	if err := r.checkTaskInput(ctx, in); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, err

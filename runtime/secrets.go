@@ -112,45 +112,6 @@ func (r *Runtime) secrets(ctx context.Context, agent, instance string) (map[stri
 	return out, nil
 }
 
-// instanceSecrets are an instance's provided secrets, read from the store
-// once per load (and again after a new one is provided), for the
-// environment of its commands, model.Request.Secret and the redaction of
-// its tool results. Only the turn holding the instance's slot uses them.
-type instanceSecrets struct {
-	loaded   bool
-	values   map[string]string
-	redactor *secret.Redactor // nil until loaded: masks nothing
-}
-
-// loadSecrets reads the instance's secrets unless they are read already.
-// The caller holds the instance's slot.
-func (in *instance) loadSecrets(ctx context.Context) error {
-	if in.secrets.loaded {
-		return nil
-	}
-	s, err := in.agent.rt.secrets(ctx, in.agent.name, in.key)
-	if err != nil {
-		return err
-	}
-	in.secrets = instanceSecrets{loaded: true, values: s, redactor: secret.NewRedactor(s)}
-	return nil
-}
-
-// secret is model.Request.Secret for the instance's turns: a provided
-// secret by name, read once per load. Only the turn holding the slot calls
-// it.
-func (ts *turnState) secret(name string) (string, bool) {
-	if err := ts.inst.loadSecrets(ts.storeCtx); err != nil {
-		ts.agent.logger.Error("reading the instance's secrets failed", "instance", ts.inst.key, "err", err)
-		return "", false
-	}
-	v, ok := ts.inst.secrets.values[name]
-	return v, ok
-}
-
-// drop makes the next use read the secrets again.
-func (s *instanceSecrets) drop() { *s = instanceSecrets{} }
-
 // idempotencyKeyEnv is the environment variable that gives each
 // execute_command its call's idempotency key (see
 // [pipeline.ToolCallContext.IdempotencyKey]): a command whose effect must
@@ -164,8 +125,8 @@ func (r *Runtime) callEnv(_ context.Context, c *pipeline.ToolCallContext) ([]str
 	if !ok {
 		return nil, nil
 	}
-	env := make([]string, 0, len(ts.inst.secrets.values)+1)
-	for n, v := range ts.inst.secrets.values {
+	env := make([]string, 0, len(ts.Inst.SecretValues())+1)
+	for n, v := range ts.Inst.SecretValues() {
 		env = append(env, n+"="+v)
 	}
 	slices.Sort(env)
@@ -180,8 +141,8 @@ type secretsHost struct{ a *agent }
 var _ extensions.SecretsHost = secretsHost{}
 
 func (h secretsHost) Secret(ctx context.Context, agent, instanceKey, name string) (string, bool, error) {
-	if agent != h.a.name {
-		return "", false, fmt.Errorf("agent %q cannot read agent %q's secrets", h.a.name, agent)
+	if agent != h.a.Name {
+		return "", false, fmt.Errorf("agent %q cannot read agent %q's secrets", h.a.Name, agent)
 	}
 	return h.a.rt.secret(ctx, agent, instanceKey, name)
 }

@@ -77,7 +77,7 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 					return nil, errors.New("get_my_tools runs only in a turn")
 				}
 				out := []toolInfo{}
-				for _, t := range ts.step.Tools().Tools() {
+				for _, t := range ts.Step.Tools().Tools() {
 					out = append(out, toolInfo{Name: t.Name, Description: t.Description, Category: t.Category})
 				}
 				return jsonResult(out)

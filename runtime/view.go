@@ -7,24 +7,7 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 )
 
-// instanceView is an instance as the features see it (seam.Instance): a
-// conversion of the pointer, which allocates nothing.
-type instanceView instance
-
-var _ seam.Instance = (*instanceView)(nil)
-
-func (v *instanceView) Agent() string { return v.agent.name }
-func (v *instanceView) Key() string   { return v.key }
-
-func (v *instanceView) Secrets(ctx context.Context) (map[string]string, error) {
-	in := (*instance)(v)
-	if err := in.loadSecrets(ctx); err != nil {
-		return nil, err
-	}
-	return in.secrets.values, nil
-}
-
-func (v *instanceView) Redact(s string) string { return v.secrets.redactor.Redact(s) }
+var _ seam.Held = (*instance)(nil)
 
 // linked is config.Known.Import: the import that links the config's part
 // at key, "" when the program linked it.
@@ -43,11 +26,11 @@ func linked(key string) string {
 // slot.
 func (a *agent) stepTools(ctx context.Context, in *instance) []pipeline.Tool {
 	if len(a.sourced) == 0 {
-		return a.tools
+		return a.Tools
 	}
-	tools := append(make([]pipeline.Tool, 0, len(a.tools)+16), a.tools...)
+	tools := append(make([]pipeline.Tool, 0, len(a.Tools)+16), a.Tools...)
 	for _, st := range a.sourced {
-		tools = append(tools, st(ctx, (*instanceView)(in))...)
+		tools = append(tools, st(ctx, in)...)
 	}
 	return tools
 }

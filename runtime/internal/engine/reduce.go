@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"math"
 
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -22,7 +21,7 @@ const (
 // callModelFitting is callModel, retried after a forced reduction of the
 // effective history when the provider says it does not fit the context
 // window.
-func (a *agent) callModelFitting(ctx context.Context, ts *turnState, s *pipeline.StepContext, msg *pipeline.Message) (pipeline.Usage, error) {
+func (a *Agent) callModelFitting(ctx context.Context, ts *Turn, s *pipeline.StepContext, msg *pipeline.Message) (pipeline.Usage, error) {
 	usage, err := a.callModel(ctx, ts, s, msg)
 	for try := 1; err != nil && errors.Is(err, model.ErrContextWindow); try++ {
 		if try > maxContextRetries {
@@ -54,8 +53,8 @@ type unit struct {
 // the newest message. A tool call and its results go together. It returns
 // the effective message counts before and after, and publishes
 // context.truncated with them and reason. The caller holds the slot.
-func (a *agent) reduce(ts *turnState, keep float64, reason string) (before, after int, err error) {
-	h := &ts.inst.hist
+func (a *Agent) reduce(ts *Turn, keep float64, reason string) (before, after int, err error) {
+	h := &ts.Inst.hist
 	pos := h.Positions()
 	before = len(pos)
 	target := int(math.Ceil(float64(before) * keep))
@@ -84,23 +83,23 @@ func (a *agent) reduce(ts *turnState, keep float64, reason string) (before, afte
 
 // mark replaces the messages at the positions with copies whose metadata
 // set changes; the replacements are stored with the next commit.
-func (ts *turnState) mark(pos []int, set func(map[string]any)) error {
+func (ts *Turn) mark(pos []int, set func(map[string]any)) error {
 	if len(pos) == 0 {
 		return nil
 	}
 	ids := make([]string, len(pos))
 	for i, p := range pos {
-		ids[i] = ts.inst.hist.At(p).Msg.ID
+		ids[i] = ts.Inst.hist.At(p).Msg.ID
 	}
 	for _, id := range ids {
-		i := ts.inst.hist.IndexOf(id)
-		m := *ts.inst.hist.At(i).Msg
+		i := ts.Inst.hist.IndexOf(id)
+		m := *ts.Inst.hist.At(i).Msg
 		m.Metadata = maps.Clone(m.Metadata)
 		if m.Metadata == nil {
 			m.Metadata = map[string]any{}
 		}
 		set(m.Metadata)
-		if err := ts.conv.apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: id, Message: m}); err != nil {
+		if err := ts.Conv.apply(pipeline.MessageEvent{Type: pipeline.MessageReplace, TargetID: id, Message: m}); err != nil {
 			return err
 		}
 	}
@@ -109,8 +108,8 @@ func (ts *turnState) mark(pos []int, set func(map[string]any)) error {
 
 // units splits the effective history into units, oldest first, and says
 // which must stay.
-func (a *agent) units(ts *turnState) ([]unit, error) {
-	h := &ts.inst.hist
+func (a *Agent) units(ts *Turn) ([]unit, error) {
+	h := &ts.Inst.hist
 	pos := h.Positions()
 	keep, err := a.keepSet(ts)
 	if err != nil {
@@ -122,7 +121,7 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 	newest := -1
 	for _, p := range pos {
 		m := h.At(p).Msg
-		k := keep[m.ID] || engine.IsPinned(m)
+		k := keep[m.ID] || IsPinned(m)
 		// A result joins its call's unit, wherever it stands: a message a
 		// middleware put in between must not split them.
 		if m.Role == pipeline.RoleTool {
@@ -134,7 +133,7 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 			}
 		}
 		u := unit{pos: []int{p}, keep: k}
-		if firstUser && m.Role == pipeline.RoleUser && !engine.IsSummary(m) {
+		if firstUser && m.Role == pipeline.RoleUser && !IsSummary(m) {
 			u.keep, firstUser = true, false
 		}
 		for _, c := range m.ToolCalls {
@@ -152,13 +151,13 @@ func (a *agent) units(ts *turnState) ([]unit, error) {
 // keepSet returns the IDs of the messages a reduction must keep: the
 // turn's input (the request it answers), what the caller asked to keep,
 // and what each feature needs (turnHook.keep).
-func (a *agent) keepSet(ts *turnState) (map[string]bool, error) {
+func (a *Agent) keepSet(ts *Turn) (map[string]bool, error) {
 	keep := map[string]bool{ts.inputID: true}
 	for id := range ts.keepIDs {
 		keep[id] = true
 	}
-	for _, h := range turnHooks {
-		if err := h.keep(ts, keep); err != nil {
+	for _, h := range a.Env.Hooks {
+		if err := h.Keep(ts, keep); err != nil {
 			return nil, err
 		}
 	}

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
-	"github.com/ganglion-dev/ganglion/store"
 )
 
 // This file makes work in progress survive a crash: a tool call that was
@@ -26,19 +24,19 @@ const MetaInterrupted = "interrupted"
 // task's turn a stop of the process cut short: its value is the ID of that
 // turn, which the continuing turn keeps. Such a turn stores no input of its
 // own (the input is stored already) and goes on from the next step.
-const metaContinues = "continues"
+const MetaContinues = "continues"
 
 // MetaAwaits marks the result a tool call got when it paused the turn (an
 // approval): its value is the ID of the pending item the call waits for.
 // The resume replaces that result with the call's outcome.
-const metaAwaits = "awaits"
+const MetaAwaits = "awaits"
 
 // closeInterrupted gives every tool call of the loaded history that has no
 // result an error result saying the process stopped while it ran, and
 // commits them; open lists the open pending items of the instance that wait
 // on a call (call ID → item ID), whose calls did not run. The calls are
 // those of the turn the crash cut short: the turn counted last.
-func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open map[string]string) error {
+func (in *Instance) closeInterrupted(ctx context.Context, open map[string]string) error {
 	h := &in.hist
 	var (
 		calls []pipeline.ToolCall
@@ -47,8 +45,8 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 	var stale []int // results still awaiting an item whose resume was cut short
 	for i := 0; i < h.Len(); i++ {
 		m := h.At(i).Msg
-		if item, _ := m.Metadata[metaAwaits].(string); item != "" && in.paused[item] == "" {
-			if turn, _ := m.Metadata["turn_id"].(string); in.resumedBy(turn) != "" {
+		if item, _ := m.Metadata[MetaAwaits].(string); item != "" && in.Paused[item] == "" {
+			if turn, _ := m.Metadata["turn_id"].(string); in.ResumedBy(turn) != "" {
 				stale = append(stale, i)
 			}
 		}
@@ -65,7 +63,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 			}
 		}
 	}
-	turnID := engine.TurnID(uint64(in.meta.Turns))
+	turnID := TurnID(uint64(in.meta.Turns))
 	var names []string
 	for _, c := range calls {
 		if c.ID == "" || index[c.ID] < 0 {
@@ -84,7 +82,7 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 	}
 	for _, i := range stale {
 		m := *h.At(i).Msg
-		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[metaAwaits], m.Name)
+		m.Content = fmt.Sprintf("interrupted: the process stopped while the turn that resumed after pending item %s ran this call's outcome; if tool %q ran, it may or may not have taken effect. Check its effect before you run it again.", m.Metadata[MetaAwaits], m.Name)
 		m.IsError = true
 		m.Metadata = map[string]any{MetaInterrupted: true, "turn_id": m.Metadata["turn_id"]}
 		in.replace(i, &m)
@@ -93,13 +91,13 @@ func (in *instance) closeInterrupted(ctx context.Context, st store.Store, open m
 	if len(names) == 0 {
 		return nil
 	}
-	if err := in.flush(ctx, st); err != nil {
+	if err := in.Flush(ctx); err != nil {
 		return err
 	}
 	a := in.agent
-	a.logger.Info("the process stopped while tool calls ran: they got an interrupted result", "instance", in.key, "turn", turnID, "calls", strings.Join(names, ", "))
-	if bus := a.rt.bus; bus.Active() {
-		bus.Publish(events.Event{Topic: events.TurnInterrupted, Agent: a.name, Instance: in.key, TurnID: turnID, Source: "runtime",
+	a.Logger.Info("the process stopped while tool calls ran: they got an interrupted result", "instance", in.key, "turn", turnID, "calls", strings.Join(names, ", "))
+	if bus := a.Env.Bus; bus.Active() {
+		bus.Publish(events.Event{Topic: events.TurnInterrupted, Agent: a.Name, Instance: in.key, TurnID: turnID, Source: "runtime",
 			Data: events.TurnInterruptedData{Calls: names}})
 	}
 	return nil
@@ -114,54 +112,54 @@ type continuation struct {
 	steps   int    // steps it had run: model replies stored
 }
 
-// trail is what the history shows of an instance's last turn.
-type trail struct {
-	last *pipeline.Message // the last turn's input
-	// origin is the input of the turn that the chain of resumes ending at
-	// last goes back to: last itself when last is no resume.
-	origin   *pipeline.Message
-	steps    int  // model replies stored after last
-	answered bool // the history ends with a final model reply
+// Trail is what the history shows of an instance's last turn.
+type Trail struct {
+	Last *pipeline.Message // the last turn's input
+	// Origin is the input of the turn that the chain of resumes ending at
+	// Last goes back to: Last itself when Last is no resume.
+	Origin   *pipeline.Message
+	Steps    int  // model replies stored after Last
+	Answered bool // the history ends with a final model reply
 }
 
-// lastTurn reads the trail of the instance's last turn; ok is false when
+// LastTurn reads the Trail of the instance's last turn; ok is false when
 // the history holds no turn input.
-func (in *instance) lastTurn() (t trail, ok bool) {
+func (in *Instance) LastTurn() (t Trail, ok bool) {
 	h := &in.hist
 	i := h.Len() - 1
 	if i >= 0 {
 		m := h.At(i).Msg
-		t.answered = m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant && len(m.ToolCalls) == 0
+		t.Answered = m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant && len(m.ToolCalls) == 0
 	}
 	for ; i >= 0; i-- {
 		m := h.At(i).Msg
 		if isTurnInput(m) {
-			t.last = m
+			t.Last = m
 			break
 		}
 		if m.Source.Type == pipeline.SourceModel && m.Role == pipeline.RoleAssistant {
-			t.steps++
+			t.Steps++
 		}
 	}
-	if t.last == nil {
+	if t.Last == nil {
 		return t, false
 	}
-	t.origin = t.last
-	for j := i - 1; j >= 0 && t.origin.Metadata["resumes"] != nil; j-- {
+	t.Origin = t.Last
+	for j := i - 1; j >= 0 && t.Origin.Metadata["resumes"] != nil; j-- {
 		if m := h.At(j).Msg; isTurnInput(m) {
-			t.origin = m
+			t.Origin = m
 		}
 	}
 	return t, true
 }
 
-// task returns the delegation task the trail's turns work on, "" if none.
-func (t trail) task() string {
-	id, _ := t.origin.Metadata["taskId"].(string)
+// task returns the delegation task the Trail's turns work on, "" if none.
+func (t Trail) Task() string {
+	id, _ := t.Origin.Metadata["taskId"].(string)
 	return id
 }
 
-// interrupted returns the turn of inst that ev would start again, if the
+// Interrupted returns the turn of inst that ev would start again, if the
 // history shows it started already and did not finish: ev is a delegation
 // task's input (its request, or a merged report) that the instance's last
 // chain of turns started, or the resume of the paused turn that the last
@@ -169,7 +167,7 @@ func (t trail) task() string {
 // delivered twice (after a restart), so only they are looked for. The
 // turn continued is the last one, a resume turn if the task's turn paused
 // and was resumed. The caller holds the instance's slot.
-func (in *instance) interrupted(ev pipeline.InputEvent) (continuation, bool) {
+func (in *Instance) Interrupted(ev pipeline.InputEvent) (continuation, bool) {
 	task, _ := ev.Metadata["taskId"].(string)
 	resumes, _ := ev.Metadata["resumes"].(string)
 	switch {
@@ -178,23 +176,23 @@ func (in *instance) interrupted(ev pipeline.InputEvent) (continuation, bool) {
 	default:
 		return continuation{}, false
 	}
-	t, ok := in.lastTurn()
-	if !ok || t.answered {
+	t, ok := in.LastTurn()
+	if !ok || t.Answered {
 		return continuation{}, false
 	}
 	if resumes != "" {
-		if t.last.Metadata["resumes"] != resumes {
+		if t.Last.Metadata["resumes"] != resumes {
 			return continuation{}, false
 		}
-	} else if t.task() != task || intMeta(t.origin.Metadata["reported"]) != intMeta(ev.Metadata["reported"]) {
+	} else if t.Task() != task || IntMeta(t.Origin.Metadata["reported"]) != IntMeta(ev.Metadata["reported"]) {
 		return continuation{}, false
 	}
-	turnID, _ := t.last.Metadata["turn_id"].(string)
+	turnID, _ := t.Last.Metadata["turn_id"].(string)
 	n, err := strconv.ParseInt(strings.TrimPrefix(turnID, "turn-"), 10, 64)
 	if turnID == "" || err != nil {
 		return continuation{}, false
 	}
-	return continuation{turnID: turnID, turn: n, inputID: t.last.ID, steps: t.steps}, true
+	return continuation{turnID: turnID, turn: n, inputID: t.Last.ID, steps: t.Steps}, true
 }
 
 // isTurnInput reports whether m is the input message of a turn.
@@ -207,4 +205,42 @@ func isTurnInput(m *pipeline.Message) bool {
 		return true
 	}
 	return false
+}
+
+// ResumedBy returns the ID of the turn whose input resumed turnID, or "".
+func (in *Instance) ResumedBy(turnID string) string {
+	for i := in.hist.Len() - 1; i >= 0; i-- {
+		m := in.hist.At(i).Msg
+		if m.Source.Type == pipeline.SourceRuntime && m.Metadata["resumes"] == turnID {
+			id, _ := m.Metadata["turn_id"].(string)
+			return id
+		}
+	}
+	return ""
+}
+
+// FindCall finds tool call id in the history, and the ID of its message.
+func (in *Instance) FindCall(id string) (pipeline.ToolCall, string, bool) {
+	h := &in.hist
+	for i := h.Len() - 1; i >= 0; i-- {
+		m := h.At(i).Msg
+		for _, c := range m.ToolCalls {
+			if c.ID == id {
+				return c, m.ID, true
+			}
+		}
+	}
+	return pipeline.ToolCall{}, "", false
+}
+
+// IntMeta reads a count from input metadata: an int in process, a float64
+// after a JSON round trip.
+func IntMeta(v any) int {
+	switch n := v.(type) {
+	case int:
+		return n
+	case float64:
+		return int(n)
+	}
+	return 0
 }

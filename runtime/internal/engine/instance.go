@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -10,32 +10,33 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
-// instance is one conversation of an agent. Its turns run one at a time,
+// Instance is one conversation of an agent. Its turns run one at a time,
 // each holding its slot; everything below slot is owned by the turn that
-// holds it. The runtime's cache (engine.Cache) holds the instances in
+// holds it. The runtime's cache (Cache) holds the instances in
 // memory.
-type instance struct {
-	engine.Cached[instanceID]
-	agent *agent
+type Instance struct {
+	Cached[ID]
+	agent *Agent
 	key   string
-	slot  engine.Slot
+	slot  Slot
 
 	loaded     bool
 	meta       store.Meta
-	hist       engine.History
+	hist       History
 	unsaved    store.Batch // the changes not yet committed to the store; flush commits them
 	metaBuf    store.Meta  // what unsaved.Meta points to, so a flush allocates nothing
 	lastChange time.Time   // when unsaved last changed; the next flush stamps it
 	metaDirty  bool        // meta changed with no message to save (a turn was counted)
-	ts         turnState   // reused by every turn of the instance
+	ts         Turn        // reused by every turn of the instance
 
-	// paused maps the instance's open pending items to their turns.
-	paused  map[string]string
-	secrets instanceSecrets // its provided secrets, read once per load (secrets.go)
+	// Paused maps what the instance's paused turns wait for (its open
+	// pending items) to those turns; a hook's Load sets it. The instance
+	// takes no new input while it is not empty.
+	Paused  map[string]string
+	secrets secrets // its provided secrets, read once per load (LoadSecrets)
 
 	// placed is what the placement keeps for the instance (a cluster's
 	// lease and fence), opaque to it; set before the instance is shared
@@ -43,41 +44,78 @@ type instance struct {
 	placed atomic.Value
 }
 
-func newInstance(a *agent, key string) *instance {
-	in := &instance{agent: a, key: key}
+// NewInstance returns agent a's instance key, not loaded yet; ext is the
+// hooks' state for its turns (Turn.Ext).
+func NewInstance(a *Agent, key string, ext any) *Instance {
+	in := &Instance{agent: a, key: key}
 	in.slot.Init()
 	in.ts.secretFn = in.ts.secret
+	in.ts.Ext = ext
 	return in
 }
 
-// unload forgets what was read from the store, so that the next turn
+// Agent returns the name of the instance's agent.
+func (in *Instance) Agent() string { return in.agent.Name }
+
+// Def returns the instance's agent.
+func (in *Instance) Def() *Agent { return in.agent }
+
+// Key returns the instance's key.
+func (in *Instance) Key() string { return in.key }
+
+// Turn returns the state the instance's turns reuse.
+func (in *Instance) Turn() *Turn { return &in.ts }
+
+// History returns the instance's history as loaded. The caller holds the
+// instance's slot.
+func (in *Instance) History() *History { return &in.hist }
+
+// Unsaved returns the changes its next flush commits. The caller holds the
+// instance's slot.
+func (in *Instance) Unsaved() *store.Batch { return &in.unsaved }
+
+// Acquire waits for the instance's turn slot.
+func (in *Instance) Acquire(ctx context.Context) error { return in.slot.Acquire(ctx) }
+
+// TryAcquire takes the turn slot if it is free.
+func (in *Instance) TryAcquire() bool { return in.slot.TryAcquire() }
+
+// Release frees the turn slot.
+func (in *Instance) Release() { in.slot.Release() }
+
+// Placed is what the placement keeps for the instance (a cluster's lease
+// and fence), opaque to the engine.
+func (in *Instance) Placed() *atomic.Value { return &in.placed }
+
+// Unload forgets what was read from the store, so that the next turn
 // reads it again: in a cluster, another process may have changed it. The
 // caller holds the turn slot.
-func (in *instance) unload() {
+func (in *Instance) Unload() {
 	if !in.loaded {
 		return
 	}
 	in.loaded = false
 	in.hist.Reset()
 	in.meta = store.Meta{}
-	in.paused = nil
-	in.secrets.drop()
+	in.Paused = nil
+	in.DropSecrets()
 }
 
-// load reads the instance from the store the first time it is used.
-func (in *instance) load(ctx context.Context, st store.Store) error {
+// Load reads the instance from the store the first time it is used.
+func (in *Instance) Load(ctx context.Context) error {
+	st := in.agent.Env.Store
 	if in.loaded {
 		return nil
 	}
-	meta, recs, found, err := st.LoadInstance(ctx, in.agent.name, in.key)
+	meta, recs, found, err := st.LoadInstance(ctx, in.agent.Name, in.key)
 	if err != nil {
-		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+		return fmt.Errorf("load instance %s/%s: %w", in.agent.Name, in.key, err)
 	}
 	var waits map[string]string
-	for _, h := range turnHooks {
-		w, err := h.load(ctx, in)
+	for _, h := range in.agent.Env.Hooks {
+		w, err := h.Load(ctx, in)
 		if err != nil {
-			return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+			return fmt.Errorf("load instance %s/%s: %w", in.agent.Name, in.key, err)
 		}
 		if waits == nil {
 			waits = w
@@ -85,11 +123,11 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 			maps.Copy(waits, w)
 		}
 	}
-	in.secrets.drop()
+	in.DropSecrets()
 	if found {
 		in.meta = meta
 		for _, r := range recs {
-			in.hist.Append(engine.Entry{Msg: r.Message, Seq: r.Seq})
+			in.hist.Append(Entry{Msg: r.Message, Seq: r.Seq})
 			if r.Seq >= in.meta.NextSeq {
 				in.meta.NextSeq = r.Seq + 1
 			}
@@ -98,31 +136,31 @@ func (in *instance) load(ctx context.Context, st store.Store) error {
 	in.loaded = true
 	// A call the history shows without its result was running when the
 	// process stopped: it gets its "interrupted" result now.
-	if err := in.closeInterrupted(context.WithoutCancel(ctx), st, waits); err != nil {
-		return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+	if err := in.closeInterrupted(context.WithoutCancel(ctx), waits); err != nil {
+		return fmt.Errorf("load instance %s/%s: %w", in.agent.Name, in.key, err)
 	}
 	// What a feature settles from the repaired history (a task whose turn
 	// ended as the process stopped, before the task recorded it).
-	for _, h := range turnHooks {
-		if err := h.loaded(context.WithoutCancel(ctx), in); err != nil {
+	for _, h := range in.agent.Env.Hooks {
+		if err := h.Loaded(context.WithoutCancel(ctx), in); err != nil {
 			in.loaded = false
 			in.hist.Reset()
-			return fmt.Errorf("load instance %s/%s: %w", in.agent.name, in.key, err)
+			return fmt.Errorf("load instance %s/%s: %w", in.agent.Name, in.key, err)
 		}
 	}
 	return nil
 }
 
-// flush commits the changes made since the last flush, with the meta. ctx
+// Flush commits the changes made since the last flush, with the meta. ctx
 // should not be cancellable: what a turn did is saved even when its caller
-// gave up.
-func (in *instance) flush(ctx context.Context, st store.Store) error {
+// gave up. The caller holds the instance's slot.
+func (in *Instance) Flush(ctx context.Context) error {
 	if in.unsaved.Empty() && !in.metaDirty {
 		return nil
 	}
 	in.metaDirty = false
 	if in.lastChange.IsZero() {
-		in.lastChange = in.agent.rt.now()
+		in.lastChange = in.agent.Env.Now()
 	}
 	in.meta.UpdatedAt = in.lastChange
 	in.lastChange = time.Time{}
@@ -131,9 +169,9 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 	}
 	in.metaBuf = in.meta
 	in.unsaved.Meta = &in.metaBuf
-	place := in.agent.rt.place
-	in.unsaved.Fence = place.Fence((*instanceView)(in))
-	err := st.Commit(ctx, in.agent.name, in.key, in.unsaved)
+	place := in.agent.Env.Place
+	in.unsaved.Fence = place.Fence(in)
+	err := in.agent.Env.Store.Commit(ctx, in.agent.Name, in.key, in.unsaved)
 	in.unsaved.Put = in.unsaved.Put[:0]
 	in.unsaved.Delete = in.unsaved.Delete[:0]
 	in.unsaved.Meta, in.unsaved.Tasks, in.unsaved.Pending = nil, nil, nil
@@ -141,28 +179,35 @@ func (in *instance) flush(ctx context.Context, st store.Store) error {
 		// The in-memory view is ahead of the store now; reload on next use.
 		in.loaded = false
 		in.hist.Reset()
-		place.Failed((*instanceView)(in), err)
-		return fmt.Errorf("save instance %s/%s: %w", in.agent.name, in.key, err)
+		place.Failed(in, err)
+		return fmt.Errorf("save instance %s/%s: %w", in.agent.Name, in.key, err)
 	}
 	return nil
 }
 
-// conversation is the [pipeline.Conversation] of a running turn.
-type conversation struct {
-	in *instance
-	ts *turnState
+// Conversation is the [pipeline.Conversation] of a running turn.
+type Conversation struct {
+	in *Instance
+	ts *Turn
 	mu sync.Mutex // Apply may be called from parallel tool calls' middleware
 }
 
-var _ pipeline.Conversation = (*conversation)(nil)
+var _ pipeline.Conversation = (*Conversation)(nil)
 
-func (c *conversation) Len() int {
+// Lock takes the conversation's lock, which parallel tool calls share:
+// a feature that changes the instance's state from a call holds it.
+func (c *Conversation) Lock() { c.mu.Lock() }
+
+// Unlock releases the lock Lock took.
+func (c *Conversation) Unlock() { c.mu.Unlock() }
+
+func (c *Conversation) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.in.hist.Len()
 }
 
-func (c *conversation) At(i int) pipeline.Message {
+func (c *Conversation) At(i int) pipeline.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return *c.in.hist.At(i).Msg
@@ -171,7 +216,7 @@ func (c *conversation) At(i int) pipeline.Message {
 // Apply is a middleware's change. It may pin a message, and set metadata
 // of its own, but not the other reserved keys (pipeline.CheckMetadata):
 // a replacement keeps those of the message it replaces.
-func (c *conversation) Apply(ev pipeline.MessageEvent) error {
+func (c *Conversation) Apply(ev pipeline.MessageEvent) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch ev.Type {
@@ -189,18 +234,18 @@ func (c *conversation) Apply(ev pipeline.MessageEvent) error {
 			ev.Message.Metadata = keepReserved(prev, ev.Message.Metadata)
 		}
 	}
-	return c.applyLocked(ev)
+	return c.ApplyLocked(ev)
 }
 
 // apply is Apply for the runtime's own changes, which set reserved
 // metadata.
-func (c *conversation) apply(ev pipeline.MessageEvent) error {
+func (c *Conversation) apply(ev pipeline.MessageEvent) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if ev.Type == pipeline.MessageAppend {
 		return c.appendLocked(&ev.Message)
 	}
-	return c.applyLocked(ev)
+	return c.ApplyLocked(ev)
 }
 
 // keepReserved returns next with the reserved metadata of prev that it
@@ -227,13 +272,13 @@ func keepReserved(prev, next map[string]any) map[string]any {
 // append adds the runtime's own message m (input, model answer, tool
 // result) without going through a MessageEvent: a message is ~200 bytes,
 // and this path copies it once, into the one place history and store share.
-func (c *conversation) append(m *pipeline.Message) error {
+func (c *Conversation) append(m *pipeline.Message) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.appendLocked(m)
 }
 
-func (c *conversation) appendLocked(src *pipeline.Message) error {
+func (c *Conversation) appendLocked(src *pipeline.Message) error {
 	in := c.in
 	if err := validMessage(*src); err != nil {
 		return fmt.Errorf("append message: %w", err)
@@ -250,31 +295,32 @@ func (c *conversation) appendLocked(src *pipeline.Message) error {
 
 // add appends p to the history and to the next commit, with the next
 // sequence number, and an ID and a time unless it has them.
-func (in *instance) add(p *pipeline.Message) {
+func (in *Instance) add(p *pipeline.Message) {
 	seq := in.meta.NextSeq
 	in.meta.NextSeq++
 	if p.ID == "" {
-		p.ID = engine.MessageID(seq)
+		p.ID = MessageID(seq)
 	}
 	if p.CreatedAt.IsZero() {
-		p.CreatedAt = in.agent.rt.now()
+		p.CreatedAt = in.agent.Env.Now()
 	}
 	in.lastChange = p.CreatedAt
-	in.hist.Append(engine.Entry{Msg: p, Seq: seq})
+	in.hist.Append(Entry{Msg: p, Seq: seq})
 	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: seq, Message: p})
 }
 
 // replace puts m in the place of history entry i, and in the next commit.
 // m is a new message: the old one may still be shared.
-func (in *instance) replace(i int, m *pipeline.Message) {
+func (in *Instance) replace(i int, m *pipeline.Message) {
 	e := in.hist.At(i)
 	e.Set(m)
 	in.hist.Changed()
 	in.unsaved.Put = append(in.unsaved.Put, store.Record{Seq: e.Seq, Message: m})
 }
 
-// applyLocked makes a replace or remove; appends go through appendLocked.
-func (c *conversation) applyLocked(ev pipeline.MessageEvent) error {
+// ApplyLocked makes a replace or remove; appends go through
+// appendLocked. The caller holds the lock.
+func (c *Conversation) ApplyLocked(ev pipeline.MessageEvent) error {
 	in := c.in
 	switch ev.Type {
 	case pipeline.MessageReplace:
@@ -324,11 +370,14 @@ func validMessage(m pipeline.Message) error {
 }
 
 // published tells the bus about an appended message.
-func (ts *turnState) published(m *pipeline.Message) {
-	bus := ts.agent.rt.bus
+func (ts *Turn) published(m *pipeline.Message) {
+	bus := ts.Agent.Env.Bus
 	if !bus.Active() {
 		return
 	}
-	bus.Publish(events.Event{Topic: events.MessageAppended, Agent: ts.agent.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime",
+	bus.Publish(events.Event{Topic: events.MessageAppended, Agent: ts.Agent.Name, Instance: ts.Inst.key, TurnID: ts.TurnID, Source: "runtime",
 		Data: events.MessageAppendedData{ID: m.ID, Role: m.Role, Content: m.Content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, IsError: m.IsError}})
 }
+
+// Waiting reports how many turns wait for the instance's slot.
+func (in *Instance) Waiting() int { return in.slot.Waiting() }

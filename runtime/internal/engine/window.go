@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -11,29 +11,28 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
 // window is a turn's pipeline.Window and pipeline.Models: the turn state
-// seen from its middleware. It is a conversion of *turnState, not a field
+// seen from its middleware. It is a conversion of *Turn, not a field
 // of it, so that handing it out allocates nothing.
-type window turnState
+type window Turn
 
-func (w *window) ts() *turnState { return (*turnState)(w) }
+func (w *window) ts() *Turn { return (*Turn)(w) }
 
 // Size returns the agent's model's context window.
-func (w *window) Size() int { return w.agent.contextWindow }
+func (w *window) Size() int { return w.Agent.ContextWindow }
 
 // ReservedOutput returns the agent's model's max_output_tokens.
-func (w *window) ReservedOutput() int { return w.agent.maxOutput }
+func (w *window) ReservedOutput() int { return w.Agent.MaxOutput }
 
 // Messages returns the effective history with counts and marks.
 func (w *window) Messages() ([]pipeline.WindowMessage, error) {
 	ts := w.ts()
-	h := &ts.inst.hist
-	h.SetCounter(ts.agent.counter)
-	units, err := ts.agent.units(ts)
+	h := &ts.Inst.hist
+	h.SetCounter(ts.Agent.Counter)
+	units, err := ts.Agent.units(ts)
 	if err != nil {
 		return nil, err
 	}
@@ -47,16 +46,16 @@ func (w *window) Messages() ([]pipeline.WindowMessage, error) {
 	out := make([]pipeline.WindowMessage, len(pos))
 	for i, p := range pos {
 		en, u := h.At(p), unitOf[p]
-		out[i] = pipeline.WindowMessage{Message: *en.Msg, Tokens: en.Tokens(), Unit: u, Keep: units[u].keep, Summary: engine.IsSummary(en.Msg)}
+		out[i] = pipeline.WindowMessage{Message: *en.Msg, Tokens: en.Tokens(), Unit: u, Keep: units[u].keep, Summary: IsSummary(en.Msg)}
 	}
 	return out, nil
 }
 
 // Tokens counts what the next model call is sent.
 func (w *window) Tokens() int {
-	h := &w.inst.hist
-	h.SetCounter(w.agent.counter)
-	return h.Tokens() + w.agent.systemTokens()
+	h := &w.Inst.hist
+	h.SetCounter(w.Agent.Counter)
+	return h.Tokens() + w.Agent.systemTokens()
 }
 
 // Sent returns Tokens as of the turn's latest model call.
@@ -64,7 +63,7 @@ func (w *window) Sent() int {
 	if w.sentTokens == 0 {
 		return 0
 	}
-	return w.sentTokens + w.agent.systemTokens()
+	return w.sentTokens + w.Agent.systemTokens()
 }
 
 // Truncate marks the messages ids truncated.
@@ -74,11 +73,11 @@ func (w *window) Truncate(ids []string, reason string) error {
 	if err != nil {
 		return err
 	}
-	before := len(ts.inst.hist.Positions())
+	before := len(ts.Inst.hist.Positions())
 	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaTruncated] = true }); err != nil {
 		return err
 	}
-	ts.agent.truncated(ts, reason, before, 0)
+	ts.Agent.truncated(ts, reason, before, 0)
 	return nil
 }
 
@@ -88,7 +87,7 @@ func (w *window) Reduce(keep float64, reason string) (before, after int, err err
 		return 0, 0, fmt.Errorf("reduce: keep must be a share above 0 and below 1, got %v", keep)
 	}
 	ts := w.ts()
-	return ts.agent.reduce(ts, keep, reason)
+	return ts.Agent.reduce(ts, keep, reason)
 }
 
 // Condense shows summary in place of the messages ids.
@@ -111,10 +110,10 @@ func (w *window) Condense(ids []string, summary pipeline.Message) (string, error
 	if _, ok := summary.Metadata[pipeline.MetaSummary]; !ok {
 		summary.Metadata[pipeline.MetaSummary] = map[string]any{"messages": len(pos)}
 	}
-	if err := ts.conv.append(&summary); err != nil {
+	if err := ts.Conv.append(&summary); err != nil {
 		return "", fmt.Errorf("condense: %w", err)
 	}
-	h := &ts.inst.hist
+	h := &ts.Inst.hist
 	id := h.At(h.Len() - 1).Msg.ID
 	if err := ts.mark(pos, func(md map[string]any) { md[pipeline.MetaCondensedBy] = id }); err != nil {
 		return "", err
@@ -130,12 +129,12 @@ func (w *window) Condense(ids []string, summary pipeline.Message) (string, error
 // leaving returns the positions of the messages ids, which are to leave
 // the window, or an error naming the first that may not: one not in the
 // window, one that must stay, or a set that splits a unit.
-func (ts *turnState) leaving(op string, ids []string) ([]int, error) {
-	units, err := ts.agent.units(ts)
+func (ts *Turn) leaving(op string, ids []string) ([]int, error) {
+	units, err := ts.Agent.units(ts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	h := &ts.inst.hist
+	h := &ts.Inst.hist
 	unitOf := make(map[string]int, len(h.Positions()))
 	for i, u := range units {
 		for _, p := range u.pos {
@@ -182,19 +181,19 @@ func (ts *turnState) leaving(op string, ids []string) ([]int, error) {
 // the conversation, and charges the usage to the turn.
 func (w *window) Complete(ctx context.Context, req pipeline.CompletionRequest) (pipeline.Completion, error) {
 	ts := w.ts()
-	a := ts.agent
-	p, name, maxOut := a.model, a.modelName, a.maxOutput
+	a := ts.Agent
+	p, name, maxOut := a.Model, a.ModelName, a.MaxOutput
 	if req.Model != "" {
-		m, ok := a.models[req.Model]
+		m, ok := a.Models[req.Model]
 		if !ok {
-			return pipeline.Completion{}, fmt.Errorf("complete: agent %q opened no model %q", a.name, req.Model)
+			return pipeline.Completion{}, fmt.Errorf("complete: agent %q opened no model %q", a.Name, req.Model)
 		}
-		p, name, maxOut = m.provider, m.name, m.maxOutput
+		p, name, maxOut = m.Provider, m.Name, m.MaxOutput
 	}
 	if req.MaxOutputTokens > 0 {
 		maxOut = req.MaxOutputTokens
 	}
-	mr := &model.Request{Agent: a.name, InstanceKey: ts.inst.key, TurnID: ts.turnID, Turn: ts.req.Turn, InputKind: ts.req.InputKind, Step: 1, // a call of its own
+	mr := &model.Request{Agent: a.Name, InstanceKey: ts.Inst.key, TurnID: ts.TurnID, Turn: ts.req.Turn, InputKind: ts.req.InputKind, Step: 1, // a call of its own
 		Model: name, System: req.System, MaxOutputTokens: maxOut, Secret: ts.secretFn, Messages: pipeline.MessageSlice(req.Messages)}
 	st, err := p.Stream(ctx, mr)
 	if err != nil {
@@ -217,7 +216,7 @@ func (w *window) Complete(ctx context.Context, req pipeline.CompletionRequest) (
 			b.WriteString(ch.Text)
 		case model.KindUsage:
 			out.Usage = out.Usage.Add(ch.Usage)
-			ts.usage = ts.usage.Add(ch.Usage) // the turn's cost
+			ts.Usage = ts.Usage.Add(ch.Usage) // the turn's cost
 		case model.KindError:
 			return out, ch.Err
 		}
@@ -226,26 +225,46 @@ func (w *window) Complete(ctx context.Context, req pipeline.CompletionRequest) (
 
 // truncated publishes context.truncated when messages left the window;
 // keep is the share a reduction aimed at, 0 for a chosen set.
-func (a *agent) truncated(ts *turnState, reason string, before int, keep float64) {
-	after := len(ts.inst.hist.Positions())
-	bus := a.rt.bus
+func (a *Agent) truncated(ts *Turn, reason string, before int, keep float64) {
+	after := len(ts.Inst.hist.Positions())
+	bus := a.Env.Bus
 	if !bus.Active() || after >= before {
 		return
 	}
 	data := events.ContextTruncatedData{Reason: reason, Before: before, After: after, Keep: keep}
-	bus.Publish(events.Event{Topic: events.ContextTruncated, Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Source: "runtime", Data: data})
+	bus.Publish(events.Event{Topic: events.ContextTruncated, Agent: a.Name, Instance: ts.Inst.key, TurnID: ts.TurnID, Source: "runtime", Data: data})
 }
 
 // systemTokens counts the agent's system prompt, once: it does not
 // change, and counting costs microseconds per step.
-func (a *agent) systemTokens() int {
+func (a *Agent) systemTokens() int {
 	if n := a.sysTokens.Load(); n > 0 {
 		return int(n - 1)
 	}
 	n := 0
-	if a.system != "" {
-		n = a.countTokens(&pipeline.Message{Content: a.system})
+	if a.System != "" {
+		n = a.CountTokens(&pipeline.Message{Content: a.System})
 	}
 	a.sysTokens.Store(int64(n) + 1)
 	return n
+}
+
+// Window returns the turn's pipeline.Window, which is also its
+// pipeline.Models.
+func (ts *Turn) Window() interface {
+	pipeline.Window
+	pipeline.Models
+} {
+	return (*window)(ts)
+}
+
+// Prepare readies the instance's turn state for turn turnID outside
+// RunTurn, for what drives the window of a loaded instance directly (a
+// test of reductions). The caller holds the instance's slot.
+func (in *Instance) Prepare(ctx context.Context, turnID string) *Turn {
+	ts := &in.ts
+	ts.Agent, ts.Inst, ts.TurnID, ts.StoreCtx = in.agent, in, turnID, ctx
+	ts.Conv.in, ts.Conv.ts = in, ts
+	ts.req = model.Request{Agent: in.agent.Name, InstanceKey: in.key, TurnID: turnID, Turn: 1}
+	return ts
 }
