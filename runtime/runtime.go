@@ -64,6 +64,7 @@ type Runtime struct {
 	tape      tape.Tape         // records or replays the session, if set
 	untape    func()            // ends the tape's subscription to the bus
 	tel       *telemetry.T      // spans and metrics; nil when both are off
+	toolRun   engine.ToolRunner // tape, as the turn loop runs tools through it; nil when tape is
 	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
 	place     seam.Placement    // where instances live: here, or a cluster's process
 
@@ -145,7 +146,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, tape: o.tape, agents: newRoster(cfg),
+	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, tape: o.tape, toolRun: o.tape, agents: newRoster(cfg),
 		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
 	r.cache = engine.NewCache(o.maxInstances, r.evicted)
 	if c := cfg.AgentCalls; c != nil {

@@ -18,7 +18,6 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
-	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
@@ -738,22 +737,22 @@ func (a *agent) toolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 	return r, nil
 }
 
-// runFunc runs tool t for call c, through the tape if there is one.
-// Replaying, only the tools that are code under test run: an extension's
-// and the runtime's own (delegation); the others act on the world, and
-// the tape answers for them.
+// runFunc runs tool t for call c, through the tool runner if there is
+// one (the tape's). Replaying, only the tools that are code under test
+// run: an extension's and the runtime's own (delegation); the others act
+// on the world, and the tape answers for them.
 func (a *agent) runFunc(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-	if a.rt.tape == nil || ts == nil {
+	if a.rt.toolRun == nil || ts == nil {
 		return t.Func(ctx, c)
 	}
-	return a.runTaped(ctx, ts, t, c)
+	return a.runWrapped(ctx, ts, t, c)
 }
 
-// runTaped is runFunc with a tape. It is a function of its own so that
-// what its closures capture is not moved to the heap on every call
-// without one.
-func (a *agent) runTaped(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-	return a.rt.tape.Tool(ctx, tape.Call{Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Step: c.Step(),
+// runWrapped is runFunc with a tool runner. It is a function of its own
+// so that what its closures capture is not moved to the heap on every
+// call without one.
+func (a *agent) runWrapped(ctx context.Context, ts *turnState, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+	return a.rt.toolRun.Tool(ctx, engine.ToolRun{Agent: a.name, Instance: ts.inst.key, TurnID: ts.turnID, Step: c.Step(),
 		Call: pipeline.ToolCall{ID: c.CallID(), Name: c.Name(), Arguments: c.Arguments()},
 		Live: a.extTools[t.Name] || slices.Contains(systemToolNames, t.Name),
 		Run:  func(ctx context.Context) (*pipeline.ToolResult, error) { return t.Func(ctx, c) }, Mask: ts.inst.secrets.redactor.Redact})
