@@ -64,6 +64,7 @@ type Runtime struct {
 	tape      tape.Tape         // records or replays the session, if set
 	untape    func()            // ends the tape's subscription to the bus
 	tel       *telemetry.T      // spans and metrics; nil when both are off
+	tracer    engine.Tracer     // tel, as the turn loop calls it; nil when tel is
 	toolRun   engine.ToolRunner // tape, as the turn loop runs tools through it; nil when tape is
 	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
 	place     seam.Placement    // where instances live: here, or a cluster's process
@@ -171,6 +172,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if r.tel, err = telemetry.Open(ctx, topts); err != nil {
 		return nil, err
 	}
+	r.tracer = r.tel.Tracer()
 	r.calls.transport = o.transport
 	if r.calls.transport == nil {
 		r.calls.transport = r

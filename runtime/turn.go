@@ -12,13 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
-	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -157,10 +154,9 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
 	}
 	before := inst.hist.Len()
-	var span telemetry.Turn
-	if r.tel != nil {
-		ctx, span = r.tel.StartTurn(ctx, a.name, inst.key, ts.turnID, in, links(ts.links)...)
-		ts.trace = telemetry.Traceparent(ctx)
+	var span engine.TurnSpan
+	if r.tracer != nil {
+		ctx, span, ts.trace = r.tracer.StartTurn(ctx, a.name, inst.key, ts.turnID, in, ts.links)
 	}
 	ts.links = nil
 	res, err := a.pipe.RunTurn(ctx, tc)
@@ -196,7 +192,7 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	for _, h := range turnHooks {
 		res, err = h.endTurn(ts, in, res, err)
 	}
-	if r.tel != nil {
+	if span != nil {
 		span.End(res, err)
 	}
 	if r.bus.Active() {
@@ -284,26 +280,15 @@ func (a *agent) steps(ctx context.Context, ts *turnState, t *pipeline.TurnContex
 	return res, nil
 }
 
-// links returns the links to the spans traceparents name.
-func links(traceparents []string) []trace.Link {
-	var out []trace.Link
-	for _, tp := range traceparents {
-		if l, ok := telemetry.Link(tp); ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // runStep runs step n's chain, within its span when tracing.
 func (a *agent) runStep(ctx context.Context, ts *turnState, n int) (*pipeline.StepResult, error) {
-	tel := a.rt.tel
-	if tel == nil {
+	tr := a.rt.tracer
+	if tr == nil {
 		return a.pipe.RunStep(ctx, &ts.step)
 	}
-	ctx, span := tel.StartStep(ctx, n)
+	ctx = tr.StartStep(ctx, n)
 	sr, err := a.pipe.RunStep(ctx, &ts.step)
-	telemetry.EndSpan(span, err)
+	tr.EndStep(ctx, err)
 	return sr, err
 }
 
@@ -497,11 +482,11 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 		ts.sentTokens = h.Tokens()
 	}
 	req.Tools = s.Tools().Tools()
-	if tel := a.rt.tel; tel != nil {
-		var span *telemetry.Model
-		ctx, span = tel.StartModel(ctx, a.name, a.provider, a.modelName, a.maxOutput, a.system, req.Messages)
+	if tr := a.rt.tracer; tr != nil {
+		var span engine.ModelSpan
+		ctx, span = tr.StartModel(ctx, a.name, a.provider, a.modelName, a.maxOutput, a.system, req.Messages)
 		usage, err := a.streamModel(ctx, ts, s, span, msg)
-		span.End(msg, usage, err)
+		span.End(*msg, usage, err)
 		return usage, err
 	}
 	return a.streamModel(ctx, ts, s, nil, msg)
@@ -510,7 +495,7 @@ func (a *agent) callModel(ctx context.Context, ts *turnState, s *pipeline.StepCo
 // streamModel streams the response to ts.req and assembles it into msg,
 // which it sets only when it returns no error; span, if not nil, is told
 // of the first chunk.
-func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, span *telemetry.Model, msg *pipeline.Message) (pipeline.Usage, error) {
+func (a *agent) streamModel(ctx context.Context, ts *turnState, s *pipeline.StepContext, span engine.ModelSpan, msg *pipeline.Message) (pipeline.Usage, error) {
 	req := &ts.req
 	stream, err := a.model.Stream(ctx, req)
 	if err != nil {
@@ -641,9 +626,9 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 		a.publishTool(ts, events.ToolStarted, c, nil, 0)
 		start = time.Now()
 	}
-	var span trace.Span
-	if tel := a.rt.tel; tel != nil {
-		ctx, span = tel.StartTool(ctx, c)
+	tr := a.rt.tracer
+	if tr != nil {
+		ctx = tr.StartTool(ctx, c)
 	}
 	r, err := a.pipe.RunToolCall(ctx, cc)
 	if err != nil {
@@ -666,8 +651,8 @@ func (a *agent) runTool(ctx context.Context, ts *turnState, s *pipeline.StepCont
 	// said before any middleware saw it; this masks what a middleware
 	// granted a secret may have written into the result.
 	out.Content = ts.inst.secrets.redactor.Redact(out.Content)
-	if span != nil {
-		a.rt.tel.EndTool(span, a.name, out)
+	if tr != nil {
+		tr.EndTool(ctx, a.name, out)
 	}
 	if bus.Active() {
 		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
