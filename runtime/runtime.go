@@ -229,7 +229,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.sources = append(r.sources, src)
 	}
 	r.env = engine.Env{Store: r.store, Bus: r.bus, Hooks: []engine.Hook{pauseHook{}, taskHook{}}, Place: enginePlace{r.place},
-		Now: r.now, Halt: r.halt, Cut: errCut, Bound: r.bound, Secrets: r.secrets, Tel: r.tel, Tape: r.tape}
+		Now: r.now, Halt: r.halt, Cut: errCut, Bound: r.bound, Secrets: r.secrets, Tracer: r.tel.Tracer(), ToolRunner: r.tape}
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)

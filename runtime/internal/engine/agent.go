@@ -9,8 +9,6 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/internal/secret"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
-	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
@@ -80,10 +78,11 @@ type Env struct {
 	Halt  context.Context
 	Cut   error
 	Bound func(context.Context) (context.Context, func())
-	// Tel traces and counts turns, nil when both are off; Tape records
-	// or replays the session, nil when neither.
-	Tel  *telemetry.T
-	Tape tape.Tape
+	// Tracer traces the turns, nil when tracing is off; ToolRunner runs
+	// the tools (the tape, recording or replaying the session), nil to
+	// run them directly.
+	Tracer     Tracer
+	ToolRunner ToolRunner
 	// Secrets reads the provided secrets of agent's instance key.
 	Secrets func(ctx context.Context, agent, key string) (map[string]string, error)
 }

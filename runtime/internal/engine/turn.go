@@ -13,13 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
-	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tool"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
@@ -140,10 +136,9 @@ func (a *Agent) RunTurn(ctx context.Context, inst *Instance, in pipeline.InputEv
 			Data: events.TurnStartedData{Kind: in.Kind, Text: in.Text, Continues: again}})
 	}
 	before := inst.hist.Len()
-	var span telemetry.Turn
-	if r.Tel != nil {
-		ctx, span = r.Tel.StartTurn(ctx, a.Name, inst.key, ts.TurnID, in, links(ts.Links)...)
-		ts.Trace = telemetry.Traceparent(ctx)
+	var span TurnSpan
+	if r.Tracer != nil {
+		ctx, span, ts.Trace = r.Tracer.StartTurn(ctx, a.Name, inst.key, ts.TurnID, in, ts.Links)
 	}
 	ts.Links = nil
 	res, err := a.Pipe.RunTurn(ctx, tc)
@@ -179,7 +174,7 @@ func (a *Agent) RunTurn(ctx context.Context, inst *Instance, in pipeline.InputEv
 	for _, h := range a.Env.Hooks {
 		res, err = h.End(ts, in, res, err)
 	}
-	if r.Tel != nil {
+	if span != nil {
 		span.End(res, err)
 	}
 	if r.Bus.Active() {
@@ -264,26 +259,15 @@ func (a *Agent) steps(ctx context.Context, ts *Turn, t *pipeline.TurnContext, in
 	return res, nil
 }
 
-// links returns the links to the spans traceparents name.
-func links(traceparents []string) []trace.Link {
-	var out []trace.Link
-	for _, tp := range traceparents {
-		if l, ok := telemetry.Link(tp); ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // runStep runs step n's chain, within its span when tracing.
 func (a *Agent) runStep(ctx context.Context, ts *Turn, n int) (*pipeline.StepResult, error) {
-	tel := a.Env.Tel
-	if tel == nil {
+	tr := a.Env.Tracer
+	if tr == nil {
 		return a.Pipe.RunStep(ctx, &ts.Step)
 	}
-	ctx, span := tel.StartStep(ctx, n)
+	ctx = tr.StartStep(ctx, n)
 	sr, err := a.Pipe.RunStep(ctx, &ts.Step)
-	telemetry.EndSpan(span, err)
+	tr.EndStep(ctx, err)
 	return sr, err
 }
 
@@ -477,11 +461,11 @@ func (a *Agent) callModel(ctx context.Context, ts *Turn, s *pipeline.StepContext
 		ts.sentTokens = h.Tokens()
 	}
 	req.Tools = s.Tools().Tools()
-	if tel := a.Env.Tel; tel != nil {
-		var span *telemetry.Model
-		ctx, span = tel.StartModel(ctx, a.Name, a.Provider, a.ModelName, a.MaxOutput, a.System, req.Messages)
+	if tr := a.Env.Tracer; tr != nil {
+		var span ModelSpan
+		ctx, span = tr.StartModel(ctx, a.Name, a.Provider, a.ModelName, a.MaxOutput, a.System, req.Messages)
 		usage, err := a.streamModel(ctx, ts, s, span, msg)
-		span.End(msg, usage, err)
+		span.End(*msg, usage, err)
 		return usage, err
 	}
 	return a.streamModel(ctx, ts, s, nil, msg)
@@ -490,7 +474,7 @@ func (a *Agent) callModel(ctx context.Context, ts *Turn, s *pipeline.StepContext
 // streamModel streams the response to ts.req and assembles it into msg,
 // which it sets only when it returns no error; span, if not nil, is told
 // of the first chunk.
-func (a *Agent) streamModel(ctx context.Context, ts *Turn, s *pipeline.StepContext, span *telemetry.Model, msg *pipeline.Message) (pipeline.Usage, error) {
+func (a *Agent) streamModel(ctx context.Context, ts *Turn, s *pipeline.StepContext, span ModelSpan, msg *pipeline.Message) (pipeline.Usage, error) {
 	req := &ts.req
 	stream, err := a.Model.Stream(ctx, req)
 	if err != nil {
@@ -621,9 +605,9 @@ func (a *Agent) runTool(ctx context.Context, ts *Turn, s *pipeline.StepContext, 
 		a.publishTool(ts, events.ToolStarted, c, nil, 0)
 		start = time.Now()
 	}
-	var span trace.Span
-	if tel := a.Env.Tel; tel != nil {
-		ctx, span = tel.StartTool(ctx, c)
+	tr := a.Env.Tracer
+	if tr != nil {
+		ctx = tr.StartTool(ctx, c)
 	}
 	r, err := a.Pipe.RunToolCall(ctx, cc)
 	if err != nil {
@@ -646,8 +630,8 @@ func (a *Agent) runTool(ctx context.Context, ts *Turn, s *pipeline.StepContext, 
 	// said before any middleware saw it; this masks what a middleware
 	// granted a secret may have written into the result.
 	out.Content = ts.Inst.secrets.redactor.Redact(out.Content)
-	if span != nil {
-		a.Env.Tel.EndTool(span, a.Name, out)
+	if tr != nil {
+		tr.EndTool(ctx, a.Name, out)
 	}
 	if bus.Active() {
 		a.publishTool(ts, events.ToolFinished, c, out, time.Since(start))
@@ -717,22 +701,22 @@ func (a *Agent) ToolHandler(ctx context.Context, c *pipeline.ToolCallContext) (r
 	return r, nil
 }
 
-// runFunc runs tool t for call c, through the tape if there is one.
-// Replaying, only the tools that are code under test run: an extension's
-// and the runtime's own (delegation); the others act on the world, and
-// the tape answers for them.
+// runFunc runs tool t for call c, through the tool runner if there is
+// one (the tape's). Replaying, only the tools that are code under test
+// run: an extension's and the runtime's own (delegation); the others act
+// on the world, and the tape answers for them.
 func (a *Agent) runFunc(ctx context.Context, ts *Turn, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-	if a.Env.Tape == nil || ts == nil {
+	if a.Env.ToolRunner == nil || ts == nil {
 		return t.Func(ctx, c)
 	}
-	return a.runTaped(ctx, ts, t, c)
+	return a.runWrapped(ctx, ts, t, c)
 }
 
-// runTaped is runFunc with a tape. It is a function of its own so that
-// what its closures capture is not moved to the heap on every call
-// without one.
-func (a *Agent) runTaped(ctx context.Context, ts *Turn, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-	return a.Env.Tape.Tool(ctx, tape.Call{Agent: a.Name, Instance: ts.Inst.key, TurnID: ts.TurnID, Step: c.Step(),
+// runWrapped is runFunc with a tool runner. It is a function of its own
+// so that what its closures capture is not moved to the heap on every
+// call without one.
+func (a *Agent) runWrapped(ctx context.Context, ts *Turn, t pipeline.Tool, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
+	return a.Env.ToolRunner.Tool(ctx, ToolRun{Agent: a.Name, Instance: ts.Inst.key, TurnID: ts.TurnID, Step: c.Step(),
 		Call: pipeline.ToolCall{ID: c.CallID(), Name: c.Name(), Arguments: c.Arguments()},
 		Live: a.Live[t.Name],
 		Run:  func(ctx context.Context) (*pipeline.ToolResult, error) { return t.Func(ctx, c) }, Mask: ts.Inst.secrets.redactor.Redact})

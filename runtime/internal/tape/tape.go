@@ -1,11 +1,11 @@
 package tape
 
 import (
-	"context"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 )
 
@@ -22,9 +22,10 @@ type Tape interface {
 	// ID returns the ID to use for what key names (a task of a turn's
 	// tool call, a pending item of a turn), in place of fresh().
 	ID(key string, fresh func() string) string
-	// Tool runs one tool call: it calls c.Run, or, replaying a tool that
-	// acts on the world, answers from the cassette.
-	Tool(ctx context.Context, c Call) (*pipeline.ToolResult, error)
+	// ToolRunner's Tool runs one tool call: it calls c.Run, or, replaying
+	// a tool that acts on the world, answers from the cassette. The turn
+	// loop calls it through that seam of the engine.
+	engine.ToolRunner
 	// Input records what the session is given.
 	Input(in Input)
 	// Event records an event the session published.
@@ -34,18 +35,10 @@ type Tape interface {
 	MCPTools(name string, list func() ([]byte, error)) ([]byte, error)
 }
 
-// Call is a tool call a [Tape] runs.
-type Call struct {
-	Agent, Instance, TurnID string
-	Step                    int
-	Call                    pipeline.ToolCall
-	// Live marks a tool that is code under test: it runs on replay, too.
-	Live bool
-	// Run runs the tool.
-	Run func(context.Context) (*pipeline.ToolResult, error)
-	// Mask masks the instance's secrets in a result's text.
-	Mask func(string) string
-}
+// Call is a tool call a [Tape] runs: what the turn loop hands its tool
+// runner. Live marks a tool that is code under test, which runs on
+// replay too.
+type Call = engine.ToolRun
 
 // Input is cassette.Input, field for field (see there).
 type Input struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/ganglion-dev/ganglion/internal/otlp"
 	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 )
 
 // scope is the instrumentation scope of the runtime's spans and metrics.
@@ -43,7 +44,8 @@ const (
 	keyTaskID       = attribute.Key("ganglion.task.id")
 )
 
-// T instruments one runtime.
+// T instruments one runtime. It is the turn loop's [engine.Tracer]
+// ([T.Tracer]); a runtime reads its other methods.
 type T struct {
 	tracer  trace.Tracer
 	tracing bool // a tracer provider was given: spans are made
@@ -155,8 +157,18 @@ func init() {
 	}
 }
 
-// Turn is a turn's span; End ends it.
-type Turn struct {
+// Tracer returns t as the turn loop's tracer, and nil when t is nil: a
+// nil *T in an [engine.Tracer] would be an interface that is not nil,
+// and the loop would call it.
+func (t *T) Tracer() engine.Tracer {
+	if t == nil {
+		return nil
+	}
+	return t
+}
+
+// turn is a turn's span; End ends it.
+type turn struct {
 	t     *T
 	span  trace.Span
 	start time.Time
@@ -165,13 +177,14 @@ type Turn struct {
 }
 
 // StartTurn starts the span of a turn of agent's instance; links are
-// the spans it continues (the turn that delegated its task, the turn
-// that paused before it resumed).
-func (t *T) StartTurn(ctx context.Context, agent, instance, turnID string, in pipeline.InputEvent, links ...trace.Link) (context.Context, Turn) {
+// the traceparents of the spans it continues (the turn that delegated its
+// task, the turn that paused before it resumed). It returns the span's
+// traceparent too.
+func (t *T) StartTurn(ctx context.Context, agent, instance, turnID string, in pipeline.InputEvent, links []string) (context.Context, engine.TurnSpan, string) {
 	a := semconv.GenAIAgentName(agent)
 	var span trace.Span
-	if len(links) > 0 {
-		ctx, span = t.tracer.Start(ctx, t.name("invoke_agent ", agent), kindInternal, trace.WithLinks(links...))
+	if l := spanLinks(links); len(l) > 0 {
+		ctx, span = t.tracer.Start(ctx, t.name("invoke_agent ", agent), kindInternal, trace.WithLinks(l...))
 	} else {
 		ctx, span = t.tracer.Start(ctx, t.name("invoke_agent ", agent), kindInternal)
 	}
@@ -190,11 +203,11 @@ func (t *T) StartTurn(ctx context.Context, agent, instance, turnID string, in pi
 		key = agent + "\x00" + instance + "\x00" + turnID
 		t.turns.Store(key, span)
 	}
-	return ctx, Turn{t: t, span: span, start: time.Now(), agent: a, key: key}
+	return ctx, &turn{t: t, span: span, start: time.Now(), agent: a, key: key}, Traceparent(ctx)
 }
 
 // End ends the turn's span with its result or error.
-func (s Turn) End(res *pipeline.TurnResult, err error) {
+func (s *turn) End(res *pipeline.TurnResult, err error) {
 	reason := ""
 	if res != nil {
 		reason = string(res.FinishReason)
@@ -222,8 +235,8 @@ func (s Turn) End(res *pipeline.TurnResult, err error) {
 	}
 }
 
-// StartStep starts the span of step n of a turn.
-func (t *T) StartStep(ctx context.Context, n int) (context.Context, trace.Span) {
+// StartStep starts the span of step n of a turn; [T.EndStep] ends it.
+func (t *T) StartStep(ctx context.Context, n int) context.Context {
 	name := "step " + strconv.Itoa(n)
 	if n < len(stepNames) {
 		name = stepNames[n]
@@ -232,19 +245,22 @@ func (t *T) StartStep(ctx context.Context, n int) (context.Context, trace.Span) 
 	if span.IsRecording() {
 		span.SetAttributes(keyStep.Int(n))
 	}
-	return ctx, span
+	return ctx
 }
 
-// EndSpan ends span with err as its status, if not nil.
-func EndSpan(span trace.Span, err error) {
+// EndStep ends the span of the step whose context, from [T.StartStep],
+// ctx is, with err as its status, if not nil.
+func (t *T) EndStep(ctx context.Context, err error) {
+	span := trace.SpanFromContext(ctx)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
 	span.End()
 }
 
-// Model is a model call's span; Chunk marks its first chunk, End ends it.
-type Model struct {
+// modelCall is a model call's span; Chunk marks its first chunk, End
+// ends it.
+type modelCall struct {
 	t     *T
 	span  trace.Span
 	start time.Time
@@ -254,8 +270,8 @@ type Model struct {
 
 // StartModel starts the span of a model call of agent to model at
 // provider; system and msgs are recorded when content is on.
-func (t *T) StartModel(ctx context.Context, agent, provider, model string, maxTokens int, system string, msgs pipeline.MessageList) (context.Context, *Model) {
-	m := &Model{t: t, start: time.Now(), attrs: [3]attribute.KeyValue{semconv.GenAIAgentName(agent), semconv.GenAIRequestModel(model),
+func (t *T) StartModel(ctx context.Context, agent, provider, model string, maxTokens int, system string, msgs pipeline.MessageList) (context.Context, engine.ModelSpan) {
+	m := &modelCall{t: t, start: time.Now(), attrs: [3]attribute.KeyValue{semconv.GenAIAgentName(agent), semconv.GenAIRequestModel(model),
 		semconv.GenAIProviderNameKey.String(provider)}}
 	name := t.name("chat ", model) // the convention's name; the provider's when the config names no model
 	if model == "" {
@@ -275,7 +291,7 @@ func (t *T) StartModel(ctx context.Context, agent, provider, model string, maxTo
 }
 
 // Chunk notes that a chunk arrived; the first sets the time to it.
-func (m *Model) Chunk() {
+func (m *modelCall) Chunk() {
 	if m.first {
 		return
 	}
@@ -286,7 +302,7 @@ func (m *Model) Chunk() {
 }
 
 // End ends the model call's span with the assembled reply and its usage.
-func (m *Model) End(reply *pipeline.Message, usage pipeline.Usage, err error) {
+func (m *modelCall) End(reply pipeline.Message, usage pipeline.Usage, err error) {
 	ctx := context.Background()
 	if err != nil {
 		m.span.SetStatus(codes.Error, err.Error())
@@ -298,7 +314,7 @@ func (m *Model) End(reply *pipeline.Message, usage pipeline.Usage, err error) {
 			}
 			m.span.SetAttributes(finish, semconv.GenAIUsageInputTokens(int(usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(usage.OutputTokens)))
 			if m.t.content {
-				m.span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON(*reply)))
+				m.span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON(reply)))
 			}
 		}
 		if t := m.t; t.metrics {
@@ -324,8 +340,8 @@ func (m *Model) End(reply *pipeline.Message, usage pipeline.Usage, err error) {
 	}
 }
 
-// StartTool starts the span of tool call c of agent.
-func (t *T) StartTool(ctx context.Context, c pipeline.ToolCall) (context.Context, trace.Span) {
+// StartTool starts the span of tool call c; [T.EndTool] ends it.
+func (t *T) StartTool(ctx context.Context, c pipeline.ToolCall) context.Context {
 	ctx, span := t.tracer.Start(ctx, t.name("execute_tool ", c.Name))
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Name), semconv.GenAIToolCallID(c.ID),
@@ -334,11 +350,13 @@ func (t *T) StartTool(ctx context.Context, c pipeline.ToolCall) (context.Context
 			span.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(string(c.Arguments)))
 		}
 	}
-	return ctx, span
+	return ctx
 }
 
-// EndTool ends a tool call's span with its result, masked already.
-func (t *T) EndTool(span trace.Span, agent string, r *pipeline.ToolResult) {
+// EndTool ends the span of the tool call of agent whose context, from
+// [T.StartTool], ctx is, with its result, masked already.
+func (t *T) EndTool(ctx context.Context, agent string, r *pipeline.ToolResult) {
+	span := trace.SpanFromContext(ctx)
 	if r.IsError {
 		span.SetStatus(codes.Error, "the tool's result is an error")
 	}
@@ -507,14 +525,17 @@ func WithParent(ctx context.Context, traceparent string) context.Context {
 	return propagator.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
-// Link returns a link to the span traceparent names, and false if it
-// names none.
-func Link(traceparent string) (trace.Link, bool) {
-	sc := trace.SpanContextFromContext(WithParent(context.Background(), traceparent))
-	if !sc.IsValid() {
-		return trace.Link{}, false
+// spanLinks returns the links to the spans traceparents name, leaving
+// out those that name none.
+func spanLinks(traceparents []string) []trace.Link {
+	var out []trace.Link
+	for _, tp := range traceparents {
+		sc := trace.SpanContextFromContext(WithParent(context.Background(), tp))
+		if sc.IsValid() {
+			out = append(out, trace.Link{SpanContext: sc})
+		}
 	}
-	return trace.Link{SpanContext: sc}, true
+	return out
 }
 
 // EventTopics are the topics of the events that become events of the
@@ -564,3 +585,5 @@ func (t *T) Event(agent, instance, turnID, topic, source string, data any) {
 	slices.SortFunc(attrs, func(a, b attribute.KeyValue) int { return strings.Compare(string(a.Key), string(b.Key)) })
 	v.(trace.Span).AddEvent(topic, trace.WithAttributes(attrs...))
 }
+
+var _ engine.Tracer = (*T)(nil)
