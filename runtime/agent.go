@@ -38,9 +38,6 @@ type agent struct {
 	team         string
 	peers        []string
 	canCallTeams bool // it has call_team_agent
-	// kinds are the pending-item kinds its extensions handle; written only
-	// while they register.
-	kinds map[kindKey]extensions.PendingKind
 	// loadErr is why the agent failed to load ([WithPartialLoad]); an agent
 	// with one has no model, tools or pipeline, and runs no turn.
 	loadErr error
@@ -48,7 +45,7 @@ type agent struct {
 
 // newAgent returns the agent named name, with nothing to run yet.
 func (r *Runtime) newAgent(name, description string) *agent {
-	a := &agent{rt: r, description: description, kinds: map[kindKey]extensions.PendingKind{}}
+	a := &agent{rt: r, description: description}
 	a.Agent = &engine.Agent{Name: name, Logger: r.logger.With("agent", name), Env: &r.env, Host: a}
 	return a
 }
@@ -319,7 +316,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 	api := extensions.NewAPI(ec.Name, extensions.Host{
 		Agent: a.Name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
-		Pending: pendingHost{a}, Secrets: secretsHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
+		Pending: a.rt.pauses.Host(a.Agent), Secrets: secretsHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
 		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names,
 		OpenModel: func(key string) (string, error) { return a.openExtensionModel(o, ec, key) },
 	})

@@ -518,7 +518,7 @@ func (r *Runtime) background(id string) {
 // runTask runs task id's turn in a goroutine; the caller holds the task's
 // place in r.tasks.inFlight, which the goroutine gives back (land). A turn
 // the store did not take (it was unavailable, or a commit's outcome is
-// unknown) runs again after a wait (resumeRetries), as the task is then,
+// unknown) runs again after a wait (engine.RetryWaits), as the task is then,
 // until the store takes it or the runtime stops; what is still undone
 // then, the next start runs.
 func (r *Runtime) runTask(id string) {
@@ -529,7 +529,7 @@ func (r *Runtime) runTask(id string) {
 	go func() {
 		defer r.gate.leave()
 		defer r.land(id)
-		for _, wait := range append([]time.Duration{0}, resumeRetries...) {
+		for _, wait := range append([]time.Duration{0}, engine.RetryWaits...) {
 			if wait > 0 {
 				select {
 				case <-r.tasks.bg.Done():

@@ -531,7 +531,7 @@ func TestAgentCountsInItsModelsEncoding(t *testing.T) {
 // outside can set it (pipeline.CheckMetadata); the keys a caller sets
 // for the runtime to read are not.
 func TestRuntimeMetadataIsReserved(t *testing.T) {
-	own := []string{MetaInterrupted, engine.MetaContinues, engine.MetaAwaits, metaEdited,
+	own := []string{MetaInterrupted, engine.MetaContinues, engine.MetaAwaits, "edited_arguments",
 		pipeline.MetaPinned, pipeline.MetaTruncated, pipeline.MetaCondensedBy, pipeline.MetaSummary,
 		"turn_id", "resumes", "pending", "failed", "taskId", "parentTaskId", "taskChain", "reported", "team",
 		"chain", "callerAgent", "callerInstanceKey", "callerTurnId", "callSource"}

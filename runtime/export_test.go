@@ -21,7 +21,7 @@ func CachedInstances(r *Runtime) int {
 // HasDeadline reports whether the expiry loop has a deadline to wait for:
 // a pending item it would expire.
 func HasDeadline(r *Runtime) bool {
-	_, ok := r.nextDeadline()
+	_, ok := r.pauses.NextDeadline()
 	return ok
 }
 

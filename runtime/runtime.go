@@ -23,6 +23,7 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
+	"github.com/ganglion-dev/ganglion/runtime/internal/pause"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
@@ -71,15 +72,12 @@ type Runtime struct {
 	cache  *engine.Cache[instanceID, *instance] // the instances in memory
 	calls  agentCalls                           // the agent calls in flight (agentcalls.go)
 	tasks  delegations                          // delegation tasks and their turns (delegation.go)
-	expiry expiry                               // the loop that expires pending items (pending.go)
+	pauses *pause.Pauses                        // the pending items of paused turns (pending.go)
 	gate   gate                                 // running turns; Close waits for them
 	// forwards are the turns and actions this process sent to another
 	// in a cluster and waits for (runtime/cluster): a stop waits for their
 	// answers as it waits for its own turns, before its connection closes.
 	forwards gate
-	// resuming holds the resumes being tried again after the store failed
-	// to save them (resumeLater), by agent, instance and turn.
-	resuming sync.Map
 	// halt ends when a stop cuts the turns still running (cut, with
 	// errCut): every turn runs under it (see bound).
 	halt context.Context
@@ -212,6 +210,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 	r.ledger = ledger.New(r.store, ledger.WithEvents(r.bus), ledger.WithClock(r.now))
+	r.pauses = r.newPauses()
 	if r.tel != nil {
 		if err := r.tel.ObservePending(r.openPending); err != nil {
 			return nil, fmt.Errorf("runtime: telemetry: %w", err)
@@ -228,7 +227,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 		r.sources = append(r.sources, src)
 	}
-	r.env = engine.Env{Store: r.store, Bus: r.bus, Hooks: []engine.Hook{pauseHook{}, taskHook{}}, Place: enginePlace{r.place},
+	r.env = engine.Env{Store: r.store, Bus: r.bus, Hooks: []engine.Hook{r.pauses, taskHook{}}, Place: enginePlace{r.place},
 		Now: r.now, Halt: r.halt, Cut: errCut, Bound: r.bound, Secrets: r.secrets, Tracer: r.tel.Tracer(), ToolRunner: r.tape}
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
@@ -249,8 +248,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.recover(ctx, true)
 	}
 	if !o.noExpiryTimer {
-		r.expiry.wake, r.expiry.stop, r.expiry.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
-		go r.expiryLoop()
+		r.pauses.Start()
 	}
 	return r, nil
 }
@@ -283,15 +281,8 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 	var errs []error
 	// Pending items outlive processes: finish the resumes a stopped process
 	// left undone, and handle the deadlines that passed meanwhile.
-	if err := r.recoverResumes(ctx); err != nil {
-		r.logger.Error("resume of answered pending items failed", "err", err)
+	if err := r.pauses.Recover(ctx); err != nil {
 		errs = append(errs, err)
-	}
-	if _, err := r.ExpirePending(ctx); err != nil {
-		r.logExpiry(err)
-		if !onlyTaskFailures(err) {
-			errs = append(errs, err)
-		}
 	}
 	// Delegations outlive processes too: continue the task turns that did
 	// not finish, and hand over the reports that were not.
@@ -593,7 +584,7 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishError}, err
 	}
 	if len(inst.Paused) > 0 {
-		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, pausedError(inst)
+		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, pause.PausedError(inst)
 	}
 	if err := r.checkTaskInput(ctx, in); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, err
@@ -704,9 +695,8 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 			r.logger.Warn("runtime: stop: turns cut by the stop did not end in time; releasing anyway", "grace", cutGrace)
 		}
 	}
-	if r.expiry.stop != nil {
-		close(r.expiry.stop)
-		<-r.expiry.done
+	if r.pauses != nil {
+		r.pauses.Stop()
 	}
 	return errors.Join(append(errs, r.release())...)
 }

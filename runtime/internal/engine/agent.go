@@ -173,9 +173,9 @@ func (ts *Turn) secret(name string) (string, bool) {
 	return v, ok
 }
 
-// stepTools returns the tools a step of in offers. The caller holds the
+// ToolsOf returns the tools a step of in offers. The caller holds the
 // instance's slot.
-func (a *Agent) stepTools(ctx context.Context, in *Instance) []pipeline.Tool {
+func (a *Agent) ToolsOf(ctx context.Context, in *Instance) []pipeline.Tool {
 	if a.StepTools == nil {
 		return a.Tools
 	}

@@ -1,9 +1,12 @@
 // Package engine is the runtime's turn engine, which names no feature of
-// the runtime: for now the instances in memory (Cache) and their turn
-// slots (Slot), the conversation an instance keeps (History), the
-// effective history the model is sent (what condensation and truncation
-// marks leave), the IDs of messages and turns, and the seams through
-// which the turn loop is traced (Tracer) and runs its tools (ToolRunner).
-// The turn and step loop join it as package runtime becomes a facade
-// (RATIONALE.md, "The runtime as a facade").
+// the runtime. It runs an agent's turns (Agent.RunTurn): the turn and
+// step loop, the instances (Instance) held in memory (Cache) with their
+// turn slots (Slot) and the conversation they keep (History), the
+// effective history the model is sent and the window middleware reduce,
+// the repair of the calls a stop of the process cut short, the masking of
+// secrets, and the IDs of messages and turns. What a turn needs of the
+// rest comes in one Env: the store, the bus, the hooks through which the
+// runtime's features take part in every turn (Hook), the placement, and
+// the seams through which the loop is traced (Tracer) and runs its tools
+// (ToolRunner).
 package engine

@@ -228,7 +228,7 @@ func (a *Agent) steps(ctx context.Context, ts *Turn, t *pipeline.TurnContext, in
 	res := &pipeline.TurnResult{TurnID: ts.TurnID} // the caller keeps it
 	ts.Step.Init(t, first, a.Tools)
 	for step := first; step <= a.MaxSteps; step++ {
-		ts.Step.Reset(step, a.stepTools(ctx, ts.Inst))
+		ts.Step.Reset(step, a.ToolsOf(ctx, ts.Inst))
 		sr, err := a.runStep(ctx, ts, step)
 		if err != nil {
 			return nil, err
@@ -741,7 +741,7 @@ func toolNames(c *pipeline.ToolCallContext) string {
 // waited for a human and was approved. The caller holds the instance's
 // slot.
 func (a *Agent) RunCall(ctx context.Context, ts *Turn, t *pipeline.TurnContext, n int, msgID string, c pipeline.ToolCall) (*pipeline.ToolResult, error) {
-	ts.Step.Init(t, n, a.stepTools(ctx, ts.Inst)) // a call of a tool source runs too
+	ts.Step.Init(t, n, a.ToolsOf(ctx, ts.Inst)) // a call of a tool source runs too
 	if err := ts.Inst.LoadSecrets(ts.StoreCtx); err != nil {
 		return nil, err
 	}
@@ -749,3 +749,8 @@ func (a *Agent) RunCall(ctx context.Context, ts *Turn, t *pipeline.TurnContext, 
 	err := a.runTool(ctx, ts, &ts.Step, &ts.call, msgID, c, &out)
 	return &out, err
 }
+
+// RetryWaits are the waits before each try again of a turn the store did
+// not save (it was unavailable, or a commit's outcome is unknown): a
+// resume, or a task's turn.
+var RetryWaits = []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 15 * time.Second, 30 * time.Second}
