@@ -150,7 +150,7 @@ func (a *Agent) units(ts *Turn) ([]unit, error) {
 
 // keepSet returns the IDs of the messages a reduction must keep: the
 // turn's input (the request it answers), what the caller asked to keep,
-// and what each feature needs (turnHook.keep).
+// and what each feature needs (Hook.Keep).
 func (a *Agent) keepSet(ts *Turn) (map[string]bool, error) {
 	keep := map[string]bool{ts.inputID: true}
 	for id := range ts.keepIDs {

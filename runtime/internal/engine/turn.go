@@ -81,7 +81,7 @@ type partialCall struct {
 }
 
 // RunTurn runs one turn of the instance, whose turn slot the caller holds:
-// it sets up the turn's state, runs the turn chain (turnHandler is its
+// it sets up the turn's state, runs the turn chain (TurnHandler is its
 // innermost layer) and settles what the turn leaves behind.
 func (a *Agent) RunTurn(ctx context.Context, inst *Instance, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 	r := a.Env
@@ -430,9 +430,9 @@ func (a *Agent) StepHandler(ctx context.Context, s *pipeline.StepContext) (*pipe
 	return sr, nil
 }
 
-// CommitStep commits the tool results of a step (or of a resume), with the
-// delegations they announce. If the commit fails, the delegations never
-// happened, like the results.
+// CommitStep commits the tool results of a step (or of a resume), with
+// what the hooks stage with them (the delegations they announce). If the
+// commit fails, what they staged never happened, like the results.
 func (a *Agent) CommitStep(ts *Turn) error {
 	var err error
 	staged := 0
