@@ -314,7 +314,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		}
 	}
 	api := extensions.NewAPI(ec.Name, extensions.Host{
-		Agent: a.Name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.bus, Logger: a.rt.logger,
+		Agent: a.Name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.env.Bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
 		Pending: a.rt.pauses.Host(a.Agent), Secrets: secretsHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
 		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names,
@@ -367,8 +367,8 @@ func (a *agent) addTool(t pipeline.Tool) error {
 func (a *agent) layerSkipped(sk pipeline.Skip) {
 	a.Logger.Warn("fail_open middleware failed; skipped", "instance", sk.InstanceKey, "turn", sk.TurnID,
 		"extension", sk.Owner.Extension, "hook", sk.Hook.String(), "err", sk.Err)
-	if a.rt.bus.Active() {
-		a.rt.bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.Name, Instance: sk.InstanceKey, TurnID: sk.TurnID, Source: "runtime",
+	if a.rt.env.Bus.Active() {
+		a.rt.env.Bus.Publish(events.Event{Topic: events.LayerSkipped, Agent: a.Name, Instance: sk.InstanceKey, TurnID: sk.TurnID, Source: "runtime",
 			Data: events.LayerSkippedData{Extension: sk.Owner.Extension, Hook: sk.Hook.String(), Error: sk.Err.Error()}})
 	}
 }

@@ -248,8 +248,8 @@ func (r *Runtime) publishBudget(agent, key, turn string, tr *tree, what string) 
 	}
 	r.logger.Warn("a task tree spent its budget", "task", tr.root, "agent", tr.agent, "budget", what,
 		"delegations", tr.spent.Delegations, "turns", tr.spent.Turns, "tokens", tr.spent.Tokens)
-	if r.bus.Active() {
-		r.bus.Publish(events.Event{Topic: events.TaskBudgetSpent, Agent: agent, Instance: key, TurnID: turn, Source: "runtime",
+	if r.env.Bus.Active() {
+		r.env.Bus.Publish(events.Event{Topic: events.TaskBudgetSpent, Agent: agent, Instance: key, TurnID: turn, Source: "runtime",
 			Data: events.TaskBudgetSpentData{RootTaskID: tr.root, RootAgent: tr.agent, Budget: what,
 				Delegations: tr.spent.Delegations, Turns: tr.spent.Turns, Tokens: tr.spent.Tokens}})
 	}

@@ -42,7 +42,7 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 		t.Fatalf("state write by the owner: %v", err)
 	}
 	// Another process takes the instance over.
-	if _, err := r.store.Fence(ctx, "a", "k"); err != nil {
+	if _, err := r.env.Store.Fence(ctx, "a", "k"); err != nil {
 		t.Fatal(err)
 	}
 	writes := []struct {
@@ -61,10 +61,10 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 			t.Errorf("%s after the takeover: %v, want store.ErrFenced", w.name, err)
 		}
 	}
-	if st, err := r.store.GetState(ctx, "a", "k", "memo"); err != nil || string(st) != "1" {
+	if st, err := r.env.Store.GetState(ctx, "a", "k", "memo"); err != nil || string(st) != "1" {
 		t.Errorf("state after the refused write: %s, %v; want 1", st, err)
 	}
-	if _, found, err := r.store.GetTask(ctx, "task_x"); found || err != nil {
+	if _, found, err := r.env.Store.GetTask(ctx, "task_x"); found || err != nil {
 		t.Errorf("the refused task was stored (%v, %v)", found, err)
 	}
 }

@@ -172,7 +172,7 @@ func (r *Runtime) delegate(ctx context.Context, c *pipeline.ToolCallContext, tea
 	if err := r.checkDelegation(ts); err != nil {
 		return nil, err
 	}
-	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+c.CallID()), agent: target, key: ts.Inst.Key(), team: team, msg: msg, at: r.now(),
+	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+c.CallID()), agent: target, key: ts.Inst.Key(), team: team, msg: msg, at: r.env.Now(),
 		order: ts.Step.Index()<<16 + slices.IndexFunc(ts.StepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
 	if r.tel != nil {
 		d.trace = telemetry.Traceparent(ctx)
@@ -348,9 +348,9 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 			r.dispatch(c)
 		}
 	}()
-	if r.bus.Active() && t != nil {
+	if r.env.Bus.Active() && t != nil {
 		for _, c := range children {
-			r.bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.Name, Instance: ts.Inst.Key(), TurnID: ts.TurnID, Source: "runtime",
+			r.env.Bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.Name, Instance: ts.Inst.Key(), TurnID: ts.TurnID, Source: "runtime",
 				Data: events.TaskDelegatedData{TaskID: t.ID, ChildTaskID: c.ID, To: c.Agent, Team: c.Team, Message: oneLine(c.OriginalRequest, 200), Pending: t.Pending, Root: t.ParentID == ""}})
 		}
 	}
@@ -417,14 +417,14 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 	}
 	requester = str("requester", requester)
 	t := &Task{ID: a.rt.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID), Agent: a.Name, Instance: ts.Inst.Key(), Requester: requester, Channel: str("channel", ChannelAPI),
-		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ext(ts).task.chain), CreatedAt: a.rt.now(), Trace: ts.Trace}
+		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ext(ts).task.chain), CreatedAt: a.rt.env.Now(), Trace: ts.Trace}
 	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
 	return t
 }
 
 func (r *Runtime) publishTask(topic string, t *Task, data any) {
-	if r.bus.Active() {
-		r.bus.Publish(events.Event{Topic: topic, Agent: t.Agent, Instance: t.Instance, Source: "runtime", Data: data})
+	if r.env.Bus.Active() {
+		r.env.Bus.Publish(events.Event{Topic: topic, Agent: t.Agent, Instance: t.Instance, Source: "runtime", Data: data})
 	}
 }
 
@@ -792,8 +792,8 @@ func (r *Runtime) activateTeam(team, key string) {
 		}
 		done()
 	}
-	if r.bus.Active() {
-		r.bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
+	if r.env.Bus.Active() {
+		r.env.Bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
 			Data: events.TeamActivatedData{Team: team, Agents: t.Agents}})
 	}
 }

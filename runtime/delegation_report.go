@@ -30,7 +30,7 @@ import (
 // of the parent, not one each: the parent's record grows with its
 // delegations, and rewriting it per child made a fan-out quadratic.
 func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, failed error) error {
-	now := r.now()
+	now := r.env.Now()
 	if failed != nil {
 		answer = fmt.Sprintf("Task failed: agent %s could not finish it: %v", t.Agent, failed)
 	}
@@ -216,9 +216,9 @@ func (r *Runtime) answer(ctx context.Context, rep Report) error {
 	if err != nil && !errors.Is(err, ErrDeliverLater) {
 		r.logger.Warn("a task's answer could not be delivered; it is in the agent's history and the task.answered event", "task", rep.TaskID, "channel", rep.Channel, "err", err)
 	}
-	if r.bus.Active() {
+	if r.env.Bus.Active() {
 		data := events.TaskAnsweredData{TaskID: rep.TaskID, Requester: rep.Requester, Channel: rep.Channel, Response: rep.Response, Delivered: err == nil, Error: rep.Error}
-		r.bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
+		r.env.Bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
 	}
 	return err
 }

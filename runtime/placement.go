@@ -63,7 +63,7 @@ func (here) SharesSpend() bool                                     { return fals
 func (here) AddSpend(string, seam.Spend)                           {}
 func (here) ReadSpent(context.Context, string) (seam.Spend, error) { return seam.Spend{}, nil }
 func (here) ForgetSpent(context.Context, string) error             { return nil }
-func (h here) State() extensions.StateStore                        { return h.r.store }
+func (h here) State() extensions.StateStore                        { return h.r.env.Store }
 func (here) Refuse()                                               {}
 func (here) Shutdown() (func(), error)                             { return func() {}, nil }
 

@@ -47,7 +47,7 @@ func (a *agent) retrying(p model.Provider, m *config.Model) model.Provider {
 	policy := model.RetryPolicy{OnRetry: func(i model.RetryInfo) {
 		a.Logger.Warn("model call failed; retrying", "instance", i.Request.InstanceKey, "turn", i.Request.TurnID,
 			"attempt", i.Attempt, "of", i.MaxRetries, "wait", i.Delay, "err", i.Err)
-		bus := a.rt.bus
+		bus := a.rt.env.Bus
 		if !bus.Active() {
 			return
 		}

@@ -52,11 +52,8 @@ var (
 
 // Runtime hosts agents and runs their turns. It is safe for concurrent use.
 type Runtime struct {
-	store     store.Store
 	ownsStore bool // Close closes it
-	bus       *events.Bus
 	logger    *slog.Logger
-	now       func() time.Time
 	workspace *tool.Workspace   // nil when no agent uses the workspace tools
 	wasm      wasmHost          // loads the WASM extensions
 	agents    roster            // the agents and teams; fixed once New returns
@@ -68,7 +65,9 @@ type Runtime struct {
 	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
 	place     seam.Placement    // where instances live: here, or a cluster's process
 
-	env    engine.Env                           // what the turn engine is given
+	// env is what the turn engine is given: the store, the bus, the
+	// clock, the context a stop ends, the hooks and the seams.
+	env    engine.Env
 	cache  *engine.Cache[instanceID, *instance] // the instances in memory
 	calls  agentCalls                           // the agent calls in flight (agentcalls.go)
 	tasks  delegations                          // delegation tasks and their turns (delegation.go)
@@ -78,10 +77,9 @@ type Runtime struct {
 	// in a cluster and waits for (runtime/cluster): a stop waits for their
 	// answers as it waits for its own turns, before its connection closes.
 	forwards gate
-	// halt ends when a stop cuts the turns still running (cut, with
-	// errCut): every turn runs under it (see bound).
-	halt context.Context
-	cut  context.CancelCauseFunc
+	// cut ends env.Halt when a stop cuts the turns still running, with
+	// errCut: every turn runs under it (see bound).
+	cut context.CancelCauseFunc
 }
 
 // New builds a runtime from a config ([WithConfig], [WithConfigFile]),
@@ -142,7 +140,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{bus: o.bus, logger: o.logger, now: o.now, tape: o.tape, agents: newRoster(cfg),
+	r := &Runtime{env: engine.Env{Bus: o.bus, Now: o.now}, logger: o.logger, tape: o.tape, agents: newRoster(cfg),
 		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
 	r.cache = engine.NewCache(o.maxInstances, r.evicted)
 	if c := cfg.AgentCalls; c != nil {
@@ -155,14 +153,14 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	r.place = here{r} // a cluster replaces it (openCluster)
 	if r.tape != nil {
-		r.untape = r.bus.Subscribe("*", func(ev events.Event) {
+		r.untape = r.env.Bus.Subscribe("*", func(ev events.Event) {
 			if ev.Process == "" { // another process's events are its session's
 				r.tape.Event(ev)
 			}
 		})
 	}
 	topts := telemetryOptions(o, cfg)
-	topts.Bus, topts.Logger = r.bus, r.logger
+	topts.Bus, topts.Logger = r.env.Bus, r.logger
 	var err error
 	if r.tel, err = telemetry.Open(ctx, topts); err != nil {
 		return nil, err
@@ -172,7 +170,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		r.calls.transport = r
 	}
 	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
-	r.halt, r.cut = context.WithCancelCause(context.Background())
+	r.env.Halt, r.cut = context.WithCancelCause(context.Background())
 	r.tasks.cache, r.tasks.trees = map[string]*Task{}, map[string]*tree{}
 	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]*queuedReport{}
 	r.tasks.api = &apiChannel{}
@@ -209,7 +207,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if err := r.openKeyring(o, dataDir); err != nil {
 		return nil, err
 	}
-	r.ledger = ledger.New(r.store, ledger.WithEvents(r.bus), ledger.WithClock(r.now))
+	r.ledger = ledger.New(r.env.Store, ledger.WithEvents(r.env.Bus), ledger.WithClock(r.env.Now))
 	r.pauses = r.newPauses()
 	if r.tel != nil {
 		if err := r.tel.ObservePending(r.openPending); err != nil {
@@ -227,8 +225,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 		r.sources = append(r.sources, src)
 	}
-	r.env = engine.Env{Store: r.store, Bus: r.bus, Hooks: []engine.Hook{r.pauses, taskHook{}}, Place: enginePlace{r.place},
-		Now: r.now, Halt: r.halt, Cut: errCut, Bound: r.bound, Secrets: r.secrets, Tracer: r.tel.Tracer(), ToolRunner: r.tape}
+	r.env.Hooks, r.env.Place, r.env.Cut, r.env.Bound, r.env.Secrets = []engine.Hook{r.pauses, taskHook{}}, enginePlace{r.place}, errCut, r.bound, r.secrets
+	r.env.Tracer, r.env.ToolRunner = r.tel.Tracer(), r.tape
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
@@ -259,8 +257,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 func (r *Runtime) openCluster(ctx context.Context, o *options, cfg *config.File) error {
 	p, st, err := seam.Cluster(ctx, seam.ClusterEnv{
 		Env:     seam.Env{Config: cfg, Logger: r.logger, Tape: r.tape},
-		Cluster: cfg.Cluster, Local: local{r}, Bus: r.bus,
-		Halt: r.halt, Tasks: r.tasks.bg, CutGrace: cutGrace, CallTimeout: r.calls.timeout,
+		Cluster: cfg.Cluster, Local: local{r}, Bus: r.env.Bus,
+		Halt: r.env.Halt, Tasks: r.tasks.bg, CutGrace: cutGrace, CallTimeout: r.calls.timeout,
 		Store: o.store, Memory: o.memory,
 		Keyed: o.secretKey != nil || o.secretKeyFile != "" || os.Getenv(SecretKeyEnv) != "", KeyEnv: SecretKeyEnv,
 		Errors: seam.Errors{Closed: ErrClosed, Cycle: ErrCycle, NoTask: ErrNoTask, Cut: errCut, Kinds: errorKinds},
@@ -270,7 +268,7 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, cfg *config.File)
 	}
 	r.place = p
 	if st != nil {
-		r.store, r.ownsStore = st, true
+		r.env.Store, r.ownsStore = st, true
 	}
 	return nil
 }
@@ -303,7 +301,7 @@ func (r *Runtime) Recover(ctx context.Context) error {
 	defer r.gate.leave()
 	var errs []error
 	for _, name := range r.agents.names {
-		keys, err := r.store.Instances(ctx, name)
+		keys, err := r.env.Store.Instances(ctx, name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -328,12 +326,12 @@ func (r *Runtime) Recover(ctx context.Context) error {
 func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	switch {
 	case o.store != nil:
-		r.store = o.store
+		r.env.Store = o.store
 		return "", nil
-	case r.store != nil: // the cluster's
+	case r.env.Store != nil: // the cluster's
 		return "", nil
 	case o.memory:
-		r.store, r.ownsStore = store.NewMemory(), true
+		r.env.Store, r.ownsStore = store.NewMemory(), true
 		return "", nil
 	}
 	dir := o.dataDir
@@ -355,7 +353,7 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	r.store, r.ownsStore = st, true
+	r.env.Store, r.ownsStore = st, true
 	return dir, nil
 }
 
@@ -449,7 +447,7 @@ func usesWorkspace(cfg *config.File) bool {
 func (r *Runtime) Agents() []string { return slices.Clone(r.agents.names) }
 
 // Events returns the event bus the runtime publishes on.
-func (r *Runtime) Events() *events.Bus { return r.bus }
+func (r *Runtime) Events() *events.Bus { return r.env.Bus }
 
 // Workspace returns the directory the built-in tools are confined to, or "".
 func (r *Runtime) Workspace() string {
@@ -598,7 +596,7 @@ func (r *Runtime) Usage(ctx context.Context, agentName, instanceKey string) (pip
 	if _, err := r.agent(agentName); err != nil {
 		return pipeline.Usage{}, err
 	}
-	meta, _, err := r.store.LoadMeta(ctx, agentName, instanceKey)
+	meta, _, err := r.env.Store.LoadMeta(ctx, agentName, instanceKey)
 	return meta.Usage, err
 }
 
@@ -607,7 +605,7 @@ func (r *Runtime) History(ctx context.Context, agentName, instanceKey string) ([
 	if _, err := r.agent(agentName); err != nil {
 		return nil, err
 	}
-	_, recs, _, err := r.store.LoadInstance(ctx, agentName, instanceKey)
+	_, recs, _, err := r.env.Store.LoadInstance(ctx, agentName, instanceKey)
 	if err != nil {
 		return nil, err
 	}
@@ -624,7 +622,7 @@ func (r *Runtime) EffectiveHistory(ctx context.Context, agentName, instanceKey s
 	if _, err := r.agent(agentName); err != nil {
 		return nil, err
 	}
-	_, recs, _, err := r.store.LoadInstance(ctx, agentName, instanceKey)
+	_, recs, _, err := r.env.Store.LoadInstance(ctx, agentName, instanceKey)
 	if err != nil {
 		return nil, err
 	}
@@ -645,7 +643,7 @@ func (r *Runtime) Instances(ctx context.Context, agentName string) ([]string, er
 	if _, err := r.agent(agentName); err != nil {
 		return nil, err
 	}
-	return r.store.Instances(ctx, agentName)
+	return r.env.Store.Instances(ctx, agentName)
 }
 
 // ExtensionState returns the state extension keeps for an instance, or nil.
@@ -653,7 +651,7 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 	if _, err := r.agent(agentName); err != nil {
 		return nil, err
 	}
-	return r.store.GetState(ctx, agentName, instanceKey, extension)
+	return r.env.Store.GetState(ctx, agentName, instanceKey, extension)
 }
 
 // Close is [Runtime.Shutdown] with a context that never ends: it waits for
@@ -723,13 +721,13 @@ const cutGrace = 2 * time.Second
 // bound returns ctx, cut when the runtime's stop cuts its turns
 // ([Runtime.Shutdown]), with context.Cause errCut then; stop frees it. A
 // turn of context.Background (most turns the runtime starts itself) runs
-// under r.halt itself, which costs it nothing.
+// under r.env.Halt itself, which costs it nothing.
 func (r *Runtime) bound(ctx context.Context) (_ context.Context, stop func()) {
 	if ctx == context.Background() {
-		return r.halt, func() {}
+		return r.env.Halt, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	unwatch := context.AfterFunc(r.halt, func() { cancel(errCut) })
+	unwatch := context.AfterFunc(r.env.Halt, func() { cancel(errCut) })
 	return ctx, func() { unwatch(); cancel(nil) }
 }
 
@@ -819,8 +817,8 @@ func (r *Runtime) release() error {
 		errs = append(errs, r.workspace.Close())
 	}
 	r.tel.Close() // its last collection reads the ledger: before the store closes
-	if r.ownsStore && r.store != nil {
-		errs = append(errs, r.store.Close())
+	if r.ownsStore && r.env.Store != nil {
+		errs = append(errs, r.env.Store.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -74,7 +74,7 @@ func (r *Runtime) putSecret(ctx context.Context, agent, instance, name, value st
 	if err != nil {
 		return fmt.Errorf("seal secret %q: %w", name, err)
 	}
-	if err := r.store.PutSecret(ctx, agent, instance, name, sealed); err != nil {
+	if err := r.env.Store.PutSecret(ctx, agent, instance, name, sealed); err != nil {
 		return fmt.Errorf("store secret %q: %w", name, err)
 	}
 	return nil
@@ -82,7 +82,7 @@ func (r *Runtime) putSecret(ctx context.Context, agent, instance, name, value st
 
 // secret returns the value of the instance's secret name.
 func (r *Runtime) secret(ctx context.Context, agent, instance, name string) (string, bool, error) {
-	sealed, found, err := r.store.GetSecret(ctx, agent, instance, name)
+	sealed, found, err := r.env.Store.GetSecret(ctx, agent, instance, name)
 	if err != nil || !found {
 		return "", false, err
 	}
@@ -95,7 +95,7 @@ func (r *Runtime) secret(ctx context.Context, agent, instance, name string) (str
 
 // secrets returns every secret of the instance, by name.
 func (r *Runtime) secrets(ctx context.Context, agent, instance string) (map[string]string, error) {
-	names, err := r.store.ListSecrets(ctx, agent, instance)
+	names, err := r.env.Store.ListSecrets(ctx, agent, instance)
 	if err != nil {
 		return nil, fmt.Errorf("list secrets: %w", err)
 	}

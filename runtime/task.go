@@ -228,7 +228,7 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 		return nil, fmt.Errorf("agent %q instance %q %s: %w: answer its pending items (ganglion pending)", agentName, instanceKey, res.TurnID, ErrPaused)
 	default:
 		return &Report{Agent: agentName, Instance: instanceKey, Requester: "user", Channel: ChannelAPI, ReplyTo: replyTo,
-			Request: text, Response: res.Response.Content, CompletedAt: r.now()}, nil
+			Request: text, Response: res.Response.Content, CompletedAt: r.env.Now()}, nil
 	}
 	select {
 	case rep := <-wait:
@@ -243,7 +243,7 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 
 // Tasks returns the open tasks by ID, of agentName and instanceKey if set.
 func (r *Runtime) Tasks(ctx context.Context, agentName, instanceKey string) ([]Task, error) {
-	recs, err := r.store.ListTasks(ctx, agentName, instanceKey)
+	recs, err := r.env.Store.ListTasks(ctx, agentName, instanceKey)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +263,7 @@ var ErrNoTask = errors.New("no such task")
 
 // Task returns the open task with id, or an error wrapping [ErrNoTask].
 func (r *Runtime) Task(ctx context.Context, id string) (Task, error) {
-	rec, found, err := r.store.GetTask(ctx, id)
+	rec, found, err := r.env.Store.GetTask(ctx, id)
 	if err != nil {
 		return Task{}, err
 	}
@@ -307,9 +307,9 @@ func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) e
 	var err error
 	if f := r.taskFence(put); f != 0 {
 		// The owner of the tasks' instance writes them, under its fence.
-		err = r.store.Commit(ctx, put[0].Agent, put[0].Instance, store.Batch{Tasks: recs, DeleteTasks: del, Fence: f})
+		err = r.env.Store.Commit(ctx, put[0].Agent, put[0].Instance, store.Batch{Tasks: recs, DeleteTasks: del, Fence: f})
 	} else {
-		err = r.store.CommitTasks(ctx, recs, del)
+		err = r.env.Store.CommitTasks(ctx, recs, del)
 	}
 	for _, t := range put {
 		if _, ok := r.tasks.cache[t.ID]; ok {
