@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -265,6 +267,39 @@ func (p *Pauses) Keep(ts *engine.Turn, keep map[string]bool) error {
 		}
 	}
 	return nil
+}
+
+// Load reads which of the instance's items are open, once, when the
+// instance is loaded. It returns the open items that wait on a tool call,
+// by call ID.
+func (p *Pauses) Load(ctx context.Context, in *engine.Instance) (map[string]string, error) {
+	items, err := p.env.Ledger.List(ctx, ledger.Filter{Agent: in.Agent(), Instance: in.Key(), Open: true})
+	if err != nil {
+		return nil, err
+	}
+	in.Paused = make(map[string]string, len(items))
+	var calls map[string]string
+	for _, it := range items {
+		in.Paused[it.ID] = it.TurnID
+		if it.CallID != "" {
+			if calls == nil {
+				calls = map[string]string{}
+			}
+			calls[it.CallID] = it.ID
+		}
+	}
+	return calls, nil
+}
+
+// PausedError is the refusal of new input to a paused instance.
+func PausedError(in *engine.Instance) error {
+	ids := make([]string, 0, len(in.Paused))
+	for id := range in.Paused {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return fmt.Errorf("agent %q instance %q is %w: it waits for pending item %s (see ganglion pending; answer, skip, provide or reject it first)",
+		in.Agent(), in.Key(), ErrPaused, strings.Join(ids, ", "))
 }
 
 // metaEdited marks the result of a tool call that ran with arguments a
