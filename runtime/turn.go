@@ -216,6 +216,13 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	for _, h := range turnHooks {
 		res, err = h.endTurn(ts, in, res, err)
 	}
+	if err != nil && inst.loaded && inst.callsOpen(before) {
+		// The turn failed between storing a step's tool calls and their
+		// results: the next turn must not begin after calls without
+		// results. The instance is read again at its next use, which gives
+		// them their "interrupted" result first (closeInterrupted).
+		inst.unload()
+	}
 	if r.tel != nil {
 		span.End(res, err)
 	}
