@@ -835,7 +835,7 @@ func (s *soak) answer(rng *rand.Rand, req *soakReq, it soakItem) {
 			var res turnResult
 			json.Unmarshal(r.body, &res)
 			if res.Result.Response.Content != "asker got it" {
-				s.find("answer", "%s: the answer to %s resumed with %q (%s), want %q", req.id, it.ID, res.Result.Response.Content, res.Result.FinishReason, "asker got it")
+				s.find("answer", "%s: the answer to %s resumed with %q (%s), want %q; it answered %s; %s", req.id, it.ID, res.Result.Response.Content, res.Result.FinishReason, "asker got it", oneLine(string(r.body), 600), req)
 			}
 			return
 		case r.status == http.StatusConflict && strings.Contains(string(r.body), "already_resolved"):
