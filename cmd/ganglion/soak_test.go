@@ -90,7 +90,7 @@ func TestClusterSoak(t *testing.T) {
 // The soak's timings.
 const (
 	soakLeaseTTL        = 4 * time.Second
-	soakShutdown        = 5 * time.Second  // each process's --shutdown-timeout
+	soakShutdown        = 10 * time.Second // each process's --shutdown-timeout: the default, which a store request's bound fits in
 	soakStopSlack       = 5 * time.Second  // what a stop may take beyond it
 	soakRequestTimeout  = 30 * time.Second // a turn's call: well above a stall
 	soakReadTimeout     = 10 * time.Second // a read's call
