@@ -309,7 +309,8 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 	if complete != nil {
 		if err := complete(); err != nil {
 			// The turn is stored, the task's end is not: its report (or
-			// its answer) did not get where it goes. The instance is
+			// its answer) did not get where it goes, or the task could not
+			// be read. The instance is
 			// read again at its next turn, which settles the task from
 			// the history and sends it again (resettleTask), instead of
 			// running the turn a second time; runTask asks for that turn.
@@ -335,9 +336,16 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	var t *Task
 	if ext(ts).task.id != "" {
 		got, err := r.Task(ctx, ext(ts).task.id)
-		if err != nil {
+		switch _, task := in.Metadata["taskId"]; {
+		case err != nil && !errors.Is(err, ErrNoTask) && (task || in.Kind == pipeline.InputResume):
+			// The task may well be there, waiting for this turn's end:
+			// settled again from the history, as when its end does not
+			// reach its parent (settleTask).
+			id := ext(ts).task.id
+			*complete = func() error { return fmt.Errorf("task %s: reading it: %w", id, err) }
+		case err != nil:
 			a.Logger.Warn("turn's task is gone", "instance", ts.Inst.Key(), "turn", ts.TurnID, "task", ext(ts).task.id, "err", err)
-		} else {
+		default:
 			t = &got
 		}
 	}

@@ -8,10 +8,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -254,5 +256,84 @@ func TestReportCountsOnce(t *testing.T) {
 				t.Fatalf("the lead's report turns: %q; want one, naming c1 and c2 once each", reports)
 			}
 		})
+	}
+}
+
+// readsDownOnce is a store whose next read of a task fails, as a NATS
+// server's restart makes it fail, once armed.
+type readsDownOnce struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *readsDownOnce) GetTask(ctx context.Context, id string) (store.TaskRecord, bool, error) {
+	if s.armed.CompareAndSwap(true, false) {
+		return store.TaskRecord{}, false, fmt.Errorf("store: get task %q: the connection to the server was lost while the request waited, and its answer with it: %w", id, store.ErrUnavailable)
+	}
+	return s.Store.GetTask(ctx, id)
+}
+
+// armingModel answers as summaryModel does, and arms the store's next
+// read of a task failing: the read that settles the turn's task.
+type armingModel struct{ st *readsDownOnce }
+
+func (m armingModel) Stream(ctx context.Context, req *model.Request) (model.Stream, error) {
+	m.st.armed.Store(true)
+	return summaryModel{}.Stream(ctx, req)
+}
+
+// TestReportTurnSettledWhenItsTaskCannotBeRead: a merged report turn that
+// ran, whose task could not be read when the turn settled it (the store
+// did not answer), is settled again from the history, not left waiting
+// for its report turn: a later start of the task's turns (kickTasks, as
+// when a process takes another's over) then finds nothing to run. The
+// cluster soak ran a lead's report turn twice so ("turn's task is gone",
+// its error a lost connection), and the root task was reported twice.
+func TestReportTurnSettledWhenItsTaskCannotBeRead(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
+		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &readsDownOnce{Store: store.NewMemory()}
+	rt, err := New(ctx, WithConfig(cfg), WithStore(st), WithModel(armingModel{st}), WithoutExpiryTimer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	p := &Task{ID: "p", Agent: "lead", Instance: "k", Requester: "user", State: TaskReporting, Context: DelegationContext{
+		Delegations: []Delegation{{ChildTaskID: "c", DelegatedTo: "lead"}},
+		Responses:   []DelegationResponse{{ChildTaskID: "c", FromAgent: "lead", Response: "done"}}}}
+	rec, err := encodeTask(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.CommitTasks(ctx, []store.TaskRecord{rec}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	rt.kickTasks(ctx, "", "")
+	if err := rt.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt.kickTasks(ctx, "", "") // as a process taking the instance over does
+	if err := rt.WaitTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := rt.History(ctx, "lead", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports := 0
+	for _, m := range h {
+		if m.Role == "user" && strings.Contains(m.Content, "task c") {
+			reports++
+		}
+	}
+	got, err := rt.Task(ctx, "p")
+	if reports != 1 || err == nil && got.State == TaskReporting {
+		t.Fatalf("after the report turn whose task could not be read: %d report turns, task %s (%v); want one, and the task settled", reports, got.State, err)
 	}
 }

@@ -106,3 +106,74 @@ func TestResumeAfterLostCommit(t *testing.T) {
 		})
 	}
 }
+
+// fencedStore refuses the next commit once armed, writing nothing, as the
+// shared store refuses a process whose instance another process took
+// while it stalled past its lease.
+type fencedStore struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *fencedStore) Commit(ctx context.Context, agent, key string, b store.Batch) error {
+	if s.armed.CompareAndSwap(true, false) {
+		return fmt.Errorf("store: commit agent %q instance %q with fence 7: nothing written: %w", agent, key, store.ErrFenced)
+	}
+	return s.Store.Commit(ctx, agent, key, b)
+}
+
+// TestResumeFenced: an answer whose resume turn's commit was fenced off
+// (another process took the instance while the turn ran) leaves the item
+// answered and not marked resumed, by a turn that was never stored: the
+// instance's next owner finds it and runs the resume, once. The cluster
+// soak saw an item marked resumed by turn-21, which no message of the
+// history named, and its question's resume never ran: the next owner's
+// recovery skipped it as resumed.
+func TestResumeFenced(t *testing.T) {
+	st := &fencedStore{Store: store.NewMemory()}
+	rt, _ := newCrashRuntime(t, lostResumeConfig, lostResumeScript, st)
+	ctx := context.Background()
+	if res, err := rt.Send(ctx, "a", "k", pipeline.InputEvent{Text: "ask"}); err != nil || res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("ask = %+v, %v", res, err)
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("pending = %v, %v", items, err)
+	}
+	st.armed.Store(true)
+	if _, err := rt.Answer(ctx, items[0].ID, "Left"); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("answer whose resume's commit was fenced = %v; want one matching store.ErrFenced", err)
+	}
+	it, err := rt.PendingItem(ctx, items[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it.Open || it.ResumedBy != "" {
+		t.Fatalf("item after the fenced resume: open %v, resumed by %q; want answered, and resumed by no turn (none was stored)", it.Open, it.ResumedBy)
+	}
+	rt.Close()
+
+	// The instance's next owner: a runtime on the same store.
+	next, _ := newCrashRuntime(t, lostResumeConfig, lostResumeScript, st.Store)
+	it, err = next.PendingItem(ctx, items[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist, err := next.History(ctx, "a", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumes []string // the turns that resumed the item's, by their input
+	answers := 0
+	for _, m := range hist {
+		if m.Metadata["resumes"] == items[0].TurnID {
+			resumes = append(resumes, fmt.Sprint(m.Metadata["turn_id"]))
+		}
+		if m.Role == pipeline.RoleAssistant && strings.Contains(m.Content, "resumed with") {
+			answers++
+		}
+	}
+	if len(resumes) != 1 || answers != 1 || it.ResumedBy != resumes[0] {
+		t.Fatalf("after the next owner's start: item resumed by %q, resume turns in the history %v, their answers %d; want one, the item's, answered", it.ResumedBy, resumes, answers)
+	}
+}

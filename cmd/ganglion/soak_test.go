@@ -90,7 +90,7 @@ func TestClusterSoak(t *testing.T) {
 // The soak's timings.
 const (
 	soakLeaseTTL        = 4 * time.Second
-	soakShutdown        = 5 * time.Second  // each process's --shutdown-timeout
+	soakShutdown        = 10 * time.Second // each process's --shutdown-timeout: the default, which a store request's bound fits in
 	soakStopSlack       = 5 * time.Second  // what a stop may take beyond it
 	soakRequestTimeout  = 30 * time.Second // a turn's call: well above a stall
 	soakReadTimeout     = 10 * time.Second // a read's call
@@ -835,7 +835,7 @@ func (s *soak) answer(rng *rand.Rand, req *soakReq, it soakItem) {
 			var res turnResult
 			json.Unmarshal(r.body, &res)
 			if res.Result.Response.Content != "asker got it" {
-				s.find("answer", "%s: the answer to %s resumed with %q (%s), want %q", req.id, it.ID, res.Result.Response.Content, res.Result.FinishReason, "asker got it")
+				s.find("answer", "%s: the answer to %s resumed with %q (%s), want %q; it answered %s; %s", req.id, it.ID, res.Result.Response.Content, res.Result.FinishReason, "asker got it", oneLine(string(r.body), 600), req)
 			}
 			return
 		case r.status == http.StatusConflict && strings.Contains(string(r.body), "already_resolved"):

@@ -75,6 +75,7 @@ type node struct {
 	mu      sync.Mutex
 	held    map[seam.Held]*coord.Lease    // the leases held, by instance
 	running map[string]context.CancelFunc // routed turns running here, by request ID
+	serving map[string]bool               // requests being answered here, by call ID (serveCalls)
 	closed  bool
 	live    []string // the processes alive, sorted, as last listed
 	// leaving are called when a process leaves, by its name: the turns
@@ -216,7 +217,7 @@ func redactURLs(urls string) string {
 // start serves the turns routed to this process and starts renewing its
 // leases.
 func (n *node) Start() error {
-	for suffix, h := range map[string]nats.MsgHandler{".send": n.serve, ".cancel": n.cancel, ".report": n.serveReport, ".act": n.serveAct} {
+	for suffix, h := range map[string]nats.MsgHandler{".send": n.serve, ".cancel": n.cancel, ".report": n.serveReport, ".act": n.serveAct, ".calls": n.serveCalls} {
 		sub, err := n.nc.Subscribe(n.prefix+n.name+suffix, h)
 		if err != nil {
 			return fmt.Errorf("cluster: subscribe: %w", err)

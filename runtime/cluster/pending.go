@@ -9,6 +9,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/store"
 )
 
 // This file applies a human's action on a pending item on the process
@@ -68,6 +69,9 @@ func (n *node) forwardAct(ctx context.Context, owner, id string, act extensions.
 	switch {
 	case errors.Is(err, errOwnerLeft):
 		return nil, n.ownerLeft(ctx, owner, id, err)
+	case errors.Is(err, errLost):
+		// The owner may have taken it, and may still be resuming.
+		return nil, fmt.Errorf("pending item %q: %w (%w: read the item before you act on it again)", id, err, store.ErrOutcomeUnknown)
 	case err != nil:
 		return nil, fmt.Errorf("pending item %q: %w", id, err)
 	}

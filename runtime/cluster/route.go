@@ -86,7 +86,7 @@ func (n *node) forward(ctx context.Context, owner, agent, key string, in pipelin
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, fmt.Errorf("agent %q instance %q on process %s: %w", agent, key, owner, ctx.Err())
 	case errors.Is(err, errMoved):
 		return nil, fmt.Errorf("agent %q instance %q: %w", agent, key, err)
-	case errors.Is(err, errOwnerLeft):
+	case errors.Is(err, errOwnerLeft), errors.Is(err, errLost):
 		// The turn may have run in part, and running it again is not this
 		// call's to decide: its outcome is unknown, and its history says
 		// what it did. A task's turn is continued by the process that

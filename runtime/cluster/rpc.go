@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/ledger"
@@ -103,12 +104,23 @@ const leftGrace = 500 * time.Millisecond
 // cluster before answering: what it was asked may have been done in part.
 var errOwnerLeft = errors.New("the process stopped before it answered")
 
+// errLost is call's error when the process it waited for, alive, says it
+// does not have the request: NATS lost the request or its answer (it
+// carries each at most once, and a NATS server that stops drops what it
+// carries). What it was asked may have been done, in part or whole.
+var errLost = errors.New("the request or its answer was lost on the way (a NATS server stopped, or a connection dropped)")
+
+// callHeader carries a request's call ID, which the process asked answers
+// checks about while it serves the request (serveCalls).
+const callHeader = "Ganglion-Call"
+
 // call sends req to process owner's subject suffix (".send", ".report",
 // ".act") and returns the reply. It fails with an error matching errMoved
 // when nobody answers there (the owner is gone; its leases expire within a
 // TTL), with errOwnerLeft when the owner leaves the cluster while the call
-// waits (its answer will never come), and with ctx's error when ctx ends
-// first.
+// waits (its answer will never come), with errLost when the owner, alive,
+// says it does not have the request (checkCall), and with ctx's error when
+// ctx ends first.
 //
 // A stop of this process waits for the call, as for a turn of its own,
 // and refuses new ones (Errors.Closed); if the stop's time runs out first, the
@@ -126,15 +138,20 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(n.env.Halt, cancel)()
-	var left atomic.Bool
+	var left, lost atomic.Bool
 	// A process that stops answers before it leaves, but its answer and
 	// the news that it left reach this process apart: give the answer
 	// leftGrace to land.
 	defer n.onLeave(owner, func() { left.Store(true); time.AfterFunc(leftGrace, cancel) })()
-	msg, err := n.nc.RequestWithContext(rctx, n.prefix+owner+suffix, data)
+	id := nuid.Next()
+	go n.checkCall(rctx, owner, id, func() { lost.Store(true); cancel() })
+	m := &nats.Msg{Subject: n.prefix + owner + suffix, Data: data, Header: nats.Header{callHeader: []string{id}}}
+	msg, err := n.nc.RequestMsgWithContext(rctx, m)
 	switch {
 	case err != nil && left.Load() && ctx.Err() == nil:
 		return remoteReply{}, fmt.Errorf("process %s: %w", owner, errOwnerLeft)
+	case err != nil && lost.Load() && ctx.Err() == nil:
+		return remoteReply{}, fmt.Errorf("process %s: %w", owner, errLost)
 	case ctx.Err() != nil:
 		return remoteReply{}, ctx.Err()
 	case err != nil && n.env.Halt.Err() != nil:
@@ -151,6 +168,51 @@ func (n *node) call(ctx context.Context, owner, suffix string, req any) (remoteR
 	return rep, nil
 }
 
+// checkCall asks owner, every lease TTL until ctx ends, whether it still
+// serves call id; told no twice in a row (once could be a request
+// that waits, behind a stall, to be taken, or an answer on its way), it
+// calls lost. A check that gets no answer says nothing: an owner that
+// stopped leaves the cluster, which ends the call (onLeave).
+func (n *node) checkCall(ctx context.Context, owner, id string, lost func()) {
+	every := n.leases.TTL()
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for no := 0; ; t.Reset(every) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, every)
+		rep, err := n.nc.RequestWithContext(cctx, n.prefix+owner+".calls", []byte(id))
+		cancel()
+		switch {
+		case err != nil:
+			no = 0
+		case string(rep.Data) == "no":
+			if no++; no == 2 {
+				lost()
+				return
+			}
+		default:
+			no = 0
+		}
+	}
+}
+
+// serveCalls answers checkCall: "yes" while this process serves the call
+// whose ID the message holds, from its receipt until its answer is sent.
+func (n *node) serveCalls(m *nats.Msg) {
+	n.mu.Lock()
+	serving := n.serving[string(m.Data)]
+	n.mu.Unlock()
+	answer := "no"
+	if serving {
+		answer = "yes"
+	}
+	m.Respond([]byte(answer))
+}
+
 // handle answers m, a request another process sent with call, with what
 // answer makes of its decoded body, in a goroutine of its own: NATS calls
 // a subscription's handler for one message at a time. Once the node stops
@@ -163,9 +225,21 @@ func handle[T any](n *node, m *nats.Msg, answer func(T) remoteReply) {
 		return
 	}
 	n.handlers.Add(1)
+	id := m.Header.Get(callHeader)
+	if id != "" {
+		if n.serving == nil {
+			n.serving = map[string]bool{}
+		}
+		n.serving[id] = true
+	}
 	n.mu.Unlock()
 	go func() {
 		defer n.handlers.Done()
+		defer func() {
+			n.mu.Lock()
+			delete(n.serving, id)
+			n.mu.Unlock()
+		}()
 		var req T
 		if err := json.Unmarshal(m.Data, &req); err != nil {
 			n.reply(m, remoteReply{Error: fmt.Sprintf("cluster: malformed request on %s: %v", m.Subject, err)})

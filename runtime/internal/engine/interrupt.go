@@ -31,6 +31,22 @@ const MetaContinues = "continues"
 // The resume replaces that result with the call's outcome.
 const MetaAwaits = "awaits"
 
+// callsOpen reports whether a tool call of the history's messages from
+// index from on has no result after it.
+func (in *Instance) callsOpen(from int) bool {
+	open := map[string]bool{}
+	for i := from; i < in.hist.Len(); i++ {
+		m := in.hist.At(i).Msg
+		for _, c := range m.ToolCalls {
+			open[c.ID] = true
+		}
+		if m.Role == pipeline.RoleTool {
+			delete(open, m.ToolCallID)
+		}
+	}
+	return len(open) > 0
+}
+
 // closeInterrupted gives every tool call of the loaded history that has no
 // result an error result saying the process stopped while it ran, and
 // commits them; open lists the open pending items of the instance that wait

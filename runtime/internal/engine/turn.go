@@ -174,6 +174,13 @@ func (a *Agent) RunTurn(ctx context.Context, inst *Instance, in pipeline.InputEv
 	for _, h := range a.Env.Hooks {
 		res, err = h.End(ts, in, res, err)
 	}
+	if err != nil && inst.loaded && inst.callsOpen(before) {
+		// The turn failed between storing a step's tool calls and their
+		// results: the next turn must not begin after calls without
+		// results. The instance is read again at its next use, which gives
+		// them their "interrupted" result first (closeInterrupted).
+		inst.Unload()
+	}
 	if span != nil {
 		span.End(res, err)
 	}

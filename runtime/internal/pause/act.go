@@ -190,6 +190,13 @@ func (p *Pauses) resumeIfReady(ctx context.Context, inst *engine.Instance, turnI
 		p.resumeLater(inst.Agent(), inst.Key(), turnID)
 		return res, fmt.Errorf("pending item %s: the answer was taken, but its resume turn %s was not saved: %w; it is tried again by itself", strings.Join(ids, ", "), res.TurnID, err)
 	}
+	if errors.Is(err, store.ErrFenced) {
+		// Another process took the instance while the turn ran (this one
+		// stalled past its lease): the turn's last commit wrote nothing.
+		// The items stay unmarked, and the instance's new owner finishes
+		// the resume (recoverResumes), as it does one a stop cut.
+		return res, fmt.Errorf("pending item %s: the answer was taken, but its resume turn %s was not saved: %w; the instance's new owner finishes it", strings.Join(ids, ", "), res.TurnID, err)
+	}
 	if merr := p.env.Ledger.MarkResumed(storeCtx, ids, res.TurnID); merr != nil {
 		err = errors.Join(err, merr)
 	}
