@@ -33,26 +33,10 @@ func (s tasksDown) CommitTasks(context.Context, []store.TaskRecord, []string) er
 // unreported at the next start).
 func TestReportsShareTheirCommitsOutcome(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
-		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := store.NewMemory()
-	rt, err := New(ctx, WithConfig(cfg), WithStore(tasksDown{st}), WithModel(summaryModel{}), WithoutExpiryTimer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := newLead(t, tasksDown{st}, summaryModel{})
 	parent := &Task{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2}
-	rec, err := encodeTask(parent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CommitTasks(ctx, []store.TaskRecord{rec}, nil); err != nil {
-		t.Fatal(err)
-	}
+	storeTasks(t, st, parent)
 
 	// Both reports queue while the tasks are locked, so that the first
 	// to get the lock commits both.
@@ -104,35 +88,15 @@ func (s *taskReadsDown) GetTask(ctx context.Context, id string) (store.TaskRecor
 // error a lost connection), and the parent task stayed open.
 func TestReportKeptWhenItsParentCannotBeRead(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
-		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := &taskReadsDown{Store: store.NewMemory()}
-	rt, err := New(ctx, WithConfig(cfg), WithStore(st), WithModel(summaryModel{}), WithoutExpiryTimer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	var recs []store.TaskRecord
-	for _, task := range []*Task{
-		{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2},
-		{ID: "c", ParentID: "p", Agent: "lead", Instance: "c", State: TaskQueued},
-	} {
-		rec, err := encodeTask(task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, rec)
-	}
-	if err := st.CommitTasks(ctx, recs, nil); err != nil {
-		t.Fatal(err)
-	}
+	rt := newLead(t, st, summaryModel{})
+	storeTasks(t, st,
+		&Task{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2},
+		&Task{ID: "c", ParentID: "p", Agent: "lead", Instance: "c", State: TaskQueued},
+	)
 
 	st.down = true
-	err = rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c", Response: "done"})
+	err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c", Response: "done"})
 	st.down = false
 	const want = `tasks c: reporting to task p: store: get task "p": the connection to the server was lost while the request waited, and its answer with it: store: unavailable`
 	if !errors.Is(err, store.ErrUnavailable) || err.Error() != want {
@@ -191,37 +155,17 @@ func TestReportCountsOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			dir := t.TempDir()
-			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
-				"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
-			if err != nil {
-				t.Fatal(err)
-			}
 			st := &landsUnknown{Store: store.NewMemory()}
-			rt, err := New(ctx, WithConfig(cfg), WithStore(st), WithModel(summaryModel{}), WithoutExpiryTimer())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
-			var recs []store.TaskRecord
-			for _, task := range []*Task{
-				{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2, Context: DelegationContext{Delegations: []Delegation{
+			rt := newLead(t, st, summaryModel{})
+			storeTasks(t, st,
+				&Task{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2, Context: DelegationContext{Delegations: []Delegation{
 					{ChildTaskID: "c1", DelegatedTo: "lead"}, {ChildTaskID: "c2", DelegatedTo: "lead"}}}},
-				{ID: "c1", ParentID: "p", Agent: "lead", Instance: "c1", State: TaskQueued},
-				{ID: "c2", ParentID: "p", Agent: "lead", Instance: "c2", State: TaskQueued},
-			} {
-				rec, err := encodeTask(task)
-				if err != nil {
-					t.Fatal(err)
-				}
-				recs = append(recs, rec)
-			}
-			if err := st.CommitTasks(ctx, recs, nil); err != nil {
-				t.Fatal(err)
-			}
+				&Task{ID: "c1", ParentID: "p", Agent: "lead", Instance: "c1", State: TaskQueued},
+				&Task{ID: "c2", ParentID: "p", Agent: "lead", Instance: "c2", State: TaskQueued},
+			)
 
 			st.next = tc.unknown
-			err = rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c1", Response: "one"})
+			err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c1", Response: "one"})
 			if tc.unknown != errors.Is(err, store.ErrOutcomeUnknown) {
 				t.Fatalf("the first report: %v", err)
 			}
@@ -291,28 +235,12 @@ func (m armingModel) Stream(ctx context.Context, req *model.Request) (model.Stre
 // its error a lost connection), and the root task was reported twice.
 func TestReportTurnSettledWhenItsTaskCannotBeRead(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte(
-		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := &readsDownOnce{Store: store.NewMemory()}
-	rt, err := New(ctx, WithConfig(cfg), WithStore(st), WithModel(armingModel{st}), WithoutExpiryTimer())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := newLead(t, st, armingModel{st})
 	p := &Task{ID: "p", Agent: "lead", Instance: "k", Requester: "user", State: TaskReporting, Context: DelegationContext{
 		Delegations: []Delegation{{ChildTaskID: "c", DelegatedTo: "lead"}},
 		Responses:   []DelegationResponse{{ChildTaskID: "c", FromAgent: "lead", Response: "done"}}}}
-	rec, err := encodeTask(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.CommitTasks(ctx, []store.TaskRecord{rec}, nil); err != nil {
-		t.Fatal(err)
-	}
+	storeTasks(t, st, p)
 
 	rt.kickTasks(ctx, "", "")
 	if err := rt.WaitTasks(ctx); err != nil {
@@ -335,5 +263,37 @@ func TestReportTurnSettledWhenItsTaskCannotBeRead(t *testing.T) {
 	got, err := rt.Task(ctx, "p")
 	if reports != 1 || err == nil && got.State == TaskReporting {
 		t.Fatalf("after the report turn whose task could not be read: %d report turns, task %s (%v); want one, and the task settled", reports, got.State, err)
+	}
+}
+
+// newLead returns a runtime with agent lead on store st and model m.
+func newLead(t *testing.T, st store.Store, m model.Provider) *Runtime {
+	t.Helper()
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "ganglion.yaml"), []byte(
+		"model: {provider: scripted, script: script.yaml}\nagents:\n  - name: lead\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := New(context.Background(), WithConfig(cfg), WithStore(st), WithModel(m), WithoutExpiryTimer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// storeTasks stores tasks in st as they are.
+func storeTasks(t *testing.T, st store.Store, tasks ...*Task) {
+	t.Helper()
+	recs := make([]store.TaskRecord, len(tasks))
+	for i, task := range tasks {
+		rec, err := encodeTask(task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = rec
+	}
+	if err := st.CommitTasks(context.Background(), recs, nil); err != nil {
+		t.Fatal(err)
 	}
 }
