@@ -26,12 +26,7 @@ import (
 // "read the history first", instead of 500. The chaos soak saw the 500.
 func TestClusterForwardOwnerLeft(t *testing.T) {
 	ctx := context.Background()
-	nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
-	leases, err := coord.Open(ctx, js, "leases", "me", time.Second, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := testNode(t, nc, leases)
+	n, _, nc, _ := nodeOnServer(t)
 	asked := make(chan struct{})
 	sub, err := nc.Subscribe("t.node.ghost.send", func(*nats.Msg) { close(asked) }) // takes the turn, never answers
 	if err != nil {
@@ -120,23 +115,12 @@ func (f *forwards) stop() (drained <-chan struct{}) {
 // connection closed", answered 500.
 func TestClusterStopWaitsForForwards(t *testing.T) {
 	ctx := context.Background()
-	nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
-	leases, err := coord.Open(ctx, js, "leases", "me", time.Second, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, f := testNode(t, nc, leases)
+	n, f, nc, _ := nodeOnServer(t)
 	asked, cancelled := make(chan struct{}), make(chan struct{}, 1)
-	for subject, h := range map[string]nats.MsgHandler{
+	subscribe(t, nc, map[string]nats.MsgHandler{
 		"t.node.ghost.send":   func(*nats.Msg) { close(asked) }, // takes the turn, answers late
 		"t.node.ghost.cancel": func(*nats.Msg) { cancelled <- struct{}{} },
-	} {
-		sub, err := nc.Subscribe(subject, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Unsubscribe()
-	}
+	})
 	type outcome struct {
 		res *pipeline.TurnResult
 		err error
@@ -166,5 +150,30 @@ func TestClusterStopWaitsForForwards(t *testing.T) {
 	case <-cancelled:
 		t.Fatal("the owner was told to cancel a turn this process only stopped waiting for")
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// nodeOnServer returns a node on a NATS server of its own, its connection
+// and its leases (a 1 s TTL).
+func nodeOnServer(t *testing.T) (*node, *forwards, *nats.Conn, *coord.Leases) {
+	t.Helper()
+	nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
+	leases, err := coord.Open(context.Background(), js, "leases", "me", time.Second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, f := testNode(t, nc, leases)
+	return n, f, nc, leases
+}
+
+// subscribe subscribes each handler to its subject until the test ends.
+func subscribe(t *testing.T, nc *nats.Conn, handlers map[string]nats.MsgHandler) {
+	t.Helper()
+	for subject, h := range handlers {
+		sub, err := nc.Subscribe(subject, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sub.Unsubscribe() })
 	}
 }

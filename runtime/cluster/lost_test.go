@@ -10,9 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/ganglion-dev/ganglion/extensions"
-	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/pipeline"
-	"github.com/ganglion-dev/ganglion/runtime/internal/coord"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -46,12 +44,7 @@ func TestClusterForwardLost(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
-			leases, err := coord.Open(ctx, js, "leases", "me", time.Second, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, _ := testNode(t, nc, leases)
+			n, _, nc, leases := nodeOnServer(t)
 			// ghost is the owner's node: its requests' handler and its
 			// answers to the checks are a node's own.
 			ghost, _ := testNode(t, nc, leases)
@@ -62,16 +55,10 @@ func TestClusterForwardLost(t *testing.T) {
 					return remoteReply{Result: &pipeline.TurnResult{Response: pipeline.Message{Content: "done"}}}
 				})
 			}
-			for subject, h := range map[string]nats.MsgHandler{
+			subscribe(t, nc, map[string]nats.MsgHandler{
 				"t.node.ghost.send":  func(m *nats.Msg) { tc.owner(m, turn) },
 				"t.node.ghost.calls": ghost.serveCalls,
-			} {
-				sub, err := nc.Subscribe(subject, h)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer sub.Unsubscribe()
-			}
+			})
 			fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
 			res, err := n.forward(fctx, "ghost", "worker", "k", pipeline.InputEvent{Text: "hi"})
@@ -102,27 +89,16 @@ func TestClusterForwardLost(t *testing.T) {
 // taken the action, and the item says whether it did.
 func TestClusterActLost(t *testing.T) {
 	ctx := context.Background()
-	nc, js := natstest.Connect(t, natstest.Server(t).ClientURL())
-	leases, err := coord.Open(ctx, js, "leases", "me", time.Second, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, _ := testNode(t, nc, leases)
+	n, _, nc, leases := nodeOnServer(t)
 	ghost, _ := testNode(t, nc, leases)
 	ghost.name = "ghost"
-	for subject, h := range map[string]nats.MsgHandler{
+	subscribe(t, nc, map[string]nats.MsgHandler{
 		"t.node.ghost.act":   func(*nats.Msg) {}, // lost on the way
 		"t.node.ghost.calls": ghost.serveCalls,
-	} {
-		sub, err := nc.Subscribe(subject, h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer sub.Unsubscribe()
-	}
+	})
 	fctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	_, err = n.forwardAct(fctx, "ghost", "p-1", extensions.Action{Kind: extensions.ActionAnswer, Value: "yes"})
+	_, err := n.forwardAct(fctx, "ghost", "p-1", extensions.Action{Kind: extensions.ActionAnswer, Value: "yes"})
 	want := `pending item "p-1": process ghost: the request or its answer was lost on the way`
 	if fctx.Err() != nil || !errors.Is(err, store.ErrOutcomeUnknown) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("forwardAct = %v; want one matching store.ErrOutcomeUnknown, saying %q, before the deadline", err, want)
