@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 
@@ -30,9 +29,7 @@ type agent struct {
 	apis        []*extensions.API
 	exts        map[string]extensions.Extension // by configured name
 	closers     []extensions.Closer
-	// extTools are the tools extensions registered.
-	extTools map[string]bool
-	sourced  []seam.StepTools // the tool sources that offer it tools (MCP servers)
+	sourced     []seam.StepTools // the tool sources that offer it tools (MCP servers)
 	// team is its team, "" for a system-level agent; peers are the agents
 	// it may call_agent: its teammates, or the other system-level agents.
 	team         string
@@ -151,14 +148,10 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		}
 	}
 	a.Tools = slices.Clip(a.Tools)
-	// Replaying, the extensions' and the runtime's own tools run: they are
-	// the code under test.
-	a.Live = maps.Clone(a.extTools)
-	if a.Live == nil {
-		a.Live = map[string]bool{}
-	}
+	// Replaying, the runtime's own tools run, as the extensions' do
+	// (addTool): they are the code under test.
 	for _, name := range systemToolNames {
-		a.Live[name] = true
+		a.live(name)
 	}
 	h := pipeline.Handlers{
 		Turn:     a.TurnHandler,
@@ -357,11 +350,16 @@ func (a *agent) addTool(t pipeline.Tool) error {
 		return fmt.Errorf("agent %q already has a tool %q", a.Name, t.Name)
 	}
 	a.Tools = append(a.Tools, t)
-	if a.extTools == nil {
-		a.extTools = map[string]bool{}
-	}
-	a.extTools[t.Name] = true
+	a.live(t.Name)
 	return nil
+}
+
+// live marks tool name as code under test (engine.Agent.Live).
+func (a *agent) live(name string) {
+	if a.Live == nil {
+		a.Live = map[string]bool{}
+	}
+	a.Live[name] = true
 }
 
 func (a *agent) layerSkipped(sk pipeline.Skip) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -64,21 +65,15 @@ func TestResumeAfterLostCommit(t *testing.T) {
 			st := &lostAnswerStore{Store: store.NewMemory(), land: land}
 			rt, _ := newCrashRuntime(t, lostResumeConfig, lostResumeScript, st)
 			ctx := context.Background()
-			if res, err := rt.Send(ctx, "a", "k", pipeline.InputEvent{Text: "ask"}); err != nil || res.FinishReason != pipeline.FinishPaused {
-				t.Fatalf("ask = %+v, %v", res, err)
-			}
-			items, err := rt.Pending(ctx, ledger.Filter{Open: true})
-			if err != nil || len(items) != 1 {
-				t.Fatalf("pending = %v, %v", items, err)
-			}
+			item := askPaused(t, rt)
 			st.armed.Store(true)
-			_, err = rt.Answer(ctx, items[0].ID, "Left")
+			_, err := rt.Answer(ctx, item.ID, "Left")
 			if !errors.Is(err, store.ErrOutcomeUnknown) {
 				t.Fatalf("answer whose resume's commit got no answer = %v; want one matching store.ErrOutcomeUnknown", err)
 			}
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				it, err := rt.PendingItem(ctx, items[0].ID)
+				it, err := rt.PendingItem(ctx, item.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -133,18 +128,12 @@ func TestResumeFenced(t *testing.T) {
 	st := &fencedStore{Store: store.NewMemory()}
 	rt, _ := newCrashRuntime(t, lostResumeConfig, lostResumeScript, st)
 	ctx := context.Background()
-	if res, err := rt.Send(ctx, "a", "k", pipeline.InputEvent{Text: "ask"}); err != nil || res.FinishReason != pipeline.FinishPaused {
-		t.Fatalf("ask = %+v, %v", res, err)
-	}
-	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
-	if err != nil || len(items) != 1 {
-		t.Fatalf("pending = %v, %v", items, err)
-	}
+	item := askPaused(t, rt)
 	st.armed.Store(true)
-	if _, err := rt.Answer(ctx, items[0].ID, "Left"); !errors.Is(err, store.ErrFenced) {
+	if _, err := rt.Answer(ctx, item.ID, "Left"); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("answer whose resume's commit was fenced = %v; want one matching store.ErrFenced", err)
 	}
-	it, err := rt.PendingItem(ctx, items[0].ID)
+	it, err := rt.PendingItem(ctx, item.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +144,7 @@ func TestResumeFenced(t *testing.T) {
 
 	// The instance's next owner: a runtime on the same store.
 	next, _ := newCrashRuntime(t, lostResumeConfig, lostResumeScript, st.Store)
-	it, err = next.PendingItem(ctx, items[0].ID)
+	it, err = next.PendingItem(ctx, item.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +155,7 @@ func TestResumeFenced(t *testing.T) {
 	var resumes []string // the turns that resumed the item's, by their input
 	answers := 0
 	for _, m := range hist {
-		if m.Metadata["resumes"] == items[0].TurnID {
+		if m.Metadata["resumes"] == item.TurnID {
 			resumes = append(resumes, fmt.Sprint(m.Metadata["turn_id"]))
 		}
 		if m.Role == pipeline.RoleAssistant && strings.Contains(m.Content, "resumed with") {
@@ -176,4 +165,19 @@ func TestResumeFenced(t *testing.T) {
 	if len(resumes) != 1 || answers != 1 || it.ResumedBy != resumes[0] {
 		t.Fatalf("after the next owner's start: item resumed by %q, resume turns in the history %v, their answers %d; want one, the item's, answered", it.ResumedBy, resumes, answers)
 	}
+}
+
+// askPaused sends "ask" to a/k and returns the one pending item its turn
+// paused on.
+func askPaused(t *testing.T, rt *runtime.Runtime) ledger.Item {
+	t.Helper()
+	ctx := context.Background()
+	if res, err := rt.Send(ctx, "a", "k", pipeline.InputEvent{Text: "ask"}); err != nil || res.FinishReason != pipeline.FinishPaused {
+		t.Fatalf("ask = %+v, %v", res, err)
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Open: true})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("pending = %v, %v", items, err)
+	}
+	return items[0]
 }

@@ -21,13 +21,10 @@ func linked(key string) string {
 	return ""
 }
 
-// stepTools returns the tools a step of instance in offers: the agent's,
-// and those its tool sources list now. The caller holds the instance's
-// slot.
+// stepTools is engine.Agent.StepTools for an agent with tool sources: its
+// own tools, and those its sources list now. The caller holds the
+// instance's slot.
 func (a *agent) stepTools(ctx context.Context, in *instance) []pipeline.Tool {
-	if len(a.sourced) == 0 {
-		return a.Tools
-	}
 	tools := append(make([]pipeline.Tool, 0, len(a.Tools)+16), a.Tools...)
 	for _, st := range a.sourced {
 		tools = append(tools, st(ctx, in)...)

@@ -124,7 +124,7 @@ func (h host) CreatePending(ctx context.Context, ext string, s *pipeline.StepCon
 	if !ok || ts.Agent != a {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: the step is not a running turn of agent %q", ext, a.Name)
 	}
-	if _, ok := p.kinds[a.Name][kindKey{ext, it.Kind}]; !ok {
+	if _, ok := p.kind(a.Name, ext, it.Kind); !ok {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
 	}
 	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step = ext, a.Name, ts.Inst.Key(), ts.TurnID, s.Index()
@@ -158,7 +158,7 @@ func (h host) CreatePendingCall(ctx context.Context, ext string, c *pipeline.Too
 	if !ok || ts.Agent != a {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: the call is not in a running turn of agent %q", ext, a.Name)
 	}
-	if _, ok := p.kinds[a.Name][kindKey{ext, it.Kind}]; !ok {
+	if _, ok := p.kind(a.Name, ext, it.Kind); !ok {
 		return ledger.Item{}, fmt.Errorf("extension %q: pause: it handles no pending items of kind %q (call Pending.Handle in Register)", ext, it.Kind)
 	}
 	it.Extension, it.Agent, it.Instance, it.TurnID, it.Step, it.CallID = ext, a.Name, ts.Inst.Key(), ts.TurnID, c.Step(), c.CallID()
