@@ -11,6 +11,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/delegation"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tokens"
@@ -150,7 +151,7 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 	a.Tools = slices.Clip(a.Tools)
 	// Replaying, the runtime's own tools run, as the extensions' do
 	// (addTool): they are the code under test.
-	for _, name := range systemToolNames {
+	for _, name := range delegation.ToolNames {
 		a.live(name)
 	}
 	h := pipeline.Handlers{
@@ -178,13 +179,13 @@ func (a *agent) delegationScope(tools []pipeline.Tool) []pipeline.Tool {
 	a.peers = r.agents.peers(a.Name)
 	return slices.DeleteFunc(tools, func(t pipeline.Tool) bool {
 		switch {
-		case t.Name == toolCallAgent && len(a.peers) == 0:
+		case t.Name == delegation.ToolCallAgent && len(a.peers) == 0:
 			a.Logger.Info("call_agent is not offered: the agent has nobody to delegate to")
 			return true
-		case t.Name == toolCallTeamAgent && (a.team != "" || len(r.agents.teams) == 0):
+		case t.Name == delegation.ToolCallTeamAgent && (a.team != "" || len(r.agents.teams) == 0):
 			a.Logger.Info("call_team_agent is not offered: the config defines no team")
 			return true
-		case t.Name == toolCallTeamAgent:
+		case t.Name == delegation.ToolCallTeamAgent:
 			a.canCallTeams = true
 		}
 		return false

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/runtime/task"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -109,7 +111,7 @@ func TestTaskBudgetAfterRestart(t *testing.T) {
 	p, sc, res := closedMidReport(t)
 	// The lead's turn and its three children's: four turns, three
 	// delegations, all in the root's record now.
-	if root := storedTasks(t, p)["lead"]; root.Spent != (runtime.Spend{Delegations: 3, Turns: 4}) {
+	if root := storedTasks(t, p)["lead"]; root.Spent != (task.Spend{Delegations: 3, Turns: 4}) {
 		t.Fatalf("the root's stored spending = %+v", root.Spent)
 	}
 

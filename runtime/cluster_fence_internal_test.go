@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/runtime/task"
+
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	_ "github.com/ganglion-dev/ganglion/runtime/cluster" // the cluster, for the tests of a runtime in one
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -41,6 +43,7 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 	if err := r.place.State().SetState(ctx, "a", "k", "memo", []byte(`1`)); err != nil {
 		t.Fatalf("state write by the owner: %v", err)
 	}
+	storeTasks(t, r.env.Store, &Task{ID: "task_x", Agent: "a", Instance: "k", State: TaskWaiting, Pending: 1})
 	// Another process takes the instance over.
 	if _, err := r.env.Store.Fence(ctx, "a", "k"); err != nil {
 		t.Fatal(err)
@@ -51,9 +54,8 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 	}{
 		{"extension state", func() error { return r.place.State().SetState(ctx, "a", "k", "memo", []byte(`2`)) }},
 		{"a task", func() error {
-			r.tasks.mu.Lock()
-			defer r.tasks.mu.Unlock()
-			return r.commitTasks(ctx, []*Task{{ID: "task_x", Agent: "a", Instance: "k", State: TaskWaiting}})
+			// A report's commit rewrites the parent task, of the instance.
+			return r.tasks.ApplyReport(ctx, "task_x", task.Response{ChildTaskID: "task_c", Response: "done"})
 		}},
 	}
 	for _, w := range writes {
@@ -64,7 +66,7 @@ func TestOwnerWritesCarryTheFence(t *testing.T) {
 	if st, err := r.env.Store.GetState(ctx, "a", "k", "memo"); err != nil || string(st) != "1" {
 		t.Errorf("state after the refused write: %s, %v; want 1", st, err)
 	}
-	if _, found, err := r.env.Store.GetTask(ctx, "task_x"); found || err != nil {
-		t.Errorf("the refused task was stored (%v, %v)", found, err)
+	if got, err := r.Task(ctx, "task_x"); err != nil || got.Pending != 1 || len(got.Context.Responses) != 0 {
+		t.Errorf("the task after the refused write: %+v, %v; want it unchanged", got, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/runtime/task"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -38,9 +40,9 @@ func TestDelegationTasksWhileWaiting(t *testing.T) {
 	}
 	wantRoot := runtime.Task{ID: root.ID, Agent: "lead", Instance: "k", Requester: "user", Channel: runtime.ChannelAPI, ReplyTo: root.ReplyTo,
 		OriginalRequest: "build a parser", State: runtime.TaskWaiting, Pending: 1, Chain: []string{}, CreatedAt: at,
-		Spent: runtime.Spend{Delegations: 1, Turns: 1}, // the lead's turn that delegated
-		Context: runtime.DelegationContext{OriginalRequest: "build a parser", Requester: "user",
-			Delegations: []runtime.Delegation{{ChildTaskID: child.ID, CallID: "d1", DelegatedTo: "coder", Instance: "k", Message: "write the parser", Time: at}}}}
+		Spent: task.Spend{Delegations: 1, Turns: 1}, // the lead's turn that delegated
+		Context: task.DelegationContext{OriginalRequest: "build a parser", Requester: "user",
+			Delegations: []task.Delegation{{ChildTaskID: child.ID, CallID: "d1", DelegatedTo: "coder", Instance: "k", Message: "write the parser", Time: at}}}}
 	if len(root.Chain) == 0 {
 		root.Chain = []string{}
 	}
@@ -49,7 +51,7 @@ func TestDelegationTasksWhileWaiting(t *testing.T) {
 	}
 	wantChild := runtime.Task{ID: child.ID, Agent: "coder", Instance: "k", Requester: "lead/k", Channel: runtime.ChannelAgent,
 		OriginalRequest: "write the parser", ParentID: root.ID, Root: root.ID, CallerTurn: "turn-1", State: runtime.TaskQueued, Chain: []string{"lead/k"}, CreatedAt: at,
-		Context: runtime.DelegationContext{OriginalRequest: "write the parser", Requester: "lead/k"}}
+		Context: task.DelegationContext{OriginalRequest: "write the parser", Requester: "lead/k"}}
 	if !reflect.DeepEqual(child, wantChild) {
 		t.Errorf("child task:\n got %+v\nwant %+v", child, wantChild)
 	}

@@ -16,16 +16,6 @@ type (
 	instanceID = engine.ID
 )
 
-// turnExt is the runtime's features' state for an instance's turns
-// (engine.Turn.Ext).
-type turnExt struct {
-	task   taskTurn     // delegation.go
-	agents callerAgents // the turn's ctx.agents (agentcalls.go)
-}
-
-// ext returns the features' state of turn ts.
-func ext(ts *turnState) *turnExt { return ts.Ext.(*turnExt) }
-
 // enginePlace is the runtime's placement as the engine asks it.
 type enginePlace struct{ p seam.Placement }
 

@@ -25,7 +25,7 @@ var (
 // newPauses returns the runtime's pauses.
 func (r *Runtime) newPauses() *pause.Pauses {
 	return pause.New(pause.Env{Ledger: r.ledger, Logger: r.logger, Now: r.env.Now, Tape: r.tape, NewID: r.newID,
-		Gate: pauseGate{&r.gate}, Bg: r.tasks.bg, Cut: errCut,
+		Gate: pauseGate{&r.gate}, Bg: r.tasks.Bg(), Cut: errCut,
 		Hold: func(ctx context.Context, what, agent, key string) (*instance, func(), error) {
 			_, in, done, err := r.holdInstance(ctx, what, agent, key)
 			return in, done, err

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/runtime/task"
+
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/internal/delegation"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 )
 
@@ -44,7 +47,7 @@ func (here) Failed(seam.Held, error)                     {}
 func (here) MayRun(context.Context, string, string) bool { return true }
 
 func (h here) Report(ctx context.Context, parentID string, resp seam.Report) error {
-	return h.r.applyReport(ctx, parentID, resp.Body.(DelegationResponse))
+	return h.r.tasks.ApplyReport(ctx, parentID, resp.Body.(task.Response))
 }
 
 func (here) AwaitAnswer(string, func(json.RawMessage) error) (func(), error) {
@@ -85,18 +88,18 @@ func (l local) Runnable(agent string) error {
 	return err
 }
 
-// ApplyReport takes the report as Report carried it: a DelegationResponse
+// ApplyReport takes the report as Report carried it: a task.Response
 // from this process, its JSON encoding from another.
 func (l local) ApplyReport(ctx context.Context, parentID string, resp any) error {
 	switch v := resp.(type) {
-	case DelegationResponse:
-		return l.r.applyReport(ctx, parentID, v)
+	case task.Response:
+		return l.r.tasks.ApplyReport(ctx, parentID, v)
 	case json.RawMessage:
-		var d DelegationResponse
+		var d task.Response
 		if err := json.Unmarshal(v, &d); err != nil {
 			return fmt.Errorf("task %s: a malformed report: %w", parentID, err)
 		}
-		return l.r.applyReport(ctx, parentID, d)
+		return l.r.tasks.ApplyReport(ctx, parentID, d)
 	}
 	return fmt.Errorf("task %s: a report of type %T", parentID, resp)
 }
@@ -128,14 +131,7 @@ func (l local) Hold(agent, key string) (seam.Held, func(), error) {
 }
 
 func (l local) ForgetTasks(agent, key string) {
-	r := l.r
-	r.tasks.mu.Lock()
-	for id, t := range r.tasks.cache {
-		if t.Agent == agent && t.Instance == key {
-			delete(r.tasks.cache, id)
-		}
-	}
-	r.tasks.mu.Unlock()
+	l.r.tasks.Forget(agent, key)
 }
 
 // Recover does for the instances a stopped process owned what New does
@@ -149,7 +145,7 @@ func (l local) Recover() {
 		return
 	}
 	defer r.gate.leave()
-	if err := r.recover(r.tasks.bg, true); err != nil && r.tasks.bg.Err() == nil {
+	if err := r.recover(r.tasks.Bg(), true); err != nil && r.tasks.Bg().Err() == nil {
 		r.logger.Warn("cluster: recovering what a stopped process left failed in part", "err", err)
 	}
 }
@@ -167,8 +163,8 @@ func (l local) Open(sealed []byte, aad string) ([]byte, error) {
 var errorKinds = map[string]error{
 	"closed": ErrClosed, "unknown-agent": ErrUnknownAgent,
 	"unavailable": ErrAgentUnavailable, "cycle": ErrCycle, "depth": ErrDepth,
-	"paused": ErrPaused, "task-failed": ErrTaskFailed, "task-moved": errTaskMoved,
-	"budget": errBudget, "no-task": ErrNoTask,
+	"paused": ErrPaused, "task-failed": ErrTaskFailed, "task-moved": delegation.ErrTaskMoved,
+	"budget": delegation.ErrBudget, "no-task": ErrNoTask,
 }
 
 // fence is the fence of agent's instance key for a write of what its
@@ -183,19 +179,4 @@ func (r *Runtime) fence(agent, key string) uint64 {
 		return 0
 	}
 	return r.place.Fence(in)
-}
-
-// taskFence is the fence of the instance whose tasks put are, for a
-// commit of them: zero as for fence, or if they are not all one
-// instance's.
-func (r *Runtime) taskFence(put []*Task) uint64 {
-	if len(put) == 0 {
-		return 0
-	}
-	for _, t := range put[1:] {
-		if t.Agent != put[0].Agent || t.Instance != put[0].Instance {
-			return 0
-		}
-	}
-	return r.fence(put[0].Agent, put[0].Instance)
 }

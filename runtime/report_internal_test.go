@@ -2,68 +2,20 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
+
+	"github.com/ganglion-dev/ganglion/runtime/task"
 
 	"github.com/ganglion-dev/ganglion/runtime/config"
 	"github.com/ganglion-dev/ganglion/runtime/model"
 	"github.com/ganglion-dev/ganglion/store"
 )
-
-// tasksDown is a store whose task commits fail.
-type tasksDown struct{ store.Store }
-
-var errTasksDown = errors.New("the disk is full")
-
-func (s tasksDown) CommitTasks(context.Context, []store.TaskRecord, []string) error {
-	return errTasksDown
-}
-
-// TestReportsShareTheirCommitsOutcome: two children's reports queued for
-// one parent are committed together by one of them; when that commit
-// fails, both reporters get its error, so that neither takes its report
-// for delivered (the report is tried again, or the child found
-// unreported at the next start).
-func TestReportsShareTheirCommitsOutcome(t *testing.T) {
-	ctx := context.Background()
-	st := store.NewMemory()
-	rt := newLead(t, tasksDown{st}, summaryModel{})
-	parent := &Task{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2}
-	storeTasks(t, st, parent)
-
-	// Both reports queue while the tasks are locked, so that the first
-	// to get the lock commits both.
-	rt.tasks.mu.Lock()
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, child := range []string{"c1", "c2"} {
-		wg.Go(func() { errs[i] = rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: child, Response: "done"}) })
-	}
-	for queued := 0; queued < 2; time.Sleep(time.Millisecond) {
-		rt.tasks.reportMu.Lock()
-		queued = len(rt.tasks.reports["p"])
-		rt.tasks.reportMu.Unlock()
-	}
-	rt.tasks.mu.Unlock()
-	wg.Wait()
-	want := regexp.MustCompile(`^tasks (c1, c2|c2, c1): reporting to task p: the disk is full$`)
-	for i, err := range errs {
-		if !errors.Is(err, errTasksDown) || !want.MatchString(err.Error()) {
-			t.Errorf("reporter %d: %v, want an error matching %s", i+1, err, want)
-		}
-	}
-	got, err := rt.Task(ctx, "p")
-	if err != nil || got.Pending != 2 || len(got.Context.Responses) != 0 {
-		t.Fatalf("parent after the failed commit: %+v, %v; want it unchanged", got, err)
-	}
-}
 
 // taskReadsDown is a store whose reads of tasks fail as a NATS server's
 // restart makes them fail, while down is set.
@@ -96,7 +48,7 @@ func TestReportKeptWhenItsParentCannotBeRead(t *testing.T) {
 	)
 
 	st.down = true
-	err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c", Response: "done"})
+	err := rt.tasks.ApplyReport(ctx, "p", task.Response{ChildTaskID: "c", Response: "done"})
 	st.down = false
 	const want = `tasks c: reporting to task p: store: get task "p": the connection to the server was lost while the request waited, and its answer with it: store: unavailable`
 	if !errors.Is(err, store.ErrUnavailable) || err.Error() != want {
@@ -106,7 +58,7 @@ func TestReportKeptWhenItsParentCannotBeRead(t *testing.T) {
 		t.Fatalf("the child after the failed report: found %v, %v; want it kept, to report again", found, err)
 	}
 
-	if err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c", Response: "done"}); err != nil {
+	if err := rt.tasks.ApplyReport(ctx, "p", task.Response{ChildTaskID: "c", Response: "done"}); err != nil {
 		t.Fatalf("the report once the store answers: %v", err)
 	}
 	got, err := rt.Task(ctx, "p")
@@ -117,7 +69,7 @@ func TestReportKeptWhenItsParentCannotBeRead(t *testing.T) {
 		t.Fatal("the reported child is still stored")
 	}
 	// A parent that does not exist drops its children's reports.
-	if err := rt.applyReport(ctx, "gone", DelegationResponse{ChildTaskID: "c2", Response: "late"}); err != nil {
+	if err := rt.tasks.ApplyReport(ctx, "gone", task.Response{ChildTaskID: "c2", Response: "late"}); err != nil {
 		t.Fatalf("a report to a parent that does not exist: %v, want it dropped", err)
 	}
 }
@@ -158,18 +110,18 @@ func TestReportCountsOnce(t *testing.T) {
 			st := &landsUnknown{Store: store.NewMemory()}
 			rt := newLead(t, st, summaryModel{})
 			storeTasks(t, st,
-				&Task{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2, Context: DelegationContext{Delegations: []Delegation{
+				&Task{ID: "p", Agent: "lead", Instance: "k", State: TaskWaiting, Pending: 2, Context: task.DelegationContext{Delegations: []task.Delegation{
 					{ChildTaskID: "c1", DelegatedTo: "lead"}, {ChildTaskID: "c2", DelegatedTo: "lead"}}}},
 				&Task{ID: "c1", ParentID: "p", Agent: "lead", Instance: "c1", State: TaskQueued},
 				&Task{ID: "c2", ParentID: "p", Agent: "lead", Instance: "c2", State: TaskQueued},
 			)
 
 			st.next = tc.unknown
-			err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c1", Response: "one"})
+			err := rt.tasks.ApplyReport(ctx, "p", task.Response{ChildTaskID: "c1", Response: "one"})
 			if tc.unknown != errors.Is(err, store.ErrOutcomeUnknown) {
 				t.Fatalf("the first report: %v", err)
 			}
-			if err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c1", Response: "one, again"}); err != nil {
+			if err := rt.tasks.ApplyReport(ctx, "p", task.Response{ChildTaskID: "c1", Response: "one, again"}); err != nil {
 				t.Fatalf("the report again: %v", err)
 			}
 			got, err := rt.Task(ctx, "p")
@@ -180,7 +132,7 @@ func TestReportCountsOnce(t *testing.T) {
 				t.Fatalf("parent after c1 reported twice: state %s, %d pending, responses %+v; want waiting for c2, with c1's first report alone", got.State, got.Pending, got.Context.Responses)
 			}
 
-			if err := rt.applyReport(ctx, "p", DelegationResponse{ChildTaskID: "c2", Response: "two"}); err != nil {
+			if err := rt.tasks.ApplyReport(ctx, "p", task.Response{ChildTaskID: "c2", Response: "two"}); err != nil {
 				t.Fatalf("c2's report: %v", err)
 			}
 			if err := rt.WaitTasks(ctx); err != nil {
@@ -237,16 +189,16 @@ func TestReportTurnSettledWhenItsTaskCannotBeRead(t *testing.T) {
 	ctx := context.Background()
 	st := &readsDownOnce{Store: store.NewMemory()}
 	rt := newLead(t, st, armingModel{st})
-	p := &Task{ID: "p", Agent: "lead", Instance: "k", Requester: "user", State: TaskReporting, Context: DelegationContext{
-		Delegations: []Delegation{{ChildTaskID: "c", DelegatedTo: "lead"}},
-		Responses:   []DelegationResponse{{ChildTaskID: "c", FromAgent: "lead", Response: "done"}}}}
+	p := &Task{ID: "p", Agent: "lead", Instance: "k", Requester: "user", State: TaskReporting, Context: task.DelegationContext{
+		Delegations: []task.Delegation{{ChildTaskID: "c", DelegatedTo: "lead"}},
+		Responses:   []task.Response{{ChildTaskID: "c", FromAgent: "lead", Response: "done"}}}}
 	storeTasks(t, st, p)
 
-	rt.kickTasks(ctx, "", "")
+	rt.tasks.Kick(ctx, "", "")
 	if err := rt.WaitTasks(ctx); err != nil {
 		t.Fatal(err)
 	}
-	rt.kickTasks(ctx, "", "") // as a process taking the instance over does
+	rt.tasks.Kick(ctx, "", "") // as a process taking the instance over does
 	if err := rt.WaitTasks(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -286,12 +238,12 @@ func newLead(t *testing.T, st store.Store, m model.Provider) *Runtime {
 func storeTasks(t *testing.T, st store.Store, tasks ...*Task) {
 	t.Helper()
 	recs := make([]store.TaskRecord, len(tasks))
-	for i, task := range tasks {
-		rec, err := encodeTask(task)
+	for i, tk := range tasks {
+		b, err := json.Marshal(tk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs[i] = rec
+		recs[i] = store.TaskRecord{ID: tk.ID, Agent: tk.Agent, Instance: tk.Instance, Data: b}
 	}
 	if err := st.CommitTasks(context.Background(), recs, nil); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/delegation"
 )
 
 // roster is whom the runtime hosts: the config's agents, in order, and its
@@ -14,7 +15,7 @@ type roster struct {
 	byName map[string]*agent // filled as New builds them
 	teams  []config.Team     // in config order
 	teamOf map[string]string // agent → its team; absent for a system-level agent
-	// budgets bound the task trees each agent starts (budget.go).
+	// budgets bound the task trees each agent starts (delegation.Budget).
 	budgets map[string]config.Budget
 }
 
@@ -22,7 +23,7 @@ func newRoster(cfg *config.File) roster {
 	ro := roster{byName: map[string]*agent{}, teamOf: map[string]string{}, teams: slices.Clone(cfg.Teams), budgets: map[string]config.Budget{}}
 	for i, ac := range cfg.Agents {
 		ro.names = append(ro.names, ac.Name)
-		ro.budgets[ac.Name] = taskBudget(cfg.TaskBudget, cfg.Agents[i].TaskBudget)
+		ro.budgets[ac.Name] = delegation.Budget(cfg.TaskBudget, cfg.Agents[i].TaskBudget)
 	}
 	for _, t := range cfg.Teams {
 		for _, a := range t.Agents {
@@ -30,24 +31,6 @@ func newRoster(cfg *config.File) roster {
 		}
 	}
 	return ro
-}
-
-// team returns the team called name.
-func (ro *roster) team(name string) (config.Team, bool) {
-	i := slices.IndexFunc(ro.teams, func(t config.Team) bool { return t.Name == name })
-	if i < 0 {
-		return config.Team{}, false
-	}
-	return ro.teams[i], true
-}
-
-// teamNames returns the teams' names, in config order.
-func (ro *roster) teamNames() []string {
-	out := make([]string, len(ro.teams))
-	for i, t := range ro.teams {
-		out[i] = t.Name
-	}
-	return out
 }
 
 // peers returns whom agent name may call_agent: its teammates, or the

@@ -22,6 +22,7 @@ import (
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/delegation"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/pause"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
@@ -69,8 +70,7 @@ type Runtime struct {
 	// clock, the context a stop ends, the hooks and the seams.
 	env    engine.Env
 	cache  *engine.Cache[instanceID, *instance] // the instances in memory
-	calls  agentCalls                           // the agent calls in flight (agentcalls.go)
-	tasks  delegations                          // delegation tasks and their turns (delegation.go)
+	tasks  *delegation.Tasks                    // delegation tasks and agent calls (task.go)
 	pauses *pause.Pauses                        // the pending items of paused turns (pending.go)
 	gate   gate                                 // running turns; Close waits for them
 	// forwards are the turns and actions this process sent to another
@@ -112,7 +112,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	toolNames := append(append([]string{}, tool.WorkspaceToolNames...), systemToolNames...)
+	toolNames := append(append([]string{}, tool.WorkspaceToolNames...), delegation.ToolNames...)
 	for _, t := range o.tools {
 		toolNames = append(toolNames, t.Name)
 	}
@@ -140,17 +140,8 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{env: engine.Env{Bus: o.bus, Now: o.now}, logger: o.logger, tape: o.tape, agents: newRoster(cfg),
-		calls: agentCalls{timeout: defaultAgentTimeout, depth: defaultAgentDepth}}
+	r := &Runtime{env: engine.Env{Bus: o.bus, Now: o.now}, logger: o.logger, tape: o.tape, agents: newRoster(cfg)}
 	r.cache = engine.NewCache(o.maxInstances, r.evicted)
-	if c := cfg.AgentCalls; c != nil {
-		if c.MaxDepth > 0 {
-			r.calls.depth = c.MaxDepth
-		}
-		if d, err := time.ParseDuration(c.Timeout); err == nil {
-			r.calls.timeout = d // Validate checked it
-		}
-	}
 	r.place = here{r} // a cluster replaces it (openCluster)
 	if r.tape != nil {
 		r.untape = r.env.Bus.Subscribe("*", func(ev events.Event) {
@@ -165,21 +156,9 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if r.tel, err = telemetry.Open(ctx, topts); err != nil {
 		return nil, err
 	}
-	r.calls.transport = o.transport
-	if r.calls.transport == nil {
-		r.calls.transport = r
-	}
-	r.tasks.bg, r.tasks.cancel = context.WithCancel(context.Background())
 	r.env.Halt, r.cut = context.WithCancelCause(context.Background())
-	r.tasks.cache, r.tasks.trees = map[string]*Task{}, map[string]*tree{}
-	r.tasks.inFlight, r.tasks.again, r.tasks.blocked, r.tasks.reports = map[string]bool{}, map[string]bool{}, map[instanceID]bool{}, map[string][]*queuedReport{}
-	r.tasks.api = &apiChannel{}
-	r.tasks.channels = map[string]Channel{ChannelAPI: r.tasks.api}
-	for name, ch := range o.channels {
-		if name == ChannelAPI || name == ChannelAgent {
-			return nil, fmt.Errorf("runtime: channel %q is the runtime's own; name yours otherwise", name)
-		}
-		r.tasks.channels[name] = ch
+	if r.tasks, err = r.newTasks(o, cfg, dataDirOf(o, cfg)); err != nil {
+		return nil, err
 	}
 	ok := false
 	defer func() {
@@ -192,17 +171,13 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	r.tasks.api.remote = r.place.Answer
-	dataDir, err := r.openStore(o, cfg)
-	if err != nil {
+	dataDir := dataDirOf(o, cfg)
+	if err := r.openStore(o, cfg, dataDir); err != nil {
 		return nil, err
 	}
 	r.wasm.cacheDir = o.wasmCache
 	if r.wasm.cacheDir == "" && dataDir != "" {
 		r.wasm.cacheDir = filepath.Join(dataDir, "wasm-cache")
-	}
-	if err := r.setOutputs(o, cfg, dataDir); err != nil {
-		return nil, err
 	}
 	if err := r.openKeyring(o, dataDir); err != nil {
 		return nil, err
@@ -225,7 +200,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		}
 		r.sources = append(r.sources, src)
 	}
-	r.env.Hooks, r.env.Place, r.env.Cut, r.env.Bound, r.env.Secrets = []engine.Hook{r.pauses, taskHook{}}, enginePlace{r.place}, errCut, r.bound, r.secrets
+	r.env.Hooks, r.env.Place, r.env.Cut, r.env.Bound, r.env.Secrets = []engine.Hook{r.pauses, r.tasks}, enginePlace{r.place}, errCut, r.bound, r.secrets
 	r.env.Tracer, r.env.ToolRunner = r.tel.Tracer(), r.tape
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
@@ -258,7 +233,7 @@ func (r *Runtime) openCluster(ctx context.Context, o *options, cfg *config.File)
 	p, st, err := seam.Cluster(ctx, seam.ClusterEnv{
 		Env:     seam.Env{Config: cfg, Logger: r.logger, Tape: r.tape},
 		Cluster: cfg.Cluster, Local: local{r}, Bus: r.env.Bus,
-		Halt: r.env.Halt, Tasks: r.tasks.bg, CutGrace: cutGrace, CallTimeout: r.calls.timeout,
+		Halt: r.env.Halt, Tasks: r.tasks.Bg(), CutGrace: cutGrace, CallTimeout: callTimeout(cfg),
 		Store: o.store, Memory: o.memory,
 		Keyed: o.secretKey != nil || o.secretKeyFile != "" || os.Getenv(SecretKeyEnv) != "", KeyEnv: SecretKeyEnv,
 		Errors: seam.Errors{Closed: ErrClosed, Cycle: ErrCycle, NoTask: ErrNoTask, Cut: errCut, Kinds: errorKinds},
@@ -285,7 +260,7 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 	// Delegations outlive processes too: continue the task turns that did
 	// not finish, and hand over the reports that were not.
 	if tasks {
-		r.kickTasks(ctx, "", "") // every stored task
+		r.tasks.Kick(ctx, "", "") // every stored task
 	}
 	return errors.Join(errs...)
 }
@@ -321,25 +296,32 @@ func (r *Runtime) Recover(ctx context.Context) error {
 	return errors.Join(append(errs, r.recover(ctx, true))...)
 }
 
-// openStore opens the store and returns the data directory, "" when the
-// store is not on disk.
-func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
+// dataDirOf is the directory of the store on disk, "" when the store is
+// not on disk: given (WithStore), in memory, or a cluster's.
+func dataDirOf(o *options, cfg *config.File) string {
+	if o.store != nil || o.memory || cfg.Cluster != nil {
+		return ""
+	}
+	for _, dir := range []string{o.dataDir, cfg.Data} {
+		if dir != "" {
+			return dir
+		}
+	}
+	return defaultDataDir
+}
+
+// openStore opens the store: the one given, the cluster's, the memory
+// store, or badger in dir.
+func (r *Runtime) openStore(o *options, cfg *config.File, dir string) error {
 	switch {
 	case o.store != nil:
 		r.env.Store = o.store
-		return "", nil
+		return nil
 	case r.env.Store != nil: // the cluster's
-		return "", nil
+		return nil
 	case o.memory:
 		r.env.Store, r.ownsStore = store.NewMemory(), true
-		return "", nil
-	}
-	dir := o.dataDir
-	if dir == "" {
-		dir = cfg.Data
-	}
-	if dir == "" {
-		dir = defaultDataDir
+		return nil
 	}
 	opts := []badger.Option{badger.WithLogger(r.logger), badger.WithSyncWrites(o.syncWrites)}
 	memtable, blockCache := cfg.Store.Sizes()
@@ -351,32 +333,9 @@ func (r *Runtime) openStore(o *options, cfg *config.File) (string, error) {
 	}
 	st, err := badger.Open(dir, append(opts, o.storeOpts...)...)
 	if err != nil {
-		return "", err
+		return err
 	}
 	r.env.Store, r.ownsStore = st, true
-	return dir, nil
-}
-
-// setOutputs sets the directory long reports are saved in: the option,
-// else the config's outputs, else "outputs" beside the data directory, else
-// in the system's temporary directory.
-func (r *Runtime) setOutputs(o *options, cfg *config.File, dataDir string) error {
-	dir := o.outputs
-	if dir == "" {
-		dir = cfg.Outputs
-	}
-	if dir == "" {
-		if dataDir != "" {
-			dir = filepath.Join(filepath.Dir(dataDir), "outputs")
-		} else {
-			dir = filepath.Join(os.TempDir(), "ganglion-outputs")
-		}
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return fmt.Errorf("outputs directory: %w", err)
-	}
-	r.tasks.outputs = abs
 	return nil
 }
 
@@ -419,7 +378,7 @@ func (r *Runtime) openTools(o *options, cfg *config.File, dataDir string) (*tool
 			}
 		}
 	}
-	for _, t := range append(r.systemTools(), r.delegationTools()...) {
+	for _, t := range r.tasks.Tools() {
 		if err := reg.Add(t); err != nil {
 			return nil, err
 		}
@@ -487,7 +446,7 @@ func (r *Runtime) runnable(name string) (*agent, error) {
 // until [Runtime.unhold].
 func (r *Runtime) instance(a *agent, key string) *instance {
 	return r.cache.Hold(instanceID{Agent: a.Name, Key: key}, func() *instance {
-		in := engine.NewInstance(a.Agent, key, &turnExt{})
+		in := engine.NewInstance(a.Agent, key, &delegation.Turn{})
 		r.place.Adopt(in)
 		return in
 	})
@@ -584,7 +543,7 @@ func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, i
 	if len(inst.Paused) > 0 {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishPaused}, pause.PausedError(inst)
 	}
-	if err := r.checkTaskInput(ctx, in); err != nil {
+	if err := r.tasks.CheckInput(ctx, in); err != nil {
 		return &pipeline.TurnResult{FinishReason: pipeline.FinishAborted}, err
 	}
 	return a.runTurn(ctx, inst, in)
@@ -670,8 +629,8 @@ func (r *Runtime) Close() error {
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	// Task turns running in the background are aborted: their tasks stay
 	// stored and run again at the next start.
-	if r.tasks.cancel != nil {
-		r.tasks.cancel()
+	if r.tasks != nil {
+		r.tasks.Stop()
 	}
 	r.place.Refuse() // before the gate closes: sent back, not refused
 	drained, ok := r.gate.shut()

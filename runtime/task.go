@@ -4,152 +4,91 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
-	"sync"
+	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/delegation"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/tape"
-	"github.com/ganglion-dev/ganglion/store"
+	"github.com/ganglion-dev/ganglion/runtime/task"
 )
 
-// Task is a delegation task, as stored: the input of a turn that called
-// call_agent, or one such call. It is deleted once its agent answers
-// without delegating and the answer reached its parent or channel.
-type Task struct {
-	ID string `json:"task_id"`
-	// Agent and Instance work on the task.
-	Agent    string `json:"delegated_to"`
-	Instance string `json:"instance"`
-	// Requester is "user", a caller's name, or the parent's "agent/instance".
-	Requester string `json:"requester"`
-	// Channel and ReplyTo are where the answer goes; [ChannelAgent]: the parent.
-	Channel string `json:"requester_channel"`
-	ReplyTo string `json:"reply_to,omitempty"`
-	// OriginalRequest started the task.
-	OriginalRequest string `json:"original_request"`
-	ParentID        string `json:"parent_task_id,omitempty"`
-	// Root is the tree's root task, whose budget it spends; "" for a root.
-	Root string `json:"root_task_id,omitempty"`
-	// CallerTurn is the parent's delegating turn.
-	CallerTurn string `json:"caller_turn,omitempty"`
-	// Trace is the W3C traceparent the task's turns join, if traced.
-	Trace string `json:"trace,omitempty"`
-	// Team is set by call_team_agent.
-	Team    string            `json:"team,omitempty"`
-	Context DelegationContext `json:"delegation_context"`
-	// Pending counts the delegations not reported yet.
-	Pending int       `json:"pending_delegations"`
-	State   TaskState `json:"state"`
-	// Turn is the paused turn, in TaskPaused.
-	Turn string `json:"turn,omitempty"`
-	// Chain lists the "agent/instance" above, root first: the depth.
-	Chain     []string  `json:"chain,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	// Spent counts its turns and the reported tasks under it.
-	Spent Spend `json:"spent,omitzero"`
-	// Answer, AnswerError and AnsweredAt are kept in TaskAnswered.
-	Answer      string    `json:"answer,omitempty"`
-	AnswerError string    `json:"answer_error,omitempty"`
-	AnsweredAt  time.Time `json:"answered_at,omitzero"`
-}
+// Delegation (runtime/internal/delegation) runs the tasks that call_agent
+// makes and the agent calls of middleware (ctx.agents); these are the
+// runtime's names for its records (package runtime/task) and its methods.
 
-// TaskState says what a task waits for.
-type TaskState string
+// The records of delegation, as package task defines them (with what a
+// task remembers of its delegations, and what a tree of tasks spent).
+type (
+	// Task is a delegation task, as stored: the input of a turn that
+	// called call_agent, or one such call.
+	Task = task.Task
+	// Report is a root task's final answer, handed to its requester's
+	// channel.
+	Report = task.Report
+	// A Channel takes root tasks' answers to their requesters.
+	Channel = task.Channel
+	// ChannelFunc makes a function a [Channel].
+	ChannelFunc = task.ChannelFunc
+)
 
+// The states of a task.
 const (
-	// TaskQueued: its turn is to run, or runs (again, after a restart).
-	TaskQueued TaskState = "queued"
-	// TaskWaiting: it waits for Pending reports.
-	TaskWaiting TaskState = "waiting"
-	// TaskReporting: its merged report goes to its agent.
-	TaskReporting TaskState = "reporting"
-	// TaskPaused: its turn waits for a human.
-	TaskPaused TaskState = "paused"
-	// TaskAnswered: a root task's answer waits for its channel.
-	TaskAnswered TaskState = "answered"
+	TaskQueued    = task.Queued
+	TaskWaiting   = task.Waiting
+	TaskReporting = task.Reporting
+	TaskPaused    = task.Paused
+	TaskAnswered  = task.Answered
 )
-
-// DelegationContext is what a task remembers of its delegations.
-type DelegationContext struct {
-	OriginalRequest string               `json:"original_request"`
-	Requester       string               `json:"requester"`
-	Delegations     []Delegation         `json:"delegations"`
-	Responses       []DelegationResponse `json:"responses"`
-	// Reported counts the Responses handed to the agent.
-	Reported int `json:"reported"`
-}
-
-// Delegation is one call_agent of a task.
-type Delegation struct {
-	ChildTaskID string `json:"child_task_id"`
-	// CallID is the call_agent call that made it.
-	CallID      string    `json:"call_id,omitempty"`
-	DelegatedTo string    `json:"delegated_to"`
-	Instance    string    `json:"instance"`
-	Team        string    `json:"team,omitempty"`
-	Message     string    `json:"delegation_message"`
-	Time        time.Time `json:"delegation_time"`
-}
-
-// DelegationResponse is a child task's report.
-type DelegationResponse struct {
-	ChildTaskID string `json:"child_task_id"`
-	FromAgent   string `json:"from_agent"`
-	// Response is the answer; one over 2,000 characters is saved in File.
-	Response    string    `json:"response"`
-	File        string    `json:"file,omitempty"`
-	Failed      bool      `json:"failed,omitempty"`
-	CompletedAt time.Time `json:"completed_at"`
-	// Spent is what the child's tree used.
-	Spent Spend `json:"spent,omitzero"`
-}
 
 // Channels the runtime names; apps add theirs with [WithChannel].
 const (
 	// ChannelAPI answers [Runtime.Ask]; after Send, it only publishes.
-	ChannelAPI = "api"
+	ChannelAPI = task.ChannelAPI
 	// ChannelAgent marks a child task, which reports to its parent.
-	ChannelAgent = "agent"
+	ChannelAgent = task.ChannelAgent
 )
 
-// Report is a root task's final answer, handed to its requester's channel.
-type Report struct {
-	TaskID    string `json:"task_id"`
-	Agent     string `json:"agent"`
-	Instance  string `json:"instance"`
-	Requester string `json:"requester"`
-	Channel   string `json:"channel"`
-	ReplyTo   string `json:"reply_to,omitempty"`
-	// Request is the original request; Response the whole answer.
-	Request  string `json:"request"`
-	Response string `json:"response"`
-	// Error is set when the task's turn failed.
-	Error       string    `json:"error,omitempty"`
-	CompletedAt time.Time `json:"completed_at"`
+var (
+	// ErrDeliverLater keeps an answer for [Runtime.DeliverAnswers] or the
+	// next start.
+	ErrDeliverLater = task.ErrDeliverLater
+	// ErrNoTask is returned for a task ID not stored: unknown, or completed.
+	ErrNoTask = task.ErrNotFound
+	// ErrCycle is returned for an agent call back into its own chain.
+	ErrCycle = delegation.ErrCycle
+	// ErrDepth is returned for a chain deeper than agent_calls.max_depth.
+	ErrDepth = delegation.ErrDepth
+)
+
+// Defaults of agent calls, for a config whose agent_calls leaves them out.
+const (
+	defaultAgentTimeout = 15 * time.Second
+	defaultAgentDepth   = 5
+)
+
+// Transport carries agent calls and delegated tasks' turns to the
+// [Runtime.Deliver] of the runtime that runs the target; the default is in
+// process.
+type Transport interface {
+	// Deliver runs a turn of agent's instance key with in, and returns its
+	// result when it ends or ctx does.
+	Deliver(ctx context.Context, agent, key string, in pipeline.InputEvent) (*pipeline.TurnResult, error)
 }
 
-// A Channel takes root tasks' answers to their requesters. Deliver is
-// called from the goroutine that completed the task: it should not block
-// for long. Unless its error wraps [ErrDeliverLater], the task is then
-// deleted.
-type Channel interface {
-	Deliver(ctx context.Context, r Report) error
+var _ Transport = (*Runtime)(nil)
+
+// Deliver is [Runtime.Send] for the runtime's own input, carried by a
+// [Transport]: it does not check the key and metadata. Input from people
+// and programs goes to Send.
+func (r *Runtime) Deliver(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+	return r.send(ctx, agentName, instanceKey, in)
 }
-
-// ErrDeliverLater keeps an answer for [Runtime.DeliverAnswers] or the
-// next start.
-var ErrDeliverLater = errors.New("deliver later")
-
-// ChannelFunc makes a function a [Channel].
-type ChannelFunc func(ctx context.Context, r Report) error
-
-// Deliver calls f.
-func (f ChannelFunc) Deliver(ctx context.Context, r Report) error { return f(ctx, r) }
 
 // WithChannel makes ch the channel of tasks whose input metadata says
 // channel: name. "agent" and "api" are the runtime's.
@@ -165,26 +104,6 @@ func WithChannel(name string, ch Channel) Option {
 // WithOutputsDir saves long delegation reports under dir, not outputs.
 func WithOutputsDir(dir string) Option { return optionFunc(func(o *options) { o.outputs = dir }) }
 
-// apiChannel is ChannelAPI: it hands a report to the Ask that waits for it.
-type apiChannel struct {
-	waiters sync.Map // reply-to → chan Report
-	// remote hands an answer to the process whose Ask waits for it, when
-	// none of this process's does (seam.Placement.Answer).
-	remote func(context.Context, seam.Answer) error
-}
-
-func (c *apiChannel) Deliver(ctx context.Context, r Report) error {
-	if r.ReplyTo == "" {
-		return nil // a Send, not an Ask: nobody waits; the task.answered event carries it
-	}
-	v, ok := c.waiters.LoadAndDelete(r.ReplyTo)
-	if !ok {
-		return c.remote(ctx, seam.Answer{ReplyTo: r.ReplyTo, Task: r.TaskID, Agent: r.Agent, Instance: r.Instance, Body: r})
-	}
-	v.(chan Report) <- r // buffered: never blocks
-	return nil
-}
-
 // Ask sends text as a user's message and returns the final answer, after
 // every delegation reported (Report.TaskID "" if none). A pause returns
 // [ErrPaused]; the resumed task's answer is then published as an event.
@@ -196,134 +115,30 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	if r.tape != nil {
 		r.tape.Input(tape.Input{Op: "ask", Agent: agentName, Instance: instanceKey, Text: text})
 	}
-	replyTo := r.newID("ask_", "ask/"+agentName+"/"+instanceKey)
-	wait := make(chan Report, 1)
-	r.tasks.api.waiters.Store(replyTo, wait)
-	defer r.tasks.api.waiters.Delete(replyTo)
-	// The task may end on another process: it sends the answer here.
-	stop, err := r.place.AwaitAnswer(replyTo, func(data json.RawMessage) error {
-		var rep Report
-		if err := json.Unmarshal(data, &rep); err != nil {
-			return fmt.Errorf("malformed answer: %w", err)
-		}
-		if _, ok := r.tasks.api.waiters.LoadAndDelete(replyTo); !ok {
-			return errors.New("no caller waits for it any more")
-		}
-		wait <- rep // buffered, and the waiter was taken: never blocks
-		return nil
+	return r.tasks.Ask(ctx, agentName, instanceKey, UserMessage(text), func(ctx context.Context, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
+		return r.sendAsked(ctx, agentName, instanceKey, in)
 	})
-	if err != nil {
-		return nil, err
-	}
-	defer stop()
-	in := UserMessage(text)
-	in.Metadata = map[string]any{"channel": ChannelAPI, "replyTo": replyTo}
-	res, err := r.sendAsked(ctx, agentName, instanceKey, in)
-	if err != nil {
-		return nil, err
-	}
-	switch res.FinishReason {
-	case pipeline.FinishDelegated:
-	case pipeline.FinishPaused:
-		return nil, fmt.Errorf("agent %q instance %q %s: %w: answer its pending items (ganglion pending)", agentName, instanceKey, res.TurnID, ErrPaused)
-	default:
-		return &Report{Agent: agentName, Instance: instanceKey, Requester: "user", Channel: ChannelAPI, ReplyTo: replyTo,
-			Request: text, Response: res.Response.Content, CompletedAt: r.env.Now()}, nil
-	}
-	select {
-	case rep := <-wait:
-		if rep.Error != "" {
-			return &rep, fmt.Errorf("task %s: %s", rep.TaskID, rep.Error)
-		}
-		return &rep, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("agent %q instance %q: waiting for task %s: %w", agentName, instanceKey, res.TaskID, ctx.Err())
-	}
 }
 
 // Tasks returns the open tasks by ID, of agentName and instanceKey if set.
 func (r *Runtime) Tasks(ctx context.Context, agentName, instanceKey string) ([]Task, error) {
-	recs, err := r.env.Store.ListTasks(ctx, agentName, instanceKey)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Task, 0, len(recs))
-	for _, rec := range recs {
-		t, err := decodeTask(rec)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
-	}
-	return out, nil
+	return r.tasks.List(ctx, agentName, instanceKey)
 }
-
-// ErrNoTask is returned for a task ID not stored: unknown, or completed.
-var ErrNoTask = errors.New("no such task")
 
 // Task returns the open task with id, or an error wrapping [ErrNoTask].
 func (r *Runtime) Task(ctx context.Context, id string) (Task, error) {
-	rec, found, err := r.env.Store.GetTask(ctx, id)
-	if err != nil {
-		return Task{}, err
-	}
-	if !found {
-		return Task{}, fmt.Errorf("task %q: %w (tasks are deleted when they complete)", id, ErrNoTask)
-	}
-	return decodeTask(rec)
+	return r.tasks.Task(ctx, id)
 }
 
-func decodeTask(rec store.TaskRecord) (Task, error) {
-	var t Task
-	if err := json.Unmarshal(rec.Data, &t); err != nil {
-		return Task{}, fmt.Errorf("task %q: corrupt record: %w", rec.ID, err)
-	}
-	if t.ID != rec.ID || t.Agent != rec.Agent || t.Instance != rec.Instance {
-		return Task{}, fmt.Errorf("task %q: corrupt record: it says task %q of %s/%s", rec.ID, t.ID, t.Agent, t.Instance)
-	}
-	return t, nil
-}
+// WaitTasks waits until no turn runs in the background: each delegation
+// chain has completed, paused or stopped, and middleware's agent sends
+// have ended. It does not return while a chain still moves.
+func (r *Runtime) WaitTasks(ctx context.Context) error { return r.tasks.Wait(ctx) }
 
-func encodeTask(t *Task) (store.TaskRecord, error) {
-	b, err := json.Marshal(t)
-	if err != nil {
-		return store.TaskRecord{}, fmt.Errorf("task %q: %w", t.ID, err)
-	}
-	return store.TaskRecord{ID: t.ID, Agent: t.Agent, Instance: t.Instance, Data: b}, nil
-}
-
-// commitTasks stores put and deletes del, atomically, and keeps the cache
-// of parents waiting for reports (completeTask) in step. The caller holds
-// r.tasks.mu.
-func (r *Runtime) commitTasks(ctx context.Context, put []*Task, del ...string) error {
-	recs := make([]store.TaskRecord, len(put))
-	for i, t := range put {
-		rec, err := encodeTask(t)
-		if err != nil {
-			return err
-		}
-		recs[i] = rec
-	}
-	var err error
-	if f := r.taskFence(put); f != 0 {
-		// The owner of the tasks' instance writes them, under its fence.
-		err = r.env.Store.Commit(ctx, put[0].Agent, put[0].Instance, store.Batch{Tasks: recs, DeleteTasks: del, Fence: f})
-	} else {
-		err = r.env.Store.CommitTasks(ctx, recs, del)
-	}
-	for _, t := range put {
-		if _, ok := r.tasks.cache[t.ID]; ok {
-			if err != nil {
-				delete(r.tasks.cache, t.ID)
-			} else {
-				r.tasks.cache[t.ID] = t
-			}
-		}
-	}
-	for _, id := range del {
-		delete(r.tasks.cache, id)
-	}
-	return err
+// DeliverAnswers hands channel the answers it deferred ([ErrDeliverLater])
+// again, in the background ([Runtime.WaitTasks]).
+func (r *Runtime) DeliverAnswers(ctx context.Context, channel string) error {
+	return r.tasks.DeliverAnswers(ctx, channel)
 }
 
 // newID returns a new ID for what key names (see tape.Tape.ID): prefix
@@ -342,24 +157,75 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// truncateRunes returns s's first n characters.
-func truncateRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
+// newTasks returns the runtime's delegation: its channels (o's, besides
+// the runtime's own), agent_calls' bounds, and where long reports are
+// saved: the option, else the config's outputs, else "outputs" beside the
+// data directory, else in the system's temporary directory.
+func (r *Runtime) newTasks(o *options, cfg *config.File, dataDir string) (*delegation.Tasks, error) {
+	for name := range o.channels {
+		if name == ChannelAPI || name == ChannelAgent {
+			return nil, fmt.Errorf("runtime: channel %q is the runtime's own; name yours otherwise", name)
 		}
-		i++
 	}
-	return s
+	dir := o.outputs
+	if dir == "" {
+		dir = cfg.Outputs
+	}
+	if dir == "" {
+		if dataDir != "" {
+			dir = filepath.Join(filepath.Dir(dataDir), "outputs")
+		} else {
+			dir = filepath.Join(os.TempDir(), "ganglion-outputs")
+		}
+	}
+	outputs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("outputs directory: %w", err)
+	}
+	depth := defaultAgentDepth
+	if c := cfg.AgentCalls; c != nil && c.MaxDepth > 0 {
+		depth = c.MaxDepth
+	}
+	deliver := r.Deliver
+	if o.transport != nil {
+		deliver = o.transport.Deliver
+	}
+	return delegation.New(delegation.Env{
+		Engine: &r.env, Logger: r.logger, Place: func() seam.Placement { return r.place },
+		Members: r.member, NewID: r.newID, Traced: r.tel != nil, Gate: pauseGate{&r.gate},
+		Closed: ErrClosed, Paused: ErrPaused, Deliver: deliver,
+		Hold: func(ctx context.Context, what, agent, key string) (func(), error) {
+			_, _, done, err := r.holdInstance(ctx, what, agent, key)
+			return done, err
+		},
+		Waiting: func(ctx context.Context, agent, key string) (bool, error) {
+			open, err := r.ledger.List(ctx, ledger.Filter{Agent: agent, Instance: key, Open: true})
+			return len(open) > 0, err
+		},
+		Runnable: func(agent string) error { _, err := r.runnable(agent); return err },
+		Fence:    r.fence,
+		Depth:    depth, Timeout: callTimeout(cfg),
+		Channels: o.channels, Outputs: outputs,
+	}, cfg.Teams), nil
 }
 
-// oneLine shortens s to one line of at most n characters, for events and
-// errors.
-func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if t := truncateRunes(s, n); t != s {
-		return t + "…"
+// callTimeout is the default timeout of ctx.agents.request: agent_calls'
+// timeout, or defaultAgentTimeout.
+func callTimeout(cfg *config.File) time.Duration {
+	if c := cfg.AgentCalls; c != nil {
+		if d, err := time.ParseDuration(c.Timeout); err == nil {
+			return d // Validate checked it
+		}
 	}
-	return s
+	return defaultAgentTimeout
+}
+
+// member is the agent called name as delegation sees it.
+func (r *Runtime) member(name string) (delegation.Member, bool) {
+	a, ok := r.agents.byName[name]
+	if !ok {
+		return delegation.Member{}, false
+	}
+	return delegation.Member{Description: a.description, Team: a.team, Peers: a.peers, CallsTeams: a.canCallTeams,
+		Unavailable: a.loadErr, Budget: r.agents.budgets[name]}, true
 }

@@ -1,4 +1,4 @@
-package runtime
+package delegation
 
 import (
 	"context"
@@ -8,16 +8,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
-	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
+	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
 	"github.com/ganglion-dev/ganglion/runtime/internal/telemetry"
+	"github.com/ganglion-dev/ganglion/runtime/task"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -40,28 +39,6 @@ const (
 	reportLimit   = 2000
 	reportSummary = 500
 )
-
-// delegations is the runtime's state for delegation tasks: where their
-// answers go, the stored tasks being changed, the task turns running in
-// the background and the instances they wait for.
-type delegations struct {
-	channels map[string]Channel
-	api      *apiChannel
-	outputs  string                     // where long reports are saved, absolute
-	mu       sync.Mutex                 // serialises changes to stored tasks; guards cache
-	cache    map[string]*Task           // parents waiting for reports, as stored (completeTask)
-	trees    map[string]*tree           // root task → its budget and spending (budget.go); guarded by mu
-	reportMu sync.Mutex                 // guards reports
-	reports  map[string][]*queuedReport // parent → reports waiting for its next write
-	flightMu sync.Mutex                 // guards inFlight, again, blocked and idle
-	inFlight map[string]bool            // tasks whose turn a goroutine runs
-	again    map[string]bool            // tasks asked to run while in flight: run again after
-	blocked  map[instanceID]bool        // paused instances that tasks wait for
-	nBlocked atomic.Int32               // len(blocked), read without the lock by every turn
-	idle     chan struct{}              // closed when inFlight empties; nil if nobody waits
-	bg       context.Context            // task turns run under it; Close cancels it
-	cancel   context.CancelFunc
-}
 
 // delegation is one call_agent of a running turn.
 type delegation struct {
@@ -88,9 +65,9 @@ var callTeamAgentArgs = []byte(`{"type":"object","properties":{` +
 	`"required":["team","agent_id","message"],"additionalProperties":false}`)
 
 // delegationTools returns call_agent and call_team_agent.
-func (r *Runtime) delegationTools() []pipeline.Tool {
+func (d *Tasks) delegationTools() []pipeline.Tool {
 	return []pipeline.Tool{
-		{ToolSpec: pipeline.ToolSpec{Name: toolCallAgent, Category: pipeline.CategoryOther, Parameters: callAgentArgs,
+		{ToolSpec: pipeline.ToolSpec{Name: ToolCallAgent, Category: pipeline.CategoryOther, Parameters: callAgentArgs,
 			Description: "Delegate a task to another agent. It works on it after your turn ends, and its report comes back to you as a new message; " +
 				"do not claim any result before it arrives. Call it several times in one turn to delegate in parallel: you get one merged report."},
 			Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
@@ -101,9 +78,9 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 				}{&args.AgentID, &args.Message}); err != nil {
 					return nil, err
 				}
-				return r.delegate(ctx, c, "", args.AgentID, args.Message)
+				return d.delegate(ctx, c, "", args.AgentID, args.Message)
 			}},
-		{ToolSpec: pipeline.ToolSpec{Name: toolCallTeamAgent, Category: pipeline.CategoryOther, Parameters: callTeamAgentArgs,
+		{ToolSpec: pipeline.ToolSpec{Name: ToolCallTeamAgent, Category: pipeline.CategoryOther, Parameters: callTeamAgentArgs,
 			Description: "Delegate a task to an agent of a team; the whole team starts, and the agent may delegate within it. " +
 				"Its report comes back to you as a new message; do not claim any result before it arrives."},
 			Func: func(ctx context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
@@ -118,79 +95,78 @@ func (r *Runtime) delegationTools() []pipeline.Tool {
 				if args.Team == "" {
 					return nil, errors.New("team is empty: name a team that list_agents shows")
 				}
-				return r.delegate(ctx, c, args.Team, args.AgentID, args.Message)
+				return d.delegate(ctx, c, args.Team, args.AgentID, args.Message)
 			}},
 	}
 }
 
 // delegate records a call_agent (team "") or call_team_agent of the turn
 // c runs in, after checking whom the agent may delegate to.
-func (r *Runtime) delegate(ctx context.Context, c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
-	ts, ok := turnhost.Get(c).(*turnState)
+func (d *Tasks) delegate(ctx context.Context, c *pipeline.ToolCallContext, team, target, msg string) (*pipeline.ToolResult, error) {
+	ts, ok := turnhost.Get(c).(*engine.Turn)
 	if !ok {
 		return nil, errors.New("delegation runs only in a turn")
 	}
-	a := hostOf(ts.Agent)
+	a := ts.Agent
+	me, _ := d.member(a.Name)
 	switch {
 	case strings.TrimSpace(msg) == "":
 		return nil, errors.New("message is empty: say what the agent is to do, with everything it needs")
 	case target == a.Name:
 		return nil, fmt.Errorf("you cannot delegate to yourself (%s): do the task yourself, or delegate to another agent", a.Name)
 	}
-	if t, ok := r.agents.byName[target]; !ok {
-		return nil, fmt.Errorf("no agent %q; you may delegate to: %s", target, a.delegateTargets())
-	} else if t.loadErr != nil {
+	if t, ok := d.member(target); !ok {
+		return nil, fmt.Errorf("no agent %q; you may delegate to: %s", target, d.delegateTargets(me))
+	} else if t.Unavailable != nil {
 		// The model gets no load error: it could not act on it.
 		return nil, fmt.Errorf("agent %q is unavailable: it failed to load; delegate to another agent or do the task yourself", target)
-	}
-	if team == "" {
-		if !slices.Contains(a.peers, target) {
-			if t := r.agents.teamOf[target]; t != "" && a.team == "" {
-				return nil, fmt.Errorf("agent %q is in team %q: use %s with team %q", target, t, toolCallTeamAgent, t)
-			}
-			if a.team != "" {
-				return nil, fmt.Errorf("you are in team %q and may delegate only within it, to: %s", a.team, a.delegateTargets())
-			}
-			return nil, fmt.Errorf("you may not delegate to %q; you may delegate to: %s", target, a.delegateTargets())
+	} else if team == "" && !slices.Contains(me.Peers, target) {
+		if t.Team != "" && me.Team == "" {
+			return nil, fmt.Errorf("agent %q is in team %q: use %s with team %q", target, t.Team, ToolCallTeamAgent, t.Team)
 		}
-	} else {
-		t, ok := r.agents.team(team)
+		if me.Team != "" {
+			return nil, fmt.Errorf("you are in team %q and may delegate only within it, to: %s", me.Team, d.delegateTargets(me))
+		}
+		return nil, fmt.Errorf("you may not delegate to %q; you may delegate to: %s", target, d.delegateTargets(me))
+	}
+	if team != "" {
+		t, ok := d.team(team)
 		switch {
-		case a.team != "":
-			return nil, fmt.Errorf("you are in team %q: a team's agents cannot delegate up or into another team", a.team)
+		case me.Team != "":
+			return nil, fmt.Errorf("you are in team %q: a team's agents cannot delegate up or into another team", me.Team)
 		case !ok:
-			return nil, fmt.Errorf("no team %q (teams: %s)", team, strings.Join(r.agents.teamNames(), ", "))
+			return nil, fmt.Errorf("no team %q (teams: %s)", team, strings.Join(d.teamNames(), ", "))
 		case !slices.Contains(t.Agents, target):
 			return nil, fmt.Errorf("team %q has no agent %q (its agents: %s)", team, target, strings.Join(t.Agents, ", "))
 		}
 	}
-	depth := len(ext(ts).task.chain) + 1
-	if depth > r.calls.depth {
+	depth := len(turnOf(ts).chain) + 1
+	if depth > d.env.Depth {
 		return nil, fmt.Errorf("%w: %s → %s/%s is deeper than %d; do the task yourself",
-			ErrDepth, strings.Join(append(slices.Clone(ext(ts).task.chain), a.Name+"/"+ts.Inst.Key()), " → "), target, ts.Inst.Key(), r.calls.depth)
+			ErrDepth, strings.Join(append(slices.Clone(turnOf(ts).chain), a.Name+"/"+ts.Inst.Key()), " → "), target, ts.Inst.Key(), d.env.Depth)
 	}
-	if err := r.checkDelegation(ts); err != nil {
+	if err := d.checkDelegation(ts); err != nil {
 		return nil, err
 	}
-	d := delegation{call: c.CallID(), child: r.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+c.CallID()), agent: target, key: ts.Inst.Key(), team: team, msg: msg, at: r.env.Now(),
+	dl := delegation{call: c.CallID(), child: d.env.NewID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID+"/"+c.CallID()), agent: target, key: ts.Inst.Key(), team: team, msg: msg, at: d.eng.Now(),
 		order: ts.Step.Index()<<16 + slices.IndexFunc(ts.StepRes.Message.ToolCalls, func(tc pipeline.ToolCall) bool { return tc.ID == c.CallID() })}
-	if r.tel != nil {
-		d.trace = telemetry.Traceparent(ctx)
+	if d.env.Traced {
+		dl.trace = telemetry.Traceparent(ctx)
 	}
-	ext(ts).task.mu.Lock()
-	ext(ts).task.delegs = append(ext(ts).task.delegs, d)
-	ext(ts).task.mu.Unlock()
+	turnOf(ts).mu.Lock()
+	turnOf(ts).delegs = append(turnOf(ts).delegs, dl)
+	turnOf(ts).mu.Unlock()
 	return &pipeline.ToolResult{Content: fmt.Sprintf(
 		"Delegated to %s as task %s. It starts when your turn ends; its report comes back to you as a new message. "+
-			"Until then, do not say you have its result.", target, d.child)}, nil
+			"Until then, do not say you have its result.", target, dl.child)}, nil
 }
 
 // delegateTargets lists whom a may delegate to, for errors.
-func (a *agent) delegateTargets() string {
+func (d *Tasks) delegateTargets(a Member) string {
 	var out []string
-	out = append(out, a.peers...)
-	if a.team == "" && a.canCallTeams {
-		for _, t := range a.rt.agents.teams {
+	out = append(out, a.Peers...)
+	if a.Team == "" && a.CallsTeams {
+		for _, t := range d.teams {
 			out = append(out, fmt.Sprintf("team %s (%s)", t.Name, strings.Join(t.Agents, ", ")))
 		}
 	}
@@ -201,22 +177,22 @@ func (a *agent) delegateTargets() string {
 }
 
 // beginTask reads which task the turn works on, from its input.
-func (a *agent) beginTask(ts *turnState, in pipeline.InputEvent) {
-	clear(ext(ts).task.children)
-	ext(ts).task.id, ext(ts).task.delegs, ext(ts).task.children, ext(ts).task.chain = "", ext(ts).task.delegs[:0], ext(ts).task.children[:0], ext(ts).task.chain[:0]
-	ext(ts).task.id = a.turnTask(ts.StoreCtx, ts.Inst, in)
-	ext(ts).task.chain = appendStrings(ext(ts).task.chain, in.Metadata["taskChain"])
-	if ext(ts).task.id == "" {
+func (d *Tasks) beginTask(a *engine.Agent, ts *engine.Turn, in pipeline.InputEvent) {
+	clear(turnOf(ts).children)
+	turnOf(ts).id, turnOf(ts).delegs, turnOf(ts).children, turnOf(ts).chain = "", turnOf(ts).delegs[:0], turnOf(ts).children[:0], turnOf(ts).chain[:0]
+	turnOf(ts).id = d.turnTask(a, ts.StoreCtx, ts.Inst, in)
+	turnOf(ts).chain = appendStrings(turnOf(ts).chain, in.Metadata["taskChain"])
+	if turnOf(ts).id == "" {
 		// A turn that starts a task has no task above it, but it may have
 		// callers waiting on it (ctx.agents.request): they come first.
-		ext(ts).task.chain = append(ext(ts).task.chain, ext(ts).agents.chain...)
+		turnOf(ts).chain = append(turnOf(ts).chain, turnOf(ts).agents.chain...)
 	}
 }
 
 // turnTask returns the task a turn with input in works on, or "": the
 // task its input names, or, for a resume, the task whose turn paused. The
 // caller holds the instance's slot.
-func (a *agent) turnTask(ctx context.Context, inst *instance, in pipeline.InputEvent) string {
+func (d *Tasks) turnTask(a *engine.Agent, ctx context.Context, inst *engine.Instance, in pipeline.InputEvent) string {
 	if id, ok := in.Metadata["taskId"].(string); ok {
 		return id
 	}
@@ -224,21 +200,21 @@ func (a *agent) turnTask(ctx context.Context, inst *instance, in pipeline.InputE
 		return ""
 	}
 	turn, _ := in.Metadata["resumes"].(string)
-	return a.pausedTask(ctx, inst.Key(), turn)
+	return d.pausedTask(a, ctx, inst.Key(), turn)
 }
 
 // pausedTask returns the task whose turn paused as turn, or "".
-func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
+func (d *Tasks) pausedTask(a *engine.Agent, ctx context.Context, key, turn string) string {
 	if turn == "" {
 		return ""
 	}
-	ts, err := a.rt.Tasks(ctx, a.Name, key)
+	ts, err := d.List(ctx, a.Name, key)
 	if err != nil {
 		a.Logger.Error("reading the tasks of a resumed turn failed", "instance", key, "err", err)
 		return ""
 	}
 	for _, t := range ts {
-		if t.State == TaskPaused && t.Turn == turn {
+		if t.State == task.Paused && t.Turn == turn {
 			return t.ID
 		}
 	}
@@ -249,45 +225,44 @@ func (a *agent) pausedTask(ctx context.Context, key, turn string) string {
 // instance's next commit: the turn's task (created if the turn had none)
 // with its delegation context and pending count, and one queued child task
 // per delegation. The step's tool results and the tasks they announce are
-// so stored together, or not at all. The caller holds r.tasks.mu until that
+// so stored together, or not at all. The caller holds d.mu until that
 // commit, so that no report changes the task in between.
-func (a *agent) stageDelegations(ts *turnState) error {
-	ext(ts).task.mu.Lock()
-	delegs := ext(ts).task.delegs
-	ext(ts).task.delegs = ext(ts).task.delegs[len(ext(ts).task.delegs):]
-	ext(ts).task.mu.Unlock()
+func (d *Tasks) stageDelegations(a *engine.Agent, ts *engine.Turn) error {
+	turnOf(ts).mu.Lock()
+	delegs := turnOf(ts).delegs
+	turnOf(ts).delegs = turnOf(ts).delegs[len(turnOf(ts).delegs):]
+	turnOf(ts).mu.Unlock()
 	if len(delegs) == 0 {
 		return nil
 	}
 	// Parallel calls finish in any order; the context keeps call order.
 	slices.SortStableFunc(delegs, func(x, y delegation) int { return x.order - y.order })
-	r := a.rt
-	var t *Task
-	if ext(ts).task.id != "" {
-		got, err := r.Task(ts.StoreCtx, ext(ts).task.id)
+	var t *task.Task
+	if turnOf(ts).id != "" {
+		got, err := d.Task(ts.StoreCtx, turnOf(ts).id)
 		if err != nil {
 			return fmt.Errorf("delegating: the turn's %w", err)
 		}
 		t = &got
 	} else {
-		t = a.rootTask(ts, ts.TurnCtx.Input())
-		ext(ts).task.id = t.ID
-		r.newTree(t)
+		t = d.rootTask(a, ts, ts.TurnCtx.Input())
+		turnOf(ts).id = t.ID
+		d.newTree(t)
 	}
 	self := a.Name + "/" + ts.Inst.Key()
 	for _, d := range delegs {
-		t.Context.Delegations = append(t.Context.Delegations, Delegation{ChildTaskID: d.child, CallID: d.call, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
-		ext(ts).task.children = append(ext(ts).task.children, &Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: ChannelAgent,
-			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.TurnID, Trace: d.trace, Team: d.team, State: TaskQueued, Chain: append(slices.Clone(t.Chain), self),
-			CreatedAt: d.at, Context: DelegationContext{OriginalRequest: d.msg, Requester: self}})
+		t.Context.Delegations = append(t.Context.Delegations, task.Delegation{ChildTaskID: d.child, CallID: d.call, DelegatedTo: d.agent, Instance: d.key, Team: d.team, Message: d.msg, Time: d.at})
+		turnOf(ts).children = append(turnOf(ts).children, &task.Task{ID: d.child, Agent: d.agent, Instance: d.key, Requester: self, Channel: task.ChannelAgent,
+			OriginalRequest: d.msg, ParentID: t.ID, Root: rootOf(t), CallerTurn: ts.TurnID, Trace: d.trace, Team: d.team, State: task.Queued, Chain: append(slices.Clone(t.Chain), self),
+			CreatedAt: d.at, Context: task.DelegationContext{OriginalRequest: d.msg, Requester: self}})
 	}
-	r.spend(ts.StoreCtx, t, Spend{Delegations: len(delegs)})
-	ext(ts).task.staged, ext(ts).task.stagedRoot = len(delegs), rootOf(t)
+	d.spend(ts.StoreCtx, t, task.Spend{Delegations: len(delegs)})
+	turnOf(ts).staged, turnOf(ts).stagedRoot = len(delegs), rootOf(t)
 	t.Pending += len(delegs)
-	t.State, t.Turn = TaskWaiting, ""
-	delete(r.tasks.cache, t.ID) // written below, through the instance's commit
+	t.State, t.Turn = task.Waiting, ""
+	delete(d.cache, t.ID) // written below, through the instance's commit
 	put := ts.Inst.Unsaved().Tasks
-	for _, c := range append(ext(ts).task.children[len(ext(ts).task.children)-len(delegs):], t) {
+	for _, c := range append(turnOf(ts).children[len(turnOf(ts).children)-len(delegs):], t) {
 		rec, err := encodeTask(c)
 		if err != nil {
 			return err
@@ -303,9 +278,9 @@ func (a *agent) stageDelegations(ts *turnState) error {
 // merged report of a task whose reports came in while it paused, or the
 // task's completion. The caller holds the instance's slot; res and err are
 // the turn's, returned updated.
-func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error) (*pipeline.TurnResult, error) {
+func (d *Tasks) settleTask(a *engine.Agent, ts *engine.Turn, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error) (*pipeline.TurnResult, error) {
 	var complete func() error
-	res, turnErr = a.settleLocked(ts, in, res, turnErr, &complete)
+	res, turnErr = d.settleLocked(a, ts, in, res, turnErr, &complete)
 	if complete != nil {
 		if err := complete(); err != nil {
 			// The turn is stored, the task's end is not: its report (or
@@ -325,26 +300,25 @@ func (a *agent) settleTask(ts *turnState, in pipeline.InputEvent, res *pipeline.
 // not reach the task's parent or requester: runTask tries again.
 var errUnsettled = errors.New("the task's end was not recorded")
 
-// settleLocked is settleTask under r.tasks.mu; a completion of the task is
+// settleLocked is settleTask under d.mu; a completion of the task is
 // left in complete, to run after the lock is released.
-func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error, complete *func() error) (*pipeline.TurnResult, error) {
-	r := a.rt
+func (d *Tasks) settleLocked(a *engine.Agent, ts *engine.Turn, in pipeline.InputEvent, res *pipeline.TurnResult, turnErr error, complete *func() error) (*pipeline.TurnResult, error) {
 	ctx := ts.StoreCtx
-	r.tasks.mu.Lock()
-	defer r.tasks.mu.Unlock()
-	children := ext(ts).task.children
-	var t *Task
-	if ext(ts).task.id != "" {
-		got, err := r.Task(ctx, ext(ts).task.id)
-		switch _, task := in.Metadata["taskId"]; {
-		case err != nil && !errors.Is(err, ErrNoTask) && (task || in.Kind == pipeline.InputResume):
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	children := turnOf(ts).children
+	var t *task.Task
+	if turnOf(ts).id != "" {
+		got, err := d.Task(ctx, turnOf(ts).id)
+		switch _, hasTask := in.Metadata["taskId"]; {
+		case err != nil && !errors.Is(err, task.ErrNotFound) && (hasTask || in.Kind == pipeline.InputResume):
 			// The task may well be there, waiting for this turn's end:
 			// settled again from the history, as when its end does not
 			// reach its parent (settleTask).
-			id := ext(ts).task.id
+			id := turnOf(ts).id
 			*complete = func() error { return fmt.Errorf("task %s: reading it: %w", id, err) }
 		case err != nil:
-			a.Logger.Warn("turn's task is gone", "instance", ts.Inst.Key(), "turn", ts.TurnID, "task", ext(ts).task.id, "err", err)
+			a.Logger.Warn("turn's task is gone", "instance", ts.Inst.Key(), "turn", ts.TurnID, "task", turnOf(ts).id, "err", err)
 		default:
 			t = &got
 		}
@@ -353,12 +327,12 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	// they run whatever became of the turn.
 	defer func() {
 		for _, c := range children {
-			r.dispatch(c)
+			d.dispatch(c)
 		}
 	}()
-	if r.env.Bus.Active() && t != nil {
+	if d.eng.Bus.Active() && t != nil {
 		for _, c := range children {
-			r.env.Bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.Name, Instance: ts.Inst.Key(), TurnID: ts.TurnID, Source: "runtime",
+			d.eng.Bus.Publish(events.Event{Topic: events.TaskDelegated, Agent: a.Name, Instance: ts.Inst.Key(), TurnID: ts.TurnID, Source: "runtime",
 				Data: events.TaskDelegatedData{TaskID: t.ID, ChildTaskID: c.ID, To: c.Agent, Team: c.Team, Message: oneLine(c.OriginalRequest, 200), Pending: t.Pending, Root: t.ParentID == ""}})
 		}
 	}
@@ -366,7 +340,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 		return res, turnErr
 	}
 	res.TaskID = t.ID
-	r.spend(ctx, t, Spend{Turns: 1, Tokens: ts.Usage.InputTokens + ts.Usage.OutputTokens})
+	d.spend(ctx, t, task.Spend{Turns: 1, Tokens: ts.Usage.InputTokens + ts.Usage.OutputTokens})
 	if turnErr != nil {
 		if len(children) > 0 || res.FinishReason == pipeline.FinishAborted || storeOutage(turnErr) {
 			// It waits for its children; or the turn was aborted (the
@@ -377,7 +351,7 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 			return res, turnErr
 		}
 		failed := turnErr
-		*complete = func() error { return r.completeTask(ctx, t, "", failed) }
+		*complete = func() error { return d.completeTask(ctx, t, "", failed) }
 		return res, turnErr
 	}
 	if in.Kind == pipeline.InputDelegationReport {
@@ -387,32 +361,32 @@ func (a *agent) settleLocked(ts *turnState, in pipeline.InputEvent, res *pipelin
 	}
 	switch {
 	case res.FinishReason == pipeline.FinishPaused:
-		t.State, t.Turn = TaskPaused, ts.TurnID
+		t.State, t.Turn = task.Paused, ts.TurnID
 	case t.Pending > 0:
-		t.State, t.Turn = TaskWaiting, ""
+		t.State, t.Turn = task.Waiting, ""
 	case t.Context.Reported < len(t.Context.Responses):
 		// Reports came in while the turn paused: hand them over now.
-		t.State, t.Turn = TaskReporting, ""
+		t.State, t.Turn = task.Reporting, ""
 	default:
 		answer := res.Response.Content
-		*complete = func() error { return r.completeTask(ctx, t, answer, nil) }
+		*complete = func() error { return d.completeTask(ctx, t, answer, nil) }
 		return res, turnErr
 	}
 	if res.FinishReason == pipeline.FinishText || res.FinishReason == pipeline.FinishMaxSteps {
 		// Its answer is the task's, still to come.
 		res.FinishReason = pipeline.FinishDelegated
 	}
-	if err := r.commitTasks(ctx, []*Task{t}); err != nil {
+	if err := d.commitTasks(ctx, []*task.Task{t}); err != nil {
 		return res, fmt.Errorf("agent %q instance %q %s: saving task %s: %w", a.Name, ts.Inst.Key(), ts.TurnID, t.ID, err)
 	}
-	if t.State == TaskReporting {
-		r.deliverReport(t.ID)
+	if t.State == task.Reporting {
+		d.deliverReport(t.ID)
 	}
 	return res, turnErr
 }
 
 // rootTask makes the task of a turn that delegated without working on a task.
-func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
+func (d *Tasks) rootTask(a *engine.Agent, ts *engine.Turn, in pipeline.InputEvent) *task.Task {
 	str := func(k, def string) string {
 		if s, _ := in.Metadata[k].(string); s != "" {
 			return s
@@ -424,31 +398,31 @@ func (a *agent) rootTask(ts *turnState, in pipeline.InputEvent) *Task {
 		requester = str("callerAgent", "agent") + "/" + str("callerInstanceKey", ts.Inst.Key())
 	}
 	requester = str("requester", requester)
-	t := &Task{ID: a.rt.newID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID), Agent: a.Name, Instance: ts.Inst.Key(), Requester: requester, Channel: str("channel", ChannelAPI),
-		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(ext(ts).task.chain), CreatedAt: a.rt.env.Now(), Trace: ts.Trace}
-	t.Context = DelegationContext{OriginalRequest: in.Text, Requester: requester}
+	t := &task.Task{ID: d.env.NewID("task_", "task/"+a.Name+"/"+ts.Inst.Key()+"/"+ts.TurnID), Agent: a.Name, Instance: ts.Inst.Key(), Requester: requester, Channel: str("channel", task.ChannelAPI),
+		ReplyTo: str("replyTo", ""), OriginalRequest: in.Text, Chain: slices.Clone(turnOf(ts).chain), CreatedAt: d.eng.Now(), Trace: ts.Trace}
+	t.Context = task.DelegationContext{OriginalRequest: in.Text, Requester: requester}
 	return t
 }
 
-func (r *Runtime) publishTask(topic string, t *Task, data any) {
-	if r.env.Bus.Active() {
-		r.env.Bus.Publish(events.Event{Topic: topic, Agent: t.Agent, Instance: t.Instance, Source: "runtime", Data: data})
+func (d *Tasks) publishTask(topic string, t *task.Task, data any) {
+	if d.eng.Bus.Active() {
+		d.eng.Bus.Publish(events.Event{Topic: topic, Agent: t.Agent, Instance: t.Instance, Source: "runtime", Data: data})
 	}
 }
 
 // dispatch starts the turn of child task c in the background.
-func (r *Runtime) dispatch(c *Task) { r.background(c.ID) }
+func (d *Tasks) dispatch(c *task.Task) { d.background(c.ID) }
 
 // deliverReport hands task id's merged report to its agent in the
 // background.
-func (r *Runtime) deliverReport(id string) { r.background(id) }
+func (d *Tasks) deliverReport(id string) { d.background(id) }
 
 // taskInput is the input of the turn task t waits for: its request when it
 // is queued, its merged report when it is reporting; ok is false when it
 // waits for no turn.
-func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
+func taskInput(t *task.Task) (in pipeline.InputEvent, ok bool) {
 	switch t.State {
-	case TaskQueued:
+	case task.Queued:
 		callerAgent, callerKey, _ := strings.Cut(t.Requester, "/")
 		in = pipeline.InputEvent{Kind: pipeline.InputAgentRequest, Text: t.OriginalRequest, Metadata: map[string]any{
 			"taskId": t.ID, "parentTaskId": t.ParentID, "taskChain": t.Chain,
@@ -458,7 +432,7 @@ func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
 			in.Metadata["team"] = t.Team
 		}
 		return in, true
-	case TaskReporting:
+	case task.Reporting:
 		fresh := t.Context.Responses[min(t.Context.Reported, len(t.Context.Responses)):]
 		in = pipeline.InputEvent{Kind: pipeline.InputDelegationReport, Text: reportText(t, fresh), Metadata: map[string]any{
 			"taskId": t.ID, "reported": len(t.Context.Responses), "taskChain": t.Chain, "callSource": sourceTool,
@@ -471,34 +445,34 @@ func taskInput(t *Task) (in pipeline.InputEvent, ok bool) {
 	return in, false
 }
 
-// errTaskMoved is Send's refusal of a task's input that the task no
+// ErrTaskMoved is Send's refusal of a task's input that the task no
 // longer waits for.
-var errTaskMoved = errors.New("the task no longer waits for this turn")
+var ErrTaskMoved = errors.New("the task no longer waits for this turn")
 
-// checkTaskInput refuses a task's input (its request, or a merged report)
+// CheckInput refuses a task's input (its request, or a merged report)
 // when the task no longer waits for that turn: it completed, or moved on,
 // while the input waited for the instance's slot (a resume turn can settle
 // a task whose turn paused just before a stop of the process). The input
 // was built from the task as it was before the wait.
-func (r *Runtime) checkTaskInput(ctx context.Context, in pipeline.InputEvent) error {
+func (d *Tasks) CheckInput(ctx context.Context, in pipeline.InputEvent) error {
 	id, _ := in.Metadata["taskId"].(string)
-	want := TaskQueued
+	want := task.Queued
 	switch {
 	case id == "":
 		return nil
 	case in.Kind == pipeline.InputDelegationReport:
-		want = TaskReporting
+		want = task.Reporting
 	case in.Kind != pipeline.InputAgentRequest:
 		return nil
 	}
-	t, err := r.Task(ctx, id)
+	t, err := d.Task(ctx, id)
 	switch {
-	case errors.Is(err, ErrNoTask):
-		return fmt.Errorf("task %s: %w: it completed", id, errTaskMoved)
+	case errors.Is(err, task.ErrNotFound):
+		return fmt.Errorf("task %s: %w: it completed", id, ErrTaskMoved)
 	case err != nil:
 		return err
 	case t.State != want:
-		return fmt.Errorf("task %s: %w: it is %s", id, errTaskMoved, t.State)
+		return fmt.Errorf("task %s: %w: it is %s", id, ErrTaskMoved, t.State)
 	}
 	return nil
 }
@@ -511,41 +485,41 @@ func (r *Runtime) checkTaskInput(ctx context.Context, in pipeline.InputEvent) er
 // turn that cannot start (its instance is paused, or the runtime closes)
 // leaves the task as it is: it starts after the instance resumes, or after
 // a restart.
-func (r *Runtime) background(id string) {
-	r.tasks.flightMu.Lock()
-	if r.tasks.inFlight[id] {
-		r.tasks.again[id] = true
-		r.tasks.flightMu.Unlock()
+func (d *Tasks) background(id string) {
+	d.flightMu.Lock()
+	if d.inFlight[id] {
+		d.again[id] = true
+		d.flightMu.Unlock()
 		return
 	}
-	r.tasks.inFlight[id] = true
-	r.tasks.flightMu.Unlock()
-	r.runTask(id)
+	d.inFlight[id] = true
+	d.flightMu.Unlock()
+	d.runTask(id)
 }
 
 // runTask runs task id's turn in a goroutine; the caller holds the task's
-// place in r.tasks.inFlight, which the goroutine gives back (land). A turn
+// place in d.inFlight, which the goroutine gives back (land). A turn
 // the store did not take (it was unavailable, or a commit's outcome is
 // unknown) runs again after a wait (engine.RetryWaits), as the task is then,
 // until the store takes it or the runtime stops; what is still undone
 // then, the next start runs.
-func (r *Runtime) runTask(id string) {
-	if !r.gate.enter() {
-		r.land(id)
+func (d *Tasks) runTask(id string) {
+	if !d.env.Gate.Enter() {
+		d.land(id)
 		return
 	}
 	go func() {
-		defer r.gate.leave()
-		defer r.land(id)
+		defer d.env.Gate.Leave()
+		defer d.land(id)
 		for _, wait := range append([]time.Duration{0}, engine.RetryWaits...) {
 			if wait > 0 {
 				select {
-				case <-r.tasks.bg.Done():
+				case <-d.bg.Done():
 					return
 				case <-time.After(wait):
 				}
 			}
-			if !retryTask(r.runTaskOnce(id)) {
+			if !retryTask(d.runTaskOnce(id)) {
 				return
 			}
 		}
@@ -566,94 +540,94 @@ func retryTask(err error) bool {
 
 // runTaskOnce runs task id's turn, as the task is stored now, and returns
 // the error of a turn to run again (retryTask), nil else.
-func (r *Runtime) runTaskOnce(id string) error {
-	t, err := r.Task(r.tasks.bg, id)
+func (d *Tasks) runTaskOnce(id string) error {
+	t, err := d.Task(d.bg, id)
 	if err != nil {
 		if storeOutage(err) {
 			return err
 		}
 		return nil
 	}
-	if t.State == TaskAnswered {
-		r.deliverAnswer(r.tasks.bg, &t)
+	if t.State == task.Answered {
+		d.deliverAnswer(d.bg, &t)
 		return nil
 	}
 	in, ok := taskInput(&t)
 	if !ok {
 		return nil
 	}
-	if err := r.overBudget(r.tasks.bg, &t); err != nil {
+	if err := d.overBudget(d.bg, &t); err != nil {
 		// The tree's budget is spent: the task ends without its turn,
 		// and its parent's report turn will not run either.
-		if err := r.completeTask(r.tasks.bg, &t, "", err); err != nil {
-			r.logger.Error("ending a task over its budget failed", "task", id, "err", err)
+		if err := d.completeTask(d.bg, &t, "", err); err != nil {
+			d.env.Logger.Error("ending a task over its budget failed", "task", id, "err", err)
 		}
 		return nil
 	}
-	if t.State == TaskQueued && t.Team != "" {
-		r.activateTeam(t.Team, t.Instance)
+	if t.State == task.Queued && t.Team != "" {
+		d.activateTeam(t.Team, t.Instance)
 	}
-	ctx := r.tasks.bg
-	if r.tel != nil {
+	ctx := d.bg
+	if d.env.Traced {
 		ctx = telemetry.WithParent(ctx, t.Trace) // the turn joins the trace of what started the task
 	}
-	_, err = r.calls.transport.Deliver(ctx, t.Agent, t.Instance, in)
+	_, err = d.env.Deliver(ctx, t.Agent, t.Instance, in)
 	switch {
-	case errors.Is(err, ErrPaused):
-		r.logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
-		r.block(t.Agent, t.Instance)
+	case errors.Is(err, d.env.Paused):
+		d.env.Logger.Info("a task waits for its paused instance", "task", id, "agent", t.Agent, "instance", t.Instance)
+		d.block(t.Agent, t.Instance)
 		// The instance may have resumed between the refusal and the
 		// block: its unblock found nothing to start then.
-		if open, err := r.ledger.List(r.tasks.bg, ledger.Filter{Agent: t.Agent, Instance: t.Instance, Open: true}); err == nil && len(open) == 0 {
-			r.unblock(t.Agent, t.Instance)
+		if waiting, err := d.env.Waiting(d.bg, t.Agent, t.Instance); err == nil && !waiting {
+			d.unblock(t.Agent, t.Instance)
 		}
-	case errors.Is(err, errTaskMoved):
-		r.logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
-	case errors.Is(err, errUnsettled) && r.tasks.bg.Err() == nil:
-		r.logger.Warn("a task's turn ended, but its end was not recorded; it is settled again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
+	case errors.Is(err, ErrTaskMoved):
+		d.env.Logger.Debug("a task's turn was not needed any more", "task", id, "err", err)
+	case errors.Is(err, errUnsettled) && d.bg.Err() == nil:
+		d.env.Logger.Warn("a task's turn ended, but its end was not recorded; it is settled again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		return err
-	case storeOutage(err) && r.tasks.bg.Err() == nil:
-		r.logger.Warn("the store did not take a task's turn; it runs again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
+	case storeOutage(err) && d.bg.Err() == nil:
+		d.env.Logger.Warn("the store did not take a task's turn; it runs again", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 		return err
-	case err != nil && r.tasks.bg.Err() == nil:
-		r.logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
+	case err != nil && d.bg.Err() == nil:
+		d.env.Logger.Warn("a task's turn failed", "task", id, "agent", t.Agent, "instance", t.Instance, "err", err)
 	}
 	return nil
 }
 
-// land gives back task id's place in r.tasks.inFlight, or runs the task again if
+// land gives back task id's place in d.inFlight, or runs the task again if
 // it was asked for meanwhile.
-func (r *Runtime) land(id string) {
-	r.tasks.flightMu.Lock()
-	if r.tasks.again[id] && r.tasks.bg.Err() == nil {
-		delete(r.tasks.again, id)
-		r.tasks.flightMu.Unlock()
-		r.runTask(id)
+func (d *Tasks) land(id string) {
+	d.flightMu.Lock()
+	if d.again[id] && d.bg.Err() == nil {
+		delete(d.again, id)
+		d.flightMu.Unlock()
+		d.runTask(id)
 		return
 	}
-	delete(r.tasks.again, id)
-	delete(r.tasks.inFlight, id)
-	if len(r.tasks.inFlight) == 0 && r.tasks.idle != nil {
-		close(r.tasks.idle)
-		r.tasks.idle = nil
+	delete(d.again, id)
+	delete(d.inFlight, id)
+	if len(d.inFlight) == 0 && d.idle != nil {
+		close(d.idle)
+		d.idle = nil
 	}
-	r.tasks.flightMu.Unlock()
+	d.flightMu.Unlock()
 }
 
-// WaitTasks waits until no turn runs in the background: each delegation
+// Wait waits until no turn runs in the background: each delegation
 // chain has completed, paused or stopped, and middleware's agent sends
 // have ended. It does not return while a chain still moves.
-func (r *Runtime) WaitTasks(ctx context.Context) error {
-	r.tasks.flightMu.Lock()
-	if len(r.tasks.inFlight) == 0 {
-		r.tasks.flightMu.Unlock()
+func (d *Tasks) Wait(ctx context.Context) error {
+	d.flightMu.Lock()
+	if len(d.inFlight) == 0 {
+		d.flightMu.Unlock()
 		return nil
 	}
-	if r.tasks.idle == nil {
-		r.tasks.idle = make(chan struct{})
+	if d.idle == nil {
+		d.idle = make(chan struct{})
 	}
-	idle := r.tasks.idle
-	r.tasks.flightMu.Unlock()
+	idle := d.idle
+	d.flightMu.Unlock()
 	select {
 	case <-idle:
 		return nil
@@ -663,60 +637,60 @@ func (r *Runtime) WaitTasks(ctx context.Context) error {
 }
 
 // block notes that a task waits for agent's instance key to resume.
-func (r *Runtime) block(agent, key string) {
-	r.tasks.flightMu.Lock()
-	r.tasks.blocked[instanceID{Agent: agent, Key: key}] = true
-	r.tasks.nBlocked.Store(int32(len(r.tasks.blocked)))
-	r.tasks.flightMu.Unlock()
+func (d *Tasks) block(agent, key string) {
+	d.flightMu.Lock()
+	d.blocked[engine.ID{Agent: agent, Key: key}] = true
+	d.nBlocked.Store(int32(len(d.blocked)))
+	d.flightMu.Unlock()
 }
 
 // unblock starts the tasks that waited for agent's instance key, if any.
 // The runtime calls it after the instance's turns; it costs a map lookup
 // when nothing waits.
-func (r *Runtime) unblock(agent, key string) {
-	if r.tasks.nBlocked.Load() == 0 {
+func (d *Tasks) unblock(agent, key string) {
+	if d.nBlocked.Load() == 0 {
 		return // every turn calls this: no shared lock when nothing waits
 	}
-	r.tasks.flightMu.Lock()
-	id := instanceID{Agent: agent, Key: key}
-	was := r.tasks.blocked[id]
-	delete(r.tasks.blocked, id)
-	r.tasks.nBlocked.Store(int32(len(r.tasks.blocked)))
-	r.tasks.flightMu.Unlock()
+	d.flightMu.Lock()
+	id := engine.ID{Agent: agent, Key: key}
+	was := d.blocked[id]
+	delete(d.blocked, id)
+	d.nBlocked.Store(int32(len(d.blocked)))
+	d.flightMu.Unlock()
 	if was {
-		r.kickTasks(context.Background(), agent, key)
+		d.Kick(context.Background(), agent, key)
 	}
 }
 
-// kickTasks starts the turns that tasks of agent's instance key wait for
+// Kick starts the turns that tasks of agent's instance key wait for
 // ("" for all): queued tasks whose turn has not finished, and merged
 // reports not yet handed over. The runtime calls it at start-up, which is
 // what makes delegations survive a restart.
-func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
-	ts, err := r.Tasks(ctx, agent, key)
+func (d *Tasks) Kick(ctx context.Context, agent, key string) {
+	ts, err := d.List(ctx, agent, key)
 	if err != nil {
-		r.logger.Error("reading open tasks failed", "err", err)
+		d.env.Logger.Error("reading open tasks failed", "err", err)
 		return
 	}
 	for _, t := range ts {
-		if !r.place.MayRun(ctx, t.Agent, t.Instance) {
+		if !d.env.Place().MayRun(ctx, t.Agent, t.Instance) {
 			continue // another process's tasks are its own to run
 		}
-		if ta, ok := r.agents.byName[t.Agent]; !ok {
-			r.logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)
+		if ta, ok := d.member(t.Agent); !ok {
+			d.env.Logger.Error("a task belongs to an agent the config does not define; it waits", "task", t.ID, "agent", t.Agent)
 			continue
-		} else if ta.loadErr != nil {
-			r.logger.Error("a task belongs to an agent that failed to load; it waits", "task", t.ID, "agent", t.Agent)
+		} else if ta.Unavailable != nil {
+			d.env.Logger.Error("a task belongs to an agent that failed to load; it waits", "task", t.ID, "agent", t.Agent)
 			continue
 		}
 		switch t.State {
-		case TaskQueued:
-			r.dispatch(&t)
-		case TaskReporting:
-			r.deliverReport(t.ID)
-		case TaskAnswered:
-			if _, ok := r.tasks.channels[t.Channel]; ok {
-				r.background(t.ID) // one delivery at a time, with the task's turns
+		case task.Queued:
+			d.dispatch(&t)
+		case task.Reporting:
+			d.deliverReport(t.ID)
+		case task.Answered:
+			if _, ok := d.channels[t.Channel]; ok {
+				d.background(t.ID) // one delivery at a time, with the task's turns
 			}
 		}
 	}
@@ -731,7 +705,7 @@ func (r *Runtime) kickTasks(ctx context.Context, agent, key string) {
 // would have settled it (completed and reported, or marked paused), so
 // that the turn does not run again and the task does not wait for a turn
 // that ran. The caller holds the instance's slot.
-func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
+func (d *Tasks) resettleTask(a *engine.Agent, ctx context.Context, inst *engine.Instance) error {
 	tr, ok := inst.LastTurn()
 	if !ok || tr.Task() == "" {
 		return nil
@@ -744,9 +718,9 @@ func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
 	if turnID == "" || !tr.Answered && !paused {
 		return nil // cut short in a step: the task's next turn continues it (interrupt.go)
 	}
-	t, err := a.rt.Task(ctx, tr.Task())
+	t, err := d.Task(ctx, tr.Task())
 	switch {
-	case errors.Is(err, ErrNoTask):
+	case errors.Is(err, task.ErrNotFound):
 		return nil
 	case err != nil:
 		return err
@@ -757,12 +731,12 @@ func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
 	var stale bool
 	switch {
 	case paused:
-		stale = t.State != TaskPaused || t.Turn != turnID
-	case t.State == TaskQueued:
+		stale = t.State != task.Paused || t.Turn != turnID
+	case t.State == task.Queued:
 		stale = !report
-	case t.State == TaskReporting, t.State == TaskWaiting:
+	case t.State == task.Reporting, t.State == task.Waiting:
 		stale = report && engine.IntMeta(tr.Origin.Metadata["reported"]) > t.Context.Reported
-	case t.State == TaskPaused:
+	case t.State == task.Paused:
 		stale = t.Turn != turnID // resumed, and the resume answered
 	}
 	if !stale {
@@ -779,29 +753,29 @@ func (a *agent) resettleTask(ctx context.Context, inst *instance) error {
 		res.FinishReason = pipeline.FinishText
 		res.Response = *inst.History().At(inst.History().Len() - 1).Msg
 	}
-	ts := &turnState{Agent: a.Agent, Inst: inst, TurnID: turnID, StoreCtx: ctx, Ext: &turnExt{}}
-	ext(ts).task.id = t.ID
-	_, err = a.settleTask(ts, in, res, nil)
+	ts := &engine.Turn{Agent: a, Inst: inst, TurnID: turnID, StoreCtx: ctx, Ext: &Turn{}}
+	turnOf(ts).id = t.ID
+	_, err = d.settleTask(a, ts, in, res, nil)
 	return err
 }
 
 // activateTeam loads the instances of every agent of team under key: the
 // whole team starts when one of its agents is delegated to.
-func (r *Runtime) activateTeam(team, key string) {
-	t, _ := r.agents.team(team)
+func (d *Tasks) activateTeam(team, key string) {
+	t, _ := d.team(team)
 	for _, name := range t.Agents {
-		_, _, done, err := r.holdInstance(r.tasks.bg, "team "+strconv.Quote(team), name, key)
-		if errors.Is(err, errMoved) {
+		done, err := d.env.Hold(d.bg, "team "+strconv.Quote(team), name, key)
+		if errors.Is(err, seam.ErrMoved) {
 			continue // started on the process that owns it
 		}
 		if err != nil {
-			r.logger.Warn("starting a team agent failed", "team", team, "agent", name, "err", err)
+			d.env.Logger.Warn("starting a team agent failed", "team", team, "agent", name, "err", err)
 			continue
 		}
 		done()
 	}
-	if r.env.Bus.Active() {
-		r.env.Bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
+	if d.eng.Bus.Active() {
+		d.eng.Bus.Publish(events.Event{Topic: events.TeamActivated, Instance: key, Source: "runtime",
 			Data: events.TeamActivatedData{Team: team, Agents: t.Agents}})
 	}
 }

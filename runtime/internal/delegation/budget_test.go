@@ -1,4 +1,4 @@
-package runtime
+package delegation
 
 import (
 	"testing"
@@ -22,8 +22,8 @@ func TestTaskBudgetMerge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := taskBudget(tt.file, tt.agent); got != tt.want {
-				t.Errorf("taskBudget = %+v, want %+v", got, tt.want)
+			if got := Budget(tt.file, tt.agent); got != tt.want {
+				t.Errorf("Budget = %+v, want %+v", got, tt.want)
 			}
 		})
 	}

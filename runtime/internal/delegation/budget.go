@@ -1,4 +1,4 @@
-package runtime
+package delegation
 
 import (
 	"context"
@@ -7,44 +7,30 @@ import (
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
+	"github.com/ganglion-dev/ganglion/runtime/task"
 )
 
 // A task tree's budget: a root task with every task delegated under it
 // spends delegations, turns and tokens against the budget of the agent that
 // started it (config.Budget). Each task records what its own turns spent
-// and, once its children report, what theirs did (Task.Spent); the runtime
+// and, once its children report, what theirs did (task.Task.Spent); Tasks
 // keeps the tree's total in memory, seeded from the stored tasks the first
 // time a tree is met in a process; in a cluster, it also adds to the
 // tree's counters that every process shares, and reads their sums before
-// it judges (cluster_budget.go). A spent budget refuses call_agent, and
+// it judges (the placement's AddSpend and ReadSpent). A spent budget refuses call_agent, and
 // ends each of the tree's tasks at its next turn, which fails the root
 // task with the budget's message.
-
-// Spend is what a task, or a tree of tasks, has used.
-type Spend struct {
-	// Delegations counts the calls that made a child task.
-	Delegations int `json:"delegations,omitempty"`
-	// Turns counts requests, merged reports and resumes.
-	Turns int `json:"turns,omitempty"`
-	// Tokens adds up input and output tokens.
-	Tokens int64 `json:"tokens,omitempty"`
-}
-
-func (s *Spend) add(o Spend) {
-	s.Delegations += o.Delegations
-	s.Turns += o.Turns
-	s.Tokens += o.Tokens
-}
 
 // defaultBudget is the budget of a task tree whose agent and config set
 // none: enough for a wide fan-out and a long chain, and it stops an agent
 // that delegates again from every report within seconds.
 var defaultBudget = config.Budget{Delegations: 100, Turns: 500, Tokens: 10_000_000}
 
-// taskBudget returns the budget of an agent's task trees: the agent's
+// Budget returns the budget of an agent's task trees: the agent's
 // task_budget, field by field over the file's, over the default.
-func taskBudget(file, agent *config.Budget) config.Budget {
+func Budget(file, agent *config.Budget) config.Budget {
 	b := defaultBudget
 	for _, over := range []*config.Budget{file, agent} {
 		if over == nil {
@@ -63,20 +49,20 @@ func taskBudget(file, agent *config.Budget) config.Budget {
 	return b
 }
 
-// errBudget is the cause of a task that ended because its tree spent its
+// ErrBudget is the cause of a task that ended because its tree spent its
 // budget.
-var errBudget = errors.New("budget spent")
+var ErrBudget = errors.New("budget spent")
 
 // tree is a task tree's budget and what it has spent so far.
 type tree struct {
 	root   string // the root task
 	agent  string // the root task's agent, whose budget applies
 	budget config.Budget
-	spent  Spend
+	spent  task.Spend
 }
 
 // rootOf returns the ID of t's root task.
-func rootOf(t *Task) string {
+func rootOf(t *task.Task) string {
 	if t.Root != "" {
 		return t.Root
 	}
@@ -85,25 +71,25 @@ func rootOf(t *Task) string {
 
 // tree returns the budget and spend of t's tree. The first call for a tree
 // in a process adds up what its stored tasks recorded (a root made in this
-// process is registered by newTree instead). The caller holds r.tasks.mu.
-func (r *Runtime) tree(ctx context.Context, t *Task) (*tree, error) {
+// process is registered by newTree instead). The caller holds d.mu.
+func (d *Tasks) tree(ctx context.Context, t *task.Task) (*tree, error) {
 	root := rootOf(t)
-	if tr, ok := r.tasks.trees[root]; ok {
+	if tr, ok := d.trees[root]; ok {
 		return tr, nil
 	}
 	tr := &tree{root: root, agent: t.Agent}
-	if r.place.SharesSpend() {
+	if d.env.Place().SharesSpend() {
 		// The shared counters hold what the tree spent (readSpent).
 		if t.ID != root {
-			if rt, err := r.Task(ctx, root); err == nil {
+			if rt, err := d.Task(ctx, root); err == nil {
 				tr.agent = rt.Agent
 			}
 		}
-		tr.budget = r.budgetOf(tr.agent)
-		r.tasks.trees[root] = tr
+		tr.budget = d.budgetOf(tr.agent)
+		d.trees[root] = tr
 		return tr, nil
 	}
-	ts, err := r.Tasks(ctx, "", "")
+	ts, err := d.List(ctx, "", "")
 	if err != nil {
 		return nil, fmt.Errorf("task %s: reading its tree's spending: %w", root, err)
 	}
@@ -112,25 +98,25 @@ func (r *Runtime) tree(ctx context.Context, t *Task) (*tree, error) {
 			tr.agent = o.Agent
 		}
 		if o.ID == root || o.Root == root {
-			tr.spent.add(o.Spent)
+			tr.spent.Add(o.Spent)
 		}
 	}
-	tr.budget = r.budgetOf(tr.agent)
-	r.tasks.trees[root] = tr
+	tr.budget = d.budgetOf(tr.agent)
+	d.trees[root] = tr
 	return tr, nil
 }
 
 // newTree registers the tree of root task t, made by this process: it has
-// spent nothing yet. The caller holds r.tasks.mu.
-func (r *Runtime) newTree(t *Task) {
-	r.tasks.trees[t.ID] = &tree{root: t.ID, agent: t.Agent, budget: r.budgetOf(t.Agent)}
+// spent nothing yet. The caller holds d.mu.
+func (d *Tasks) newTree(t *task.Task) {
+	d.trees[t.ID] = &tree{root: t.ID, agent: t.Agent, budget: d.budgetOf(t.Agent)}
 }
 
 // budgetOf returns the budget of the trees agent starts: the default for
 // an agent the config does not define any more.
-func (r *Runtime) budgetOf(agent string) config.Budget {
-	if b, ok := r.agents.budgets[agent]; ok {
-		return b
+func (d *Tasks) budgetOf(agent string) config.Budget {
+	if m, ok := d.member(agent); ok {
+		return m.Budget
 	}
 	return defaultBudget
 }
@@ -140,38 +126,38 @@ func (tr *tree) spentErr() error {
 	switch {
 	case tr.spent.Turns >= tr.budget.Turns:
 		return fmt.Errorf("%w: the tasks delegated from task %s (started by %s) ran %d turns, its task_budget.turns is %d; raise it in the config, or ask again with a narrower request",
-			errBudget, tr.root, tr.agent, tr.spent.Turns, tr.budget.Turns)
+			ErrBudget, tr.root, tr.agent, tr.spent.Turns, tr.budget.Turns)
 	case tr.spent.Tokens >= tr.budget.Tokens:
 		return fmt.Errorf("%w: the tasks delegated from task %s (started by %s) used %d model tokens, its task_budget.tokens is %d; raise it in the config, or ask again with a narrower request",
-			errBudget, tr.root, tr.agent, tr.spent.Tokens, tr.budget.Tokens)
+			ErrBudget, tr.root, tr.agent, tr.spent.Tokens, tr.budget.Tokens)
 	}
 	return nil
 }
 
 // checkDelegation refuses a delegation of the turn ts when its tree has
 // made as many as its budget allows, counting those the turn made already.
-func (r *Runtime) checkDelegation(ts *turnState) error {
-	ext(ts).task.mu.Lock()
-	made := len(ext(ts).task.delegs)
-	ext(ts).task.mu.Unlock()
-	r.tasks.mu.Lock()
-	defer r.tasks.mu.Unlock()
+func (d *Tasks) checkDelegation(ts *engine.Turn) error {
+	turnOf(ts).mu.Lock()
+	made := len(turnOf(ts).delegs)
+	turnOf(ts).mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var tr *tree
-	if ext(ts).task.id == "" {
+	if turnOf(ts).id == "" {
 		// The turn's delegations make it a root task.
-		tr = &tree{agent: ts.Agent.Name, budget: r.budgetOf(ts.Agent.Name)}
+		tr = &tree{agent: ts.Agent.Name, budget: d.budgetOf(ts.Agent.Name)}
 	} else {
-		t, err := r.Task(ts.StoreCtx, ext(ts).task.id)
+		t, err := d.Task(ts.StoreCtx, turnOf(ts).id)
 		if err != nil {
 			return fmt.Errorf("delegating: the turn's %w", err)
 		}
-		if tr, err = r.tree(ts.StoreCtx, &t); err != nil {
+		if tr, err = d.tree(ts.StoreCtx, &t); err != nil {
 			return err
 		}
-		r.readSpent(ts.StoreCtx, tr)
+		d.readSpent(ts.StoreCtx, tr)
 	}
 	if n := tr.spent.Delegations + made; n >= tr.budget.Delegations {
-		r.publishBudget(ts.Agent.Name, ts.Inst.Key(), ts.TurnID, tr, "delegations")
+		d.publishBudget(ts.Agent.Name, ts.Inst.Key(), ts.TurnID, tr, "delegations")
 		return fmt.Errorf("the delegation budget is spent: this request's tasks have delegated %d times, and task_budget.delegations of agent %s allows %d. "+
 			"Do the rest yourself, or answer with what the reports gave you", n, tr.agent, tr.budget.Delegations)
 	}
@@ -179,59 +165,59 @@ func (r *Runtime) checkDelegation(ts *turnState) error {
 }
 
 // spend adds what a task's turn used to the task and its tree. The caller
-// holds r.tasks.mu.
-func (r *Runtime) spend(ctx context.Context, t *Task, s Spend) {
-	t.Spent.add(s)
-	tr, err := r.tree(ctx, t)
+// holds d.mu.
+func (d *Tasks) spend(ctx context.Context, t *task.Task, s task.Spend) {
+	t.Spent.Add(s)
+	tr, err := d.tree(ctx, t)
 	if err != nil {
-		r.logger.Warn("a task's spending was not counted against its budget", "task", t.ID, "err", err)
+		d.env.Logger.Warn("a task's spending was not counted against its budget", "task", t.ID, "err", err)
 		return
 	}
-	r.addSpent(ctx, tr, s)
+	d.addSpent(ctx, tr, s)
 }
 
 // addSpent adds s to what tree tr spent: in a cluster, also to the
 // counters every process reads (in the background: see addSpend). The
-// caller holds r.tasks.mu.
-func (r *Runtime) addSpent(ctx context.Context, tr *tree, s Spend) {
-	tr.spent.add(s)
-	if r.place.SharesSpend() {
-		r.place.AddSpend(tr.root, seam.Spend{Delegations: s.Delegations, Turns: s.Turns, Tokens: s.Tokens})
+// caller holds d.mu.
+func (d *Tasks) addSpent(ctx context.Context, tr *tree, s task.Spend) {
+	tr.spent.Add(s)
+	if d.env.Place().SharesSpend() {
+		d.env.Place().AddSpend(tr.root, seam.Spend{Delegations: s.Delegations, Turns: s.Turns, Tokens: s.Tokens})
 	}
 }
 
 // readSpent brings what tree tr spent up to date before it is judged: in
 // a cluster, other processes spend on it too. The caller holds
-// r.tasks.mu, which readSpent lets go while it reads.
-func (r *Runtime) readSpent(ctx context.Context, tr *tree) {
-	if !r.place.SharesSpend() {
+// d.mu, which readSpent lets go while it reads.
+func (d *Tasks) readSpent(ctx context.Context, tr *tree) {
+	if !d.env.Place().SharesSpend() {
 		return
 	}
-	r.tasks.mu.Unlock()
-	got, err := r.place.ReadSpent(ctx, tr.root)
-	sums := Spend{Delegations: got.Delegations, Turns: got.Turns, Tokens: got.Tokens}
-	r.tasks.mu.Lock()
+	d.mu.Unlock()
+	got, err := d.env.Place().ReadSpent(ctx, tr.root)
+	sums := task.Spend{Delegations: got.Delegations, Turns: got.Turns, Tokens: got.Tokens}
+	d.mu.Lock()
 	if err != nil {
-		r.logger.Warn("a task tree's spending in the cluster was not read; judging it by this process's count", "task", tr.root, "err", err)
+		d.env.Logger.Warn("a task tree's spending in the cluster was not read; judging it by this process's count", "task", tr.root, "err", err)
 		return
 	}
 	// This process's additions still on their way are in its own count,
 	// not yet in the sums: the larger of the two is the closer.
-	tr.spent = Spend{Delegations: max(tr.spent.Delegations, sums.Delegations), Turns: max(tr.spent.Turns, sums.Turns), Tokens: max(tr.spent.Tokens, sums.Tokens)}
+	tr.spent = task.Spend{Delegations: max(tr.spent.Delegations, sums.Delegations), Turns: max(tr.spent.Turns, sums.Turns), Tokens: max(tr.spent.Tokens, sums.Tokens)}
 }
 
 // overBudget returns why task t may not start another turn, or nil. The
-// caller does not hold r.tasks.mu.
-func (r *Runtime) overBudget(ctx context.Context, t *Task) error {
-	r.tasks.mu.Lock()
-	defer r.tasks.mu.Unlock()
-	tr, err := r.tree(ctx, t)
+// caller does not hold d.mu.
+func (d *Tasks) overBudget(ctx context.Context, t *task.Task) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	tr, err := d.tree(ctx, t)
 	if err != nil {
 		return nil // counted from the next start on; the turn may run
 	}
-	r.readSpent(ctx, tr)
+	d.readSpent(ctx, tr)
 	if err := tr.spentErr(); err != nil {
-		r.publishBudget(t.Agent, t.Instance, "", tr, "")
+		d.publishBudget(t.Agent, t.Instance, "", tr, "")
 		return err
 	}
 	return nil
@@ -239,17 +225,17 @@ func (r *Runtime) overBudget(ctx context.Context, t *Task) error {
 
 // publishBudget says that tree tr spent a budget (what: "delegations", or
 // "" for turns or tokens, whichever ran out).
-func (r *Runtime) publishBudget(agent, key, turn string, tr *tree, what string) {
+func (d *Tasks) publishBudget(agent, key, turn string, tr *tree, what string) {
 	if what == "" {
 		what = "turns"
 		if tr.spent.Turns < tr.budget.Turns {
 			what = "tokens"
 		}
 	}
-	r.logger.Warn("a task tree spent its budget", "task", tr.root, "agent", tr.agent, "budget", what,
+	d.env.Logger.Warn("a task tree spent its budget", "task", tr.root, "agent", tr.agent, "budget", what,
 		"delegations", tr.spent.Delegations, "turns", tr.spent.Turns, "tokens", tr.spent.Tokens)
-	if r.env.Bus.Active() {
-		r.env.Bus.Publish(events.Event{Topic: events.TaskBudgetSpent, Agent: agent, Instance: key, TurnID: turn, Source: "runtime",
+	if d.eng.Bus.Active() {
+		d.eng.Bus.Publish(events.Event{Topic: events.TaskBudgetSpent, Agent: agent, Instance: key, TurnID: turn, Source: "runtime",
 			Data: events.TaskBudgetSpentData{RootTaskID: tr.root, RootAgent: tr.agent, Budget: what,
 				Delegations: tr.spent.Delegations, Turns: tr.spent.Turns, Tokens: tr.spent.Tokens}})
 	}

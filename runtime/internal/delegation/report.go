@@ -1,4 +1,4 @@
-package runtime
+package delegation
 
 import (
 	"context"
@@ -8,59 +8,61 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/runtime/internal/seam"
+	"github.com/ganglion-dev/ganglion/runtime/task"
 )
 
 // This file ends tasks: a child's report to its parent, group-committed
-// (completeTask, applyReport), and a root task's answer to its requester's
+// (completeTask, ApplyReport), and a root task's answer to its requester's
 // channel (deliverAnswer).
 
 // completeTask ends task t with its agent's answer (or the error that
 // failed it): it reports to the parent, whose merged report starts once
 // every child reported, or answers the requester's channel; and it deletes
-// t. The caller does not hold r.tasks.mu.
+// t. The caller does not hold d.mu.
 //
 // Reports to one parent are group-committed: a child's report joins a
-// queue, and whoever takes r.tasks.mu next commits every queued report with
+// queue, and whoever takes d.mu next commits every queued report with
 // one write of the parent, in the transaction that deletes their tasks.
 // Children that finish together (a parallel fan-out) so cost a few writes
 // of the parent, not one each: the parent's record grows with its
 // delegations, and rewriting it per child made a fan-out quadratic.
-func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, failed error) error {
-	now := r.env.Now()
+func (d *Tasks) completeTask(ctx context.Context, t *task.Task, answer string, failed error) error {
+	now := d.eng.Now()
 	if failed != nil {
 		answer = fmt.Sprintf("Task failed: agent %s could not finish it: %v", t.Agent, failed)
 	}
-	r.publishTask(events.TaskCompleted, t, events.TaskCompletedData{TaskID: t.ID, ParentTaskID: t.ParentID, Failed: failed != nil, Response: oneLine(answer, 200)})
+	d.publishTask(events.TaskCompleted, t, events.TaskCompletedData{TaskID: t.ID, ParentTaskID: t.ParentID, Failed: failed != nil, Response: oneLine(answer, 200)})
 	if t.ParentID == "" {
 		a := *t
-		a.State, a.Answer, a.AnsweredAt = TaskAnswered, answer, now
+		a.State, a.Answer, a.AnsweredAt = task.Answered, answer, now
 		if failed != nil {
 			a.AnswerError, a.Answer = failed.Error(), ""
 		}
-		r.tasks.mu.Lock()
-		err := r.commitTasks(ctx, []*Task{&a})
+		d.mu.Lock()
+		err := d.commitTasks(ctx, []*task.Task{&a})
 		if err == nil {
-			delete(r.tasks.trees, t.ID) // the tree has ended: nothing more to spend
+			delete(d.trees, t.ID) // the tree has ended: nothing more to spend
 		}
-		r.tasks.mu.Unlock()
-		if err == nil && r.place.SharesSpend() {
-			if ferr := r.place.ForgetSpent(ctx, t.ID); ferr != nil {
-				r.logger.Warn("the counters of an ended task tree were not deleted; they expire on their own", "task", t.ID, "err", ferr)
+		d.mu.Unlock()
+		if err == nil && d.env.Place().SharesSpend() {
+			if ferr := d.env.Place().ForgetSpent(ctx, t.ID); ferr != nil {
+				d.env.Logger.Warn("the counters of an ended task tree were not deleted; they expire on their own", "task", t.ID, "err", ferr)
 			}
 		}
 		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}
-		r.deliverAnswer(ctx, &a)
+		d.deliverAnswer(ctx, &a)
 		return nil
 	}
-	resp := DelegationResponse{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now, Spent: t.Spent}
+	resp := task.Response{ChildTaskID: t.ID, FromAgent: t.Agent, Response: answer, Failed: failed != nil, CompletedAt: now, Spent: t.Spent}
 	if utf8.RuneCountInString(answer) > reportLimit {
-		file, err := r.saveOutput(t.ID, answer)
+		file, err := d.saveOutput(t.ID, answer)
 		if err != nil {
 			return fmt.Errorf("task %s: saving its long response: %w", t.ID, err)
 		}
@@ -69,31 +71,31 @@ func (r *Runtime) completeTask(ctx context.Context, t *Task, answer string, fail
 	}
 	// The parent's task is written by the process that owns its instance,
 	// alone.
-	return r.place.Report(ctx, t.ParentID, seam.Report{Child: t.ID, Body: resp})
+	return d.env.Place().Report(ctx, t.ParentID, seam.Report{Child: t.ID, Body: resp})
 }
 
-// applyReport adds a child task's report to its parent, parentID, and
+// ApplyReport adds a child task's report to its parent, parentID, and
 // deletes the child, in one commit; the parent's merged report starts once
 // every child reported. In a cluster, the process that owns the parent's
-// instance runs it. The caller does not hold r.tasks.mu.
-func (r *Runtime) applyReport(ctx context.Context, parentID string, resp DelegationResponse) error {
+// instance runs it. The caller does not hold d.mu.
+func (d *Tasks) ApplyReport(ctx context.Context, parentID string, resp task.Response) error {
 	q := &queuedReport{resp: resp, done: make(chan error, 1)}
-	r.tasks.reportMu.Lock()
-	r.tasks.reports[parentID] = append(r.tasks.reports[parentID], q)
-	r.tasks.reportMu.Unlock()
+	d.reportMu.Lock()
+	d.reports[parentID] = append(d.reports[parentID], q)
+	d.reportMu.Unlock()
 
-	r.tasks.mu.Lock()
-	r.tasks.reportMu.Lock()
-	queued := r.tasks.reports[parentID]
-	delete(r.tasks.reports, parentID)
-	r.tasks.reportMu.Unlock()
+	d.mu.Lock()
+	d.reportMu.Lock()
+	queued := d.reports[parentID]
+	delete(d.reports, parentID)
+	d.reportMu.Unlock()
 	if len(queued) > 0 {
-		err := r.commitReports(ctx, parentID, queued)
+		err := d.commitReports(ctx, parentID, queued)
 		for _, q := range queued {
 			q.done <- err
 		}
 	}
-	r.tasks.mu.Unlock()
+	d.mu.Unlock()
 	// Committed, or not, with the others queued then: by this goroutine
 	// or another that took the queue first.
 	return <-q.done
@@ -102,78 +104,78 @@ func (r *Runtime) applyReport(ctx context.Context, parentID string, resp Delegat
 // queuedReport is a report waiting for its parent's next write, and the
 // outcome of that write.
 type queuedReport struct {
-	resp DelegationResponse
+	resp task.Response
 	done chan error // buffered
 }
 
 // commitReports adds the queued reports to their parent, parentID, and
-// deletes their children, in one commit. The caller holds r.tasks.mu.
-func (r *Runtime) commitReports(ctx context.Context, parentID string, queued []*queuedReport) error {
+// deletes their children, in one commit. The caller holds d.mu.
+func (d *Tasks) commitReports(ctx context.Context, parentID string, queued []*queuedReport) error {
 	done := make([]string, len(queued))
 	for i, q := range queued {
 		done[i] = q.resp.ChildTaskID
 	}
-	cached, ok := r.tasks.cache[parentID]
+	cached, ok := d.cache[parentID]
 	if !ok {
-		got, err := r.Task(ctx, parentID)
+		got, err := d.Task(ctx, parentID)
 		switch {
-		case errors.Is(err, ErrNoTask):
-			r.logger.Error("a child task's parent is gone; its reports are dropped", "tasks", done, "parent", parentID, "err", err)
-			return r.commitTasks(ctx, nil, done...)
+		case errors.Is(err, task.ErrNotFound):
+			d.env.Logger.Error("a child task's parent is gone; its reports are dropped", "tasks", done, "parent", parentID, "err", err)
+			return d.commitTasks(ctx, nil, done...)
 		case err != nil:
 			// The parent may well exist: the children stay stored, and
 			// report again, as when the commit below fails.
 			return fmt.Errorf("tasks %s: reporting to task %s: %w", strings.Join(done, ", "), parentID, err)
 		}
 		cached = &got
-		r.tasks.cache[parentID] = cached
+		d.cache[parentID] = cached
 	}
 	parent := *cached // the cache changes only once the store has
 	// A child reports once: a copy of a report that landed (its reporter
 	// could not know it, and the child's end was settled again from its
 	// history) changes nothing but deletes the child, which is gone
 	// already or goes now.
-	var batch []DelegationResponse
+	var batch []task.Response
 	for _, q := range queued {
 		child := q.resp.ChildTaskID
-		reported := func(d DelegationResponse) bool { return d.ChildTaskID == child }
+		reported := func(d task.Response) bool { return d.ChildTaskID == child }
 		if slices.ContainsFunc(parent.Context.Responses, reported) || slices.ContainsFunc(batch, reported) {
-			r.logger.Info("a child task's report came again; the parent has it already", "task", child, "parent", parentID)
+			d.env.Logger.Info("a child task's report came again; the parent has it already", "task", child, "parent", parentID)
 			continue
 		}
 		batch = append(batch, q.resp)
 	}
 	parent.Context.Responses = append(slices.Clip(parent.Context.Responses), batch...)
 	for _, b := range batch {
-		parent.Spent.add(b.Spent) // moved up: the tree's total does not change
+		parent.Spent.Add(b.Spent) // moved up: the tree's total does not change
 	}
 	parent.Pending = max(0, parent.Pending-len(batch))
-	ready := parent.Pending == 0 && parent.State == TaskWaiting
+	ready := parent.Pending == 0 && parent.State == task.Waiting
 	if ready {
-		parent.State = TaskReporting
+		parent.State = task.Reporting
 	}
 	if parent.Pending == 0 {
-		delete(r.tasks.cache, parent.ID) // no more reports to come
+		delete(d.cache, parent.ID) // no more reports to come
 	}
-	if err := r.commitTasks(ctx, []*Task{&parent}, done...); err != nil {
+	if err := d.commitTasks(ctx, []*task.Task{&parent}, done...); err != nil {
 		// The children stay stored; at the next start their answers are
 		// found in their histories when their instances load (resettleTask)
 		// and reported again.
 		return fmt.Errorf("tasks %s: reporting to task %s: %w", strings.Join(done, ", "), parent.ID, err)
 	}
 	if ready {
-		r.deliverReport(parent.ID)
+		d.deliverReport(parent.ID)
 	}
 	return nil
 }
 
 // saveOutput writes a long response to the outputs directory and returns
 // the file's absolute path.
-func (r *Runtime) saveOutput(taskID, text string) (string, error) {
-	if err := os.MkdirAll(r.tasks.outputs, 0o755); err != nil {
+func (d *Tasks) saveOutput(taskID, text string) (string, error) {
+	if err := os.MkdirAll(d.env.Outputs, 0o755); err != nil {
 		return "", err
 	}
-	path := filepath.Join(r.tasks.outputs, "result_"+taskID+".txt")
+	path := filepath.Join(d.env.Outputs, "result_"+taskID+".txt")
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
 		return "", err
@@ -185,54 +187,54 @@ func (r *Runtime) saveOutput(taskID, text string) (string, error) {
 // requester's channel, then deletes the task. Without a channel of that
 // name in this process, the task stays stored, answered, for a process
 // that has one: it delivers it when it recovers the tasks.
-func (r *Runtime) deliverAnswer(ctx context.Context, t *Task) {
-	if _, ok := r.tasks.channels[t.Channel]; !ok {
-		r.logger.Info("a task's answer waits for a process with its channel", "task", t.ID, "channel", t.Channel)
-		r.publishTask(events.TaskAnswered, t, events.TaskAnsweredData{TaskID: t.ID, Requester: t.Requester, Channel: t.Channel, Response: t.Answer})
+func (d *Tasks) deliverAnswer(ctx context.Context, t *task.Task) {
+	if _, ok := d.channels[t.Channel]; !ok {
+		d.env.Logger.Info("a task's answer waits for a process with its channel", "task", t.ID, "channel", t.Channel)
+		d.publishTask(events.TaskAnswered, t, events.TaskAnsweredData{TaskID: t.ID, Requester: t.Requester, Channel: t.Channel, Response: t.Answer})
 		return
 	}
-	if err := r.answer(ctx, Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
-		Request: t.OriginalRequest, Response: t.Answer, Error: t.AnswerError, CompletedAt: t.AnsweredAt}); errors.Is(err, ErrDeliverLater) {
-		r.logger.Info("a task's answer waits for its requester", "task", t.ID, "channel", t.Channel, "reply_to", t.ReplyTo)
+	if err := d.answer(ctx, task.Report{TaskID: t.ID, Agent: t.Agent, Instance: t.Instance, Requester: t.Requester, Channel: t.Channel, ReplyTo: t.ReplyTo,
+		Request: t.OriginalRequest, Response: t.Answer, Error: t.AnswerError, CompletedAt: t.AnsweredAt}); errors.Is(err, task.ErrDeliverLater) {
+		d.env.Logger.Info("a task's answer waits for its requester", "task", t.ID, "channel", t.Channel, "reply_to", t.ReplyTo)
 		return // kept, answered, for DeliverAnswers or the next start
 	}
-	r.tasks.mu.Lock()
-	err := r.commitTasks(ctx, nil, t.ID)
-	r.tasks.mu.Unlock()
+	d.mu.Lock()
+	err := d.commitTasks(ctx, nil, t.ID)
+	d.mu.Unlock()
 	if err != nil {
-		r.logger.Error("deleting an answered task failed; its answer is delivered again at the next start", "task", t.ID, "err", err)
+		d.env.Logger.Error("deleting an answered task failed; its answer is delivered again at the next start", "task", t.ID, "err", err)
 	}
 }
 
 // answer hands rep to its channel, and returns the channel's error.
-func (r *Runtime) answer(ctx context.Context, rep Report) error {
-	ch, ok := r.tasks.channels[rep.Channel]
+func (d *Tasks) answer(ctx context.Context, rep task.Report) error {
+	ch, ok := d.channels[rep.Channel]
 	var err error
 	if !ok {
 		err = fmt.Errorf("no channel %q is registered (WithChannel)", rep.Channel)
 	} else {
 		err = ch.Deliver(ctx, rep)
 	}
-	if err != nil && !errors.Is(err, ErrDeliverLater) {
-		r.logger.Warn("a task's answer could not be delivered; it is in the agent's history and the task.answered event", "task", rep.TaskID, "channel", rep.Channel, "err", err)
+	if err != nil && !errors.Is(err, task.ErrDeliverLater) {
+		d.env.Logger.Warn("a task's answer could not be delivered; it is in the agent's history and the task.answered event", "task", rep.TaskID, "channel", rep.Channel, "err", err)
 	}
-	if r.env.Bus.Active() {
+	if d.eng.Bus.Active() {
 		data := events.TaskAnsweredData{TaskID: rep.TaskID, Requester: rep.Requester, Channel: rep.Channel, Response: rep.Response, Delivered: err == nil, Error: rep.Error}
-		r.env.Bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
+		d.eng.Bus.Publish(events.Event{Topic: events.TaskAnswered, Agent: rep.Agent, Instance: rep.Instance, Source: "runtime", Data: data})
 	}
 	return err
 }
 
-// DeliverAnswers hands channel the answers it deferred ([ErrDeliverLater])
-// again, in the background ([Runtime.WaitTasks]).
-func (r *Runtime) DeliverAnswers(ctx context.Context, channel string) error {
-	ts, err := r.Tasks(ctx, "", "")
+// DeliverAnswers hands channel the answers it deferred ([task.ErrDeliverLater])
+// again, in the background ([Tasks.Wait]).
+func (d *Tasks) DeliverAnswers(ctx context.Context, channel string) error {
+	ts, err := d.List(ctx, "", "")
 	if err != nil {
 		return err
 	}
 	for _, t := range ts {
-		if t.State == TaskAnswered && t.Channel == channel {
-			r.background(t.ID)
+		if t.State == task.Answered && t.Channel == channel {
+			d.background(t.ID)
 		}
 	}
 	return nil
@@ -240,7 +242,7 @@ func (r *Runtime) DeliverAnswers(ctx context.Context, channel string) error {
 
 // reportText is the input of a merged report turn: a reminder of
 // the delegation context, then the reports that arrived.
-func reportText(t *Task, fresh []DelegationResponse) string {
+func reportText(t *task.Task, fresh []task.Response) string {
 	c := &t.Context
 	var b strings.Builder
 	b.WriteString("[System notice: delegation context restored]\n")
@@ -254,10 +256,10 @@ func reportText(t *Task, fresh []DelegationResponse) string {
 	b.WriteString("Every task you delegated has now reported back. Answer from these reports; do not claim any result they do not contain.\n\n---\n")
 	// In delegation order, however the children finished.
 	order := func(id string) int {
-		return slices.IndexFunc(c.Delegations, func(d Delegation) bool { return d.ChildTaskID == id })
+		return slices.IndexFunc(c.Delegations, func(d task.Delegation) bool { return d.ChildTaskID == id })
 	}
 	sorted := slices.Clone(fresh)
-	slices.SortStableFunc(sorted, func(x, y DelegationResponse) int { return order(x.ChildTaskID) - order(y.ChildTaskID) })
+	slices.SortStableFunc(sorted, func(x, y task.Response) int { return order(x.ChildTaskID) - order(y.ChildTaskID) })
 	if len(sorted) > 1 {
 		fmt.Fprintf(&b, "[Merged report of %d parallel delegations]\n", len(sorted))
 	} else {
@@ -271,4 +273,24 @@ func reportText(t *Task, fresh []DelegationResponse) string {
 		fmt.Fprintf(&b, "\n## %s, task %s%s\n%s\n", resp.FromAgent, resp.ChildTaskID, status, resp.Response)
 	}
 	return b.String()
+}
+
+// apiChannel is ChannelAPI: it hands a report to the Ask that waits for it.
+type apiChannel struct {
+	waiters sync.Map // reply-to → chan task.Report
+	// remote hands an answer to the process whose Ask waits for it, when
+	// none of this process's does (seam.Placement.Answer).
+	remote func(context.Context, seam.Answer) error
+}
+
+func (c *apiChannel) Deliver(ctx context.Context, r task.Report) error {
+	if r.ReplyTo == "" {
+		return nil // a Send, not an Ask: nobody waits; the task.answered event carries it
+	}
+	v, ok := c.waiters.LoadAndDelete(r.ReplyTo)
+	if !ok {
+		return c.remote(ctx, seam.Answer{ReplyTo: r.ReplyTo, Task: r.TaskID, Agent: r.Agent, Instance: r.Instance, Body: r})
+	}
+	v.(chan task.Report) <- r // buffered: never blocks
+	return nil
 }

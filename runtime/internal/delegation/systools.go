@@ -1,13 +1,15 @@
-package runtime
+package delegation
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/ganglion-dev/ganglion/internal/plainjson"
 	"github.com/ganglion-dev/ganglion/internal/turnhost"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime/config"
+	"github.com/ganglion-dev/ganglion/runtime/internal/engine"
 )
 
 // The names of the system tools, the runtime's own, which an agent may list
@@ -17,12 +19,12 @@ import (
 const (
 	toolListAgents    = "list_agents"
 	toolGetMyTools    = "get_my_tools"
-	toolCallAgent     = "call_agent"
-	toolCallTeamAgent = config.ToolCallTeamAgent
+	ToolCallAgent     = "call_agent"
+	ToolCallTeamAgent = config.ToolCallTeamAgent
 )
 
-// systemToolNames are the system tools' names.
-var systemToolNames = []string{toolGetMyTools, toolListAgents, toolCallAgent, toolCallTeamAgent}
+// ToolNames are the system tools' names.
+var ToolNames = []string{toolGetMyTools, toolListAgents, ToolCallAgent, ToolCallTeamAgent}
 
 type agentInfo struct {
 	Name        string `json:"name"`
@@ -51,20 +53,20 @@ type toolInfo struct {
 
 var noArgs = []byte(`{"type":"object","properties":{},"additionalProperties":false}`)
 
-// systemTools returns the system tools of r.
-func (r *Runtime) systemTools() []pipeline.Tool {
+// systemTools returns the system tools of d.
+func (d *Tasks) systemTools() []pipeline.Tool {
 	return []pipeline.Tool{
 		{ToolSpec: pipeline.ToolSpec{Name: toolListAgents, Category: pipeline.CategoryRead, Parameters: noArgs,
 			Description: "List the agents you may delegate to (call_agent), with what each is for, and the teams you may delegate into (call_team_agent) if any."},
 			Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-				a, err := r.agent(c.Agent())
-				if err != nil {
-					return nil, err
+				a, ok := d.member(c.Agent())
+				if !ok {
+					return nil, fmt.Errorf("no agent %q", c.Agent())
 				}
-				out := agentList{Agents: r.agentInfos(a.peers)}
-				if a.canCallTeams {
-					for _, t := range r.agents.teams {
-						out.Teams = append(out.Teams, teamInfo{Team: t.Name, Description: t.Description, Agents: r.agentInfos(t.Agents)})
+				out := agentList{Agents: d.agentInfos(a.Peers)}
+				if a.CallsTeams {
+					for _, t := range d.teams {
+						out.Teams = append(out.Teams, teamInfo{Team: t.Name, Description: t.Description, Agents: d.agentInfos(t.Agents)})
 					}
 				}
 				return jsonResult(out)
@@ -72,7 +74,7 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 		{ToolSpec: pipeline.ToolSpec{Name: toolGetMyTools, Category: pipeline.CategoryRead, Parameters: noArgs,
 			Description: "List the tools you have in this step, to tell whether you can do a task yourself."},
 			Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
-				ts, ok := turnhost.Get(c).(*turnState)
+				ts, ok := turnhost.Get(c).(*engine.Turn)
 				if !ok {
 					return nil, errors.New("get_my_tools runs only in a turn")
 				}
@@ -85,11 +87,11 @@ func (r *Runtime) systemTools() []pipeline.Tool {
 	}
 }
 
-func (r *Runtime) agentInfos(names []string) []agentInfo {
+func (d *Tasks) agentInfos(names []string) []agentInfo {
 	out := make([]agentInfo, 0, len(names))
 	for _, n := range names {
-		a := r.agents.byName[n]
-		out = append(out, agentInfo{Name: n, Description: a.description, Unavailable: a.loadErr != nil})
+		a, _ := d.member(n)
+		out = append(out, agentInfo{Name: n, Description: a.Description, Unavailable: a.Unavailable != nil})
 	}
 	return out
 }
