@@ -129,7 +129,7 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 	}
 	a.Tools = a.delegationScope(tools)
-	for _, src := range a.rt.sources {
+	for _, src := range a.rt.kit.sources {
 		if st := src.ForAgent(ac); st != nil {
 			a.sourced = append(a.sourced, st)
 		}
@@ -160,8 +160,8 @@ func (r *Runtime) buildAgent(ctx context.Context, o *options, ac config.Agent, r
 		ToolCall: a.ToolHandler,
 		OnSkip:   a.layerSkipped,
 	}
-	if r.tel != nil {
-		h.ObserveStart, h.ObserveEnd = r.tel.Layers(a.Name)
+	if r.obs.tel != nil {
+		h.ObserveStart, h.ObserveEnd = r.obs.tel.Layers(a.Name)
 	}
 	a.Pipe, err = b.Build(h)
 	if err != nil {
@@ -237,10 +237,10 @@ func (a *agent) openProvider(o *options, ac config.Agent) error {
 // taped opens a model provider, through the tape if there is one: what
 // it records is what the runtime got after retries.
 func (r *Runtime) taped(label string, open func() (model.Provider, error)) (model.Provider, error) {
-	if r.tape == nil {
+	if r.obs.tape == nil {
 		return open()
 	}
-	return r.tape.Provider(label, open)
+	return r.obs.tape.Provider(label, open)
 }
 
 // openExtensionModel opens the model described under key of extension

@@ -282,7 +282,7 @@ func runReduceSeed(t *testing.T, seed uint64, interleave bool) error {
 				break
 			}
 		}
-		if _, err := r.rt.ledger.Create(ctx, it); err != nil {
+		if _, err := r.rt.pauses.Ledger().Create(ctx, it); err != nil {
 			t.Fatal(err)
 		}
 		open[m.ID] = true

@@ -110,7 +110,7 @@ func (l local) TaskInstance(ctx context.Context, id string) (string, string, err
 }
 
 func (l local) Item(ctx context.Context, id string) (ledger.Item, error) {
-	return l.r.ledger.Get(ctx, id)
+	return l.r.pauses.Ledger().Get(ctx, id)
 }
 
 func (l local) Cached(agent, key string) (seam.Held, func()) {
@@ -141,17 +141,17 @@ func (l local) ForgetTasks(agent, key string) {
 // to), and a task turn that ran already is refused there.
 func (l local) Recover() {
 	r := l.r
-	if !r.gate.enter() {
+	if !r.life.gate.enter() {
 		return
 	}
-	defer r.gate.leave()
+	defer r.life.gate.leave()
 	if err := r.recover(r.tasks.Bg(), true); err != nil && r.tasks.Bg().Err() == nil {
 		r.logger.Warn("cluster: recovering what a stopped process left failed in part", "err", err)
 	}
 }
 
-func (l local) Enter() bool { return l.r.forwards.enter() }
-func (l local) Leave()      { l.r.forwards.leave() }
+func (l local) Enter() bool { return l.r.life.forwards.enter() }
+func (l local) Leave()      { l.r.life.forwards.leave() }
 
 func (l local) Seal(plain []byte, aad string) ([]byte, error) { return l.r.keyring.Seal(plain, aad) }
 func (l local) Open(sealed []byte, aad string) ([]byte, error) {

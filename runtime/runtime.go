@@ -12,8 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
@@ -55,16 +53,11 @@ var (
 type Runtime struct {
 	ownsStore bool // Close closes it
 	logger    *slog.Logger
-	workspace *tool.Workspace   // nil when no agent uses the workspace tools
-	wasm      wasmHost          // loads the WASM extensions
-	agents    roster            // the agents and teams; fixed once New returns
-	ledger    *ledger.Ledger    // the pending items of paused turns
-	keyring   *secret.Keyring   // seals provided secrets
-	tape      tape.Tape         // records or replays the session, if set
-	untape    func()            // ends the tape's subscription to the bus
-	tel       *telemetry.T      // spans and metrics; nil when both are off
-	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
-	place     seam.Placement    // where instances live: here, or a cluster's process
+	agents    roster          // the agents and teams; fixed once New returns
+	keyring   *secret.Keyring // seals provided secrets
+	kit       toolkit         // where the agents' tools and extensions come from
+	obs       observers       // the tape and telemetry, if on
+	place     seam.Placement  // where instances live: here, or a cluster's process
 
 	// env is what the turn engine is given: the store, the bus, the
 	// clock, the context a stop ends, the hooks and the seams.
@@ -72,14 +65,24 @@ type Runtime struct {
 	cache  *engine.Cache[instanceID, *instance] // the instances in memory
 	tasks  *delegation.Tasks                    // delegation tasks and agent calls (task.go)
 	pauses *pause.Pauses                        // the pending items of paused turns (pending.go)
-	gate   gate                                 // running turns; Close waits for them
-	// forwards are the turns and actions this process sent to another
-	// in a cluster and waits for (runtime/cluster): a stop waits for their
-	// answers as it waits for its own turns, before its connection closes.
-	forwards gate
-	// cut ends env.Halt when a stop cuts the turns still running, with
-	// errCut: every turn runs under it (see bound).
-	cut context.CancelCauseFunc
+	life   life                                 // the turns running, until a stop (stop.go)
+}
+
+// toolkit is where the agents' tools and extensions come from, besides
+// the built-ins and the options: the workspace, the WASM host, the tool
+// sources.
+type toolkit struct {
+	workspace *tool.Workspace   // nil when no agent uses the workspace tools
+	wasm      wasmHost          // loads the WASM extensions
+	sources   []seam.ToolSource // offer tools besides the agents' own: MCP servers
+}
+
+// observers are what watch the runtime besides the bus's subscribers:
+// they record nothing when off.
+type observers struct {
+	tape   tape.Tape    // records or replays the session, if set
+	untape func()       // ends the tape's subscription to the bus
+	tel    *telemetry.T // spans and metrics; nil when both are off
 }
 
 // New builds a runtime from a config ([WithConfig], [WithConfigFile]),
@@ -140,23 +143,23 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 
-	r := &Runtime{env: engine.Env{Bus: o.bus, Now: o.now}, logger: o.logger, tape: o.tape, agents: newRoster(cfg)}
+	r := &Runtime{env: engine.Env{Bus: o.bus, Now: o.now}, logger: o.logger, obs: observers{tape: o.tape}, agents: newRoster(cfg)}
 	r.cache = engine.NewCache(o.maxInstances, r.evicted)
 	r.place = here{r} // a cluster replaces it (openCluster)
-	if r.tape != nil {
-		r.untape = r.env.Bus.Subscribe("*", func(ev events.Event) {
+	if r.obs.tape != nil {
+		r.obs.untape = r.env.Bus.Subscribe("*", func(ev events.Event) {
 			if ev.Process == "" { // another process's events are its session's
-				r.tape.Event(ev)
+				r.obs.tape.Event(ev)
 			}
 		})
 	}
 	topts := telemetryOptions(o, cfg)
 	topts.Bus, topts.Logger = r.env.Bus, r.logger
 	var err error
-	if r.tel, err = telemetry.Open(ctx, topts); err != nil {
+	if r.obs.tel, err = telemetry.Open(ctx, topts); err != nil {
 		return nil, err
 	}
-	r.env.Halt, r.cut = context.WithCancelCause(context.Background())
+	r.env.Halt, r.life.cut = context.WithCancelCause(context.Background())
 	if r.tasks, err = r.newTasks(o, cfg, dataDirOf(o, cfg)); err != nil {
 		return nil, err
 	}
@@ -175,17 +178,16 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if err := r.openStore(o, cfg, dataDir); err != nil {
 		return nil, err
 	}
-	r.wasm.cacheDir = o.wasmCache
-	if r.wasm.cacheDir == "" && dataDir != "" {
-		r.wasm.cacheDir = filepath.Join(dataDir, "wasm-cache")
+	r.kit.wasm.cacheDir = o.wasmCache
+	if r.kit.wasm.cacheDir == "" && dataDir != "" {
+		r.kit.wasm.cacheDir = filepath.Join(dataDir, "wasm-cache")
 	}
 	if err := r.openKeyring(o, dataDir); err != nil {
 		return nil, err
 	}
-	r.ledger = ledger.New(r.env.Store, ledger.WithEvents(r.env.Bus), ledger.WithClock(r.env.Now))
 	r.pauses = r.newPauses()
-	if r.tel != nil {
-		if err := r.tel.ObservePending(r.openPending); err != nil {
+	if r.obs.tel != nil {
+		if err := r.obs.tel.ObservePending(r.openPending); err != nil {
 			return nil, fmt.Errorf("runtime: telemetry: %w", err)
 		}
 	}
@@ -194,14 +196,14 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, err
 	}
 	if len(cfg.MCPServers) > 0 {
-		src, err := seam.MCP(ctx, seam.Env{Config: cfg, Logger: r.logger, Tape: r.tape})
+		src, err := seam.MCP(ctx, seam.Env{Config: cfg, Logger: r.logger, Tape: r.obs.tape})
 		if err != nil {
 			return nil, fmt.Errorf("runtime: MCP servers: %w", err)
 		}
-		r.sources = append(r.sources, src)
+		r.kit.sources = append(r.kit.sources, src)
 	}
 	r.env.Hooks, r.env.Place, r.env.Cut, r.env.Bound, r.env.Secrets = []engine.Hook{r.pauses, r.tasks}, enginePlace{r.place}, errCut, r.bound, r.secrets
-	r.env.Tracer, r.env.ToolRunner = r.tel.Tracer(), r.tape
+	r.env.Tracer, r.env.ToolRunner = r.obs.tel.Tracer(), r.obs.tape
 	providers := map[string]model.Provider{}
 	for _, ac := range cfg.Agents {
 		a, err := r.buildAgent(ctx, o, ac, toolReg, providers)
@@ -231,7 +233,7 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 // gives one.
 func (r *Runtime) openCluster(ctx context.Context, o *options, cfg *config.File) error {
 	p, st, err := seam.Cluster(ctx, seam.ClusterEnv{
-		Env:     seam.Env{Config: cfg, Logger: r.logger, Tape: r.tape},
+		Env:     seam.Env{Config: cfg, Logger: r.logger, Tape: r.obs.tape},
 		Cluster: cfg.Cluster, Local: local{r}, Bus: r.env.Bus,
 		Halt: r.env.Halt, Tasks: r.tasks.Bg(), CutGrace: cutGrace, CallTimeout: callTimeout(cfg),
 		Store: o.store, Memory: o.memory,
@@ -270,10 +272,10 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 // turns continue in the background ([Runtime.WaitTasks]). It runs nothing
 // twice, and returns what failed.
 func (r *Runtime) Recover(ctx context.Context) error {
-	if !r.gate.enter() {
+	if !r.life.gate.enter() {
 		return ErrClosed
 	}
-	defer r.gate.leave()
+	defer r.life.gate.leave()
 	var errs []error
 	for _, name := range r.agents.names {
 		keys, err := r.env.Store.Instances(ctx, name)
@@ -361,7 +363,7 @@ func (r *Runtime) openTools(o *options, cfg *config.File, dataDir string) (*tool
 		if err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
-		r.workspace = ws
+		r.kit.workspace = ws
 		for _, t := range ws.Tools() {
 			if err := reg.Add(t); err != nil {
 				return nil, err
@@ -410,10 +412,10 @@ func (r *Runtime) Events() *events.Bus { return r.env.Bus }
 
 // Workspace returns the directory the built-in tools are confined to, or "".
 func (r *Runtime) Workspace() string {
-	if r.workspace == nil {
+	if r.kit.workspace == nil {
 		return ""
 	}
-	return r.workspace.Dir()
+	return r.kit.workspace.Dir()
 }
 
 // UserMessage returns the input event of a user's message.
@@ -458,7 +460,7 @@ func (r *Runtime) unhold(in *instance) { r.cache.Unhold(in) }
 // evicted tells the features that keep something per instance that in
 // left memory; the cache's lock is held.
 func (r *Runtime) evicted(in *instance) {
-	for _, src := range r.sources {
+	for _, src := range r.kit.sources {
 		src.Evicted(in)
 	}
 	r.place.Evicted(in)
@@ -480,9 +482,9 @@ func (r *Runtime) Send(ctx context.Context, agentName, instanceKey string, in pi
 	if err := checkInput(agentName, instanceKey, in.Metadata); err != nil {
 		return nil, err
 	}
-	if r.tape != nil {
+	if r.obs.tape != nil {
 		cp := in // a copy of its own: &in would move in to the heap on every Send
-		r.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &cp})
+		r.obs.tape.Input(tape.Input{Op: "send", Agent: agentName, Instance: instanceKey, Input: &cp})
 	}
 	return r.sendAsked(ctx, agentName, instanceKey, in)
 }
@@ -520,10 +522,10 @@ func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pi
 
 // sendHere runs the turn in this process.
 func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	if !r.gate.enter() {
+	if !r.life.gate.enter() {
 		return nil, ErrClosed
 	}
-	defer r.gate.leave()
+	defer r.life.gate.leave()
 	a, err := r.runnable(agentName)
 	if err != nil {
 		return nil, err
@@ -613,148 +615,9 @@ func (r *Runtime) ExtensionState(ctx context.Context, agentName, instanceKey, ex
 	return r.env.Store.GetState(ctx, agentName, instanceKey, extension)
 }
 
-// Close is [Runtime.Shutdown] with a context that never ends: it waits for
-// running turns, then releases everything, the store too unless it came
-// from [WithStore]. Calling it again returns nil; calls that run turns
-// return [ErrClosed].
-func (r *Runtime) Close() error {
-	return r.Shutdown(context.Background())
-}
-
-// Shutdown refuses new turns ([ErrClosed]), cuts background task turns
-// (they run again later), lets running turns finish until ctx ends, and
-// releases everything. If ctx ends first, it cuts the turns still running
-// (their callers get [ErrClosed]; nothing is lost) and returns an error
-// wrapping ctx's. Calling it again returns nil.
-func (r *Runtime) Shutdown(ctx context.Context) error {
-	// Task turns running in the background are aborted: their tasks stay
-	// stored and run again at the next start.
-	if r.tasks != nil {
-		r.tasks.Stop()
-	}
-	r.place.Refuse() // before the gate closes: sent back, not refused
-	drained, ok := r.gate.shut()
-	if !ok {
-		return nil
-	}
-	if fwd, ok := r.forwards.shut(); ok {
-		drained = both(drained, fwd)
-	}
-	var errs []error
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("runtime: stop: turns still ran when its time was up, and were cut: %w", ctx.Err()))
-		r.cut(errCut)
-		select {
-		case <-drained:
-		case <-time.After(cutGrace):
-			r.logger.Warn("runtime: stop: turns cut by the stop did not end in time; releasing anyway", "grace", cutGrace)
-		}
-	}
-	if r.pauses != nil {
-		r.pauses.Stop()
-	}
-	return errors.Join(append(errs, r.release())...)
-}
-
-// both returns a channel closed once a and b are.
-func both(a, b <-chan struct{}) <-chan struct{} {
-	c := make(chan struct{})
-	go func() {
-		<-a
-		<-b
-		close(c)
-	}()
-	return c
-}
-
-// errCut is the error of a turn that a stop cut ([Runtime.Shutdown]'s
-// context ended before the turn did).
-var errCut = fmt.Errorf("%w: the runtime stopped before the turn ended", ErrClosed)
-
-// cutGrace is how long Shutdown waits for the turns it cut to end before
-// it releases what they use anyway.
-const cutGrace = 2 * time.Second
-
-// bound returns ctx, cut when the runtime's stop cuts its turns
-// ([Runtime.Shutdown]), with context.Cause errCut then; stop frees it. A
-// turn of context.Background (most turns the runtime starts itself) runs
-// under r.env.Halt itself, which costs it nothing.
-func (r *Runtime) bound(ctx context.Context) (_ context.Context, stop func()) {
-	if ctx == context.Background() {
-		return r.env.Halt, func() {}
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	unwatch := context.AfterFunc(r.env.Halt, func() { cancel(errCut) })
-	return ctx, func() { unwatch(); cancel(nil) }
-}
-
-// gate admits turns until it is closed, and lets its closer wait for the
-// turns already admitted. Unlike a RWMutex, a turn that starts another turn
-// (an agent calling an agent) while Close waits is refused, not deadlocked.
-//
-// Every turn enters and leaves it, so both are one atomic add: a mutex
-// here cost two lock pairs a turn, and every turn of the process queued
-// on it.
-type gate struct {
-	// state counts the admitted turns, plus gateClosed once closed.
-	state   atomic.Int64
-	closeMu sync.Mutex // serialises shut
-	// drained is made by shut before it sets the closed bit, and closed
-	// (once) when no admitted turn is left.
-	drained chan struct{}
-	drain   sync.Once
-}
-
-// gateClosed is gate.state's closed bit, far above any count of turns.
-const gateClosed = 1 << 62
-
-func (g *gate) enter() bool {
-	if g.state.Add(1)&gateClosed != 0 {
-		g.leave() // refused: it never ran, but it may be the last to leave
-		return false
-	}
-	return true
-}
-
-func (g *gate) leave() {
-	if g.state.Add(-1) == gateClosed {
-		g.drain.Do(func() { close(g.drained) })
-	}
-}
-
-// shut closes the gate and returns a channel closed once the running
-// turns have left; it reports false if the gate was already closed.
-func (g *gate) shut() (drained <-chan struct{}, ok bool) {
-	g.closeMu.Lock()
-	defer g.closeMu.Unlock()
-	if g.state.Load()&gateClosed != 0 {
-		return nil, false
-	}
-	g.drained = make(chan struct{})
-	if g.state.Add(gateClosed) == gateClosed {
-		g.drain.Do(func() { close(g.drained) })
-	}
-	return g.drained, true
-}
-
-// close closes the gate and waits for the running turns; it reports false
-// if the gate was already closed.
-func (g *gate) close() bool {
-	drained, ok := g.shut()
-	if ok {
-		<-drained
-	}
-	return ok
-}
-
-// closing reports whether the gate was closed: the runtime stops.
-func (g *gate) closing() bool { return g.state.Load()&gateClosed != 0 }
-
 func (r *Runtime) release() error {
-	if r.untape != nil {
-		r.untape()
+	if r.obs.untape != nil {
+		r.obs.untape()
 	}
 	var errs []error
 	closed, err := r.place.Shutdown()
@@ -766,16 +629,16 @@ func (r *Runtime) release() error {
 			errs = append(errs, a.close())
 		}
 	}
-	if r.wasm.engine != nil {
-		errs = append(errs, r.wasm.engine.Close())
+	if r.kit.wasm.engine != nil {
+		errs = append(errs, r.kit.wasm.engine.Close())
 	}
-	for _, src := range r.sources {
+	for _, src := range r.kit.sources {
 		errs = append(errs, src.Close())
 	}
-	if r.workspace != nil {
-		errs = append(errs, r.workspace.Close())
+	if r.kit.workspace != nil {
+		errs = append(errs, r.kit.workspace.Close())
 	}
-	r.tel.Close() // its last collection reads the ledger: before the store closes
+	r.obs.tel.Close() // its last collection reads the ledger: before the store closes
 	if r.ownsStore && r.env.Store != nil {
 		errs = append(errs, r.env.Store.Close())
 	}
@@ -789,7 +652,7 @@ func telemetryOptions(o *options, cfg *config.File) telemetry.Options {
 
 // openPending counts the open pending items by agent, for the metrics.
 func (r *Runtime) openPending(ctx context.Context) (map[string]int64, error) {
-	items, err := r.ledger.List(ctx, ledger.Filter{Open: true})
+	items, err := r.pauses.Ledger().List(ctx, ledger.Filter{Open: true})
 	if err != nil {
 		return nil, err
 	}

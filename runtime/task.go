@@ -112,8 +112,8 @@ func (r *Runtime) Ask(ctx context.Context, agentName, instanceKey, text string) 
 	if err := checkInput(agentName, instanceKey, nil); err != nil {
 		return nil, err
 	}
-	if r.tape != nil {
-		r.tape.Input(tape.Input{Op: "ask", Agent: agentName, Instance: instanceKey, Text: text})
+	if r.obs.tape != nil {
+		r.obs.tape.Input(tape.Input{Op: "ask", Agent: agentName, Instance: instanceKey, Text: text})
 	}
 	return r.tasks.Ask(ctx, agentName, instanceKey, UserMessage(text), func(ctx context.Context, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
 		return r.sendAsked(ctx, agentName, instanceKey, in)
@@ -144,10 +144,10 @@ func (r *Runtime) DeliverAnswers(ctx context.Context, channel string) error {
 // newID returns a new ID for what key names (see tape.Tape.ID): prefix
 // and 12 random hex digits, or, replaying, the recorded ID.
 func (r *Runtime) newID(prefix, key string) string {
-	if r.tape == nil {
+	if r.obs.tape == nil {
 		return newID(prefix)
 	}
-	return r.tape.ID(key, func() string { return newID(prefix) })
+	return r.obs.tape.ID(key, func() string { return newID(prefix) })
 }
 
 // newID returns prefix and 12 random hex digits.
@@ -192,14 +192,14 @@ func (r *Runtime) newTasks(o *options, cfg *config.File, dataDir string) (*deleg
 	}
 	return delegation.New(delegation.Env{
 		Engine: &r.env, Logger: r.logger, Place: func() seam.Placement { return r.place },
-		Members: r.member, NewID: r.newID, Traced: r.tel != nil, Gate: pauseGate{&r.gate},
+		Members: r.member, NewID: r.newID, Traced: r.obs.tel != nil, Gate: pauseGate{&r.life.gate},
 		Closed: ErrClosed, Paused: ErrPaused, Deliver: deliver,
 		Hold: func(ctx context.Context, what, agent, key string) (func(), error) {
 			_, _, done, err := r.holdInstance(ctx, what, agent, key)
 			return done, err
 		},
 		Waiting: func(ctx context.Context, agent, key string) (bool, error) {
-			open, err := r.ledger.List(ctx, ledger.Filter{Agent: agent, Instance: key, Open: true})
+			open, err := r.pauses.Ledger().List(ctx, ledger.Filter{Agent: agent, Instance: key, Open: true})
 			return len(open) > 0, err
 		},
 		Runnable: func(agent string) error { _, err := r.runnable(agent); return err },

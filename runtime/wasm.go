@@ -22,12 +22,12 @@ type wasmHost struct {
 
 // loadWasm loads a WebAssembly extension, starting the engine on first use.
 func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Extension, error) {
-	if r.wasm.engine == nil {
-		e, err := wasm.NewEngine(r.wasm.cacheDir, r.logger)
+	if r.kit.wasm.engine == nil {
+		e, err := wasm.NewEngine(r.kit.wasm.cacheDir, r.logger)
 		if err != nil {
 			return nil, err
 		}
-		r.wasm.engine = e
+		r.kit.wasm.engine = e
 	}
 	var l wasm.Limits
 	if ec.Limits != nil {
@@ -45,7 +45,7 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Exte
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	x, err := r.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
+	x, err := r.kit.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Clock: ec.Clock, Config: cfg})
 	var ie *wasm.InitError
 	if errors.As(err, &ie) {
 		if path, msg, ok := guestConfigError(ie.Err.Error()); ok {

@@ -88,6 +88,9 @@ func New(env Env) *Pauses {
 	return &Pauses{env: env, kinds: map[string]map[kindKey]extensions.PendingKind{}}
 }
 
+// Ledger returns the ledger of the pending items.
+func (p *Pauses) Ledger() *ledger.Ledger { return p.env.Ledger }
+
 // Host returns agent a's side of extensions.PendingHost.
 func (p *Pauses) Host(a *engine.Agent) extensions.PendingHost {
 	if p.kinds[a.Name] == nil {
