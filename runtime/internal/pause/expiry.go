@@ -19,11 +19,24 @@ type expiry struct {
 // expiryLoop expires pending items when their deadlines pass, until Close.
 func (p *Pauses) expiryLoop() {
 	defer close(p.expiry.done)
+	// again is the wait before firing on a deadline still passed after the
+	// loop fired: its item failed to expire (its agent is no longer in the
+	// config, another process owns its instance) or the gate refused (the
+	// runtime stops). Fired at once, the loop would spin, logging each
+	// failure. It doubles up to a minute, until no passed deadline is left
+	// or a deadline is added.
+	var again time.Duration
 	for {
 		var fire <-chan time.Time
 		var timer *time.Timer
 		if next, ok := p.NextDeadline(); ok {
-			timer = time.NewTimer(max(next.Sub(p.env.Now()), 0))
+			wait := next.Sub(p.env.Now())
+			if wait > 0 {
+				again = 0
+			} else {
+				wait = again
+			}
+			timer = time.NewTimer(wait)
 			fire = timer.C
 		}
 		select {
@@ -36,12 +49,14 @@ func (p *Pauses) expiryLoop() {
 			if timer != nil {
 				timer.Stop()
 			}
+			again = 0
 		case <-fire:
 			if p.env.Gate.Enter() {
 				_, err := p.Expire(context.Background())
 				p.env.Gate.Leave()
 				p.logExpiry(err)
 			}
+			again = min(max(2*again, time.Second), time.Minute)
 		}
 	}
 }

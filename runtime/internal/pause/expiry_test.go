@@ -484,3 +484,50 @@ func TestExpiryLoopGateClosed(t *testing.T) {
 		t.Errorf("holds with the gate closed: %+v", holds)
 	}
 }
+
+// TestExpiryLoopWaitsOnWhatStaysDue: a deadline that stays passed after
+// the loop fired (its item failed to expire, or the runtime stops and its
+// gate refuses) is tried again only after a wait, not at once over and
+// over. With nothing changing, the loop tries at most twice in a window
+// five times shorter than its first wait (a second).
+func TestExpiryLoopWaitsOnWhatStaysDue(t *testing.T) {
+	tests := []struct {
+		name  string
+		agent string
+		shut  bool
+	}{
+		{"item of an agent the config no longer defines", "gone", false},
+		{"runtime stopping", "a", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			var q kind
+			f.agent("a", q.pendingKind("question"))
+			f.create("p-1", tt.agent, "k", "turn-1", expires(time.Minute))
+			f.clock.advance(time.Minute)
+			if tt.shut {
+				f.gate.close()
+			}
+			tries := func() int {
+				holds, _, _ := f.calls()
+				_, refused, _ := f.gate.counts()
+				return len(holds) + refused
+			}
+			f.p.Start()
+			waitFor(t, "the loop to fire", func() bool { return tries() > 0 })
+			time.Sleep(200 * time.Millisecond)
+			n := tries()
+			f.p.Stop()
+			if n > 2 {
+				t.Errorf("the loop tried the passed deadline %d times in 200ms with nothing changed; want at most 2", n)
+			}
+			if lines := strings.Count(f.logs.String(), "expiry of pending items failed"); lines > 2 {
+				t.Errorf("the loop logged its failure %d times in 200ms", lines)
+			}
+			if it := f.get("p-1"); it.Status != ledger.Pending {
+				t.Errorf("p-1 = %s, want pending", it.Status)
+			}
+		})
+	}
+}
