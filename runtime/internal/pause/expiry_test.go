@@ -439,6 +439,7 @@ func TestExpiryLoop(t *testing.T) {
 	waitFor(t, "the loop to expire p-2", status("p-2"))
 
 	f.p.Stop()
+	f.p.Stop() // again: it returns
 	waitFor(t, "the loop's goroutine to end", func() bool { return !loopRuns() })
 	entered, _, inside := f.gate.counts()
 	if entered == 0 || inside != 0 {
@@ -476,6 +477,7 @@ func TestExpiryLoopGateClosed(t *testing.T) {
 	f.p.Start()
 	waitFor(t, "the loop to ask the gate", func() bool { _, refused, _ := f.gate.counts(); return refused > 0 })
 	f.p.Stop()
+	f.p.Stop() // again: it returns
 	waitFor(t, "the loop's goroutine to end", func() bool { return !loopRuns() })
 	if it := f.get("p-1"); it.Status != ledger.Pending {
 		t.Errorf("p-1 = %s with the gate closed; want pending", it.Status)
@@ -527,6 +529,36 @@ func TestExpiryLoopWaitsOnWhatStaysDue(t *testing.T) {
 			}
 			if it := f.get("p-1"); it.Status != ledger.Pending {
 				t.Errorf("p-1 = %s, want pending", it.Status)
+			}
+		})
+	}
+}
+
+// TestLoopWait: the expiry loop sleeps until the next deadline; while a
+// passed deadline stays (its item cannot expire here), it tries again
+// after its backoff, but never later than a deadline still to come.
+func TestLoopWait(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name   string
+		next   time.Time
+		passed bool
+		again  time.Duration
+		want   time.Duration
+		wantOK bool
+	}{
+		{"nothing to wait for", time.Time{}, false, 0, 0, false},
+		{"a deadline to come", now.Add(time.Hour), false, 0, time.Hour, true},
+		{"a passed deadline, first fire", time.Time{}, true, 0, 0, true},
+		{"a passed deadline, backing off", time.Time{}, true, 4 * time.Second, 4 * time.Second, true},
+		{"a deadline to come sooner than the backoff", now.Add(300 * time.Millisecond), true, time.Minute, 300 * time.Millisecond, true},
+		{"the backoff sooner than the deadline to come", now.Add(time.Hour), true, time.Minute, time.Minute, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := loopWait(now, tt.next, tt.passed, tt.again)
+			if got != tt.want || ok != tt.wantOK {
+				t.Errorf("loopWait = %v, %v; want %v, %v", got, ok, tt.want, tt.wantOK)
 			}
 		})
 	}

@@ -172,13 +172,7 @@ func newFixture(t *testing.T) *fixture {
 		PutSecret:   f.putSecret,
 	})
 	t.Cleanup(func() {
-		if stop := f.p.expiry.stop; stop != nil {
-			select {
-			case <-stop: // the test stopped the loop; a second Stop panics
-			default:
-				f.p.Stop()
-			}
-		}
+		f.p.Stop() // a test may have stopped it: a second Stop returns
 		cancel()
 		waitFor(t, "the resumes tried again to end", func() bool {
 			n := 0
