@@ -3,6 +3,7 @@ package pause
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/ledger"
@@ -11,19 +12,31 @@ import (
 // expiry is the loop that expires pending items when their deadlines pass;
 // its channels are nil when it does not run ([WithoutExpiryTimer]).
 type expiry struct {
-	wake chan struct{} // a deadline was added
-	stop chan struct{} // Close asks the loop to end
-	done chan struct{} // closed when it has
+	wake    chan struct{} // a deadline was added
+	stop    chan struct{} // Close asks the loop to end
+	done    chan struct{} // closed when it has
+	stopped sync.Once     // closes stop
 }
 
 // expiryLoop expires pending items when their deadlines pass, until Close.
 func (p *Pauses) expiryLoop() {
 	defer close(p.expiry.done)
+	// again is the wait before firing on a deadline still passed after the
+	// loop fired: its item failed to expire (its agent is no longer in the
+	// config, another process owns its instance) or the gate refused (the
+	// runtime stops). Fired at once, the loop would spin, logging each
+	// failure. It doubles up to a minute while a passed deadline is left; a
+	// deadline still to come fires on time all the same (loopWait).
+	var again time.Duration
 	for {
 		var fire <-chan time.Time
 		var timer *time.Timer
-		if next, ok := p.NextDeadline(); ok {
-			timer = time.NewTimer(max(next.Sub(p.env.Now()), 0))
+		next, passed := p.deadlines(p.env.Now())
+		if !passed {
+			again = 0
+		}
+		if wait, ok := loopWait(p.env.Now(), next, passed, again); ok {
+			timer = time.NewTimer(wait)
 			fire = timer.C
 		}
 		select {
@@ -42,6 +55,7 @@ func (p *Pauses) expiryLoop() {
 				p.env.Gate.Leave()
 				p.logExpiry(err)
 			}
+			again = min(max(2*again, time.Second), time.Minute)
 		}
 	}
 }
@@ -97,6 +111,40 @@ func (p *Pauses) NextDeadline() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
+// deadlines returns the earliest deadline still to come after now of the
+// open items the loop may expire (zero if none), and whether the deadline
+// of one has passed.
+func (p *Pauses) deadlines(now time.Time) (next time.Time, passed bool) {
+	items, err := p.env.Ledger.List(context.Background(), ledger.Filter{Status: ledger.Pending})
+	if err != nil {
+		p.env.Logger.Error("list pending items", "err", err)
+		return time.Time{}, false
+	}
+	for _, it := range items {
+		switch {
+		case it.ExpiresAt.IsZero() || p.waits(it):
+		case !it.ExpiresAt.After(now):
+			passed = true
+		case next.IsZero() || it.ExpiresAt.Before(next):
+			next = it.ExpiresAt
+		}
+	}
+	return next, passed
+}
+
+// loopWait is how long the expiry loop sleeps at now: until the next
+// deadline, or, when one has passed, again if that is sooner; ok is false
+// when it has nothing to wait for.
+func loopWait(now, next time.Time, passed bool, again time.Duration) (wait time.Duration, ok bool) {
+	switch {
+	case passed && (next.IsZero() || again < next.Sub(now)):
+		return again, true
+	case !next.IsZero():
+		return next.Sub(now), true
+	}
+	return 0, false
+}
+
 // waits reports whether item it belongs to an agent that failed to load:
 // only its own extensions know how it expires and how its turn resumes,
 // so it waits for a runtime that loads them.
@@ -117,10 +165,11 @@ func (p *Pauses) Start() {
 	go p.expiryLoop()
 }
 
-// Stop ends the expiry loop, if it runs, and waits for it.
+// Stop ends the expiry loop, if it runs, and waits for it; calling it
+// again returns at once.
 func (p *Pauses) Stop() {
 	if p.expiry.stop != nil {
-		close(p.expiry.stop)
+		p.expiry.stopped.Do(func() { close(p.expiry.stop) })
 		<-p.expiry.done
 	}
 }
