@@ -2,7 +2,6 @@ package delegation
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -43,11 +42,11 @@ func storeTasks(t *testing.T, st store.Store, tasks ...*task.Task) {
 	t.Helper()
 	recs := make([]store.TaskRecord, len(tasks))
 	for i, tk := range tasks {
-		b, err := json.Marshal(tk)
+		rec, err := encodeTask(tk)
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs[i] = store.TaskRecord{ID: tk.ID, Agent: tk.Agent, Instance: tk.Instance, Data: b}
+		recs[i] = rec
 	}
 	if err := st.CommitTasks(context.Background(), recs, nil); err != nil {
 		t.Fatal(err)
