@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/runtime/cassette"
 	"github.com/ganglion-dev/ganglion/runtime/task"
 
 	"github.com/ganglion-dev/ganglion/events"
@@ -237,5 +239,20 @@ func TestDelegationCloseAbortsTasks(t *testing.T) {
 	}
 	if _, err := h.rt.Ask(context.Background(), "lead", "k", "again"); !errors.Is(err, runtime.ErrClosed) {
 		t.Errorf("Ask after Close = %v", err)
+	}
+}
+
+// TestNewRefusedReleasesWhatItOpened: a New refused after it subscribed
+// the tape to the caller's bus (here, for a channel named as the
+// runtime's own) leaves nothing subscribed: the failed runtime records
+// none of the bus's events.
+func TestNewRefusedReleasesWhatItOpened(t *testing.T) {
+	bus := events.NewBus()
+	_, err := runtime.New(context.Background(), runtime.WithConfig(parseConfig(t, t.TempDir(), modelLine+singleConfig)), runtime.WithMemoryStore(),
+		runtime.WithModel(&recorder{}), runtime.WithEvents(bus), runtime.WithTape(cassette.NewRecorder(io.Discard)),
+		runtime.WithChannel(runtime.ChannelAPI, runtime.ChannelFunc(func(context.Context, runtime.Report) error { return nil })))
+	checkErr(t, err, `runtime: channel "api" is the runtime's own; name yours otherwise`)
+	if bus.Active() {
+		t.Error("the refused runtime's tape is still subscribed to the bus")
 	}
 }

@@ -146,6 +146,12 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	r := &Runtime{env: engine.Env{Bus: o.bus, Now: o.now}, logger: o.logger, obs: observers{tape: o.tape}, agents: newRoster(cfg)}
 	r.cache = engine.NewCache(o.maxInstances, r.evicted)
 	r.place = here{r} // a cluster replaces it (openCluster)
+	ok := false
+	defer func() {
+		if !ok {
+			r.release() // what New opened before it failed
+		}
+	}()
 	if r.obs.tape != nil {
 		r.obs.untape = r.env.Bus.Subscribe("*", func(ev events.Event) {
 			if ev.Process == "" { // another process's events are its session's
@@ -163,12 +169,6 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	if r.tasks, err = r.newTasks(o, cfg, dataDirOf(o, cfg)); err != nil {
 		return nil, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			r.release()
-		}
-	}()
 	if cfg.Cluster != nil {
 		if err := r.openCluster(ctx, o, cfg); err != nil {
 			return nil, err
