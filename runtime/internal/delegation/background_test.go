@@ -23,7 +23,9 @@ type blocker struct {
 	trace   []string
 }
 
-func newBlocker() *blocker { return &blocker{started: make(chan int, 16), release: make(chan struct{})} }
+func newBlocker() *blocker {
+	return &blocker{started: make(chan int, 16), release: make(chan struct{})}
+}
 
 // deliver is an Env.Deliver answer that waits for release, or for ctx.
 func (b *blocker) deliver(ctx context.Context, n int, dl delivery) (*pipeline.TurnResult, error) {

@@ -56,10 +56,18 @@ func (g *gate) Leave() {
 	g.leave++
 }
 
+// counts returns the entries and leaves so far, once every entry has
+// left: a task's goroutine leaves the gate after it gives back its place
+// in flight, so Wait may return just before.
 func (g *gate) counts() (enter, leave int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.enter, g.leave
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		g.mu.Lock()
+		enter, leave = g.enter, g.leave
+		g.mu.Unlock()
+		if enter == leave || time.Now().After(deadline) {
+			return enter, leave
+		}
+	}
 }
 
 // alone is a fake placement of a runtime that runs alone, as the
@@ -172,10 +180,15 @@ func newFixture(t *testing.T, teams []config.Team, opts ...option) *fixture {
 		members: map[string]Member{}, runnable: map[string]error{}}
 	f.place = &alone{mayRun: map[string]bool{}}
 	env := Env{
-		Engine:  &engine.Env{Store: f.st, Bus: f.bus, Now: func() time.Time { return fixedNow }},
-		Logger:  slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Place:   func() seam.Placement { return f.place },
-		Members: func(name string) (Member, bool) { f.mu.Lock(); defer f.mu.Unlock(); m, ok := f.members[name]; return m, ok },
+		Engine: &engine.Env{Store: f.st, Bus: f.bus, Now: func() time.Time { return fixedNow }},
+		Logger: slog.New(slog.NewTextHandler(f.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Place:  func() seam.Placement { return f.place },
+		Members: func(name string) (Member, bool) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			m, ok := f.members[name]
+			return m, ok
+		},
 		NewID: func(prefix, _ string) string {
 			f.mu.Lock()
 			defer f.mu.Unlock()
