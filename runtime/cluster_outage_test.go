@@ -9,9 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 
 	"github.com/nats-io/nats.go"
 
@@ -221,24 +222,6 @@ func joinLines(lines []string) string {
 	return b.String()
 }
 
-// lockedBuffer is a log destination for concurrent writers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestClusterMemberLeavesWithoutStore: a process whose store stops
 // answering, while its connection for leases still works, leaves the
 // cluster (the other processes stop listing it as live, and take what it
@@ -264,7 +247,7 @@ func TestClusterMemberLeavesWithoutStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	file := parseConfig(t, dir, modelLine+fmt.Sprintf("agents:\n  - name: a\ncluster: {url: %q, name: %s, lease_ttl: 2s}\n", srv.ClientURL(), bucket))
-	var logs lockedBuffer
+	var logs logtest.Buffer
 	for i, opts := range [][]runtime.Option{
 		{runtime.WithStore(st), runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))},
 		nil,

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ganglion-dev/ganglion/internal/secret/secrettest"
@@ -79,7 +81,7 @@ var tokenAnswer = regexp.MustCompile(`^token ([0-9a-f]{12}) \(pid (\d+)\)\nraw: 
 // runtime. The value reaches the server and nothing else: not the model,
 // the history or the logs.
 func TestMCPServerTakesAProvidedSecret(t *testing.T) {
-	var logs syncBuf
+	var logs logtest.Buffer
 	h := newHarness(t, vaultConfig(t), mcpSecretScript, runtime.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := context.Background()
 	tokens := map[string]string{}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
+
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/protocol"
@@ -223,7 +225,7 @@ agents:
 `)
 	spy := &canarySpy{read: map[string]string{}, errs: map[string]error{}}
 	granted := &canarySpy{leak: true, read: map[string]string{}, errs: map[string]error{}}
-	var logs syncBuf
+	var logs logtest.Buffer
 	var evMu sync.Mutex
 	var evs []events.Event
 	bus := events.NewBus()
@@ -361,24 +363,6 @@ func canaryCheckStore(t *testing.T, data string, hidden []string) {
 	}
 }
 
-// syncBuf is a bytes.Buffer safe for concurrent writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSecretCanaryWASM: a WebAssembly toolCall middleware granted nothing
 // sees tool results with the secrets already masked. The spy is the
 // redactor example, which masks what looks like an API key ("sk-" and 16
@@ -389,7 +373,7 @@ func TestSecretCanaryWASM(t *testing.T) {
 	mods, cache := guests.Build(t, "../examples/extensions/redactor")
 	ctx := context.Background()
 	c := newCanarySecrets(t)
-	var logs syncBuf
+	var logs logtest.Buffer
 	h := newHarness(t, `
 workspace: ws
 agents:

@@ -1,7 +1,6 @@
 package extensions_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -60,7 +61,7 @@ func modulePath(ex string) string { return built[filepath.Base(ex)] }
 type scenario struct {
 	t   *testing.T
 	dir string
-	log syncBuffer
+	log logtest.Buffer
 }
 
 // newScenario writes cfg and script. In cfg, {{name}} stands for the path
@@ -116,24 +117,6 @@ func send(t *testing.T, rt *runtime.Runtime, instance, input string) *pipeline.T
 		t.Fatalf("Send(%q): %v", input, err)
 	}
 	return res
-}
-
-// syncBuffer is a bytes.Buffer safe for the runtime's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestGuardrail(t *testing.T) {

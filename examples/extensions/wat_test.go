@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
+
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -40,7 +42,7 @@ func TestMinimalWAT(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	rt, err := runtime.New(context.Background(), runtime.WithConfigFile(filepath.Join(dir, "ganglion.yaml")), runtime.WithMemoryStore(),
 		runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	if err != nil {

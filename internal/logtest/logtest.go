@@ -1,6 +1,7 @@
 package logtest
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"slices"
@@ -73,4 +74,25 @@ func Attr(rec slog.Record, key string) (slog.Value, bool) {
 		return !found
 	})
 	return v, found
+}
+
+// Buffer is a log destination safe for concurrent writers: the text or
+// JSON handler of code whose goroutines log while a test reads.
+type Buffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements [io.Writer].
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -8,10 +8,11 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 
 	"github.com/ganglion-dev/ganglion/internal/natstest"
 	"github.com/ganglion-dev/ganglion/runtime"
@@ -121,7 +122,7 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedLog
+	var logs logtest.Buffer
 	np := openedNode(t)
 	r, err := runtime.New(ctx, runtime.WithConfig(cfg), runtime.WithModel(textModel(t)), runtime.WithSecretKey([]byte("0123456789abcdef0123456789abcdef")), runtime.WithoutExpiryTimer(),
 		runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
@@ -161,22 +162,4 @@ func TestClusterLostLeaseLoggedOnce(t *testing.T) {
 	if held {
 		t.Fatal("the lost lease is still among those held")
 	}
-}
-
-// lockedLog is a log destination for concurrent writers.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedLog) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedLog) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,7 +1,6 @@
 package delegation
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ganglion-dev/ganglion/internal/logtest"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -126,24 +127,6 @@ type delivery struct {
 // taskID is the task the delivered input names.
 func (dl delivery) taskID() string { s, _ := dl.in.Metadata["taskId"].(string); return s }
 
-// syncBuffer is a log's buffer, written by the task goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a Tasks on a memory store with a fake Env: every call the
 // Env gets is recorded, and answered as the test sets.
 type fixture struct {
@@ -153,7 +136,7 @@ type fixture struct {
 	gate    *gate
 	place   *alone
 	d       *Tasks
-	log     *syncBuffer
+	log     *logtest.Buffer
 	members map[string]Member
 
 	mu       sync.Mutex
@@ -176,7 +159,7 @@ type option func(*Env)
 // agents are added with member before they are used.
 func newFixture(t *testing.T, teams []config.Team, opts ...option) *fixture {
 	t.Helper()
-	f := &fixture{t: t, st: store.NewMemory(), bus: events.NewBus(), gate: &gate{}, log: &syncBuffer{},
+	f := &fixture{t: t, st: store.NewMemory(), bus: events.NewBus(), gate: &gate{}, log: &logtest.Buffer{},
 		members: map[string]Member{}, runnable: map[string]error{}}
 	f.place = &alone{mayRun: map[string]bool{}}
 	env := Env{

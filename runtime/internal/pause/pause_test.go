@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ganglion-dev/ganglion/internal/logtest"
+
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
@@ -90,24 +92,6 @@ func (g *gate) counts() (entered, refused, inside int) {
 	return g.entered, g.refused, g.inside
 }
 
-// logBuf is a log destination safe for concurrent use.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // hold is one call of Env.Hold.
 type hold struct{ what, agent, key string }
 
@@ -128,7 +112,7 @@ type fixture struct {
 	ledger *ledger.Ledger
 	clock  *clock
 	gate   *gate
-	logs   *logBuf
+	logs   *logtest.Buffer
 	p      *Pauses
 	cancel context.CancelFunc
 	cut    error
@@ -154,7 +138,7 @@ func newFixture(t *testing.T) *fixture {
 	c := &clock{now: t0}
 	bg, cancel := context.WithCancel(context.Background())
 	f := &fixture{
-		t: t, clock: c, gate: &gate{}, logs: &logBuf{}, cancel: cancel,
+		t: t, clock: c, gate: &gate{}, logs: &logtest.Buffer{}, cancel: cancel,
 		cut:         errors.New("closed: the runtime stopped before the turn ended"),
 		ledger:      ledger.New(store.NewMemory(), ledger.WithClock(c.Now)),
 		agents:      map[string]*engine.Agent{},
