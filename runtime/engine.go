@@ -34,10 +34,3 @@ func (a *agent) runTurn(ctx context.Context, inst *instance, in pipeline.InputEv
 	}
 	return a.RunTurn(ctx, inst, in)
 }
-
-// pauseGate is the runtime's gate as the pauses enter it.
-type pauseGate struct{ g *gate }
-
-func (p pauseGate) Enter() bool   { return p.g.enter() }
-func (p pauseGate) Leave()        { p.g.leave() }
-func (p pauseGate) Closing() bool { return p.g.closing() }

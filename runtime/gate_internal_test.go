@@ -11,7 +11,7 @@ func TestGate(t *testing.T) {
 	t.Run("close waits for the admitted turns", func(t *testing.T) {
 		var g gate
 		for range 2 {
-			if !g.enter() {
+			if !g.Enter() {
 				t.Fatal("an open gate refused a turn")
 			}
 		}
@@ -23,38 +23,38 @@ func TestGate(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		for range 3 {
-			if g.enter() {
+			if g.Enter() {
 				t.Fatal("a closing gate admitted a turn")
 			}
 		}
-		g.leave()
+		g.Leave()
 		select {
 		case <-closed:
 			t.Fatal("close returned with a turn still running")
 		case <-time.After(20 * time.Millisecond):
 		}
-		g.leave()
+		g.Leave()
 		if !<-closed {
 			t.Fatal("the first close reported the gate closed already")
 		}
 		if g.close() {
 			t.Error("a second close reported that it closed the gate")
 		}
-		if g.enter() {
+		if g.Enter() {
 			t.Error("a closed gate admitted a turn")
 		}
 	})
 	t.Run("close of an idle gate returns at once", func(t *testing.T) {
 		var g gate
-		g.enter()
-		g.leave()
+		g.Enter()
+		g.Leave()
 		if !g.close() {
 			t.Fatal("close of an open gate reported false")
 		}
 		// Refused turns after close leave the count at zero and do not
 		// close the drained channel a second time (that would panic).
 		for range 3 {
-			if g.enter() {
+			if g.Enter() {
 				t.Fatal("a closed gate admitted a turn")
 			}
 		}
@@ -70,12 +70,12 @@ func TestGate(t *testing.T) {
 			for range 8 {
 				running.Go(func() {
 					for range 100 {
-						if !g.enter() {
+						if !g.Enter() {
 							return
 						}
 						inside.Add(1)
 						inside.Add(-1)
-						g.leave()
+						g.Leave()
 					}
 				})
 			}

@@ -25,7 +25,7 @@ var (
 // newPauses returns the runtime's pauses.
 func (r *Runtime) newPauses() *pause.Pauses {
 	return pause.New(pause.Env{Ledger: ledger.New(r.env.Store, ledger.WithEvents(r.env.Bus), ledger.WithClock(r.env.Now)), Logger: r.logger, Now: r.env.Now, Tape: r.obs.tape, NewID: r.newID,
-		Gate: pauseGate{&r.life.gate}, Bg: r.tasks.Bg(), Cut: errCut,
+		Gate: &r.life.gate, Bg: r.tasks.Bg(), Cut: errCut,
 		Hold: func(ctx context.Context, what, agent, key string) (*instance, func(), error) {
 			_, in, done, err := r.holdInstance(ctx, what, agent, key)
 			return in, done, err
@@ -45,19 +45,19 @@ func (r *Runtime) newPauses() *pause.Pauses {
 
 // Pending lists the pending items that match f.
 func (r *Runtime) Pending(ctx context.Context, f ledger.Filter) ([]ledger.Item, error) {
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return nil, ErrClosed
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	return r.pauses.Ledger().List(ctx, f)
 }
 
 // PendingItem returns the pending item with id.
 func (r *Runtime) PendingItem(ctx context.Context, id string) (ledger.Item, error) {
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return ledger.Item{}, ErrClosed
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	return r.pauses.Ledger().Get(ctx, id)
 }
 
@@ -103,10 +103,10 @@ func (r *Runtime) act(ctx context.Context, id string, act extensions.Action) (*p
 
 // actHere is act in this process.
 func (r *Runtime) actHere(ctx context.Context, id string, act extensions.Action) (*pipeline.TurnResult, error) {
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return nil, ErrClosed
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	return r.pauses.Act(ctx, id, act)
 }
 
@@ -114,10 +114,10 @@ func (r *Runtime) actHere(ctx context.Context, id string, act extensions.Action)
 // extensions say, runs the resume turns that follow, and returns the
 // items. New and a timer call it.
 func (r *Runtime) ExpirePending(ctx context.Context) ([]ledger.Item, error) {
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return nil, ErrClosed
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	return r.pauses.Expire(ctx)
 }
 

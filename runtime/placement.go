@@ -141,17 +141,17 @@ func (l local) ForgetTasks(agent, key string) {
 // to), and a task turn that ran already is refused there.
 func (l local) Recover() {
 	r := l.r
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	if err := r.recover(r.tasks.Bg(), true); err != nil && r.tasks.Bg().Err() == nil {
 		r.logger.Warn("cluster: recovering what a stopped process left failed in part", "err", err)
 	}
 }
 
-func (l local) Enter() bool { return l.r.life.forwards.enter() }
-func (l local) Leave()      { l.r.life.forwards.leave() }
+func (l local) Enter() bool { return l.r.life.forwards.Enter() }
+func (l local) Leave()      { l.r.life.forwards.Leave() }
 
 func (l local) Seal(plain []byte, aad string) ([]byte, error) { return l.r.keyring.Seal(plain, aad) }
 func (l local) Open(sealed []byte, aad string) ([]byte, error) {

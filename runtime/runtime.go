@@ -272,10 +272,10 @@ func (r *Runtime) recover(ctx context.Context, tasks bool) error {
 // turns continue in the background ([Runtime.WaitTasks]). It runs nothing
 // twice, and returns what failed.
 func (r *Runtime) Recover(ctx context.Context) error {
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return ErrClosed
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	var errs []error
 	for _, name := range r.agents.names {
 		keys, err := r.env.Store.Instances(ctx, name)
@@ -522,10 +522,10 @@ func (r *Runtime) send(ctx context.Context, agentName, instanceKey string, in pi
 
 // sendHere runs the turn in this process.
 func (r *Runtime) sendHere(ctx context.Context, agentName, instanceKey string, in pipeline.InputEvent) (*pipeline.TurnResult, error) {
-	if !r.life.gate.enter() {
+	if !r.life.gate.Enter() {
 		return nil, ErrClosed
 	}
-	defer r.life.gate.leave()
+	defer r.life.gate.Leave()
 	a, err := r.runnable(agentName)
 	if err != nil {
 		return nil, err

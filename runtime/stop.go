@@ -120,15 +120,17 @@ type gate struct {
 // gateClosed is gate.state's closed bit, far above any count of turns.
 const gateClosed = 1 << 62
 
-func (g *gate) enter() bool {
+// Enter admits a turn, or reports false once the gate is closed.
+func (g *gate) Enter() bool {
 	if g.state.Add(1)&gateClosed != 0 {
-		g.leave() // refused: it never ran, but it may be the last to leave
+		g.Leave() // refused: it never ran, but it may be the last to leave
 		return false
 	}
 	return true
 }
 
-func (g *gate) leave() {
+// Leave ends an admitted turn.
+func (g *gate) Leave() {
 	if g.state.Add(-1) == gateClosed {
 		g.drain.Do(func() { close(g.drained) })
 	}
@@ -159,5 +161,5 @@ func (g *gate) close() bool {
 	return ok
 }
 
-// closing reports whether the gate was closed: the runtime stops.
-func (g *gate) closing() bool { return g.state.Load()&gateClosed != 0 }
+// Closing reports whether the gate was closed: the runtime stops.
+func (g *gate) Closing() bool { return g.state.Load()&gateClosed != 0 }

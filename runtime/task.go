@@ -192,7 +192,7 @@ func (r *Runtime) newTasks(o *options, cfg *config.File, dataDir string) (*deleg
 	}
 	return delegation.New(delegation.Env{
 		Engine: &r.env, Logger: r.logger, Place: func() seam.Placement { return r.place },
-		Members: r.member, NewID: r.newID, Traced: r.obs.tel != nil, Gate: pauseGate{&r.life.gate},
+		Members: r.member, NewID: r.newID, Traced: r.obs.tel != nil, Gate: &r.life.gate,
 		Closed: ErrClosed, Paused: ErrPaused, Deliver: deliver,
 		Hold: func(ctx context.Context, what, agent, key string) (func(), error) {
 			_, _, done, err := r.holdInstance(ctx, what, agent, key)
