@@ -147,6 +147,28 @@ func KeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValu
 	return kv, stream, nil
 }
 
+// LeaderReads makes the reads of a replicated bucket, whose stream is
+// stream, go to the stream's leader, and returns the bucket bound again
+// to read so. A bucket's reads are direct gets, which any replica answers;
+// one behind its leader answers what was true a moment ago: a key just
+// deleted is still there, a key just created not yet. Where a read
+// decides what to write next (a lease taken after its release), that is
+// wrong; the leader answers what was last written. A bucket of one
+// replica is returned as it is.
+func LeaderReads(ctx context.Context, js jetstream.JetStream, bucket string, stream jetstream.Stream) (jetstream.KeyValue, error) {
+	ctx, cancel := Bound(ctx)
+	defer cancel()
+	if cfg := stream.CachedInfo().Config; cfg.Replicas > 1 && cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.UpdateStream(ctx, cfg) }); err != nil {
+			return nil, fmt.Errorf("reads from the leader: %w", err)
+		}
+	}
+	// The bucket reads directly as long as its stream says so when it is
+	// bound: bound again, now.
+	return Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
+}
+
 // Stream is [KeyValue] for a stream.
 func Stream(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
 	ctx, cancel := Bound(ctx)

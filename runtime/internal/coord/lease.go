@@ -55,16 +55,45 @@ func Open(ctx context.Context, js jetstream.JetStream, bucket, owner string, ttl
 		return nil, errors.New("cluster: a lease owner needs a name")
 	}
 	ttl = max(ttl.Truncate(time.Second), minTTL)
-	kv, _, err := jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
-		Bucket: bucket, Description: "Ganglion's instance leases", History: 1, Replicas: max(replicas, 1),
+	kv, err := leaseBucket(ctx, js, bucket, max(replicas, 1))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: open lease bucket %q: %w", bucket, err)
+	}
+	return &Leases{js: js, kv: kv, prefix: "$KV." + bucket + ".", owner: owner, ttl: ttl}, nil
+}
+
+// leaseBucket returns the lease bucket, creating it, or updating it to
+// replicas, if it is not as a lease bucket must be. Its reads go to its
+// stream's leader (jsopen.LeaderReads): a lease is taken after a read
+// that says it is free, and a replica behind its leader may still show
+// the lease just released, or not yet show the one just taken. A bucket
+// that is as it must be is bound as it is: updating it would let direct
+// reads back in (a bucket's configuration cannot turn them off), for the
+// processes that bind it meanwhile.
+func leaseBucket(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (jetstream.KeyValue, error) {
+	stream, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, "KV_"+bucket) })
+	switch {
+	case err == nil:
+		if cfg := stream.CachedInfo().Config; cfg.Replicas == replicas && (replicas == 1 || !cfg.AllowDirect) && cfg.SubjectDeleteMarkerTTL > 0 {
+			kv, err := jsopen.Create(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.KeyValue(ctx, bucket) })
+			if err == nil {
+				err = jsopen.WaitLeader(ctx, stream)
+			}
+			return kv, err
+		}
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, err
+	}
+	_, stream, err = jsopen.KeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Ganglion's instance leases", History: 1, Replicas: replicas,
 		// Markers of expired keys are kept a moment, so that a watcher
 		// sees an expiry; the TTLs need the bucket to allow them.
 		LimitMarkerTTL: time.Second,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cluster: open lease bucket %q: %w", bucket, err)
+		return nil, err
 	}
-	return &Leases{js: js, kv: kv, prefix: "$KV." + bucket + ".", owner: owner, ttl: ttl}, nil
+	return jsopen.LeaderReads(ctx, js, bucket, stream)
 }
 
 // TTL returns how long a lease lasts past its last renewal.

@@ -334,3 +334,44 @@ func TestAcquireWhoseCreateLandedUnanswered(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseBucketReadsFromTheLeader: a replicated lease bucket is read
+// from its stream's leader, not by direct gets that a replica behind it
+// answers (TestLeaseRaceAfterRelease once found a lease released in the
+// round before still held, "held by another owner (proc-c)", read from
+// such a replica). Another process opening the bucket leaves it so; a
+// bucket of one replica has only one server to ask.
+func TestLeaseBucketReadsFromTheLeader(t *testing.T) {
+	ctx := context.Background()
+	url := natstest.Cluster(t, 3)
+	allowDirect := func(js jetstream.JetStream, stream string) bool {
+		t.Helper()
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().Config.AllowDirect
+	}
+	_, js := natstest.Connect(t, url)
+	for _, owner := range []string{"proc-a", "proc-b"} {
+		l, err := Open(ctx, js, "replicated", owner, time.Second, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allowDirect(js, "KV_replicated") {
+			t.Fatalf("after %s opened it, the replicated bucket's reads are direct gets", owner)
+		}
+		if _, err := l.Acquire(ctx, owner+"-lease"); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := l.Owner(ctx, owner+"-lease"); err != nil || got != owner {
+			t.Fatalf("owner of %s-lease: %q, %v", owner, got, err)
+		}
+	}
+	if _, err := Open(ctx, js, "single", "proc-a", time.Second, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !allowDirect(js, "KV_single") {
+		t.Error("a bucket of one replica lost its direct gets")
+	}
+}
