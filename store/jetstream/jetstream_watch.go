@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,7 +49,7 @@ func (s *jsStore) each(ctx context.Context, filters []string, metaOnly bool, f f
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the keys %s kept changing while they were read, or the replica that answered stayed behind its leader, for %s", strings.Join(filters, ", "), maxSnapshotWait)
+			return unsettled(filters)
 		}
 		select {
 		case <-time.After(wait):
@@ -57,6 +58,20 @@ func (s *jsStore) each(ctx context.Context, filters []string, metaOnly bool, f f
 		}
 	}
 }
+
+// unsettled is each's error when no watch of filters was whole within
+// maxSnapshotWait: the keys kept changing (writers busy on them), or the
+// replica that answered stayed behind its leader. Either passes, and the
+// store could not answer now: it matches store.ErrUnavailable, as a read
+// from a replica that stays behind does in snapshot, so that a caller
+// tries again instead of taking it for a failure of the store.
+func unsettled(filters []string) error {
+	return &unavailableError{msg: fmt.Sprintf("the keys %s kept changing while they were read, or the replica that answered stayed behind its leader, for %s",
+		strings.Join(filters, ", "), maxSnapshotWait), err: errNotWhole}
+}
+
+// errNotWhole is the cause of unsettled.
+var errNotWhole = errors.New("no read of them was whole")
 
 // mark returns the sequence a read must see, and on a replicated bucket
 // the key that shows a replica has it. On one replica, that is the
