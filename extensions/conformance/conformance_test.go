@@ -38,15 +38,15 @@ type testCase struct {
 	disk   bool   // keep the data in badger on disk, not in memory
 	run    func(h *harness)
 	check  func(t *testing.T, o *observation)
-	// differs, if set, is a difference between the twins found by this
+	// differs lists differences between the twins found by this
 	// suite and left unfixed: when the observation is exactly the one
 	// described, the case is skipped with the description.
-	differs *difference
+	differs []*difference
 }
 
 // difference is a known, described divergence of one implementation.
 type difference struct {
-	impl string // "native" or "wasm"
+	impl string // "native", "wasm" (the Go twin) or "rust"
 	why  string
 	// is reports whether o shows exactly the described divergence.
 	is func(o *observation) bool
@@ -91,7 +91,7 @@ var clock = time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 // TestConformance runs every case against the native twin and the WASM
 // twin, then checks that the two observed the same.
 func TestConformance(t *testing.T) {
-	impls := []*impl{nativeImpl(), wasmImpl()}
+	impls := []*impl{nativeImpl(), wasmImpl(), rustImpl()}
 	seen := map[string]map[string]*observation{} // case → impl → what it observed
 	var mu sync.Mutex
 	for _, im := range impls {
@@ -103,8 +103,10 @@ func TestConformance(t *testing.T) {
 					h := newHarness(t, im, c)
 					c.run(h)
 					h.stop()
-					if d := c.differs; d != nil && d.impl == im.name && d.is(h.obs) {
-						t.Skip("differs: " + d.why)
+					for _, d := range c.differs {
+						if d.impl == im.name && d.is(h.obs) {
+							t.Skip("differs: " + d.why)
+						}
 					}
 					c.check(t, h.obs)
 					if !t.Failed() {
@@ -121,13 +123,15 @@ func TestConformance(t *testing.T) {
 	}
 	t.Run("same", func(t *testing.T) {
 		for _, c := range cases {
-			n, w := seen[c.name]["native"], seen[c.name]["wasm"]
-			if n == nil || w == nil {
-				continue // skipped or failed above
-			}
-			nb, wb := marshalIndent(n), marshalIndent(w)
-			if !bytes.Equal(nb, wb) {
-				t.Errorf("%s: the twins observed different things (- native, + wasm):\n%s", c.name, changedLines(string(nb), string(wb)))
+			for _, im := range impls[1:] {
+				n, w := seen[c.name]["native"], seen[c.name][im.name]
+				if n == nil || w == nil {
+					continue // skipped or failed above
+				}
+				nb, wb := marshalIndent(n), marshalIndent(w)
+				if !bytes.Equal(nb, wb) {
+					t.Errorf("%s: the twins observed different things (- native, + %s):\n%s", c.name, im.name, changedLines(string(nb), string(wb)))
+				}
 			}
 		}
 	})
@@ -166,6 +170,16 @@ func wasmImpl() *impl {
 	}
 }
 
+// rustImpl is the Rust twin, testdata/rusttwin, a guest of the Rust SDK.
+func rustImpl() *impl {
+	return &impl{
+		name:  "rust",
+		entry: func(e ext) string { return fmt.Sprintf("{wasm: %q, name: %s%s}", rustModule, e.name, entryRest(e)) },
+		opts:  func() []runtime.Option { return []runtime.Option{runtime.WithWasmCache(rustCacheDir)} },
+		setup: buildRustTwin,
+	}
+}
+
 func entryRest(e ext) string {
 	s := ""
 	if e.onError != "" {
@@ -189,9 +203,17 @@ var (
 	cacheDir string // its compiled code
 )
 
+var (
+	rustGuests   guesttest.RustSet
+	rustTwinOnce sync.Once
+	rustModule   string // the Rust twin's module
+	rustCacheDir string // its compiled code
+)
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	guests.Close()
+	rustGuests.Close()
 	os.Exit(code)
 }
 
@@ -200,4 +222,12 @@ func buildTwin(t *testing.T) {
 	t.Helper()
 	mods, cache := guests.Build(t, "testdata/twin")
 	twinOnce.Do(func() { module, cacheDir = mods["twin"], cache })
+}
+
+// buildRustTwin builds testdata/rusttwin the first time it is called, or
+// skips the test when Debian's Rust toolchain for wasm32 is not installed.
+func buildRustTwin(t *testing.T) {
+	t.Helper()
+	mods, cache := rustGuests.Build(t, "testdata/rusttwin")
+	rustTwinOnce.Do(func() { rustModule, rustCacheDir = mods["rusttwin"], cache })
 }

@@ -6,14 +6,16 @@
 //
 // # What the suite guarantees
 //
-// The suite runs every case twice, in a runtime on the scripted model:
-// once with a native extension registered through
+// The suite runs every case three times, in a runtime on the scripted
+// model: once with a native extension registered through
 // [github.com/ganglion-dev/ganglion/extensions.API]
-// (runtime.WithExtension) and once with its WASM twin, a Go guest built
-// with the SDK in sdk/ (GOOS=wasip1, -buildmode=c-shared, from
-// testdata/twin) and loaded from the config (wasm: twin.wasm). Both read
-// the same config: section. Each case checks what both must do, then the
-// suite checks that the two observed exactly the same: turn results and
+// (runtime.WithExtension), once with its Go twin, a guest built with the
+// SDK in sdk/ (GOOS=wasip1, -buildmode=c-shared, from testdata/twin), and
+// once with its Rust twin, a guest built with the crate in sdk/rust
+// (wasm32-unknown-unknown, from testdata/rusttwin); the guests are loaded
+// from the config (wasm: twin.wasm). All read the same config: section.
+// Each case checks what all must do, then the suite checks that each guest
+// observed exactly what the native twin did: turn results and
 // errors, the stored history, the events on the bus, the extension's
 // state and every model call (the tools offered and the messages seen).
 //
@@ -51,7 +53,8 @@
 //
 // # The twins
 //
-// Both twins (twin_test.go and testdata/twin/main.go) do the same. Config:
+// The twins (twin_test.go, testdata/twin/main.go and
+// testdata/rusttwin/src/lib.rs) do the same. Config:
 // tag (required) names the configured instance in answers, events and
 // errors; trace: true publishes twin.order {tag, hook, at} as each hook
 // enters and leaves and wraps the turn's response as tag(response); hide
@@ -75,6 +78,9 @@
 //
 //	go test -race ./extensions/conformance/
 //
-// The WASM cases build the twin with the Go toolchain and compile it once
-// into a cache with testdata/warm, built without -race; -short skips them.
+// The WASM cases build the Go twin with the Go toolchain, and the Rust
+// twin with Debian's rustc and cargo (packages rustc, cargo and
+// libstd-rust-dev-wasm32; the Rust cases skip, naming them, when they are
+// not installed), and compile each once into a cache with
+// internal/guesttest/warm, built without -race; -short skips them.
 package conformance

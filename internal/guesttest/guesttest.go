@@ -50,7 +50,7 @@ func (s *Set) build(dirs []string) error {
 		return err
 	}
 	s.dir, s.paths = dir, map[string]string{}
-	warm := filepath.Join(dir, "warm")
+	var warm string
 	errs := make([]error, len(dirs)+1)
 	var wg sync.WaitGroup
 	for i, d := range dirs {
@@ -58,17 +58,27 @@ func (s *Set) build(dirs []string) error {
 		s.paths[filepath.Base(d)] = out
 		wg.Go(func() { errs[i] = goBuild(d, out, ".", "GOOS=wasip1", "GOARCH=wasm", "-buildmode=c-shared") })
 	}
-	wg.Go(func() {
-		errs[len(dirs)] = goBuild(".", warm, "github.com/ganglion-dev/ganglion/internal/guesttest/warm",
-			"-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion())
-	})
+	wg.Go(func() { warm, errs[len(dirs)] = buildWarm(dir) })
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	return runWarm(warm, dir, dirs, s.paths)
+}
+
+// buildWarm builds the warm command into dir/warm.
+func buildWarm(dir string) (string, error) {
+	warm := filepath.Join(dir, "warm")
+	return warm, goBuild(".", warm, "github.com/ganglion-dev/ganglion/internal/guesttest/warm",
+		"-ldflags=-X github.com/tetratelabs/wazero/internal/version.version="+wazeroVersion())
+}
+
+// runWarm compiles the modules of dirs (in paths, by base name) into the
+// cache dir/wasm-cache.
+func runWarm(warm, dir string, dirs []string, paths map[string]string) error {
 	args := []string{filepath.Join(dir, "wasm-cache")}
 	for _, d := range dirs {
-		args = append(args, s.paths[filepath.Base(d)])
+		args = append(args, paths[filepath.Base(d)])
 	}
 	if out, err := exec.Command(warm, args...).CombinedOutput(); err != nil {
 		return fmt.Errorf("warm the compilation cache: %v\n%s", err, out)
