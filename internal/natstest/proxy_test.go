@@ -29,8 +29,17 @@ func TestProxy(t *testing.T) {
 	}
 	defer sub.Unsubscribe()
 	srv.Flush()
-	if _, err := nc.Request("echo", []byte("before"), 5*time.Second); err != nil {
-		t.Fatalf("request through the proxy: %v", err)
+	// The subscription reaches the proxied server over the cluster's
+	// route a moment after the server it was made on has it: until then
+	// a request there finds no responders.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, err := nc.Request("echo", []byte("before"), 5*time.Second)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, nats.ErrNoResponders) || time.Now().After(deadline) {
+			t.Fatalf("request through the proxy: %v", err)
+		}
 	}
 	<-got
 	p.Freeze()
