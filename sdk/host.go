@@ -1,7 +1,7 @@
 package ganglion
 
 // abiVersion is the guest ABI version this SDK implements (sdk/ABI.md).
-const abiVersion = 1
+const abiVersion = 2
 
 // Registration kinds of the register import.
 const (

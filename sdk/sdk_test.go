@@ -397,7 +397,7 @@ func TestInit(t *testing.T) {
 	if code := runInit(); code != 0 {
 		t.Fatalf("runInit() = %d: %s", code, f.guestErr)
 	}
-	wantManifest := `{"name":"x","version":"1.0.0","abi":1,"hooks":["turn","tool_call"],"tools":["wc"],` +
+	wantManifest := `{"name":"x","version":"1.0.0","abi":2,"hooks":["turn","tool_call"],"tools":["wc"],` +
 		`"topics":{"publish":["x.*"],"subscribe":["tool.*"]},"secrets":[],"state":true}`
 	if f.gotManifest != wantManifest {
 		t.Errorf("manifest\n got %s\nwant %s", f.gotManifest, wantManifest)

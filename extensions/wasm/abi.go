@@ -1,7 +1,18 @@
 package wasm
 
-// abiVersion is the guest ABI version this host implements (sdk/ABI.md).
-const abiVersion = 1
+// abiVersion is the newest guest ABI version this host implements, and
+// abiOldest the oldest it still loads (sdk/ABI.md, "Versioning"): a guest
+// built for version 1 loads unchanged.
+const (
+	abiVersion = 2
+	abiOldest  = 1
+)
+
+// abiSupported reports whether the host loads guests of ABI version v.
+func abiSupported(v int) bool { return v >= abiOldest && v <= abiVersion }
+
+// abiHost names the versions the host loads, for errors.
+const abiHost = "host ABI versions 1 and 2"
 
 // Error codes of the host imports (sdk/ABI.md, "Results and error codes").
 const (

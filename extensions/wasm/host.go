@@ -158,8 +158,13 @@ func hostManifest(in *instance, p []uint64) int32 {
 	if err := decodeStrict(b, &m); err != nil {
 		return in.fail(codeInvalid, "manifest: %v", err)
 	}
-	if m.ABI != abiVersion {
-		return in.fail(codeInvalid, "manifest: abi %d, host ABI version %d", m.ABI, abiVersion)
+	if !abiSupported(m.ABI) {
+		return in.fail(codeInvalid, "manifest: abi %d, %s", m.ABI, abiHost)
+	}
+	if m.ABI > in.init.abi {
+		// The exports are shaped by ganglion_abi_version; a manifest may
+		// not ask for what a newer version adds.
+		return in.fail(codeInvalid, "manifest: abi %d, but ganglion_abi_version returned %d: a manifest may not be newer than the module", m.ABI, in.init.abi)
 	}
 	for _, h := range m.Hooks {
 		if h != "turn" && h != "step" && h != "tool_call" {

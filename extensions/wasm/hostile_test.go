@@ -570,13 +570,14 @@ func TestLoadRefusals(t *testing.T) {
 		{module: "refuse_noversion", want: "does not export ganglion_abi_version: is it a Ganglion extension? (see sdk/ABI.md)"},
 		{module: "refuse_noinit", want: "does not export ganglion_init: is it a Ganglion extension? (see sdk/ABI.md)"},
 		{module: "refuse_nomemory", want: `does not export its memory as "memory"`},
-		{module: "refuse_abi2", want: "guest ABI version 2, host ABI version 1: rebuild the extension with a matching SDK"},
+		{module: "refuse_abi3", want: "guest ABI version 3, host ABI versions 1 and 2: rebuild the extension with a matching SDK"},
 		{module: "refuse_import", want: `imports what the host does not provide: env.clock, ganglion.spawn ` +
 			`(the host provides module "ganglion", see sdk/ABI.md, and wasi_snapshot_preview1)`},
-		{module: "refuse_manifest_abi2_checked", want: "ganglion_init failed: manifest: abi 2, host ABI version 1"},
+		{module: "refuse_manifest_abi3_checked", want: "ganglion_init failed: manifest: abi 3, host ABI versions 1 and 2"},
 		// The guest ignores manifest's result, as guard.wat does: the
 		// refusal still names the versions.
-		{module: "refuse_manifest_abi2", want: "ganglion_init declared no valid manifest: manifest: abi 2, host ABI version 1"},
+		{module: "refuse_manifest_abi3", want: "ganglion_init declared no valid manifest: manifest: abi 3, host ABI versions 1 and 2"},
+		{module: "refuse_manifest_mismatch", want: "ganglion_init declared no valid manifest: manifest: abi 2, but ganglion_abi_version returned 1: a manifest may not be newer than the module"},
 		{module: "refuse_secret", want: "its manifest asks for secrets the config does not grant: API_KEY (add them under the extension's secrets:)"},
 		{module: "refuse_undeclared", want: `ganglion_init failed: register step: the manifest does not list the hook "step"`},
 		{module: "refuse_initfail", want: "ganglion_init failed: no database configured"},

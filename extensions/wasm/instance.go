@@ -95,6 +95,7 @@ func (in *instance) spend(what, unit string, calls, bytes *int, size, maxCalls, 
 
 // initState collects what ganglion_init declares.
 type initState struct {
+	abi      int // what ganglion_abi_version returned
 	manifest *Manifest
 	regs     []registration
 }
@@ -142,14 +143,14 @@ func (x *Extension) newInstance(ctx context.Context) (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 1 || int32(res[0]) != abiVersion {
+	if len(res) != 1 || !abiSupported(int(int32(res[0]))) {
 		got := "nothing"
 		if len(res) == 1 {
 			got = strconv.Itoa(int(int32(res[0])))
 		}
-		return nil, fmt.Errorf("guest ABI version %s, host ABI version %d: rebuild the extension with a matching SDK", got, abiVersion)
+		return nil, fmt.Errorf("guest ABI version %s, %s: rebuild the extension with a matching SDK", got, abiHost)
 	}
-	in.init = &initState{}
+	in.init = &initState{abi: int(int32(res[0]))}
 	res, err = in.callPlain(ctx, mod.ExportedFunction(exportInit), exportInit)
 	st := in.init
 	in.init = nil

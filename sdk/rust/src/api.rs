@@ -417,7 +417,7 @@ mod tests {
         let m = Manifest { state: true, publish: vec!["twin.*".into()], ..Manifest::new("twin", "1.0.0") };
         assert_eq!(
             m.to_json(vec!["turn".into()], vec![], vec!["tool.finished".into()]).to_string(),
-            r#"{"name":"twin","version":"1.0.0","abi":1,"hooks":["turn"],"tools":[],"topics":{"publish":["twin.*"],"subscribe":["tool.finished"]},"agents":[],"secrets":[],"state":true,"models":false}"#
+            r#"{"name":"twin","version":"1.0.0","abi":2,"hooks":["turn"],"tools":[],"topics":{"publish":["twin.*"],"subscribe":["tool.finished"]},"agents":[],"secrets":[],"state":true,"models":false}"#
         );
     }
 }

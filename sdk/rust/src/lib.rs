@@ -72,7 +72,7 @@ pub use types::{InputEvent, Message, MessageEvent, Source, StepResult, ToolResul
 pub use window::{Completion, CompletionRequest, Window, WindowMessage};
 
 /// ABI_VERSION is the guest ABI version this crate implements.
-pub const ABI_VERSION: i32 = 1;
+pub const ABI_VERSION: i32 = 2;
 
 /// extension! declares the extension: the export `ganglion_init`, which
 /// runs `setup` (a `fn(&Api) -> Result<()>`) and declares `manifest` with

@@ -1,15 +1,15 @@
-;; refuse_manifest_abi2_checked.wat: a module whose manifest says "abi": 2,
+;; refuse_manifest_abi3_checked.wat: a module whose manifest says "abi": 3,
 ;; which the host must refuse to load.
-;; Rebuild: wat2wasm refuse_manifest_abi2_checked.wat -o refuse_manifest_abi2_checked.wasm
+;; Rebuild: wat2wasm refuse_manifest_abi3_checked.wat -o refuse_manifest_abi3_checked.wasm
 ;;
-;; Unlike refuse_manifest_abi2.wat, its init checks manifest's result and
+;; Unlike refuse_manifest_abi3.wat, its init checks manifest's result and
 ;; fails with the host's message (last_error), as a guest should.
 (module
   (import "ganglion" "manifest" (func $manifest (param i32 i32) (result i32)))
   (import "ganglion" "set_error" (func $set_error (param i32 i32) (result i32)))
   (import "ganglion" "last_error" (func $last_error (param i32 i32) (result i32)))
   (memory (export "memory") 1)
-  (data (i32.const 1024) "{\"name\":\"refuse_manifest_abi2_checked\",\"version\":\"1.0.0\",\"abi\":2}")
+  (data (i32.const 1024) "{\"name\":\"refuse_manifest_abi3_checked\",\"version\":\"1.0.0\",\"abi\":3}")
   (func (export "ganglion_abi_version") (result i32) (i32.const 1))
   (func (export "ganglion_init") (result i32)
     (local $n i32)
