@@ -70,6 +70,9 @@ func importLastError(buf unsafe.Pointer, n uint32) int32
 //go:wasmimport ganglion inbox
 func importInbox(ptr unsafe.Pointer, n uint32) int32
 
+//go:wasmimport ganglion pause
+func importPause(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Pointer, bn uint32) int32
+
 // wasmHost calls the imports.
 type wasmHost struct{}
 
@@ -133,6 +136,13 @@ func exportTool(ctx, id int32) int32 { return runHook(kindTool, ctx, id) }
 
 //go:wasmexport ganglion_event
 func exportEvent(ctx, id int32) int32 { return runHook(kindEvent, ctx, id) }
+
+//go:wasmexport ganglion_pending
+func exportPending(ctx, id int32) int32 { return runHook(kindPending, ctx, id) }
+
+func (wasmHost) pause(h int32, req, buf []byte) int32 {
+	return importPause(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
+}
 
 func (wasmHost) agentsRequest(h int32, req, buf []byte) int32 {
 	return importAgentsRequest(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))

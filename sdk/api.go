@@ -44,6 +44,9 @@ type API struct {
 	// Logger writes to the host's logger, which adds the agent and the
 	// extension's name. Usable anywhere, also outside hooks.
 	Logger *slog.Logger
+	// Pending registers the kinds of pending item the extension opens to
+	// pause its turn for a human.
+	Pending *Pending
 
 	r *registry
 }
@@ -164,6 +167,7 @@ type handler struct {
 	spec    ToolSpec // a tool's
 	pattern string   // a subscription's
 	layer   layerSpec
+	pending *PendingKind
 }
 
 // registry collects the registrations of setup.
@@ -198,7 +202,8 @@ func (r *registry) fail(err error) {
 
 func (r *registry) has(kind int32, name string) bool {
 	return slices.ContainsFunc(r.pending, func(h handler) bool {
-		return h.kind == kind && (h.spec.Name == name && kind == kindTool || h.pattern == name && kind == kindEvent)
+		return h.kind == kind && (h.spec.Name == name && kind == kindTool || h.pattern == name && kind == kindEvent ||
+			kind == kindPending && h.pending.Name == name)
 	})
 }
 
@@ -267,7 +272,7 @@ func (a *API) Config(v any) (bool, error) {
 
 // newAPI returns the API setup registers through.
 func newAPI(r *registry) *API {
-	return &API{Pipeline: &Pipeline{r}, Tools: &Tools{r}, Events: &Events{r}, Logger: Logger(), r: r}
+	return &API{Pipeline: &Pipeline{r}, Tools: &Tools{r}, Events: &Events{r}, Pending: &Pending{r}, Logger: Logger(), r: r}
 }
 
 // runInit is ganglion_init: declare the manifest, run setup, register
@@ -320,6 +325,8 @@ func doInit() error {
 			spec = h.spec
 		case kindEvent:
 			spec = map[string]string{"pattern": h.pattern}
+		case kindPending:
+			spec = pendingSpec{Name: h.pending.Name, Resume: h.pending.Resume != nil}
 		}
 		sb, err := json.Marshal(spec)
 		if err != nil {
@@ -362,6 +369,8 @@ func manifestFor(m Manifest, regs []handler) manifestJSON {
 			j.Tools = addOnce(j.Tools, h.spec.Name)
 		case kindEvent:
 			j.Topics.Subscribe = addOnce(j.Topics.Subscribe, h.pattern)
+		case kindPending:
+			j.Pending = addOnce(j.Pending, h.pending.Name)
 		}
 	}
 	return j
@@ -396,6 +405,8 @@ func runHook(kind, h, id int32) (code int32) {
 		c := toolCalls.next()
 		c.h = h
 		err = runTool(hd.tool, c)
+	} else if kind == kindPending {
+		err = runPending(hd.pending, h)
 	} else {
 		e := events.next()
 		e.h = h

@@ -10,6 +10,7 @@ const (
 	kindToolCall = 3
 	kindTool     = 4
 	kindEvent    = 5
+	kindPending  = 6
 )
 
 // Field IDs of the field and set_field imports.
@@ -30,10 +31,15 @@ const (
 	fieldConfig     = 14
 	// fieldIdempotencyKey: see ToolCall.IdempotencyKey.
 	fieldIdempotencyKey = 15
+	fieldPendingPhase   = 16
+	fieldPendingItem    = 17
+	fieldAction         = 18
+	fieldResuming       = 19
 )
 
 var fieldNames = [...]string{"", "AGENT", "INSTANCE", "TURN_ID", "INPUT", "INPUT_TEXT", "STEP", "TOOL_NAME",
-	"TOOL_ARGS", "CALL_ID", "TOOLS", "RESULT", "EVENT_TOPIC", "EVENT_DATA", "CONFIG", "IDEMPOTENCY_KEY"}
+	"TOOL_ARGS", "CALL_ID", "TOOLS", "RESULT", "EVENT_TOPIC", "EVENT_DATA", "CONFIG", "IDEMPOTENCY_KEY",
+	"PENDING_PHASE", "PENDING_ITEM", "ACTION", "RESUMING"}
 
 // kindName names a registration kind as the manifest does.
 func kindName(kind int32) string {
@@ -48,6 +54,8 @@ func kindName(kind int32) string {
 		return "tool"
 	case kindEvent:
 		return "event"
+	case kindPending:
+		return "pending"
 	}
 	return "unknown"
 }
@@ -77,6 +85,7 @@ type abi interface {
 	setError(msg string) int32
 	lastError(buf []byte) int32
 	inbox(p *[3]uint64) int32
+	pause(h int32, req, buf []byte) int32
 }
 
 // A guest runs one call at a time (a hook, or a hook nested in another's

@@ -49,6 +49,7 @@ type manifestJSON struct {
 	State   bool       `json:"state"`
 	Agents  []string   `json:"agents,omitempty"`
 	Models  bool       `json:"models,omitempty"`
+	Pending []string   `json:"pending,omitempty"`
 }
 
 type topicsJSON struct {

@@ -33,6 +33,9 @@ const (
 	kindToolCall = 3
 	kindTool     = 4
 	kindEvent    = 5
+	// kindPending handles a kind of pending item the guest opens
+	// (version 2): it resolves, expires and resumes the guest's items.
+	kindPending = 6
 )
 
 // Field IDs of the field and set_field imports.
@@ -54,6 +57,13 @@ const (
 	// fieldIdempotencyKey is the call's stable idempotency key
 	// (pipeline.ToolCallContext.IdempotencyKey).
 	fieldIdempotencyKey = 15
+	// Version 2: a pending hook's context (see pause.go).
+	fieldPendingPhase = 16 // "resolve", "expire" or "resume"
+	fieldPendingItem  = 17 // the item, JSON
+	fieldAction       = 18 // the human's action, JSON (resolve)
+	// fieldResuming is, in a toolCall hook, the guest's own pending item
+	// whose resume runs the call.
+	fieldResuming = 19
 )
 
 // Guest export names.
@@ -65,6 +75,7 @@ const (
 	exportToolCall = "ganglion_tool_call"
 	exportTool     = "ganglion_tool"
 	exportEvent    = "ganglion_event"
+	exportPending  = "ganglion_pending"
 )
 
 // hookExport returns the export that runs hooks of kind.
@@ -80,6 +91,8 @@ func hookExport(kind int32) string {
 		return exportTool
 	case kindEvent:
 		return exportEvent
+	case kindPending:
+		return exportPending
 	}
 	return ""
 }
@@ -96,6 +109,8 @@ func kindName(kind int32) string {
 		return "tool"
 	case kindEvent:
 		return "event"
+	case kindPending:
+		return "pending"
 	}
 	return "unknown"
 }

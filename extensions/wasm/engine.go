@@ -71,6 +71,8 @@ type Grants struct {
 	Secrets []string
 	// Agents the extension may call.
 	Agents []string
+	// Pending are the kinds of pending item the extension may open.
+	Pending []string
 	// All grants whatever the manifest asks, to inspect a module; nothing
 	// is provided to it.
 	All bool
@@ -371,6 +373,9 @@ type Manifest struct {
 	// Models declares that the extension calls the agent's model
 	// (complete), which costs money: without it complete is DENIED.
 	Models bool `json:"models"`
+	// Pending lists the kinds of pending item the extension opens, to
+	// pause its turn for a human (version 2); the config must grant each.
+	Pending []string `json:"pending"`
 }
 
 func (x *Extension) checkGrants() error {
@@ -394,6 +399,14 @@ func (x *Extension) checkGrants() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("its manifest asks to call agents the config does not grant: %s (add them under the extension's agents:)", strings.Join(missing, ", "))
 	}
+	for _, k := range x.manifest.Pending {
+		if !slices.Contains(x.grants.Pending, k) {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("its manifest asks to open pending items the config does not grant: %s (add them under the extension's pending:)", strings.Join(missing, ", "))
+	}
 	return nil
 }
 
@@ -405,6 +418,7 @@ type registration struct {
 	hasPriority bool
 	tool        *toolSpec
 	pattern     string
+	pending     *pendingSpec
 }
 
 type toolSpec struct {
@@ -417,14 +431,15 @@ type toolSpec struct {
 // sameRegistrations reports whether two inits registered the same things.
 func sameRegistrations(a, b []registration) bool {
 	return slices.EqualFunc(a, b, func(x, y registration) bool {
-		if x.kind != y.kind || x.id != y.id || x.priority != y.priority || x.hasPriority != y.hasPriority || x.pattern != y.pattern || (x.tool == nil) != (y.tool == nil) {
+		if x.kind != y.kind || x.id != y.id || x.priority != y.priority || x.hasPriority != y.hasPriority || x.pattern != y.pattern ||
+			(x.tool == nil) != (y.tool == nil) || (x.pending == nil) != (y.pending == nil) {
 			return false
 		}
-		return x.tool == nil || x.tool.Name == y.tool.Name
+		return (x.tool == nil || x.tool.Name == y.tool.Name) && (x.pending == nil || *x.pending == *y.pending)
 	})
 }
 
 // hookFunctions are an instance's call engines for one nesting depth:
 // re-entering an instance through the call engine that is already running
 // corrupts the host's stack, so each depth has its own.
-type hookFunctions [kindEvent + 1]api.Function
+type hookFunctions [kindPending + 1]api.Function

@@ -167,6 +167,10 @@ func (x *Extension) Register(api *extensions.API) error {
 			}); err != nil {
 				return err
 			}
+		case kindPending:
+			if err := api.Pending.Handle(x.pendingKind(id, r.pending)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -189,6 +193,7 @@ type hookArgs struct {
 	step *pipeline.StepContext
 	call *pipeline.ToolCallContext
 	ev   *events.Event
+	pend *pendingCall
 }
 
 // hookOut is what a hook call produced: a result, or the error of next
@@ -251,7 +256,7 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 		return hookOut{}, err
 	}
 	f := in.takeFrame()
-	f.kind, f.turn, f.step, f.call, f.ev = a.kind, a.turn, a.step, a.call, a.ev
+	f.kind, f.turn, f.step, f.call, f.ev, f.pend = a.kind, a.turn, a.step, a.call, a.ev, a.pend
 	f.bind(ctx, in)
 	var out hookOut
 	err = in.invoke(f, id)
@@ -270,7 +275,7 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 	if reraise != nil {
 		panic(reraise.value)
 	}
-	if err != nil && a.kind != kindEvent {
+	if err != nil && a.kind != kindEvent && a.kind != kindPending {
 		if gp, ok := err.(*guestPanic); ok {
 			panic(gp.value)
 		}

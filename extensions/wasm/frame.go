@@ -19,6 +19,10 @@ type frame struct {
 	step   *pipeline.StepContext
 	call   *pipeline.ToolCallContext
 	ev     *events.Event
+	pend   *pendingCall // a pending hook's
+	// paused is the pending item this hook opened last (pause), "" if
+	// none: a step then ends paused, a call waits.
+	paused string
 
 	// next is the context the rest of the chain runs with: it marks the
 	// instance as re-enterable. It lives in the frame so that a call does
@@ -91,6 +95,10 @@ func (f *frame) outcome() hookOut {
 		o.tool, o.err = f.toolResult()
 	case kindTool:
 		o.tool = f.toolRes
+	case kindPending:
+		if f.pend.phase == phaseResume {
+			o.tool, o.err = f.toolResult()
+		}
 	}
 	return o
 }
@@ -198,6 +206,9 @@ func (f *frame) turnResult() (*pipeline.TurnResult, error) {
 
 func (f *frame) stepResult() (*pipeline.StepResult, error) {
 	if f.nextDone {
+		if f.paused != "" && f.nextErr == nil && f.stepRes != nil {
+			f.stepRes.Stop = pipeline.FinishPaused
+		}
 		return f.stepRes, f.nextErr
 	}
 	if f.set {
@@ -209,6 +220,9 @@ func (f *frame) stepResult() (*pipeline.StepResult, error) {
 func (f *frame) toolResult() (*pipeline.ToolResult, error) {
 	if f.set {
 		return f.toolRes, nil
+	}
+	if f.paused != "" {
+		return f.pausedResult(), nil
 	}
 	if f.nextDone {
 		return f.toolRes, f.nextErr
@@ -227,6 +241,8 @@ func (f *frame) instanceKey() string {
 		return f.call.InstanceKey()
 	case f.ev != nil:
 		return f.ev.Instance
+	case f.pend != nil:
+		return f.pend.item.Instance
 	}
 	return ""
 }

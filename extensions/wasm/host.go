@@ -23,7 +23,8 @@ const hostModuleName = "ganglion"
 
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
-	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox"}
+	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox",
+	"pause"}
 
 var i32 = api.ValueTypeI32
 
@@ -79,6 +80,7 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("set_error", 2, hostSetError)
 	add("last_error", 2, hostLastError)
 	add("inbox", 2, hostInbox)
+	add("pause", 5, hostPause)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -171,6 +173,14 @@ func hostManifest(in *instance, p []uint64) int32 {
 			return in.fail(codeInvalid, "manifest: unknown hook %q (want turn, step or tool_call)", h)
 		}
 	}
+	if f := m.newer(); f != "" && m.ABI < 2 {
+		return in.fail(codeInvalid, "manifest: %s needs abi 2 (the manifest says abi %d)", f, m.ABI)
+	}
+	for _, k := range m.Pending {
+		if err := checkPendingKind(k); err != nil {
+			return in.fail(codeInvalid, "manifest: pending: %v", err)
+		}
+	}
 	in.init.manifest = &m
 	return 0
 }
@@ -178,6 +188,9 @@ func hostManifest(in *instance, p []uint64) int32 {
 type registerSpec struct {
 	Priority *int   `json:"priority"`
 	Pattern  string `json:"pattern"`
+	// Resume, for a pending kind: its resume hook decides a paused
+	// call's result.
+	Resume bool `json:"resume"`
 	toolSpec
 }
 
@@ -224,8 +237,12 @@ func hostRegister(in *instance, p []uint64) int32 {
 			return in.fail(codeDenied, "subscribe %q: the manifest's topics.subscribe does not list it", spec.Pattern)
 		}
 		r.pattern = spec.Pattern
+	case kindPending:
+		if code := in.registerPending(st, &r, spec); code != 0 {
+			return code
+		}
 	default:
-		return in.fail(codeInvalid, "register: unknown kind %d (want 1 turn, 2 step, 3 tool_call, 4 tool, 5 event)", kind)
+		return in.fail(codeInvalid, "register: unknown kind %d (want 1 turn, 2 step, 3 tool_call, 4 tool, 5 event, 6 pending)", kind)
 	}
 	st.regs = append(st.regs, r)
 	return r.id
@@ -259,6 +276,18 @@ func hostField(in *instance, p []uint64) int32 {
 	}
 	var val []byte
 	switch {
+	case f.pend != nil && field != fieldAgent && field != fieldInstance && field != fieldResult:
+		v, code := in.pendingField(f, field)
+		if code != 0 {
+			return code
+		}
+		val = v
+	case field == fieldResuming:
+		v, code := in.resuming(f)
+		if code != 0 {
+			return code
+		}
+		val = v
 	case field == fieldAgent:
 		val = []byte(in.x.api.Agent)
 	case field == fieldInstance:
@@ -337,8 +366,11 @@ func (in *instance) resultJSON(f *frame) ([]byte, int32) {
 		v = turnResultJSON{f.turnRes.FinishReason, f.turnRes.Response}
 	case f.kind == kindStep && f.stepRes != nil:
 		v = stepResultJSON{f.stepRes.Stop, f.stepRes.Continue}
-	case (f.kind == kindToolCall || f.kind == kindTool) && f.toolRes != nil:
+	case (f.kind == kindToolCall || f.kind == kindTool || f.kind == kindPending) && f.toolRes != nil:
 		v = toolResultJSON{f.toolRes.Content, f.toolRes.IsError}
+	case f.kind == kindPending && f.pend.out != nil:
+		r := f.pend.out.Resolution
+		v = outcomeJSON{Status: r.Status, Answer: r.Answer, Reason: r.Reason, Message: r.Message, KeepOpen: r.KeepOpen, Fails: r.Fails}
 	default:
 		return nil, in.fail(codeNotFound, "no result yet: call next or set one")
 	}
@@ -398,6 +430,14 @@ func hostSetField(in *instance, p []uint64) int32 {
 			return in.fail(codeInvalid, "tools: want a JSON array of tool names: %v", err)
 		}
 		f.step.Tools().Filter(func(t pipeline.ToolSpec) bool { return slices.Contains(keep, t.Name) })
+	case field == fieldToolArgs && f.kind == kindPending && f.pend.phase == phaseResume:
+		if f.nextDone {
+			return in.fail(codePhase, "tool arguments: the call ran already (next)")
+		}
+		if !json.Valid(b) {
+			return in.fail(codeInvalid, "tool arguments are not valid JSON")
+		}
+		f.pend.args = bytes.Clone(b)
 	case field == fieldResult:
 		return in.setResult(f, b)
 	default:
@@ -440,6 +480,16 @@ func (in *instance) setResult(f *frame, b []byte) int32 {
 			return in.fail(codeInvalid, "tool result: %v", err)
 		}
 		f.toolRes = &pipeline.ToolResult{CallID: f.call.CallID(), Name: f.call.Name(), Content: r.Content, IsError: r.IsError}
+		f.set = true
+	case kindPending:
+		if f.pend.phase != phaseResume {
+			return in.setOutcome(f, b)
+		}
+		var r toolResultJSON
+		if err := decodeStrict(b, &r); err != nil {
+			return in.fail(codeInvalid, "tool result: %v", err)
+		}
+		f.toolRes = &pipeline.ToolResult{CallID: f.pend.item.CallID, Content: r.Content, IsError: r.IsError}
 		f.set = true
 	default:
 		return in.fail(codeInvalid, "an event hook has no result")
@@ -524,6 +574,12 @@ func hostNext(in *instance, p []uint64) int32 {
 	if f.kind == kindTool || f.kind == kindEvent {
 		return in.fail(codeInvalid, "a %s hook has no next", kindName(f.kind))
 	}
+	if f.kind == kindPending && f.pend.phase != phaseResume {
+		return in.fail(codeInvalid, "a pending hook calls next only to resume a paused call, not in the %s phase", f.pend.phase)
+	}
+	if f.paused != "" && f.kind == kindToolCall {
+		return in.fail(codePhase, "next: the call waits for pending item %s; it runs when the turn resumes", f.paused)
+	}
 	if f.nextDone {
 		f.nextTwice = true
 		return in.fail(codePhase, "next called more than once")
@@ -563,6 +619,12 @@ func (f *frame) runNext() {
 		f.stepRes, f.nextErr = f.step.Next(ctx)
 	case kindToolCall:
 		f.toolRes, f.nextErr = f.call.Next(ctx)
+	case kindPending:
+		if f.pend.args != nil {
+			f.toolRes, f.nextErr = f.pend.rc.RunWith(ctx, f.pend.args)
+		} else {
+			f.toolRes, f.nextErr = f.pend.rc.Run(ctx)
+		}
 	}
 }
 

@@ -77,6 +77,7 @@ type quota struct {
 	emit, emitBytes         int
 	log, logBytes           int
 	complete, completeBytes int
+	pause, pauseBytes       int
 }
 
 // spend counts one more use of size bytes against the limits (maxCalls,
@@ -404,7 +405,7 @@ type hostCtx struct {
 func (in *instance) functions(d int) *hookFunctions {
 	for len(in.fns) <= d {
 		var f hookFunctions
-		for k := int32(kindTurn); k <= kindEvent; k++ {
+		for k := int32(kindTurn); k <= kindPending; k++ {
 			f[k] = in.mod.ExportedFunction(hookExport(k))
 		}
 		in.fns = append(in.fns, f)

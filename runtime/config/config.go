@@ -134,6 +134,8 @@ type Extension struct {
 	Clock bool `yaml:"clock"`
 	// Agents names the agents it may call.
 	Agents []string `yaml:"agents"`
+	// Pending names the kinds of pending item it may open; only for Wasm.
+	Pending []string `yaml:"pending"`
 	// Config is its own settings ([Extension.Decode]); nil if none.
 	Config ast.Node `yaml:"config"`
 

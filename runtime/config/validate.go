@@ -325,6 +325,14 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 	if len(e.Agents) > 0 && e.Wasm == "" {
 		v.errorf(path+".agents", "%sagents: only a WebAssembly extension (wasm:) is granted agents; a native one calls any through its contexts", epre)
 	}
+	if len(e.Pending) > 0 && e.Wasm == "" {
+		v.errorf(path+".pending", "%spending: only a WebAssembly extension (wasm:) is granted pending kinds; a native one registers its own", epre)
+	}
+	for k, kind := range e.Pending {
+		if !validKind(kind) {
+			v.errorf(path+".pending["+strconv.Itoa(k)+"]", "%spending: %q is not a pending kind (1 to 64 lower-case letters, digits, _ or -)", epre, kind)
+		}
+	}
 	if e.Clock && e.Wasm == "" {
 		v.errorf(path+".clock", "%sclock: only a WebAssembly extension (wasm:) is granted a clock; a native one has Go's", epre)
 	}
@@ -424,4 +432,18 @@ func ParseSize(field, s string) (int, error) {
 		return 0, fmt.Errorf("%s must be a size such as 64MiB (at most 4GiB), got %q", field, s)
 	}
 	return int(n), nil
+}
+
+// validKind reports whether k is a pending kind's name: 1 to 64 lower-case
+// letters, digits, '_' or '-', as the WebAssembly host checks a guest's.
+func validKind(k string) bool {
+	if k == "" || len(k) > 64 {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -140,6 +140,20 @@ agents:
       - name: audit
         secrets: [KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK]
 `, `ganglion.yaml:6:19: agent "assistant": extension "audit": secrets: "KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK" is not an environment variable name (1 to 64 letters, digits and _, not starting with a digit)`},
+	{"extension_pending_native", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - name: audit
+        pending: [ask]
+`, `ganglion.yaml:6:18: agent "assistant": extension "audit": pending: only a WebAssembly extension (wasm:) is granted pending kinds; a native one registers its own`},
+	{"extension_pending_kind", `model: {provider: scripted, script: s.yaml}
+agents:
+  - name: assistant
+    extensions:
+      - wasm: guard.wasm
+        pending: [ask, Ask Me]
+`, `ganglion.yaml:6:24: agent "assistant": extension "guard": pending: "Ask Me" is not a pending kind (1 to 64 lower-case letters, digits, _ or -)`},
 	{"extension_duplicate_name", `model: {provider: scripted, script: s.yaml}
 agents:
   - name: assistant
