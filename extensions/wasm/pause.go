@@ -49,10 +49,10 @@ type pendingSpec struct {
 type pendingCall struct {
 	phase string
 	item  ledger.Item
-	act   extensions.Action    // resolve
+	act   extensions.Action     // resolve
 	rc    extensions.ResumeCall // resume
-	args  json.RawMessage      // resume: arguments a human edited, set before next
-	out   *extensions.Outcome  // resolve, expire: what the guest decided
+	args  json.RawMessage       // resume: arguments a human edited, set before next
+	out   *extensions.Outcome   // resolve, expire: what the guest decided
 }
 
 // checkPendingKind checks a kind's name: 1 to 64 lower-case letters,
