@@ -578,6 +578,7 @@ func TestLoadRefusals(t *testing.T) {
 		// refusal still names the versions.
 		{module: "refuse_manifest_abi3", want: "ganglion_init declared no valid manifest: manifest: abi 3, host ABI versions 1 and 2"},
 		{module: "refuse_manifest_mismatch", want: "ganglion_init declared no valid manifest: manifest: abi 2, but ganglion_abi_version returned 1: a manifest may not be newer than the module"},
+		{module: "refuse_pending_abi1", want: "ganglion_init declared no valid manifest: manifest: pending needs abi 2 (the manifest says abi 1)"},
 		{module: "refuse_secret", want: "its manifest asks for secrets the config does not grant: API_KEY (add them under the extension's secrets:)"},
 		{module: "refuse_undeclared", want: `ganglion_init failed: register step: the manifest does not list the hook "step"`},
 		{module: "refuse_initfail", want: "ganglion_init failed: no database configured"},

@@ -289,3 +289,71 @@ func slicesContains(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestHostilePause: a guest that misuses pending items is refused, each
+// misuse failing only its own call: it cannot open items from a turn hook,
+// of a kind it did not declare, past the bound of one hook call, or run or
+// pause a call it paused; and its pending hook can neither open items nor
+// run anything, so it cannot answer its own.
+func TestHostilePause(t *testing.T) {
+	const script = `
+agents:
+  a:
+    turns:
+      - match: "^call"
+        steps:
+          - tool_calls: [{name: list_files, id: c1}]
+          - text: "never reached"
+    fallback:
+      steps:
+        - text: "plain"
+`
+	rt := start(t, "[{wasm: testdata/hostile_pause.wasm, pending: [ask]}]", script)
+	ctx := context.Background()
+	tests := []struct {
+		input string
+		want  []string // parts of the turn's error
+	}{
+		{"misuse", []string{
+			`unlisted=-3: pause: the manifest's pending does not list the kind "other"`,
+			`malformed=-1: pause request: unexpected EOF`,
+			`notobject=-1: pause request: request must be a JSON object (what the human is asked)`}},
+		{"turnpause", []string{`pause=-1: pause is for step and tool_call hooks, not turn`}},
+		{"call", []string{`next=-8: next: the call waits for pending item p-`, `; it runs when the turn resumes`,
+			`pause=-8: pause: the call waits for pending item p-`, ` already; a call pauses once`}},
+		{"flood", []string{`flood=-6: pause: over the limit of 16 pending items per hook call`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.input, func(t *testing.T) {
+			_, err := rt.Send(ctx, "a", tt.input, runtime.UserMessage(tt.input))
+			if err == nil {
+				t.Fatalf("Send(%q) succeeded, want the guest's failure", tt.input)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Send(%q) = %v\nwant it to hold %q", tt.input, err, w)
+				}
+			}
+			// Another instance's turn is not touched.
+			if res, err := rt.Send(ctx, "a", "other-"+tt.input, runtime.UserMessage("hello")); err != nil || res.Response.Content != "plain" {
+				t.Errorf("a plain turn after %q = %+v, %v", tt.input, res, err)
+			}
+		})
+	}
+	items, err := rt.Pending(ctx, ledger.Filter{Agent: "a", Instance: "flood", Open: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 16 {
+		t.Fatalf("the flood opened %d items, want the bound, 16", len(items))
+	}
+	_, err = rt.Answer(ctx, items[0].ID, "yes")
+	want := `invalid action: pause=-1: pause is for step and tool_call hooks, not pending; ` +
+		`next=-1: a pending hook calls next only to resume a paused call, not in the resolve phase`
+	if !errors.Is(err, extensions.ErrInvalidAction) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Answer = %v\nwant %q", err, want)
+	}
+	if it, err := rt.PendingItem(ctx, items[0].ID); err != nil || !it.Open {
+		t.Errorf("after the refused answer the item is %+v, %v; want it open", it, err)
+	}
+}
