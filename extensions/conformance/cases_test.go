@@ -326,6 +326,80 @@ agents:
 		},
 	},
 	{
+		name:   "pending items",
+		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t}"}}}},
+		script: `
+agents:
+  a:
+    turns:
+      - kind: resume
+        steps:
+          - text: "resumed with {{ .Input }} / {{ .ToolResult }}"
+      - match: "^ask"
+        steps:
+          - text: "Which one, human?"
+      - match: "^call"
+        steps:
+          - tool_calls: [{name: probe, id: c1, args: {mode: ask}}]
+          - text: "never reached"
+`,
+		disk: true,
+		run: func(h *harness) {
+			h.send("a", "q", "ask me")
+			h.act("a", "q", "answer", " ")
+			h.act("a", "q", "skip", "")
+			h.restart()
+			h.act("a", "q", "answer", "blue")
+			h.send("a", "yes", "call it")
+			h.restart()
+			h.act("a", "yes", "answer", "maybe")
+			h.act("a", "yes", "answer", "yes")
+			h.send("a", "no", "call it")
+			h.act("a", "no", "answer", "no")
+			for _, k := range []string{"q", "yes", "no"} {
+				h.items("a", k)
+				h.history("a", k)
+			}
+		},
+		check: func(t *testing.T, o *observation) {
+			if len(o.Turns) != 9 {
+				t.Fatalf("turns = %+v", o.Turns)
+			}
+			for _, i := range []int{0, 4, 7} {
+				eq(t, fmt.Sprintf("turn %d (%s) pauses", i, o.Turns[i].Input), o.Turns[i].Result.FinishReason, pipeline.FinishPaused)
+			}
+			for i, want := range map[int]string{
+				1: `pending item "ID": invalid action: t: the answer is empty`,
+				2: `pending item "ID": invalid action: t: a question takes an answer`,
+				5: `pending item "ID": invalid action: t: answer yes or no, not "maybe"`,
+			} {
+				eq(t, fmt.Sprintf("turn %d (%s) error", i, o.Turns[i].Input), o.Turns[i].Err, want)
+				eq(t, fmt.Sprintf("turn %d (%s) matches", i, o.Turns[i].Input), strings.Join(o.Turns[i].Matches, ","), "ErrInvalidAction")
+			}
+			for i, want := range map[int]string{
+				3: "resumed with t got: blue / ",
+				6: `resumed with t: approved / probe got {"mode":"ask"}`,
+				8: "resumed with t: denied / t: the call was denied",
+			} {
+				eq(t, fmt.Sprintf("turn %d (%s)", i, o.Turns[i].Input), o.Turns[i].Result.Response.Content, want)
+			}
+			eq(t, "question", o.Items["a/q"], []itemObs{{Kind: "twin_question", Extension: "twin", TurnID: "turn-1", Status: "answered",
+				Answer: "blue", Message: "t got: blue", Step: 1, Request: `{"tag":"t","question":"Which one?"}`, Required: true}})
+			eq(t, "approved call", o.Items["a/yes"], []itemObs{{Kind: "twin_ask", Extension: "twin", TurnID: "turn-1", CallID: "c1", Status: "answered",
+				Answer: "yes", Message: "t: approved", Step: 1, Request: `{"tag":"t","tool":"probe"}`, Required: true}})
+			eq(t, "denied call", o.Items["a/no"], []itemObs{{Kind: "twin_ask", Extension: "twin", TurnID: "turn-1", CallID: "c1", Status: "rejected",
+				Answer: "no", Message: "t: denied", Step: 1, Request: `{"tag":"t","tool":"probe"}`, Required: true}})
+			eqLines(t, "question history", summarize(o.History["a/q"]), []string{
+				"msg-0 user user: ask me",
+				"msg-1 assistant model: Which one, human?",
+				"msg-2 user runtime: t got: blue",
+				"msg-3 assistant model: resumed with t got: blue / ",
+			})
+			eq(t, "approved call's result", toolMessage(t, o.History["a/yes"]).Content, `probe got {"mode":"ask"}`)
+			eq(t, "denied call's result", toolMessage(t, o.History["a/no"]).Content, "t: the call was denied")
+		},
+	},
+	{
 		name:   "events published and subscribed",
 		agents: []agentSpec{{name: "a", tools: []string{"probe"}, exts: []ext{{name: "twin", config: "{tag: t, echo: true}"}}}},
 		script: `

@@ -59,6 +59,9 @@ type observation struct {
 	Events  []string
 	History map[string][]pipeline.Message // by "agent/instance"
 	State   map[string]string             // by "agent/instance/extension"
+	// Items are the pending items of an instance, by "agent/instance",
+	// without what differs from run to run (IDs, times).
+	Items map[string][]itemObs
 	// LoadErr is the error of runtime.New. It names the extension's kind
 	// (a module's path, a config position), so the twins are compared on
 	// it by check only.
@@ -75,6 +78,14 @@ type turnObs struct {
 	// Matches lists the pipeline errors the error matches (errors.Is,
 	// errors.As): "ErrNextCalledTwice", "PanicError".
 	Matches []string `json:",omitempty"`
+}
+
+// itemObs is a pending item as the suite compares it.
+type itemObs struct {
+	Kind, Extension, TurnID, CallID, Status, Answer, Message string
+	Step                                                     int
+	Request                                                  string
+	Required, Open                                           bool
 }
 
 // modelCall is one call of the model.
@@ -164,7 +175,7 @@ func nativeImpl() *impl {
 func wasmImpl() *impl {
 	return &impl{
 		name:  "wasm",
-		entry: func(e ext) string { return fmt.Sprintf("{wasm: %q, name: %s%s}", module, e.name, entryRest(e)) },
+		entry: func(e ext) string { return fmt.Sprintf("{wasm: %q, name: %s%s%s}", module, e.name, guestGrants, entryRest(e)) },
 		opts:  func() []runtime.Option { return []runtime.Option{runtime.WithWasmCache(cacheDir)} },
 		setup: buildTwin,
 	}
@@ -174,11 +185,17 @@ func wasmImpl() *impl {
 func rustImpl() *impl {
 	return &impl{
 		name:  "rust",
-		entry: func(e ext) string { return fmt.Sprintf("{wasm: %q, name: %s%s}", rustModule, e.name, entryRest(e)) },
+		entry: func(e ext) string {
+			return fmt.Sprintf("{wasm: %q, name: %s%s%s}", rustModule, e.name, guestGrants, entryRest(e))
+		},
 		opts:  func() []runtime.Option { return []runtime.Option{runtime.WithWasmCache(rustCacheDir)} },
 		setup: buildRustTwin,
 	}
 }
+
+// guestGrants grants a guest twin what the native twin may do without a
+// grant: open its pending kinds.
+const guestGrants = ", pending: [twin_ask, twin_question]"
 
 func entryRest(e ext) string {
 	s := ""

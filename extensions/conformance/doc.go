@@ -45,7 +45,14 @@
 //     middleware.skipped (fail_open); an error of next passes through a
 //     layer unblamed; a panic, and a second call of next, fail the turn;
 //   - config: a missing or unknown setting fails the load, naming the
-//     extension.
+//     extension;
+//   - pending items: a step pauses the turn with a question, a toolCall
+//     middleware pauses a call for approval; the extension refuses an
+//     answer with its own message (the item stays open), the item survives
+//     a restart, and the answer resumes the turn: the approved call runs
+//     (through the extension's own middleware, which lets it through), a
+//     denied one gets the extension's result. A guest's kinds are granted
+//     under pending: in the config.
 //
 // Where the twins differ because of a bug not fixed yet, the case says so
 // and is skipped for the implementation at fault, but only while it shows
@@ -70,9 +77,11 @@
 // configured tools; "more" sets continue on step 1, "halt" sets stop
 // (max_steps) on every step; "twice" calls next twice; "fail turn", "fail
 // turn-after" and "fail step" fail that hook (before or after next);
-// "panic turn" panics. A toolCall middleware reads the call's "mode"
-// argument: "fail" fails, "args" replaces the arguments, "replace"
-// replaces the result.
+// "panic turn" panics; "ask" opens a twin_question item after step 1
+// (any answer but an empty one). A toolCall middleware reads the call's
+// "mode" argument: "fail" fails, "args" replaces the arguments, "replace"
+// replaces the result, "ask" pauses the call with a twin_ask item (yes
+// runs it, no denies it).
 //
 // # Running
 //

@@ -1,15 +1,20 @@
 package conformance_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
+	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/runtime/config"
@@ -52,7 +57,7 @@ func newHarness(t *testing.T, im *impl, c *testCase) *harness {
 			}
 		}
 	}
-	obs := &observation{History: map[string][]pipeline.Message{}, State: map[string]string{}}
+	obs := &observation{History: map[string][]pipeline.Message{}, State: map[string]string{}, Items: map[string][]itemObs{}}
 	h := &harness{t: t, im: im, cfg: []byte(b.String()), model: &recordingModel{inner: script, obs: obs}, obs: obs}
 	if c.disk {
 		h.data = t.TempDir()
@@ -162,6 +167,15 @@ func (h *harness) history(agent, instance string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	for i, m := range msgs {
+		// A resume turn's input names the items it resumes, by IDs that
+		// differ from run to run.
+		if _, ok := m.Metadata["pending"]; ok {
+			m.Metadata = maps.Clone(m.Metadata)
+			m.Metadata["pending"] = "(the IDs of the resumed items)"
+			msgs[i] = m
+		}
+	}
 	h.obs.History[agent+"/"+instance] = msgs
 }
 
@@ -204,4 +218,62 @@ var probe = pipeline.Tool{
 	Func: func(_ context.Context, c *pipeline.ToolCallContext) (*pipeline.ToolResult, error) {
 		return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), Content: "probe got " + string(c.Arguments())}, nil
 	},
+}
+
+// act does kind (answer, skip, reject) with value to the one open item of
+// an instance and records the outcome as a turn: the resumed turn's
+// result, or the refusal, with the item's ID replaced by "ID".
+func (h *harness) act(agent, instance, kind, value string) {
+	h.t.Helper()
+	ctx := context.Background()
+	rt := h.runtime()
+	items, err := rt.Pending(ctx, ledger.Filter{Agent: agent, Instance: instance, Open: true})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(items) != 1 {
+		h.t.Fatalf("%s/%s has %d open items, want 1: %+v", agent, instance, len(items), items)
+	}
+	id := items[0].ID
+	var res *pipeline.TurnResult
+	switch kind {
+	case "answer":
+		res, err = rt.Answer(ctx, id, value)
+	case "skip":
+		res, err = rt.Skip(ctx, id)
+	case "reject":
+		res, err = rt.Reject(ctx, id, value)
+	default:
+		h.t.Fatalf("act: unknown kind %q", kind)
+	}
+	o := turnObs{Agent: agent, Instance: instance, Input: kind + " " + value}
+	if res != nil {
+		o.Result = *res
+	}
+	if err != nil {
+		o.Err = strings.ReplaceAll(err.Error(), id, "ID")
+		if errors.Is(err, extensions.ErrInvalidAction) {
+			o.Matches = append(o.Matches, "ErrInvalidAction")
+		}
+	}
+	h.obs.Turns = append(h.obs.Turns, o)
+}
+
+// items records the pending items of an instance, open and resolved.
+func (h *harness) items(agent, instance string) {
+	h.t.Helper()
+	items, err := h.runtime().Pending(context.Background(), ledger.Filter{Agent: agent, Instance: instance})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	// The suite's clock stands still: order by where each item was opened.
+	slices.SortFunc(items, func(a, b ledger.Item) int {
+		return cmp.Or(strings.Compare(a.TurnID, b.TurnID), a.Step-b.Step, strings.Compare(a.CallID, b.CallID))
+	})
+	var obs []itemObs
+	for _, it := range items {
+		obs = append(obs, itemObs{Kind: it.Kind, Extension: it.Extension, TurnID: it.TurnID, CallID: it.CallID, Status: string(it.Status),
+			Answer: it.Answer, Message: it.Message, Step: it.Step, Request: string(it.Request), Required: it.Required, Open: it.Open})
+	}
+	h.obs.Items[agent+"/"+instance] = obs
 }

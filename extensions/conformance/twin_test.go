@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
@@ -48,6 +50,22 @@ type twinTurn struct {
 	Turns int    `json:"turns"`
 }
 
+// askRequest is the request of a twin_ask item: the call that waits.
+type askRequest struct {
+	Tag  string `json:"tag"`
+	Tool string `json:"tool"`
+}
+
+// questionRequest is the request of a twin_question item.
+type questionRequest struct {
+	Tag      string `json:"tag"`
+	Question string `json:"question"`
+}
+
+// resumingKey marks, in the context of a call a twin_ask item resumes, the
+// call's ID: the toolCall middleware then runs it.
+type resumingKey struct{}
+
 // command splits the input into its first two words.
 func command(input string) (word, arg string) {
 	f := strings.Fields(input)
@@ -77,6 +95,9 @@ func registerTwin(api *extensions.API, cfg twinConfig) error {
 		if cfg.Trace {
 			api.Events.Publish("twin.order", instance, twinOrder{cfg.Tag, hook, at})
 		}
+	}
+	if err := registerPending(api, cfg); err != nil {
+		return err
 	}
 
 	api.Pipeline.Turn(func(ctx context.Context, t *pipeline.TurnContext) (*pipeline.TurnResult, error) {
@@ -165,6 +186,12 @@ func registerTwin(api *extensions.API, cfg twinConfig) error {
 			res.Continue = true
 		case word == "halt":
 			res.Stop = pipeline.FinishMaxSteps
+		case word == "ask" && s.Index() == 1:
+			req, _ := json.Marshal(questionRequest{cfg.Tag, "Which one?"})
+			if _, err := api.Pending.Pause(ctx, s, ledger.Item{Kind: "twin_question", Request: req, Required: true}, 0); err != nil {
+				return nil, err
+			}
+			res.Stop = pipeline.FinishPaused
 		}
 		trace(s.InstanceKey(), "step", "leave")
 		return res, nil
@@ -175,6 +202,13 @@ func registerTwin(api *extensions.API, cfg twinConfig) error {
 			Mode string `json:"mode"`
 		}
 		_ = json.Unmarshal(c.Arguments(), &args) // malformed arguments have no mode
+		if id, _ := ctx.Value(resumingKey{}).(string); args.Mode == "ask" && id != c.CallID() {
+			req, _ := json.Marshal(askRequest{cfg.Tag, c.Name()})
+			if _, err := api.Pending.PauseCall(ctx, c, ledger.Item{Kind: "twin_ask", Request: req, Required: true}, 0); err != nil {
+				return nil, err
+			}
+			return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), Content: cfg.Tag + " waits for a human"}, nil
+		}
 		trace(c.InstanceKey(), "tool_call", "enter")
 		switch args.Mode {
 		case "fail":
@@ -247,6 +281,51 @@ func registerEcho(api *extensions.API, cfg twinConfig) error {
 				return nil, errors.New("twin_echo: no idempotency key: " + k)
 			}
 			return &pipeline.ToolResult{CallID: c.CallID(), Name: c.Name(), Content: cfg.Tag + " echoes " + args.Text}, nil
+		},
+	})
+}
+
+// registerPending registers the twin's pending kinds: twin_ask, which
+// pauses a tool call until a human answers yes (the call runs) or no (it
+// gets the twin's refusal), and twin_question, which takes any answer but
+// an empty one.
+func registerPending(api *extensions.API, cfg twinConfig) error {
+	err := api.Pending.Handle(extensions.PendingKind{
+		Name: "twin_ask",
+		Resolve: func(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
+			switch {
+			case act.Kind == extensions.ActionAnswer && act.Value == "yes":
+				return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: "yes", Message: cfg.Tag + ": approved"}}, nil
+			case act.Kind == extensions.ActionAnswer && act.Value == "no":
+				return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Rejected, Answer: "no", Message: cfg.Tag + ": denied"}}, nil
+			}
+			return extensions.Outcome{}, fmt.Errorf("%w: %s: answer yes or no, not %q", extensions.ErrInvalidAction, cfg.Tag, act.Value)
+		},
+		Resume: func(ctx context.Context, it ledger.Item, rc extensions.ResumeCall) error {
+			if it.Answer != "yes" {
+				return rc.Result(cfg.Tag+": the call was denied", true)
+			}
+			res, err := rc.Run(context.WithValue(ctx, resumingKey{}, it.CallID))
+			if err != nil {
+				return err
+			}
+			return rc.Result(res.Content, res.IsError)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return api.Pending.Handle(extensions.PendingKind{
+		Name: "twin_question",
+		Resolve: func(_ context.Context, it ledger.Item, act extensions.Action) (extensions.Outcome, error) {
+			if act.Kind != extensions.ActionAnswer {
+				return extensions.Outcome{}, fmt.Errorf("%w: %s: a question takes an answer", extensions.ErrInvalidAction, cfg.Tag)
+			}
+			if strings.TrimSpace(act.Value) == "" {
+				return extensions.Outcome{}, fmt.Errorf("%w: %s: the answer is empty", extensions.ErrInvalidAction, cfg.Tag)
+			}
+			return extensions.Outcome{Resolution: ledger.Resolution{Status: ledger.Answered, Answer: act.Value,
+				Message: cfg.Tag + " got: " + act.Value}}, nil
 		},
 	})
 }

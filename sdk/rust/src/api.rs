@@ -7,6 +7,7 @@ use std::rc::Rc;
 use crate::context::{field_bytes, Event, Step, ToolCall, Turn, CONFIG};
 use crate::error::{Error, Result};
 use crate::json::Value;
+use crate::pending::PendingKind;
 use crate::sys;
 use crate::types::{ToolResult, ToolSpec};
 
@@ -18,6 +19,7 @@ pub(crate) enum Kind {
     ToolCall = 3,
     Tool = 4,
     Event = 5,
+    Pending = 6,
 }
 
 /// Manifest declares what the extension may do. The hooks and tools it
@@ -77,6 +79,7 @@ enum Handler {
     ToolCall(ToolCallFn),
     Tool(ToolFn),
     Event(EventFn),
+    Pending(Rc<PendingKind>),
 }
 
 impl Handler {
@@ -87,6 +90,7 @@ impl Handler {
             Handler::ToolCall(_) => Kind::ToolCall,
             Handler::Tool(_) => Kind::Tool,
             Handler::Event(_) => Kind::Event,
+            Handler::Pending(_) => Kind::Pending,
         }
     }
 }
@@ -183,6 +187,13 @@ impl Api {
         let spec = Value::object().with("pattern", pattern).to_string();
         self.add(spec, pattern.to_string(), Handler::Event(Rc::new(f)));
     }
+
+    /// pending registers a kind of pending item the extension opens
+    /// ([`crate::pending`]), and adds it to the manifest (ABI version 2);
+    /// the agent's config must grant it under the extension's `pending:`.
+    pub fn pending(&self, k: PendingKind) {
+        self.add(k.spec(), k.name.clone(), Handler::Pending(Rc::new(k)));
+    }
 }
 
 /// init is `ganglion_init`: it runs setup, declares the manifest with what
@@ -206,6 +217,7 @@ pub fn init(manifest: Manifest, setup: fn(&Api) -> Result<()>) -> i32 {
     let mut hooks: Vec<String> = Vec::new();
     let mut tools: Vec<String> = Vec::new();
     let mut subscribe: Vec<String> = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
     for r in &regs {
         let name = match r.handler.kind() {
             Kind::Turn => "turn",
@@ -221,12 +233,20 @@ pub fn init(manifest: Manifest, setup: fn(&Api) -> Result<()>) -> i32 {
                 }
                 continue;
             }
+            Kind::Pending => {
+                pending.push(r.name.clone());
+                continue;
+            }
         };
         if !hooks.iter().any(|h| h == name) {
             hooks.push(name.to_string());
         }
     }
-    let m = manifest.to_json(hooks, tools, subscribe).to_string();
+    let mut m = manifest.to_json(hooks, tools, subscribe);
+    if !pending.is_empty() {
+        m.set("pending", pending.into());
+    }
+    let m = m.to_string();
     let n = sys::manifest(m.as_bytes());
     if n < 0 {
         return fail(&Error::host("manifest", n));
@@ -266,6 +286,7 @@ pub(crate) fn dispatch(kind: Kind, ctx: i32, id: i32) -> i32 {
             f(&c).and_then(|res| c.set_result(&res))
         }
         Handler::Event(f) => f(&Event::new(ctx)),
+        Handler::Pending(k) => crate::pending::run(&k, ctx),
     };
     match r {
         Ok(()) => 0,

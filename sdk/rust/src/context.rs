@@ -117,7 +117,7 @@ fn cached_field(ctx: i32, f: i32, slot: usize, cache: &'static std::thread::Loca
     Ok(t)
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 

@@ -1,4 +1,4 @@
-//! Ganglion guest SDK for Rust: the guest ABI, version 1 (`sdk/ABI.md` in
+//! Ganglion guest SDK for Rust: the guest ABI, version 2 (`sdk/ABI.md` in
 //! the Ganglion repository), with safe types, for extensions compiled to
 //! WebAssembly (`wasm32-unknown-unknown`; see README.md for the toolchain).
 //!
@@ -27,6 +27,8 @@
 //! - [`context`]: what a hook reads and writes: fields, messages, state,
 //!   events, secrets, other agents;
 //! - [`window`]: a step's context window and model calls;
+//! - [`pending`]: pausing a turn for a human, with kinds of item of the
+//!   extension's own;
 //! - [`types`]: the ABI's structured values; [`json`]: the JSON they travel
 //!   as;
 //! - [`log`]: the host's log;
@@ -60,6 +62,7 @@ pub mod context;
 mod error;
 pub mod json;
 pub mod log;
+pub mod pending;
 mod sys;
 pub mod types;
 pub mod window;

@@ -39,6 +39,7 @@ mod imports {
         pub fn set_error(ptr: *const u8, len: i32) -> i32;
         pub fn last_error(buf_ptr: *mut u8, buf_len: i32) -> i32;
         pub fn inbox(ptr: *mut u8, len: i32) -> i32;
+        pub fn pause(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
     }
 }
 
@@ -68,6 +69,7 @@ mod imports {
     pub unsafe fn set_error(ptr: *const u8, len: i32) -> i32 { FAILED }
     pub unsafe fn last_error(buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
     pub unsafe fn inbox(ptr: *mut u8, len: i32) -> i32 { FAILED }
+    pub unsafe fn pause(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
 }
 
 /// len32 is a slice's length as the ABI's i32; a longer slice cannot be in
@@ -183,6 +185,10 @@ pub(crate) fn complete(ctx: i32, req: &[u8]) -> Result<Vec<u8>, i32> {
     read(|p, n| unsafe { imports::complete(ctx, req.as_ptr(), len32(req), p, n) })
 }
 
+pub(crate) fn pause(ctx: i32, req: &[u8]) -> Result<Vec<u8>, i32> {
+    read(|p, n| unsafe { imports::pause(ctx, req.as_ptr(), len32(req), p, n) })
+}
+
 pub(crate) fn set_error(b: &[u8]) -> i32 {
     unsafe { imports::set_error(b.as_ptr(), len32(b)) }
 }
@@ -265,4 +271,10 @@ pub extern "C" fn ganglion_tool(ctx: i32, id: i32) -> i32 {
 #[no_mangle]
 pub extern "C" fn ganglion_event(ctx: i32, id: i32) -> i32 {
     dispatch(Kind::Event, ctx, id)
+}
+
+/// ganglion_pending runs the pending kind registered as id (version 2).
+#[no_mangle]
+pub extern "C" fn ganglion_pending(ctx: i32, id: i32) -> i32 {
+    dispatch(Kind::Pending, ctx, id)
 }

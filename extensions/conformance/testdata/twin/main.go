@@ -11,6 +11,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	ganglion "github.com/ganglion-dev/ganglion/sdk"
@@ -72,6 +73,9 @@ func setup(api *ganglion.API) error {
 	}
 	if cfg.Tag == "" {
 		return errors.New("config: tag is required")
+	}
+	if err := registerPending(api); err != nil {
+		return err
 	}
 	trace := func(c ganglion.Context, hook, at string) error {
 		if !cfg.Trace {
@@ -179,6 +183,11 @@ func setup(api *ganglion.API) error {
 		if err := s.Next(); err != nil {
 			return err
 		}
+		if word == "ask" && s.Index() == 1 {
+			if _, err := s.Pause(ganglion.PendingItem{Kind: "twin_question", Request: questionRequest{cfg.Tag, "Which one?"}, Required: true}); err != nil {
+				return err
+			}
+		}
 		if word == "more" && s.Index() == 1 || word == "halt" {
 			r, err := s.Result()
 			if err != nil {
@@ -201,6 +210,12 @@ func setup(api *ganglion.API) error {
 			Mode string `json:"mode"`
 		}
 		_ = json.Unmarshal(c.Args(), &args) // malformed arguments have no mode
+		if _, resumed := c.Resuming(); args.Mode == "ask" && !resumed {
+			if _, err := c.Pause(ganglion.PendingItem{Kind: "twin_ask", Request: askRequest{cfg.Tag, c.Name()}, Required: true}); err != nil {
+				return err
+			}
+			return c.SetResult(ganglion.ToolResult{Content: cfg.Tag + " waits for a human"})
+		}
 		if err := trace(c, "tool_call", "enter"); err != nil {
 			return err
 		}
@@ -279,6 +294,56 @@ func echo(c *ganglion.ToolCall) (ganglion.ToolResult, error) {
 		return ganglion.ToolResult{}, errors.New("twin_echo: no idempotency key: " + k)
 	}
 	return ganglion.ToolResult{Content: cfg.Tag + " echoes " + args.Text}, nil
+}
+
+// askRequest is the request of a twin_ask item: the call that waits.
+type askRequest struct {
+	Tag  string `json:"tag"`
+	Tool string `json:"tool"`
+}
+
+// questionRequest is the request of a twin_question item.
+type questionRequest struct {
+	Tag      string `json:"tag"`
+	Question string `json:"question"`
+}
+
+// registerPending registers the pending kinds twin_ask and twin_question.
+func registerPending(api *ganglion.API) error {
+	err := api.Pending.Handle(ganglion.PendingKind{
+		Name: "twin_ask",
+		Resolve: func(p *ganglion.PendingCall, act ganglion.Action) (ganglion.Outcome, error) {
+			switch {
+			case act.Kind == "answer" && act.Value == "yes":
+				return ganglion.Outcome{Status: "answered", Answer: "yes", Message: cfg.Tag + ": approved"}, nil
+			case act.Kind == "answer" && act.Value == "no":
+				return ganglion.Outcome{Status: "rejected", Answer: "no", Message: cfg.Tag + ": denied"}, nil
+			}
+			return ganglion.Outcome{}, fmt.Errorf("%s: answer yes or no, not %q", cfg.Tag, act.Value)
+		},
+		Resume: func(r *ganglion.Resume) error {
+			if r.Item().Answer != "yes" {
+				return r.SetResult(ganglion.ToolResult{Content: cfg.Tag + ": the call was denied", IsError: true})
+			}
+			_, err := r.Run()
+			return err
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return api.Pending.Handle(ganglion.PendingKind{
+		Name: "twin_question",
+		Resolve: func(p *ganglion.PendingCall, act ganglion.Action) (ganglion.Outcome, error) {
+			if act.Kind != "answer" {
+				return ganglion.Outcome{}, errors.New(cfg.Tag + ": a question takes an answer")
+			}
+			if strings.TrimSpace(act.Value) == "" {
+				return ganglion.Outcome{}, errors.New(cfg.Tag + ": the answer is empty")
+			}
+			return ganglion.Outcome{Status: "answered", Answer: act.Value, Message: cfg.Tag + " got: " + act.Value}, nil
+		},
+	})
 }
 
 func contains(s []string, v string) bool {

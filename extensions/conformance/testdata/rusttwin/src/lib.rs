@@ -5,6 +5,7 @@
 
 use std::rc::Rc;
 
+use ganglion::pending::{Action, Outcome, PendingItem, PendingKind};
 use ganglion::types::{category, finish, role};
 use ganglion::{Api, Context, Error, Manifest, Message, MessageEvent, Result, ToolCall, ToolResult, ToolSpec, TurnResult, Value};
 
@@ -65,6 +66,7 @@ fn setup(api: &Api) -> Result<()> {
         return Err(Error::new("config: tag is required"));
     }
     let cfg = Rc::new(cfg);
+    register_pending(api, &cfg);
 
     let trace = {
         let cfg = cfg.clone();
@@ -139,6 +141,10 @@ fn setup(api: &Api) -> Result<()> {
                 _ => {}
             }
             s.next()?;
+            if word == "ask" && s.index()? == 1 {
+                let req = Value::object().with("tag", cfg.tag.as_str()).with("question", "Which one?");
+                s.pause(&PendingItem::new("twin_question", req))?;
+            }
             if (word == "more" && s.index()? == 1) || word == "halt" {
                 let mut r = s.result()?;
                 if word == "more" {
@@ -157,6 +163,11 @@ fn setup(api: &Api) -> Result<()> {
         api.tool_call(move |c| {
             // Malformed arguments have no mode.
             let mode = c.args_json().ok().and_then(|v| v.get("mode").and_then(Value::as_str).map(String::from)).unwrap_or_default();
+            if mode == "ask" && c.resuming()?.is_none() {
+                let req = Value::object().with("tag", cfg.tag.as_str()).with("tool", c.name()?);
+                c.pause(&PendingItem::new("twin_ask", req))?;
+                return c.set_result(&ToolResult::text(format!("{} waits for a human", cfg.tag)));
+            }
             trace(c, "tool_call", "enter")?;
             match mode.as_str() {
                 "fail" => return Err(Error::new(format!("{}: tool call failed on purpose", cfg.tag))),
@@ -209,4 +220,32 @@ fn echo(cfg: &Cfg, c: &ToolCall) -> Result<ToolResult> {
         return Err(Error::new(format!("twin_echo: no idempotency key: {}", k)));
     }
     Ok(ToolResult::text(format!("{} echoes {}", cfg.tag, text)))
+}
+
+/// register_pending registers the pending kinds twin_ask and twin_question.
+fn register_pending(api: &Api, cfg: &Rc<Cfg>) {
+    let (c1, c2) = (cfg.clone(), cfg.clone());
+    api.pending(
+        PendingKind::new("twin_ask", move |_p, act: &Action| match (act.kind.as_str(), act.value.as_str()) {
+            ("answer", "yes") => Ok(Outcome::answered("yes", &format!("{}: approved", c1.tag))),
+            ("answer", "no") => Ok(Outcome::rejected("no", &format!("{}: denied", c1.tag))),
+            _ => Err(Error::new(format!("{}: answer yes or no, not {:?}", c1.tag, act.value))),
+        })
+        .resume(move |r| {
+            if r.item()?.answer != "yes" {
+                return r.set_result(&ToolResult { content: format!("{}: the call was denied", c2.tag), is_error: true });
+            }
+            r.run().map(|_| ())
+        }),
+    );
+    let cfg = cfg.clone();
+    api.pending(PendingKind::new("twin_question", move |_p, act: &Action| {
+        if act.kind != "answer" {
+            return Err(Error::new(format!("{}: a question takes an answer", cfg.tag)));
+        }
+        if act.value.trim().is_empty() {
+            return Err(Error::new(format!("{}: the answer is empty", cfg.tag)));
+        }
+        Ok(Outcome::answered(&act.value, &format!("{} got: {}", cfg.tag, act.value)))
+    }));
 }
