@@ -174,8 +174,10 @@ func nativeImpl() *impl {
 
 func wasmImpl() *impl {
 	return &impl{
-		name:  "wasm",
-		entry: func(e ext) string { return fmt.Sprintf("{wasm: %q, name: %s%s%s}", module, e.name, guestGrants, entryRest(e)) },
+		name: "wasm",
+		entry: func(e ext) string {
+			return fmt.Sprintf("{wasm: %q, name: %s%s%s}", module, e.name, guestGrants, entryRest(e))
+		},
 		opts:  func() []runtime.Option { return []runtime.Option{runtime.WithWasmCache(cacheDir)} },
 		setup: buildTwin,
 	}
@@ -184,7 +186,7 @@ func wasmImpl() *impl {
 // rustImpl is the Rust twin, testdata/rusttwin, a guest of the Rust SDK.
 func rustImpl() *impl {
 	return &impl{
-		name:  "rust",
+		name: "rust",
 		entry: func(e ext) string {
 			return fmt.Sprintf("{wasm: %q, name: %s%s%s}", rustModule, e.name, guestGrants, entryRest(e))
 		},
