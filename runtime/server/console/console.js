@@ -227,11 +227,26 @@ async function loadInbox() {
       for (const m of r.matched || []) text("rule " + m.rule + ": " + m.decision + (m.reason ? " — " + m.reason : ""));
       button(form, "Approve", () => act(it.id, "answer", { answer: "approve" }));
       button(form, "Deny", () => act(it.id, "answer", { answer: "deny" }));
-    } else {
+    } else if (it.extension === "protocol" || it.extension === "approval") {
+      // The built-ins' other kinds (an intervention after repeated
+      // mistakes): what went wrong, and guidance for the agent.
       text(JSON.stringify(r));
       const g = field(form, "Guidance", document.createElement("input"));
       button(form, "Answer", () => act(it.id, "answer", { answer: g.value }));
       button(form, "Stop the agent", () => act(it.id, "reject", { reason: "stopped from the console" }));
+    } else {
+      // A kind of an extension's own (a WebAssembly guest's): its request
+      // as it wrote it, and the actions every kind may take; the
+      // extension refuses those it does not accept, with a message.
+      legend.textContent += " (" + it.extension + ")";
+      const pre = document.createElement("pre");
+      pre.textContent = JSON.stringify(r, null, 2);
+      form.appendChild(pre);
+      const a = field(form, "Answer", document.createElement("input"));
+      button(form, "Answer", () => act(it.id, "answer", { answer: a.value }));
+      if (!it.required) button(form, "Skip", () => act(it.id, "skip"));
+      const why = field(form, "Reason", document.createElement("input"));
+      button(form, "Reject", () => act(it.id, "reject", { reason: why.value }));
     }
     li.appendChild(form);
     list.appendChild(li);
