@@ -526,6 +526,19 @@ func (out *printer) answerHint(it ledger.Item) string {
 	return howToAnswer(it, out.where)
 }
 
+// builtIn reports whether it is an item of a built-in extension, whose
+// kinds the CLI knows; other kinds are an extension's own (a guest's).
+func builtIn(it ledger.Item) bool {
+	return it.Extension == "" || it.Extension == protocol.Name || it.Extension == approval.Name
+}
+
+// editable reports whether the prompt takes "edit ARGS" for it: an
+// approval, or a guest's item that holds a paused call (the runtime
+// refuses the edit if the kind cannot resume the call).
+func editable(it ledger.Item) bool {
+	return it.Kind == approval.ItemApproval || it.CallID != "" && !builtIn(it)
+}
+
 // howToAnswer is the command lines that answer it, as they work from the
 // working directory: where names the config and data (see place).
 func howToAnswer(it ledger.Item, where string) string {
@@ -547,7 +560,20 @@ func howToAnswer(it ledger.Item, where string) string {
 	case approval.ItemRepetition:
 		return fmt.Sprintf("guide the model: %s, or stop it: %s", cmd("answer", "GUIDANCE"), cmd("reject", "--reason", "TEXT"))
 	}
-	return fmt.Sprintf("answer it: %s", cmd("answer", "ANSWER"))
+	if builtIn(it) {
+		return fmt.Sprintf("answer it: %s", cmd("answer", "ANSWER"))
+	}
+	// A kind of an extension's own (a WebAssembly guest's): the actions
+	// every kind may take; the extension refuses those it does not accept.
+	s := fmt.Sprintf("answer it: %s", cmd("answer", "ANSWER"))
+	if !it.Required {
+		s += fmt.Sprintf(", skip it: %s", cmd("skip"))
+	}
+	s += fmt.Sprintf(", or reject it: %s", cmd("reject", "--reason", "TEXT"))
+	if it.CallID != "" {
+		s += fmt.Sprintf("; run the call it holds with other arguments: %s", cmd("answer", "edit", "'{...}'"))
+	}
+	return s
 }
 
 // place returns how a suggested command names the config and data
@@ -623,6 +649,8 @@ func promptPending(ctx context.Context, api agentsAPI, items []ledger.Item, whos
 					hint += " (empty line skips)"
 				case it.Kind == approval.ItemApproval:
 					hint += " (approve, deny, or edit and the new arguments as JSON)"
+				case editable(*it):
+					hint += " (or edit and the call's new arguments as JSON)"
 				}
 				fmt.Fprintf(stderr, "%s: ", hint)
 				if !sc.Scan() {
@@ -634,7 +662,7 @@ func promptPending(ctx context.Context, api agentsAPI, items []ledger.Item, whos
 				}
 				args, edit := strings.CutPrefix(strings.TrimSpace(line), "edit ")
 				switch {
-				case edit && it.Kind == approval.ItemApproval:
+				case edit && editable(*it):
 					res, err = api.Edit(ctx, it.ID, json.RawMessage(strings.TrimSpace(args)))
 				case strings.TrimSpace(line) == "" && it.Kind == protocol.ItemQuestion && !it.Required:
 					res, err = api.Skip(ctx, it.ID)

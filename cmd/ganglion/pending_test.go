@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ganglion-dev/ganglion/internal/secret/secrettest"
+	"github.com/ganglion-dev/ganglion/ledger"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/runtime"
 )
@@ -884,6 +885,37 @@ agents:
 			}
 			if got != result {
 				t.Errorf("the model reads the call's result as\n%s\nwant\n%s", got, result)
+			}
+		})
+	}
+}
+
+// TestHowToAnswerAGuestsItem: the hint for an item of a kind of a guest's
+// own names the actions every kind may take: skip only for an optional
+// item, edit only for one that holds a paused call.
+func TestHowToAnswerAGuestsItem(t *testing.T) {
+	tests := []struct {
+		name string
+		it   ledger.Item
+		want string
+	}{
+		{"required", ledger.Item{ID: "p-1", Kind: "ask", Extension: "gate", Required: true},
+			"answer it: ganglion answer p-1 ANSWER, or reject it: ganglion reject p-1 --reason TEXT"},
+		{"optional", ledger.Item{ID: "p-1", Kind: "ask", Extension: "gate"},
+			"answer it: ganglion answer p-1 ANSWER, skip it: ganglion skip p-1, or reject it: ganglion reject p-1 --reason TEXT"},
+		{"a paused call", ledger.Item{ID: "p-1", Kind: "ask", Extension: "gate", Required: true, CallID: "c1"},
+			"answer it: ganglion answer p-1 ANSWER, or reject it: ganglion reject p-1 --reason TEXT; " +
+				"run the call it holds with other arguments: ganglion answer p-1 edit '{...}'"},
+		{"a built-in's", ledger.Item{ID: "p-1", Kind: "question", Extension: "protocol", Required: true},
+			"answer it: ganglion answer p-1 ANSWER"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := howToAnswer(tt.it, ""); got != tt.want {
+				t.Errorf("howToAnswer = %q\nwant %q", got, tt.want)
+			}
+			if got, want := editable(tt.it), tt.it.CallID != ""; got != want {
+				t.Errorf("editable = %v, want %v", got, want)
 			}
 		})
 	}
