@@ -290,11 +290,14 @@ export function quote(s: string): string {
 /** MAX_DEPTH bounds the nesting of arrays and objects that parse accepts. */
 export const MAX_DEPTH: i32 = 128;
 
-let lastParseError = "";
+// lastParseError starts null rather than "": a module that imports this
+// file without parsing then has no global to initialise at start.
+let lastParseError: string | null = null;
 
 /** parseError says why the last parse that returned null failed ("" after one that did not). */
 export function parseError(): string {
-  return lastParseError;
+  const e = lastParseError;
+  return e === null ? "" : e;
 }
 
 /**
