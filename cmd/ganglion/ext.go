@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -29,15 +28,32 @@ func newExtCmd(stdout, stderr io.Writer) *cobra.Command {
 var guestBuildArgs = []string{"build", "-buildmode=c-shared", "-trimpath"}
 
 func newExtBuildCmd(stdout, stderr io.Writer) *cobra.Command {
-	var out, config string
+	var out, config, lang string
 	cmd := &cobra.Command{
 		Use:   "build [DIR]",
-		Short: "Build a Go guest extension into a .wasm module",
-		Long: `Build compiles the Go package in DIR (default: the current directory), which
-uses the Ganglion guest SDK (github.com/ganglion-dev/ganglion/sdk), into a
-WebAssembly module with the standard Go toolchain:
+		Short: "Build a Go, Rust or AssemblyScript guest extension into a .wasm module",
+		Long: `Build compiles the guest extension in DIR (default: the current directory)
+into a WebAssembly module. The guest's language is found from DIR, or named
+with --lang:
 
-  GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o OUT
+  - Cargo.toml: a Rust crate (a cdylib that uses the crate ganglion), built
+    for wasm32-unknown-unknown in release with cargo:
+
+      RUSTC=/usr/bin/rustc /usr/bin/cargo build --release --target wasm32-unknown-unknown
+
+    Debian's toolchain is preferred (apt-get install rustc cargo
+    libstd-rust-dev-wasm32): a rustup rustc has no wasm32 target unless
+    "rustup target add wasm32-unknown-unknown" fetched it, which needs the
+    network. CARGO and RUSTC name another cargo and rustc.
+  - package.json: an AssemblyScript package, compiled with the asc that npm
+    install put in DIR/node_modules:
+
+      node node_modules/assemblyscript/bin/asc.js --config asconfig.json -o OUT
+
+  - go.mod, or none of these: the Go package in DIR, which uses the Go guest
+    SDK (github.com/ganglion-dev/ganglion/sdk), built with the Go toolchain:
+
+      GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -o OUT
 
 OUT defaults to DIR/<name of DIR>.wasm. The module is then loaded once, to check
 that it is a valid extension, and its manifest is printed. A guest that checks
@@ -58,16 +74,23 @@ text or as @FILE.`,
 			} else if out, err = filepath.Abs(out); err != nil {
 				return failed(err)
 			}
-			goBin, err := exec.LookPath("go")
-			if err != nil {
-				return failed(fmt.Errorf("building a Go guest needs the go command on PATH: %w", err))
+			if lang == "" {
+				if lang, err = guestLang(abs); err != nil {
+					return err
+				}
+			} else if err := checkLang(lang); err != nil {
+				return err
 			}
-			build := exec.CommandContext(cmd.Context(), goBin, append(append([]string{}, guestBuildArgs...), "-o", out, ".")...)
-			build.Dir = abs
-			build.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-			build.Stdout, build.Stderr = stderr, stderr
-			if err := build.Run(); err != nil {
-				return failed(fmt.Errorf("go build in %s: %w", dir, err))
+			switch lang {
+			case langRust:
+				err = buildRust(cmd.Context(), abs, out, stderr)
+			case langAssemblyScript:
+				err = buildAssemblyScript(cmd.Context(), abs, out, stderr)
+			default: // go.mod, or a package of a module above DIR
+				err = buildGo(cmd.Context(), abs, out, stderr)
+			}
+			if err != nil {
+				return failed(err)
 			}
 			info, err := inspect(cmd, out, config)
 			if err != nil {
@@ -84,6 +107,7 @@ text or as @FILE.`,
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "", "the module to write (default DIR/<name of DIR>.wasm)")
 	cmd.Flags().StringVar(&config, "config", "", "the extension's config: section to load it with, as YAML or JSON, or @FILE")
+	cmd.Flags().StringVar(&lang, "lang", "", "the guest's language, go, rust or assemblyscript (default: found from DIR)")
 	return cmd
 }
 

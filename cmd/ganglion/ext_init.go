@@ -9,12 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	ganglion "github.com/ganglion-dev/ganglion/sdk"
+	"github.com/ganglion-dev/ganglion/sdk/assemblyscript"
+	"github.com/ganglion-dev/ganglion/sdk/rust"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -30,6 +33,13 @@ import (
 // The guest's module path is example/NAME: Go reserves the first element
 // "example" for user code, so no name collides with a standard library
 // package (a module named "log" or "time" does not build).
+//
+// A Rust guest (--lang rust) is a cdylib crate whose Cargo.toml depends on
+// the crate ganglion by path, ganglion-sdk/: a copy of sdk/rust, which needs
+// nothing outside the standard library, so cargo builds it offline. An
+// AssemblyScript guest (--lang assemblyscript) is an npm package whose
+// package.json installs @ganglion/assemblyscript from ganglion-sdk/, a copy
+// of sdk/assemblyscript; npm fetches only the compiler, assemblyscript.
 
 const (
 	// sdkDir is the SDK copy's directory in a guest.
@@ -42,19 +52,63 @@ const (
 	minGoVersion = "1.24"
 )
 
+// The languages ext init writes a guest in, as --lang names them.
+const (
+	langGo             = "go"
+	langRust           = "rust"
+	langAssemblyScript = "assemblyscript"
+)
+
+// langs are the languages in the order an error lists them.
+var langs = []string{langGo, langRust, langAssemblyScript}
+
+// langTitle is a language's name in a sentence.
+func langTitle(lang string) string {
+	switch lang {
+	case langRust:
+		return "Rust"
+	case langAssemblyScript:
+		return "AssemblyScript"
+	}
+	return "Go"
+}
+
+// langMarker is the file at the root of a guest of the language that ext
+// build and ext init --sdk-only recognise it by.
+func langMarker(lang string) string {
+	switch lang {
+	case langRust:
+		return "Cargo.toml"
+	case langAssemblyScript:
+		return "package.json"
+	}
+	return "go.mod"
+}
+
+// checkLang refuses a --lang that names no language.
+func checkLang(lang string) error {
+	if !slices.Contains(langs, lang) {
+		return usageError("--lang: unknown language %q (want go, rust or assemblyscript)", lang)
+	}
+	return nil
+}
+
 func newExtInitCmd(stdout io.Writer) *cobra.Command {
 	var (
 		name    string
 		sdkOnly bool
+		lang    string
 	)
 	cmd := &cobra.Command{
 		Use:   "init DIR",
-		Short: "Write a new Go guest extension that builds at once",
+		Short: "Write a new guest extension (Go, Rust or AssemblyScript) that builds at once",
 		Long: `Init writes a Go guest extension into DIR (created if missing): a module
 whose main.go registers a turn middleware and a tool with the Go guest SDK,
 an agent config (ganglion.yaml, on the offline scripted model of
 script.yaml) that loads the built module, and a README. It never
 overwrites a file: an existing file is an error, and nothing is written.
+--lang rust or --lang assemblyscript writes the same extension in Rust or
+AssemblyScript instead.
 
 The SDK is github.com/ganglion-dev/ganglion/sdk, which go get cannot
 fetch: DIR/ganglion-sdk holds a copy of the SDK this ganglion was built
@@ -65,24 +119,59 @@ offline, with the SDK of the host that loads it:
   ganglion ext build hello
   ganglion run hello "hello"
 
+A Rust guest (--lang rust) is a crate, Cargo.toml and src/lib.rs, that
+depends on the Rust SDK copied into DIR/ganglion-sdk. ext build compiles it
+for wasm32-unknown-unknown with cargo, offline. The toolchain that works is
+Debian's, with its standard library for wasm32:
+
+  apt-get install rustc cargo libstd-rust-dev-wasm32
+  ganglion ext init --lang rust hello && ganglion ext build hello
+
+A rustup toolchain has no wasm32 target unless "rustup target add
+wasm32-unknown-unknown" fetched it, which needs the network; ext build
+therefore prefers /usr/bin/cargo and /usr/bin/rustc (CARGO and RUSTC name
+others).
+
+An AssemblyScript guest (--lang assemblyscript) is an npm package,
+package.json, asconfig.json and assembly/index.ts, that installs the
+AssemblyScript SDK from its copy in DIR/ganglion-sdk; npm fetches only the
+compiler, once, from its registry:
+
+  ganglion ext init --lang assemblyscript hello
+  npm install --prefix hello
+  ganglion ext build hello
+
 The extension is named after DIR (characters other than letters, digits,
 '_', '.' and '-' become '-'), or --name. To give a guest the SDK of
 another ganglion, remove DIR/ganglion-sdk and run that ganglion's
-ext init --sdk-only DIR.`,
+ext init --sdk-only DIR (the guest's language is found from its go.mod,
+Cargo.toml or package.json).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
+			if err := checkLang(lang); err != nil {
+				return err
+			}
 			if sdkOnly {
 				if cmd.Flags().Changed("name") {
 					return usageError("--name and --sdk-only do not go together: --sdk-only writes only %s", filepath.Join(dir, sdkDir))
 				}
-				return initSDK(stdout, dir)
+				if !cmd.Flags().Changed("lang") {
+					var err error
+					if lang, err = guestLang(dir); err != nil {
+						return err
+					} else if lang == "" {
+						return failed(fmt.Errorf("%s has no go.mod, Cargo.toml or package.json: --sdk-only writes the SDK copy of a guest, in its directory", dir))
+					}
+				}
+				return initSDK(stdout, dir, lang)
 			}
-			return initGuest(stdout, dir, name, cmd.Flags().Changed("name"))
+			return initGuest(stdout, dir, name, cmd.Flags().Changed("name"), lang)
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "the extension's name (default: DIR's name)")
 	cmd.Flags().BoolVar(&sdkOnly, "sdk-only", false, "write only DIR/"+sdkDir+", the SDK copy of a guest that has none")
+	cmd.Flags().StringVar(&lang, "lang", langGo, "the guest's language: go, rust or assemblyscript")
 	return cmd
 }
 
@@ -93,8 +182,8 @@ type initFile struct {
 	data []byte
 }
 
-// initGuest writes the guest module into dir.
-func initGuest(stdout io.Writer, dir, name string, named bool) error {
+// initGuest writes the guest of lang into dir.
+func initGuest(stdout io.Writer, dir, name string, named bool, lang string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return failed(err)
@@ -114,17 +203,60 @@ func initGuest(stdout io.Writer, dir, name string, named bool) error {
 	if name != strings.TrimSuffix(wasmFile, ".wasm") {
 		entry = "name: " + name + "\n        " + entry
 	}
-	fill := strings.NewReplacer("NAME", name, "WASMSH", shellQuote(wasmFile), "WASM", wasmFile, "ENTRY", entry, "GOVERSION", goDirective(),
-		"SDKMODULE", sdkModule, "SDKDIR", sdkDir)
-	files := []initFile{
-		{"go.mod", []byte(fill.Replace(guestGoMod))},
-		{"main.go", []byte(fill.Replace(guestMain))},
-		{"ganglion.yaml", []byte(fill.Replace(guestConfig))},
-		{"script.yaml", []byte(fill.Replace(guestScript))},
-		{"README.md", []byte(fill.Replace(guestReadme))},
-		{".gitignore", []byte(fill.Replace(guestGitignore))},
+	asVersion, err := asCompilerVersion()
+	if err != nil {
+		return failed(err)
 	}
-	sdk, err := sdkFiles()
+	fill := strings.NewReplacer("NAME", name, "WASMSH", shellQuote(wasmFile), "WASM", wasmFile, "ENTRY", entry, "GOVERSION", goDirective(),
+		"SDKMODULE", sdkModule, "SDKDIR", sdkDir, "CRATE", crateName(name), "NPMNAME", strings.ToLower(name), "ASVERSION", asVersion, "ASOUT", jsonQuote(wasmFile))
+	var files []initFile
+	var about [][2]string
+	switch lang {
+	case langRust:
+		files = []initFile{{"Cargo.toml", []byte(fill.Replace(rustCargoToml))}, {"src/lib.rs", []byte(fill.Replace(rustLib))}}
+		about = [][2]string{
+			{"Cargo.toml", "the guest's crate, which builds with the SDK in " + sdkDir + "/"},
+			{"src/lib.rs", "the extension: a turn middleware that logs, and a tool, greet"},
+		}
+	case langAssemblyScript:
+		files = []initFile{
+			{"package.json", []byte(fill.Replace(asPackageJSON))},
+			{"asconfig.json", []byte(fill.Replace(asConfig))},
+			{"assembly/index.ts", []byte(fill.Replace(asIndex))},
+		}
+		about = [][2]string{
+			{"package.json", "the guest's package: the SDK in " + sdkDir + "/ and the compiler, assemblyscript"},
+			{"asconfig.json", "the compiler's options, the SDK's and the entry file"},
+			{"assembly/index.ts", "the extension: a turn middleware that logs, and a tool, greet"},
+		}
+	default:
+		files = []initFile{{"go.mod", []byte(fill.Replace(guestGoMod))}, {"main.go", []byte(fill.Replace(guestMain))}}
+		about = [][2]string{
+			{"go.mod", "the guest's module, which builds with the SDK in " + sdkDir + "/"},
+			{"main.go", "the extension: a turn middleware that logs, and a tool, greet"},
+		}
+	}
+	readme, gitignore := guestReadme, guestGitignore
+	switch lang {
+	case langRust:
+		readme, gitignore = rustReadme, rustGitignore
+	case langAssemblyScript:
+		readme, gitignore = asReadme, asGitignore
+	}
+	files = append(files,
+		initFile{"ganglion.yaml", []byte(fill.Replace(guestConfig))},
+		initFile{"script.yaml", []byte(fill.Replace(guestScript))},
+		initFile{"README.md", []byte(fill.Replace(readme))},
+		initFile{".gitignore", []byte(fill.Replace(gitignore))},
+	)
+	about = append(about, [][2]string{
+		{"ganglion.yaml", "an agent that loads " + wasmFile + ", on the scripted model of script.yaml"},
+		{"script.yaml", "what the scripted model answers: it calls greet"},
+		{"README.md", "how to build, run, inspect and update it"},
+		{".gitignore", "leaves out the built module and the agent's data"},
+		{sdkDir + "/", "the " + langTitle(lang) + " guest SDK of this ganglion (" + buildVersion() + ")"},
+	}...)
+	sdk, err := sdkFiles(lang)
 	if err != nil {
 		return failed(err)
 	}
@@ -132,42 +264,75 @@ func initGuest(stdout io.Writer, dir, name string, named bool) error {
 		return failed(err)
 	}
 	q := argQuote(dir)
-	fmt.Fprintf(stdout, "Wrote the Go guest extension %q in %s:\n", name, dir)
-	for _, l := range [][2]string{
-		{"go.mod", "the guest's module, which builds with the SDK in " + sdkDir + "/"},
-		{"main.go", "the extension: a turn middleware that logs, and a tool, greet"},
-		{"ganglion.yaml", "an agent that loads " + wasmFile + ", on the scripted model of script.yaml"},
-		{"script.yaml", "what the scripted model answers: it calls greet"},
-		{"README.md", "how to build, run, inspect and update it"},
-		{".gitignore", "leaves out the built module and the agent's data"},
-		{sdkDir + "/", "the Go guest SDK of this ganglion (" + buildVersion() + ")"},
-	} {
-		fmt.Fprintf(stdout, "  %-14s %s\n", l[0], l[1])
+	fmt.Fprintf(stdout, "Wrote the %s guest extension %q in %s:\n", langTitle(lang), name, dir)
+	width := 0
+	for _, l := range about {
+		width = max(width, len(l[0])+1)
 	}
-	fmt.Fprintf(stdout, "Next, build it and talk to the agent that loads it:\n  ganglion ext build %s\n  ganglion run %s \"hello\"\n", q, q)
+	for _, l := range about {
+		fmt.Fprintf(stdout, "  %-*s %s\n", width, l[0], l[1])
+	}
+	switch lang {
+	case langAssemblyScript:
+		fmt.Fprintf(stdout, "Next, install the compiler (npm fetches it), build the extension and talk to the agent that loads it:\n"+
+			"  npm install --prefix %s\n  ganglion ext build %s\n  ganglion run %s \"hello\"\n", q, q, q)
+	default:
+		fmt.Fprintf(stdout, "Next, build it and talk to the agent that loads it:\n  ganglion ext build %s\n  ganglion run %s \"hello\"\n", q, q)
+	}
 	return nil
 }
 
-// initSDK writes only the SDK copy into dir, a guest module.
-func initSDK(stdout io.Writer, dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return failed(fmt.Errorf("%s has no go.mod: --sdk-only writes the SDK copy of a guest module, in the module's directory", dir))
+// initSDK writes only the SDK copy into dir, a guest of lang.
+func initSDK(stdout io.Writer, dir, lang string) error {
+	if m := langMarker(lang); !exists(filepath.Join(dir, m)) {
+		return failed(fmt.Errorf("%s has no %s: --sdk-only writes the SDK copy of a %s guest, in its directory", dir, m, langTitle(lang)))
 	}
-	sdk, err := sdkFiles()
+	sdk, err := sdkFiles(lang)
 	if err != nil {
 		return failed(err)
 	}
 	if err := writeNew(dir, nil, sdk); err != nil {
 		return failed(err)
 	}
-	fmt.Fprintf(stdout, "Wrote %s: the Go guest SDK of this ganglion (%s).\nNext, rebuild the extension with it:\n  ganglion ext build %s\n",
-		filepath.Join(dir, sdkDir), buildVersion(), argQuote(dir))
+	fmt.Fprintf(stdout, "Wrote %s: the %s guest SDK of this ganglion (%s).\nNext, rebuild the extension with it:\n  ganglion ext build %s\n",
+		filepath.Join(dir, sdkDir), langTitle(lang), buildVersion(), argQuote(dir))
 	return nil
 }
 
-// sdkFiles returns the SDK copy: its go.mod, and the SDK's files but its
-// tests, from the SDK this binary was built with.
-func sdkFiles() ([]initFile, error) {
+// sdkFiles returns the SDK copy of a guest of lang, from the SDK this
+// binary was built with.
+func sdkFiles(lang string) ([]initFile, error) {
+	switch lang {
+	case langRust:
+		return sdkCopy(rust.SourceFiles)
+	case langAssemblyScript:
+		return sdkCopy(assemblyscript.SourceFiles)
+	}
+	return goSDKFiles()
+}
+
+// sdkCopy returns the files of src under the SDK copy's directory, and
+// the ABI they implement, ABI.md, beside them.
+func sdkCopy(src fs.FS) ([]initFile, error) {
+	abi, err := fs.ReadFile(ganglion.SourceFiles, "ABI.md")
+	if err != nil {
+		return nil, err
+	}
+	files := []initFile{{sdkDir + "/ABI.md", abi}}
+	err = fs.WalkDir(src, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(src, p)
+		files = append(files, initFile{sdkDir + "/" + p, b})
+		return err
+	})
+	return files, err
+}
+
+// goSDKFiles returns the Go SDK copy: its go.mod, and the SDK's files but
+// its tests.
+func goSDKFiles() ([]initFile, error) {
 	files := []initFile{{sdkDir + "/go.mod", []byte("module " + sdkModule + "\n\ngo " + goDirective() + "\n")}}
 	entries, err := fs.ReadDir(ganglion.SourceFiles, ".")
 	if err != nil {

@@ -208,7 +208,7 @@ func TestExtInitRefuses(t *testing.T) {
 			"(to replace it with this ganglion's SDK, remove it and run: ganglion ext init --sdk-only x)\n"},
 		{"--sdk-only without a guest", func(t *testing.T, dir string) {
 			must(t, os.MkdirAll(dir, 0o755))
-		}, []string{"--sdk-only", "x"}, exitError, "ganglion: x has no go.mod: --sdk-only writes the SDK copy of a guest module, in the module's directory\n"},
+		}, []string{"--sdk-only", "x"}, exitError, "ganglion: x has no go.mod, Cargo.toml or package.json: --sdk-only writes the SDK copy of a guest, in its directory\n"},
 		{"--sdk-only with --name", nil, []string{"--sdk-only", "--name", "y", "x"}, exitUsage,
 			"ganglion: --name and --sdk-only do not go together: --sdk-only writes only x/ganglion-sdk\n"},
 		{"not a directory", func(t *testing.T, dir string) {

@@ -18,6 +18,7 @@
 // function exported as _initialize.
 
 import * as host from "./host";
+import * as json from "./json";
 
 /** The guest ABI version this library implements. */
 export const ABI_VERSION: i32 = 1;
@@ -58,6 +59,10 @@ export enum Field {
   RESULT = 11,
   EVENT_TOPIC = 12,
   EVENT_DATA = 13,
+  /** The extension's config: section, JSON (null when it has none); see config(). */
+  CONFIG = 14,
+  /** A tool call's stable key (toolCall, tool). */
+  IDEMPOTENCY_KEY = 15,
 }
 
 /** Log levels: the host's slog levels. */
@@ -205,28 +210,23 @@ function read(fn: Reader, ctx: i32, arg: i32, wipe: bool = false): string | null
 }
 
 /**
- * jsonString returns s as a JSON string literal, quotes included, to build
- * the JSON values the host takes (results, specs, events).
+ * jsonString returns s as a JSON string literal, quotes included. To build
+ * or read whole values, use the JSON module, ./json.
  */
 export function jsonString(s: string): string {
-  let out = "\"";
-  let from = 0;
-  for (let i = 0, n = s.length; i < n; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 0x20 && c != 0x22 && c != 0x5c) continue;
-    out += s.substring(from, i);
-    from = i + 1;
-    if (c == 0x22) out += "\\\"";
-    else if (c == 0x5c) out += "\\\\";
-    else if (c == 0x0a) out += "\\n";
-    else if (c == 0x0d) out += "\\r";
-    else if (c == 0x09) out += "\\t";
-    else out += c < 0x10 ? "\\u000" + c.toString(16) : "\\u001" + (c - 0x10).toString(16);
-  }
-  return out + s.substring(from) + "\"";
+  return json.quote(s);
 }
 
 // --- init -------------------------------------------------------------------
+
+/**
+ * config reads the extension's config: section from the agent's config,
+ * as JSON ("null" when it has none), or returns null. It works in
+ * ganglion_init, which may refuse a bad config by failing (see fail).
+ */
+export function config(): string | null {
+  return read(readField, 0, Field.CONFIG);
+}
 
 /** manifest declares the guest's capability manifest (JSON), first thing in ganglion_init. */
 export function manifest(json: string): i32 {
@@ -281,7 +281,7 @@ export function registerTool(spec: string, fn: Handler): i32 {
 
 /** subscribe calls fn for the events whose topic matches pattern, one of the manifest's topics.subscribe. */
 export function subscribe(pattern: string, fn: Handler): i32 {
-  return register(Kind.EVENT, "{\"pattern\":" + jsonString(pattern) + "}", fn);
+  return register(Kind.EVENT, json.object().set("pattern", pattern).toString(), fn);
 }
 
 /** dispatch runs the handler registered as id for a hook export of kind; exports.ts calls it. */
