@@ -137,7 +137,7 @@ inspect still shows the manifest such a guest declared before it failed.`,
 			}
 			if asJSON {
 				m := &info.Manifest
-				for _, l := range []*[]string{&m.Hooks, &m.Tools, &m.Topics.Publish, &m.Topics.Subscribe, &m.Agents, &m.Secrets,
+				for _, l := range []*[]string{&m.Hooks, &m.Tools, &m.Topics.Publish, &m.Topics.Subscribe, &m.Agents, &m.Secrets, &m.Pending,
 					&info.Hooks, &info.Tools, &info.Subscriptions, &info.Imports, &info.Exports} {
 					if *l == nil {
 						*l = []string{}
