@@ -140,6 +140,9 @@ func exportEvent(ctx, id int32) int32 { return runHook(kindEvent, ctx, id) }
 //go:wasmexport ganglion_pending
 func exportPending(ctx, id int32) int32 { return runHook(kindPending, ctx, id) }
 
+//go:wasmexport ganglion_reply
+func exportReply(ctx, id int32) int32 { return runHook(kindReply, ctx, id) }
+
 func (wasmHost) pause(h int32, req, buf []byte) int32 {
 	return importPause(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
 }

@@ -168,6 +168,7 @@ type handler struct {
 	pattern string   // a subscription's
 	layer   layerSpec
 	pending *PendingKind
+	reply   ReplyFunc
 }
 
 // registry collects the registrations of setup.
@@ -363,7 +364,7 @@ func manifestFor(m Manifest, regs []handler) manifestJSON {
 	}
 	for _, h := range regs {
 		switch h.kind {
-		case kindTurn, kindStep, kindToolCall:
+		case kindTurn, kindStep, kindToolCall, kindReply:
 			j.Hooks = addOnce(j.Hooks, kindName(h.kind))
 		case kindTool:
 			j.Tools = addOnce(j.Tools, h.spec.Name)
@@ -407,6 +408,10 @@ func runHook(kind, h, id int32) (code int32) {
 		err = runTool(hd.tool, c)
 	} else if kind == kindPending {
 		err = runPending(hd.pending, h)
+	} else if kind == kindReply {
+		r := replies.next()
+		r.h = h
+		err = hd.reply(r)
 	} else {
 		e := events.next()
 		e.h = h

@@ -11,6 +11,7 @@ const (
 	kindTool     = 4
 	kindEvent    = 5
 	kindPending  = 6
+	kindReply    = 7
 )
 
 // Field IDs of the field and set_field imports.
@@ -35,11 +36,12 @@ const (
 	fieldPendingItem    = 17
 	fieldAction         = 18
 	fieldResuming       = 19
+	fieldReply          = 20
 )
 
 var fieldNames = [...]string{"", "AGENT", "INSTANCE", "TURN_ID", "INPUT", "INPUT_TEXT", "STEP", "TOOL_NAME",
 	"TOOL_ARGS", "CALL_ID", "TOOLS", "RESULT", "EVENT_TOPIC", "EVENT_DATA", "CONFIG", "IDEMPOTENCY_KEY",
-	"PENDING_PHASE", "PENDING_ITEM", "ACTION", "RESUMING"}
+	"PENDING_PHASE", "PENDING_ITEM", "ACTION", "RESUMING", "REPLY"}
 
 // kindName names a registration kind as the manifest does.
 func kindName(kind int32) string {
@@ -56,6 +58,8 @@ func kindName(kind int32) string {
 		return "event"
 	case kindPending:
 		return "pending"
+	case kindReply:
+		return "reply"
 	}
 	return "unknown"
 }

@@ -222,10 +222,45 @@ func (r *Resume) RunWith(args json.RawMessage) (ToolResult, error) {
 // place of what Run returned).
 func (r *Resume) SetResult(res ToolResult) error { return r.setJSON(fieldResult, res) }
 
-// The contexts of pending hooks.
+// ReplyFunc reads the model's reply of a step before the runtime stores it
+// ([Pipeline.Reply]).
+type ReplyFunc func(r *Reply) error
+
+// Reply registers fn to read the model's reply of every step as the
+// runtime is about to store it, before any tool it asks for runs. A
+// pending item fn opens ([Reply.Pause]) is stored in the same commit as
+// the reply, so no stop of the process can keep the one without the other
+// (a step middleware's Pause after Next commits on its own); the step then
+// ends paused. This is how a protocol that reads the model's questions
+// pauses.
+func (p *Pipeline) Reply(fn ReplyFunc, opts ...LayerOption) {
+	p.r.add(handler{kind: kindReply, reply: fn}, fn == nil, opts)
+}
+
+// Reply is the context of a reply hook: the step, and the model's reply.
+type Reply struct {
+	conversation
+}
+
+// Message returns the model's reply, as it will be stored.
+func (r *Reply) Message() (Message, error) {
+	var m Message
+	err := r.decode(fieldReply, &m)
+	return m, err
+}
+
+// Index returns the step's number within its turn, from 1.
+func (r *Reply) Index() int { return (&Step{r.conversation}).Index() }
+
+// Pause opens a pending item stored with the reply: the turn ends paused
+// once the step is done.
+func (r *Reply) Pause(it PendingItem) (string, error) { return pause(r.h, it) }
+
+// The contexts of pending and reply hooks.
 var (
 	pendingCalls slab[PendingCall]
 	resumes      slab[Resume]
+	replies      slab[Reply]
 )
 
 // runPending is the body of ganglion_pending for kind k and handle h.
@@ -277,4 +312,7 @@ func runPending(k *PendingKind, h int32) error {
 	return fmt.Errorf("pending kind %q: unknown phase %q", k.Name, phase)
 }
 
-var _ Context = (*PendingCall)(nil)
+var (
+	_ Context = (*PendingCall)(nil)
+	_ Context = (*Reply)(nil)
+)

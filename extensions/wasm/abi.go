@@ -36,6 +36,9 @@ const (
 	// kindPending handles a kind of pending item the guest opens
 	// (version 2): it resolves, expires and resumes the guest's items.
 	kindPending = 6
+	// kindReply reads the model's reply of each step before it is stored
+	// (version 2): a pending item it opens commits with the reply.
+	kindReply = 7
 )
 
 // Field IDs of the field and set_field imports.
@@ -64,6 +67,8 @@ const (
 	// fieldResuming is, in a toolCall hook, the guest's own pending item
 	// whose resume runs the call.
 	fieldResuming = 19
+	// fieldReply is, in a reply hook, the model's reply, JSON.
+	fieldReply = 20
 )
 
 // Guest export names.
@@ -76,6 +81,7 @@ const (
 	exportTool     = "ganglion_tool"
 	exportEvent    = "ganglion_event"
 	exportPending  = "ganglion_pending"
+	exportReply    = "ganglion_reply"
 )
 
 // hookExport returns the export that runs hooks of kind.
@@ -93,6 +99,8 @@ func hookExport(kind int32) string {
 		return exportEvent
 	case kindPending:
 		return exportPending
+	case kindReply:
+		return exportReply
 	}
 	return ""
 }
@@ -111,6 +119,8 @@ func kindName(kind int32) string {
 		return "event"
 	case kindPending:
 		return "pending"
+	case kindReply:
+		return "reply"
 	}
 	return "unknown"
 }

@@ -442,4 +442,4 @@ func sameRegistrations(a, b []registration) bool {
 // hookFunctions are an instance's call engines for one nesting depth:
 // re-entering an instance through the call engine that is already running
 // corrupts the host's stack, so each depth has its own.
-type hookFunctions [kindPending + 1]api.Function
+type hookFunctions [kindReply + 1]api.Function

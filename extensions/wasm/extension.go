@@ -171,6 +171,8 @@ func (x *Extension) Register(api *extensions.API) error {
 			if err := api.Pending.Handle(x.pendingKind(id, r.pending)); err != nil {
 				return err
 			}
+		case kindReply:
+			api.Pipeline.Step(x.replyLayer(id), opts...)
 		}
 	}
 	return nil
@@ -188,12 +190,13 @@ type reentry struct {
 
 // hookArgs are the context of one hook call.
 type hookArgs struct {
-	kind int32
-	turn *pipeline.TurnContext
-	step *pipeline.StepContext
-	call *pipeline.ToolCallContext
-	ev   *events.Event
-	pend *pendingCall
+	kind  int32
+	turn  *pipeline.TurnContext
+	step  *pipeline.StepContext
+	call  *pipeline.ToolCallContext
+	ev    *events.Event
+	pend  *pendingCall
+	reply *pipeline.Message
 }
 
 // hookOut is what a hook call produced: a result, or the error of next
@@ -203,6 +206,9 @@ type hookOut struct {
 	step *pipeline.StepResult
 	tool *pipeline.ToolResult
 	err  error
+	// paused: the hook opened a pending item (a reply hook's step then
+	// ends paused).
+	paused bool
 }
 
 // Crash handling: after backoffAfter consecutive crashed calls (traps,
@@ -256,7 +262,7 @@ func (x *Extension) run(ctx context.Context, id int32, a hookArgs) (hookOut, err
 		return hookOut{}, err
 	}
 	f := in.takeFrame()
-	f.kind, f.turn, f.step, f.call, f.ev, f.pend = a.kind, a.turn, a.step, a.call, a.ev, a.pend
+	f.kind, f.turn, f.step, f.call, f.ev, f.pend, f.reply = a.kind, a.turn, a.step, a.call, a.ev, a.pend, a.reply
 	f.bind(ctx, in)
 	var out hookOut
 	err = in.invoke(f, id)

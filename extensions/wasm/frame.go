@@ -19,7 +19,8 @@ type frame struct {
 	step   *pipeline.StepContext
 	call   *pipeline.ToolCallContext
 	ev     *events.Event
-	pend   *pendingCall // a pending hook's
+	pend   *pendingCall      // a pending hook's
+	reply  *pipeline.Message // a reply hook's: the model's reply
 	// paused is the pending item this hook opened last (pause), "" if
 	// none: a step then ends paused, a call waits.
 	paused string
@@ -99,6 +100,8 @@ func (f *frame) outcome() hookOut {
 		if f.pend.phase == phaseResume {
 			o.tool, o.err = f.toolResult()
 		}
+	case kindReply:
+		o.paused = f.paused != ""
 	}
 	return o
 }

@@ -169,8 +169,8 @@ func hostManifest(in *instance, p []uint64) int32 {
 		return in.fail(codeInvalid, "manifest: abi %d, but ganglion_abi_version returned %d: a manifest may not be newer than the module", m.ABI, in.init.abi)
 	}
 	for _, h := range m.Hooks {
-		if h != "turn" && h != "step" && h != "tool_call" {
-			return in.fail(codeInvalid, "manifest: unknown hook %q (want turn, step or tool_call)", h)
+		if h != "turn" && h != "step" && h != "tool_call" && h != "reply" {
+			return in.fail(codeInvalid, "manifest: unknown hook %q (want turn, step, tool_call or reply)", h)
 		}
 	}
 	if f := m.newer(); f != "" && m.ABI < 2 {
@@ -219,7 +219,7 @@ func hostRegister(in *instance, p []uint64) int32 {
 	}
 	m := st.manifest
 	switch kind {
-	case kindTurn, kindStep, kindToolCall:
+	case kindTurn, kindStep, kindToolCall, kindReply:
 		if !slices.Contains(m.Hooks, kindName(kind)) {
 			return in.fail(codeDenied, "register %s: the manifest does not list the hook %q", kindName(kind), kindName(kind))
 		}
@@ -242,7 +242,7 @@ func hostRegister(in *instance, p []uint64) int32 {
 			return code
 		}
 	default:
-		return in.fail(codeInvalid, "register: unknown kind %d (want 1 turn, 2 step, 3 tool_call, 4 tool, 5 event, 6 pending)", kind)
+		return in.fail(codeInvalid, "register: unknown kind %d (want 1 turn, 2 step, 3 tool_call, 4 tool, 5 event, 6 pending, 7 reply)", kind)
 	}
 	st.regs = append(st.regs, r)
 	return r.id
@@ -282,6 +282,12 @@ func hostField(in *instance, p []uint64) int32 {
 			return code
 		}
 		val = v
+	case field == fieldReply && f.reply != nil:
+		b, err := json.Marshal(f.reply)
+		if err != nil {
+			return in.fail(codeFailed, "encode the reply: %v", err)
+		}
+		val = b
 	case field == fieldResuming:
 		v, code := in.resuming(f)
 		if code != 0 {
@@ -492,7 +498,7 @@ func (in *instance) setResult(f *frame, b []byte) int32 {
 		f.toolRes = &pipeline.ToolResult{CallID: f.pend.item.CallID, Content: r.Content, IsError: r.IsError}
 		f.set = true
 	default:
-		return in.fail(codeInvalid, "an event hook has no result")
+		return in.fail(codeInvalid, "a %s hook has no result", kindName(f.kind))
 	}
 	return 0
 }
@@ -571,7 +577,7 @@ func hostNext(in *instance, p []uint64) int32 {
 	if code != 0 {
 		return code
 	}
-	if f.kind == kindTool || f.kind == kindEvent {
+	if f.kind == kindTool || f.kind == kindEvent || f.kind == kindReply {
 		return in.fail(codeInvalid, "a %s hook has no next", kindName(f.kind))
 	}
 	if f.kind == kindPending && f.pend.phase != phaseResume {

@@ -405,7 +405,7 @@ type hostCtx struct {
 func (in *instance) functions(d int) *hookFunctions {
 	for len(in.fns) <= d {
 		var f hookFunctions
-		for k := int32(kindTurn); k <= kindPending; k++ {
+		for k := int32(kindTurn); k <= kindReply; k++ {
 			f[k] = in.mod.ExportedFunction(hookExport(k))
 		}
 		in.fns = append(in.fns, f)

@@ -71,8 +71,11 @@ func checkPendingKind(k string) error {
 
 // newer names the first field of m that ABI version 2 adds, or "".
 func (m *Manifest) newer() string {
-	if len(m.Pending) > 0 {
+	switch {
+	case len(m.Pending) > 0:
 		return "pending"
+	case slices.Contains(m.Hooks, "reply"):
+		return `the hook "reply"`
 	}
 	return ""
 }
@@ -192,8 +195,8 @@ func hostPause(in *instance, p []uint64) int32 {
 	if code != 0 {
 		return code
 	}
-	if f.kind != kindStep && f.kind != kindToolCall {
-		return in.fail(codeInvalid, "pause is for step and tool_call hooks, not %s", kindName(f.kind))
+	if f.kind != kindStep && f.kind != kindToolCall && f.kind != kindReply {
+		return in.fail(codeInvalid, "pause is for step, reply and tool_call hooks, not %s", kindName(f.kind))
 	}
 	if f.inNext {
 		return in.fail(codePhase, "pause: the %s hook of handle %d is in next", kindName(f.kind), f.handle)
@@ -240,7 +243,7 @@ func hostPause(in *instance, p []uint64) int32 {
 	// Storing the item is the runtime's work: the guest's time does not run.
 	in.park(f)
 	var err error
-	if f.kind == kindStep {
+	if f.step != nil {
 		it, err = in.x.api.Pending.Pause(f.ctx, f.step, it, timeout)
 	} else {
 		it, err = in.x.api.Pending.PauseCall(f.ctx, f.call, it, timeout)
@@ -348,4 +351,24 @@ func (in *instance) resuming(f *frame) ([]byte, int32) {
 func (f *frame) pausedResult() *pipeline.ToolResult {
 	return &pipeline.ToolResult{CallID: f.call.CallID(), Name: f.call.Name(),
 		Content: fmt.Sprintf("waiting for a human (pending item %s)", f.paused)}
+}
+
+// replyLayer is the step layer of reply hook id: it has the guest read
+// each step's reply as the runtime stores it, before the store commits it,
+// so that an item the guest opens there commits with the reply that asks
+// (the native protocol extension's WatchReply). The step then ends paused.
+func (x *Extension) replyLayer(id int32) pipeline.StepFunc {
+	return func(ctx context.Context, s *pipeline.StepContext) (*pipeline.StepResult, error) {
+		paused := false
+		s.WatchReply(func(ctx context.Context, m *pipeline.Message) error {
+			out, err := x.run(ctx, id, hookArgs{kind: kindReply, step: s, reply: m})
+			paused = paused || out.paused
+			return err
+		})
+		sr, err := s.Next(ctx)
+		if err == nil && sr != nil && paused {
+			sr.Stop = pipeline.FinishPaused
+		}
+		return sr, err
+	}
 }

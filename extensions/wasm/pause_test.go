@@ -180,9 +180,9 @@ func TestGuestPausesACall(t *testing.T) {
 	}
 }
 
-// TestGuestPausesAStep: a guest's step hook turns the model's question into
-// an item; the turn ends paused after the step, in the same commit as the
-// message that asks; the answer, after a restart, resumes the turn with the
+// TestGuestPausesAStep: a guest's reply hook turns the model's question
+// into an item, stored with the message that asks; the turn ends paused
+// after the step; the answer, after a restart, resumes the turn with the
 // guest's message.
 func TestGuestPausesAStep(t *testing.T) {
 	ctx := context.Background()
@@ -318,7 +318,7 @@ agents:
 			`unlisted=-3: pause: the manifest's pending does not list the kind "other"`,
 			`malformed=-1: pause request: unexpected EOF`,
 			`notobject=-1: pause request: request must be a JSON object (what the human is asked)`}},
-		{"turnpause", []string{`pause=-1: pause is for step and tool_call hooks, not turn`}},
+		{"turnpause", []string{`pause=-1: pause is for step, reply and tool_call hooks, not turn`}},
 		{"call", []string{`next=-8: next: the call waits for pending item p-`, `; it runs when the turn resumes`,
 			`pause=-8: pause: the call waits for pending item p-`, ` already; a call pauses once`}},
 		{"flood", []string{`flood=-6: pause: over the limit of 16 pending items per hook call`}},
@@ -348,7 +348,7 @@ agents:
 		t.Fatalf("the flood opened %d items, want the bound, 16", len(items))
 	}
 	_, err = rt.Answer(ctx, items[0].ID, "yes")
-	want := `invalid action: pause=-1: pause is for step and tool_call hooks, not pending; ` +
+	want := `invalid action: pause=-1: pause is for step, reply and tool_call hooks, not pending; ` +
 		`next=-1: a pending hook calls next only to resume a paused call, not in the resolve phase`
 	if !errors.Is(err, extensions.ErrInvalidAction) || !strings.Contains(err.Error(), want) {
 		t.Errorf("Answer = %v\nwant %q", err, want)

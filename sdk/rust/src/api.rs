@@ -20,6 +20,7 @@ pub(crate) enum Kind {
     Tool = 4,
     Event = 5,
     Pending = 6,
+    Reply = 7,
 }
 
 /// Manifest declares what the extension may do. The hooks and tools it
@@ -80,6 +81,7 @@ enum Handler {
     Tool(ToolFn),
     Event(EventFn),
     Pending(Rc<PendingKind>),
+    Reply(crate::pending::ReplyFn),
 }
 
 impl Handler {
@@ -91,6 +93,7 @@ impl Handler {
             Handler::Tool(_) => Kind::Tool,
             Handler::Event(_) => Kind::Event,
             Handler::Pending(_) => Kind::Pending,
+            Handler::Reply(_) => Kind::Reply,
         }
     }
 }
@@ -188,6 +191,15 @@ impl Api {
         self.add(spec, pattern.to_string(), Handler::Event(Rc::new(f)));
     }
 
+    /// reply registers a reply hook (ABI version 2): f reads the model's
+    /// reply of every step as the runtime is about to store it, before any
+    /// tool it asks for runs. A pending item it opens
+    /// ([`crate::pending::Reply::pause`]) is stored in the same commit as
+    /// the reply, and the step ends paused.
+    pub fn reply(&self, f: impl Fn(&crate::pending::Reply) -> Result<()> + 'static) {
+        self.add(middleware_spec(None), String::new(), Handler::Reply(Rc::new(f)));
+    }
+
     /// pending registers a kind of pending item the extension opens
     /// ([`crate::pending`]), and adds it to the manifest (ABI version 2);
     /// the agent's config must grant it under the extension's `pending:`.
@@ -221,6 +233,7 @@ pub fn init(manifest: Manifest, setup: fn(&Api) -> Result<()>) -> i32 {
     for r in &regs {
         let name = match r.handler.kind() {
             Kind::Turn => "turn",
+            Kind::Reply => "reply",
             Kind::Step => "step",
             Kind::ToolCall => "tool_call",
             Kind::Tool => {
@@ -287,6 +300,7 @@ pub(crate) fn dispatch(kind: Kind, ctx: i32, id: i32) -> i32 {
         }
         Handler::Event(f) => f(&Event::new(ctx)),
         Handler::Pending(k) => crate::pending::run(&k, ctx),
+        Handler::Reply(f) => f(&crate::pending::Reply::new(ctx)),
     };
     match r {
         Ok(()) => 0,

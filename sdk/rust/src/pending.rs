@@ -40,7 +40,7 @@ use crate::context::{Context, Step, ToolCall, RESULT, TOOL_ARGS};
 use crate::error::{check, Error, Result};
 use crate::json::Value;
 use crate::sys;
-use crate::types::ToolResult;
+use crate::types::{Message, ToolResult};
 
 // The fields of a pending hook (../ABI.md, "Fields").
 const PENDING_PHASE: i32 = 16;
@@ -51,6 +51,46 @@ const RESUMING: i32 = 19;
 pub(crate) type ResolveFn = Rc<dyn Fn(&PendingCall, &Action) -> Result<Outcome>>;
 pub(crate) type ExpireFn = Rc<dyn Fn(&PendingCall) -> Result<Outcome>>;
 pub(crate) type ResumeFn = Rc<dyn Fn(&Resume) -> Result<()>>;
+pub(crate) type ReplyFn = Rc<dyn Fn(&Reply) -> Result<()>>;
+
+const REPLY: i32 = 20;
+
+/// Reply is the context of a reply hook ([`Api::reply`](crate::Api::reply)):
+/// the step, and the model's reply as the runtime is about to store it.
+pub struct Reply {
+    step: Step,
+}
+
+impl crate::context::sealed::Sealed for Reply {}
+impl Context for Reply {
+    fn handle(&self) -> i32 {
+        self.step.handle()
+    }
+}
+
+impl Reply {
+    pub(crate) fn new(ctx: i32) -> Reply {
+        Reply { step: Step::new(ctx) }
+    }
+
+    /// message returns the model's reply.
+    pub fn message(&self) -> Result<Message> {
+        let b = sys::field(self.handle(), REPLY).map_err(|n| Error::host("field REPLY", n))?;
+        Ok(Message::from_json(&Value::parse(&String::from_utf8_lossy(&b))?))
+    }
+
+    /// step returns the step the reply is of: its index, input and
+    /// conversation (read only).
+    pub fn step(&self) -> &Step {
+        &self.step
+    }
+
+    /// pause opens a pending item stored in the same commit as the reply:
+    /// the turn ends paused once the step is done. It returns the item's ID.
+    pub fn pause(&self, it: &PendingItem) -> Result<String> {
+        pause(self.handle(), it)
+    }
+}
 
 /// PendingKind is a kind of pending item and what its resolutions mean.
 /// The agent's config must grant its name under the extension's `pending:`.

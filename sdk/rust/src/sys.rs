@@ -278,3 +278,9 @@ pub extern "C" fn ganglion_event(ctx: i32, id: i32) -> i32 {
 pub extern "C" fn ganglion_pending(ctx: i32, id: i32) -> i32 {
     dispatch(Kind::Pending, ctx, id)
 }
+
+/// ganglion_reply runs the reply hook registered as id (version 2).
+#[no_mangle]
+pub extern "C" fn ganglion_reply(ctx: i32, id: i32) -> i32 {
+    dispatch(Kind::Reply, ctx, id)
+}

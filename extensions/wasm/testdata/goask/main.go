@@ -6,9 +6,9 @@
 //     of kind "ask", unless the call runs because its own item resumed it;
 //     the kind's Resume runs an approved call (with a human's edit, if any)
 //     or gives a denied one its result;
-//   - a step hook pauses the turn with an item of kind "question" when the
-//     model's reply holds "[ASK] question"; the answer becomes the resume
-//     turn's input.
+//   - a reply hook pauses the turn with an item of kind "question", stored
+//     with the model's reply, when the reply holds "[ASK] question"; the
+//     answer becomes the resume turn's input.
 //
 // It registers the tool "danger" itself, which answers with its arguments.
 //
@@ -34,7 +34,7 @@ func init() {
 			return err
 		}
 		api.Pipeline.ToolCall(guard)
-		api.Pipeline.Step(step)
+		api.Pipeline.Reply(reply)
 		return api.Tools.Register(ganglion.ToolSpec{Name: "danger", Description: "does something a human must approve",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}`)},
 			func(c *ganglion.ToolCall) (ganglion.ToolResult, error) {
@@ -91,19 +91,16 @@ func resumeAsk(r *ganglion.Resume) error {
 	return r.SetResult(ganglion.ToolResult{Content: "tool call denied by goask", IsError: true})
 }
 
-func step(s *ganglion.Step) error {
-	if err := s.Next(); err != nil {
-		return err
-	}
-	m, err := s.Message(-1)
+func reply(r *ganglion.Reply) error {
+	m, err := r.Message()
 	if err != nil {
 		return err
 	}
 	_, q, ok := strings.Cut(m.Content, "[ASK]")
-	if !ok || m.Role != ganglion.RoleAssistant {
+	if !ok {
 		return nil
 	}
-	_, err = s.Pause(ganglion.PendingItem{Kind: "question", Request: map[string]string{"question": strings.TrimSpace(q)}, Required: true})
+	_, err = r.Pause(ganglion.PendingItem{Kind: "question", Request: map[string]string{"question": strings.TrimSpace(q)}, Required: true})
 	return err
 }
 
