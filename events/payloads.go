@@ -155,6 +155,17 @@ type TeamActivatedData struct {
 	Agents []string `json:"agents"`
 }
 
+// ExtensionFileWrittenData is the payload of [ExtensionFileWritten]: what
+// was written, never the content.
+type ExtensionFileWrittenData struct {
+	// Path is the file, relative to the workspace.
+	Path string `json:"path"`
+	// Bytes is how many bytes were written.
+	Bytes int `json:"bytes"`
+	// Append: they were added at the end; else they replaced the file.
+	Append bool `json:"append"`
+}
+
 // payloads makes, for each of the runtime's topics, a value of its payload
 // type for UnmarshalJSON to decode into.
 var payloads = map[string]func() any{
@@ -175,6 +186,8 @@ var payloads = map[string]func() any{
 	TaskAnswered:     func() any { return new(TaskAnsweredData) },
 	TaskBudgetSpent:  func() any { return new(TaskBudgetSpentData) },
 	TeamActivated:    func() any { return new(TeamActivatedData) },
+
+	ExtensionFileWritten: func() any { return new(ExtensionFileWrittenData) },
 }
 
 // UnmarshalJSON decodes an event; Data becomes the payload type (not a

@@ -71,6 +71,8 @@ type Grants struct {
 	Secrets []string
 	// Agents the extension may call.
 	Agents []string
+	// Files of the agent's workspace the extension may read and write.
+	Files Files
 	// All grants whatever the manifest asks, to inspect a module; nothing
 	// is provided to it.
 	All bool
@@ -371,6 +373,10 @@ type Manifest struct {
 	// Models declares that the extension calls the agent's model
 	// (complete), which costs money: without it complete is DENIED.
 	Models bool `json:"models"`
+	// Files are the workspace paths the extension reads and writes (ABI
+	// version 2): file_read, file_list and file_write outside them are
+	// DENIED.
+	Files Files `json:"files"`
 }
 
 func (x *Extension) checkGrants() error {
@@ -394,7 +400,7 @@ func (x *Extension) checkGrants() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("its manifest asks to call agents the config does not grant: %s (add them under the extension's agents:)", strings.Join(missing, ", "))
 	}
-	return nil
+	return x.checkFileGrants()
 }
 
 // registration is one register call of the guest's init.
