@@ -2,6 +2,7 @@ package wasm_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -313,5 +314,50 @@ func TestGuestFilesNoWorkspace(t *testing.T) {
 	want := "its manifest asks for files, but the agent has no workspace (set workspace: in the config)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Register: %v, want %q", err, want)
+	}
+}
+
+// TestHostileFiles: a guest that reads, lists and writes out of its paths
+// (up with "..", absolute, through symbolic links in its grants that lead
+// out of them) is refused each time, and fails only its own call; a turn
+// beside it, and its own next turns, work.
+func TestHostileFiles(t *testing.T) {
+	dir := t.TempDir()
+	ws := workspace(t, dir)
+	must(t, os.MkdirAll(filepath.Join(ws, "out"), 0o755))
+	for name, target := range map[string]string{
+		"docs/out-dir": "../../outside",
+		"out/out-link": "../../outside/secret.txt",
+		"out/out-dir":  "../../outside",
+	} {
+		must(t, os.Symlink(target, filepath.Join(ws, name)))
+	}
+	rt, err := newFilesRuntime(t, dir, `[{wasm: testdata/hostile_files.wasm, limits: {timeout: 1s}, files: {read: [docs/], write: [out/]}}]`)
+	must(t, err)
+	defer rt.Close()
+	sendOK(t, rt, "k", "hello")
+	var wg sync.WaitGroup
+	wg.Go(func() { sendOK(t, rt, "bystander", "hello") })
+	_, err = rt.Send(context.Background(), "a", "k", runtime.UserMessage("escape"))
+	wg.Wait()
+	sendOK(t, rt, "k", "hello")
+	sendOK(t, rt, "k2", "hello")
+	const paths = 9 // of hostile_files.wat
+	want := `agent "a" instance "k" turn-2: extension "hostile_files": turn middleware: ` +
+		strings.TrimSpace(strings.Repeat("read=-3 list=-3 write=-3 ", paths))
+	if err == nil || err.Error() != want {
+		t.Errorf("Send(escape): %v\nwant: %s", err, want)
+	}
+	var ge *wasm.GuestError
+	if !errors.As(err, &ge) {
+		t.Errorf("Send(escape) error is not a *wasm.GuestError: %T", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "outside", "secret.txt")); err != nil || string(b) != "outside secret\n" {
+		t.Errorf("outside/secret.txt holds %q (%v), want it unchanged", b, err)
+	}
+	for _, p := range []string{"outside/pwned.txt", "pwned", "ws/pwned"} {
+		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
+			t.Errorf("%s was written", p)
+		}
 	}
 }
