@@ -180,18 +180,18 @@ func (a *fileAccess) close() { a.root.Close() }
 // resolve checks the guest's path p for a read or a write, and opens the
 // root the call works in; create makes a missing granted directory (or a
 // granted file's directory). The caller closes the access.
-func (in *instance) resolve(op, p string, write, create bool) (*fileAccess, int32) {
+func (in *instance) resolve(p string, write, create bool) (*fileAccess, int32) {
 	ws := in.x.workspace
 	if ws == nil {
-		return nil, in.fail(codeFailed, "%s: the extension has no workspace", op)
+		return nil, in.fail(codeFailed, "the extension has no workspace")
 	}
 	switch {
 	case p == "":
-		return nil, in.fail(codeInvalid, "%s: the path is empty", op)
+		return nil, in.fail(codeInvalid, "the path is empty")
 	case strings.HasPrefix(p, "/") || filepath.IsAbs(p):
-		return nil, in.fail(codeDenied, "%s: path %q is absolute; paths are relative to the workspace", op, p)
+		return nil, in.fail(codeDenied, "path %q is absolute; paths are relative to the workspace", p)
 	case !filepath.IsLocal(p):
-		return nil, in.fail(codeDenied, "%s: path %q escapes the workspace", op, p)
+		return nil, in.fail(codeDenied, "path %q escapes the workspace", p)
 	}
 	c := path.Clean(filepath.ToSlash(p))
 	m := in.x.manifest.Files
@@ -201,7 +201,7 @@ func (in *instance) resolve(op, p string, write, create bool) (*fileAccess, int3
 	}
 	i := slices.IndexFunc(entries, func(e string) bool { return covers(e, c) })
 	if i < 0 {
-		return nil, in.fail(codeDenied, "%s: path %q: no path of the manifest's %s covers it", op, p, list)
+		return nil, in.fail(codeDenied, "path %q: no path of the manifest's %s covers it", p, list)
 	}
 	a := &fileAccess{path: p, grant: entries[i]}
 	k := strings.TrimSuffix(a.grant, "/")
@@ -210,7 +210,7 @@ func (in *instance) resolve(op, p string, write, create bool) (*fileAccess, int3
 		// file, unless it is a directory in the workspace.
 		fi, err := ws.Stat(k)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, in.pathFail(op, p, a.grant, err)
+			return nil, in.pathFail(p, a.grant, err)
 		}
 		if err != nil || !fi.IsDir() {
 			a.byName, a.name, k = true, path.Base(k), path.Dir(k)
@@ -224,9 +224,9 @@ func (in *instance) resolve(op, p string, write, create bool) (*fileAccess, int3
 	}
 	if err != nil {
 		if errors.Is(err, syscall.ENOTDIR) && !a.byName {
-			return nil, in.fail(codeFailed, "%s: path %q: its grant %q is not a directory", op, p, a.grant)
+			return nil, in.fail(codeFailed, "path %q: its grant %q is not a directory", p, a.grant)
 		}
-		return nil, in.pathFail(op, p, a.grant, err)
+		return nil, in.pathFail(p, a.grant, err)
 	}
 	a.root = root
 	if !a.byName {
@@ -244,22 +244,22 @@ func (in *instance) resolve(op, p string, write, create bool) (*fileAccess, int3
 
 // pathFail turns an error of the workspace or of a grant's root into a
 // failure code and a message that names the guest's path.
-func (in *instance) pathFail(op, p, grant string, err error) int32 {
+func (in *instance) pathFail(p, grant string, err error) int32 {
 	switch {
 	case isEscape(err):
-		return in.fail(codeDenied, "%s: path %q leads out of its grant %q", op, p, grant)
+		return in.fail(codeDenied, "path %q leads out of its grant %q", p, grant)
 	case errors.Is(err, fs.ErrNotExist):
-		return in.fail(codeNotFound, "%s: path %q does not exist", op, p)
+		return in.fail(codeNotFound, "path %q does not exist", p)
 	case errors.Is(err, fs.ErrPermission):
-		return in.fail(codeFailed, "%s: path %q: permission denied", op, p)
+		return in.fail(codeFailed, "path %q: permission denied", p)
 	case errors.Is(err, syscall.ENOTDIR):
-		return in.fail(codeFailed, "%s: path %q: a parent is not a directory", op, p)
+		return in.fail(codeFailed, "path %q: a parent is not a directory", p)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
 	}
-	return in.fail(codeFailed, "%s: path %q: %v", op, p, err)
+	return in.fail(codeFailed, "path %q: %v", p, err)
 }
 
 // isEscape reports whether err is os.Root's refusal to leave the root. The
@@ -276,16 +276,16 @@ func isEscape(err error) bool {
 
 // notLink refuses a file granted by name that is a symbolic link, and
 // returns what Lstat found (nil if nothing is there).
-func (in *instance) notLink(op string, a *fileAccess) (fs.FileInfo, int32) {
+func (in *instance) notLink(a *fileAccess) (fs.FileInfo, int32) {
 	fi, err := a.root.Lstat(a.name)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, 0
 	}
 	if err != nil {
-		return nil, in.pathFail(op, a.path, a.grant, err)
+		return nil, in.pathFail(a.path, a.grant, err)
 	}
 	if fi.Mode()&fs.ModeSymlink != 0 {
-		return nil, in.fail(codeDenied, "%s: path %q is a symbolic link; a file granted by name is used only as itself", op, a.path)
+		return nil, in.fail(codeDenied, "path %q is a symbolic link; a file granted by name is used only as itself", a.path)
 	}
 	return fi, 0
 }
@@ -293,26 +293,26 @@ func (in *instance) notLink(op string, a *fileAccess) (fs.FileInfo, int32) {
 // openRead opens the file of a for reading: a regular file (not a FIFO
 // that would block the call), and for a file granted by name, the one
 // Lstat saw.
-func (in *instance) openRead(op string, a *fileAccess) (*os.File, fs.FileInfo, int32) {
+func (in *instance) openRead(a *fileAccess) (*os.File, fs.FileInfo, int32) {
 	var seen fs.FileInfo
 	if a.byName {
 		var code int32
-		if seen, code = in.notLink(op, a); code != 0 {
+		if seen, code = in.notLink(a); code != 0 {
 			return nil, nil, code
 		}
 	}
 	f, err := a.root.OpenFile(a.name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, nil, in.pathFail(op, a.path, a.grant, err)
+		return nil, nil, in.pathFail(a.path, a.grant, err)
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, nil, in.pathFail(op, a.path, a.grant, err)
+		return nil, nil, in.pathFail(a.path, a.grant, err)
 	}
 	if a.byName && (seen == nil || !os.SameFile(seen, fi)) {
 		f.Close()
-		return nil, nil, in.fail(codeDenied, "%s: path %q changed while it was opened", op, a.path)
+		return nil, nil, in.fail(codeDenied, "path %q changed while it was opened", a.path)
 	}
 	return f, fi, 0
 }
@@ -335,33 +335,33 @@ func hostFileRead(in *instance, p []uint64) int32 {
 		return in.fail(codeTooLarge, "file_read: over the limit of %d reads per hook call", maxFileReads)
 	}
 	q.reads++
-	a, code := in.resolve("file_read", name, false, false)
+	a, code := in.resolve(name, false, false)
 	if code != 0 {
 		return code
 	}
 	defer a.close()
-	f, fi, code := in.openRead("file_read", a)
+	f, fi, code := in.openRead(a)
 	if code != 0 {
 		return code
 	}
 	defer f.Close()
 	switch {
 	case fi.IsDir():
-		return in.fail(codeFailed, "file_read: path %q is a directory (list it with file_list)", name)
+		return in.fail(codeFailed, "path %q is a directory (list it with file_list)", name)
 	case !fi.Mode().IsRegular():
-		return in.fail(codeFailed, "file_read: path %q is not a regular file", name)
+		return in.fail(codeFailed, "path %q is not a regular file", name)
 	case fi.Size() > int64(in.x.limits.MaxPayload):
-		return in.fail(codeTooLarge, "file_read: path %q is %d bytes, over max_payload %d", name, fi.Size(), in.x.limits.MaxPayload)
+		return in.fail(codeTooLarge, "path %q is %d bytes, over max_payload %d", name, fi.Size(), in.x.limits.MaxPayload)
 	case fi.Size() > int64(uint32(p[4])):
 		// It does not fit: the guest asks again with a buffer this long.
 		return int32(fi.Size())
 	}
 	b, err := io.ReadAll(io.LimitReader(f, int64(in.x.limits.MaxPayload)+1))
 	if err != nil {
-		return in.pathFail("file_read", name, a.grant, err)
+		return in.pathFail(name, a.grant, err)
 	}
 	if len(b) > in.x.limits.MaxPayload {
-		return in.fail(codeTooLarge, "file_read: path %q grew over max_payload %d while it was read", name, in.x.limits.MaxPayload)
+		return in.fail(codeTooLarge, "path %q grew over max_payload %d while it was read", name, in.x.limits.MaxPayload)
 	}
 	if q.readBytes+len(b) > maxFileReadBytes {
 		return in.fail(codeTooLarge, "file_read: over the limit of %d bytes per hook call", maxFileReadBytes)
@@ -394,24 +394,24 @@ func hostFileList(in *instance, p []uint64) int32 {
 		return in.fail(codeTooLarge, "file_list: over the limit of %d reads per hook call", maxFileReads)
 	}
 	q.reads++
-	a, code := in.resolve("file_list", name, false, false)
+	a, code := in.resolve(name, false, false)
 	if code != 0 {
 		return code
 	}
 	defer a.close()
 	if a.byName {
-		return in.fail(codeFailed, "file_list: path %q is granted as a file, not a directory", name)
+		return in.fail(codeFailed, "path %q is granted as a file, not a directory", name)
 	}
 	fi, err := a.root.Stat(a.name)
 	if err != nil {
-		return in.pathFail("file_list", name, a.grant, err)
+		return in.pathFail(name, a.grant, err)
 	}
 	if !fi.IsDir() {
-		return in.fail(codeFailed, "file_list: path %q is not a directory (read it with file_read)", name)
+		return in.fail(codeFailed, "path %q is not a directory (read it with file_read)", name)
 	}
 	des, err := fs.ReadDir(a.root.FS(), a.name)
 	if err != nil {
-		return in.pathFail("file_list", name, a.grant, err)
+		return in.pathFail(name, a.grant, err)
 	}
 	out := make([]fileEntry, 0, len(des))
 	for _, de := range des {
@@ -465,7 +465,7 @@ func hostFileWrite(in *instance, p []uint64) int32 {
 	if code := in.spend("file_write", "writes", &q.writes, &q.writeBytes, len(data), maxFileWrites, maxFileWriteBytes); code != 0 {
 		return code
 	}
-	a, code := in.resolve("file_write", name, true, true)
+	a, code := in.resolve(name, true, true)
 	if code != 0 {
 		return code
 	}
@@ -484,40 +484,39 @@ func hostFileWrite(in *instance, p []uint64) int32 {
 // symbolic link in a granted directory (the root refuses one that leads
 // out of it), never through one granted by name.
 func (in *instance) writeFile(a *fileAccess, data []byte, appending bool) int32 {
-	const op = "file_write"
 	perm := fs.FileMode(0o644)
 	fi, err := a.root.Lstat(a.name)
 	link := err == nil && fi.Mode()&fs.ModeSymlink != 0
 	switch {
 	case link && a.byName:
-		return in.fail(codeDenied, "%s: path %q is a symbolic link; a file granted by name is used only as itself", op, a.path)
+		return in.fail(codeDenied, "path %q is a symbolic link; a file granted by name is used only as itself", a.path)
 	case link:
 		if fi, err = a.root.Stat(a.name); err != nil {
-			return in.pathFail(op, a.path, a.grant, err)
+			return in.pathFail(a.path, a.grant, err)
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		fi = nil
 	case err != nil:
-		return in.pathFail(op, a.path, a.grant, err)
+		return in.pathFail(a.path, a.grant, err)
 	}
 	if fi != nil {
 		if fi.IsDir() {
-			return in.fail(codeFailed, "%s: path %q is a directory", op, a.path)
+			return in.fail(codeFailed, "path %q is a directory", a.path)
 		}
 		if !fi.Mode().IsRegular() {
-			return in.fail(codeFailed, "%s: path %q is not a regular file", op, a.path)
+			return in.fail(codeFailed, "path %q is not a regular file", a.path)
 		}
 		perm = fi.Mode().Perm()
 	}
 	if dir := path.Dir(a.name); fi == nil && dir != "." {
 		if err := a.root.MkdirAll(dir, 0o755); err != nil {
-			return in.pathFail(op, a.path, a.grant, err)
+			return in.pathFail(a.path, a.grant, err)
 		}
 	}
 	if appending {
 		w, err := a.root.OpenFile(a.name, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NONBLOCK, perm)
 		if err != nil {
-			return in.pathFail(op, a.path, a.grant, err)
+			return in.pathFail(a.path, a.grant, err)
 		}
 		if a.byName {
 			// What was opened must be the name itself, not a link put
@@ -526,7 +525,7 @@ func (in *instance) writeFile(a *fileAccess, data []byte, appending bool) int32 
 			now, err2 := a.root.Lstat(a.name)
 			if err1 != nil || err2 != nil || !os.SameFile(got, now) {
 				w.Close()
-				return in.fail(codeDenied, "%s: path %q changed while it was opened", op, a.path)
+				return in.fail(codeDenied, "path %q changed while it was opened", a.path)
 			}
 		}
 		_, err = w.Write(data)
@@ -534,18 +533,18 @@ func (in *instance) writeFile(a *fileAccess, data []byte, appending bool) int32 
 			err = cerr
 		}
 		if err != nil {
-			return in.pathFail(op, a.path, a.grant, err)
+			return in.pathFail(a.path, a.grant, err)
 		}
 		return 0
 	}
 	if link {
 		if err := a.root.WriteFile(a.name, data, perm); err != nil {
-			return in.pathFail(op, a.path, a.grant, err)
+			return in.pathFail(a.path, a.grant, err)
 		}
 		return 0
 	}
 	if err := replaceFile(a.root, a.name, data, perm); err != nil {
-		return in.pathFail(op, a.path, a.grant, err)
+		return in.pathFail(a.path, a.grant, err)
 	}
 	return 0
 }

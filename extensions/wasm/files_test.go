@@ -3,6 +3,7 @@ package wasm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -62,7 +63,7 @@ func must(t *testing.T, err error) {
 
 // newFilesRuntime starts a runtime whose config's workspace is ws, beside
 // the config in dir, and whose agent a loads extensions.
-func newFilesRuntime(t *testing.T, dir, extensions string) (*runtime.Runtime, error) {
+func newFilesRuntime(t *testing.T, dir, extensions string, opts ...runtime.Option) (*runtime.Runtime, error) {
 	t.Helper()
 	wd, err := os.Getwd()
 	must(t, err)
@@ -73,7 +74,7 @@ func newFilesRuntime(t *testing.T, dir, extensions string) (*runtime.Runtime, er
 	if err != nil {
 		t.Fatal(err)
 	}
-	return runtime.New(context.Background(), runtime.WithConfig(c), runtime.WithMemoryStore())
+	return runtime.New(context.Background(), append([]runtime.Option{runtime.WithConfig(c), runtime.WithMemoryStore()}, opts...)...)
 }
 
 // filesPrefix starts the error of every call of the files guest.
@@ -131,25 +132,25 @@ func TestGuestFiles(t *testing.T) {
 		{"a link that stays in the grant", "read docs/in-link", "read=6: alpha\n"},
 		{"through a linked directory in the grant", "read docs/sub-link/b.md", "read=5: beta\n"},
 		{"not granted", "read secret.txt",
-			`read=-3: file_read: path "secret.txt": no path of the manifest's files.read or files.write covers it`},
+			`read=-3: path "secret.txt": no path of the manifest's files.read or files.write covers it`},
 		{"dot-dot out of the grant", "read docs/../secret.txt",
-			`read=-3: file_read: path "docs/../secret.txt": no path of the manifest's files.read or files.write covers it`},
+			`read=-3: path "docs/../secret.txt": no path of the manifest's files.read or files.write covers it`},
 		{"dot-dot out of the workspace", "read ../outside/secret.txt",
-			`read=-3: file_read: path "../outside/secret.txt" escapes the workspace`},
+			`read=-3: path "../outside/secret.txt" escapes the workspace`},
 		{"dot-dot inside, out of the workspace", "read docs/../../outside/secret.txt",
-			`read=-3: file_read: path "docs/../../outside/secret.txt" escapes the workspace`},
+			`read=-3: path "docs/../../outside/secret.txt" escapes the workspace`},
 		{"absolute", "read /etc/passwd",
-			`read=-3: file_read: path "/etc/passwd" is absolute; paths are relative to the workspace`},
+			`read=-3: path "/etc/passwd" is absolute; paths are relative to the workspace`},
 		{"a link out of the grant, in the workspace", "read docs/up-link",
-			`read=-3: file_read: path "docs/up-link" leads out of its grant "docs/"`},
+			`read=-3: path "docs/up-link" leads out of its grant "docs/"`},
 		{"a link out of the workspace", "read docs/out-link",
-			`read=-3: file_read: path "docs/out-link" leads out of its grant "docs/"`},
+			`read=-3: path "docs/out-link" leads out of its grant "docs/"`},
 		{"an absolute link", "read docs/abs-link",
-			`read=-3: file_read: path "docs/abs-link" leads out of its grant "docs/"`},
-		{"missing", "read docs/missing.md", `read=-2: file_read: path "docs/missing.md" does not exist`},
-		{"a directory", "read docs/sub", `read=-4: file_read: path "docs/sub" is a directory (list it with file_list)`},
-		{"over max_payload", "read docs/big.bin", `read=-6: file_read: path "docs/big.bin" is 2000 bytes, over max_payload 1024`},
-		{"the empty path", "read ", `read=-1: file_read: the path is empty`},
+			`read=-3: path "docs/abs-link" leads out of its grant "docs/"`},
+		{"missing", "read docs/missing.md", `read=-2: path "docs/missing.md" does not exist`},
+		{"a directory", "read docs/sub", `read=-4: path "docs/sub" is a directory (list it with file_list)`},
+		{"over max_payload", "read docs/big.bin", `read=-6: path "docs/big.bin" is 2000 bytes, over max_payload 1024`},
+		{"the empty path", "read ", `read=-1: the path is empty`},
 		{"a buffer too small", "peek docs/a.md", "peek=6"},
 		{"list a granted directory", "list docs", `list=318: [` +
 			`{"name":"a.md","dir":false,"size":6},{"name":"abs-link","dir":false,"size":0},` +
@@ -157,15 +158,15 @@ func TestGuestFiles(t *testing.T) {
 			`{"name":"out-link","dir":false,"size":0},{"name":"sub","dir":true,"size":0},` +
 			`{"name":"sub-link","dir":true,"size":0},{"name":"up-link","dir":false,"size":0}]`},
 		{"list under it", "list docs/sub", `list=38: [{"name":"b.md","dir":false,"size":5}]`},
-		{"list the workspace", "list .", `list=-3: file_list: path ".": no path of the manifest's files.read or files.write covers it`},
-		{"list a file granted by name", "list CODEOWNERS", `list=-4: file_list: path "CODEOWNERS" is granted as a file, not a directory`},
-		{"list dot-dot out of the workspace", "list docs/sub/../../..", `list=-3: file_list: path "docs/sub/../../.." escapes the workspace`},
+		{"list the workspace", "list .", `list=-3: path ".": no path of the manifest's files.read or files.write covers it`},
+		{"list a file granted by name", "list CODEOWNERS", `list=-4: path "CODEOWNERS" is granted as a file, not a directory`},
+		{"list dot-dot out of the workspace", "list docs/sub/../../..", `list=-3: path "docs/sub/../../.." escapes the workspace`},
 		{"write where only reading is granted", "write docs/a.md\nchanged",
-			`write=-3: file_write: path "docs/a.md": no path of the manifest's files.write covers it`},
-		{"write out of the workspace", "write ../escape.txt\nx", `write=-3: file_write: path "../escape.txt" escapes the workspace`},
+			`write=-3: path "docs/a.md": no path of the manifest's files.write covers it`},
+		{"write out of the workspace", "write ../escape.txt\nx", `write=-3: path "../escape.txt" escapes the workspace`},
 		{"write an absolute path", "write /tmp/escape.txt\nx",
-			`write=-3: file_write: path "/tmp/escape.txt" is absolute; paths are relative to the workspace`},
-		{"write a granted directory", "write out\nx", `write=-4: file_write: path "out" is a directory`},
+			`write=-3: path "/tmp/escape.txt" is absolute; paths are relative to the workspace`},
+		{"write a granted directory", "write out\nx", `write=-4: path "out" is a directory`},
 		{"write in a granted directory", "write out/report.txt\nhello", "write=0"},
 		{"write creates directories in the grant", "write out/deep/er/f.txt\ndeep", "write=0"},
 		{"append", "append out/log.txt\none,", "write=0"},
@@ -237,9 +238,9 @@ func TestGuestFilesByName(t *testing.T) {
 	must(t, err)
 	defer rt.Close()
 	for input, want := range map[string]string{
-		"read notes.txt":      `read=-3: file_read: path "notes.txt" is a symbolic link; a file granted by name is used only as itself`,
-		"write notes.txt\nx":  `write=-3: file_write: path "notes.txt" is a symbolic link; a file granted by name is used only as itself`,
-		"append notes.txt\nx": `append=-3: file_write: path "notes.txt" is a symbolic link; a file granted by name is used only as itself`,
+		"read notes.txt":      `read=-3: path "notes.txt" is a symbolic link; a file granted by name is used only as itself`,
+		"write notes.txt\nx":  `write=-3: path "notes.txt" is a symbolic link; a file granted by name is used only as itself`,
+		"append notes.txt\nx": `append=-3: path "notes.txt" is a symbolic link; a file granted by name is used only as itself`,
 	} {
 		if got := guestReport(t, rt, input); got != want {
 			t.Errorf("Send(%q) report\n got: %q\nwant: %q", input, got, want)
@@ -359,5 +360,37 @@ func TestHostileFiles(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, p)); err == nil {
 			t.Errorf("%s was written", p)
 		}
+	}
+}
+
+// TestGoGuestFiles: a Go guest reads, lists and appends to workspace files
+// through the SDK, and is refused a path out of its grants.
+func TestGoGuestFiles(t *testing.T) {
+	mods, cache := guests.Build(t, "testdata/gofiles")
+	dir := t.TempDir()
+	ws := workspace(t, dir)
+	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS], write: [docs, out]}}]", mods["gofiles"]),
+		runtime.WithWasmCache(cache))
+	must(t, err)
+	defer rt.Close()
+	for _, tt := range []struct{ input, want string }{
+		{"owners", "* @team\n"},
+		{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
+		{"note one", "one\n"},
+		{"note two", "one\ntwo\n"},
+		{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
+		{"hello", "ok"},
+	} {
+		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
+		if err != nil {
+			t.Errorf("Send(%q): %v", tt.input, err)
+			continue
+		}
+		if res.Response.Content != tt.want {
+			t.Errorf("Send(%q) = %q, want %q", tt.input, res.Response.Content, tt.want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out", "notes.txt")); err != nil || string(b) != "one\ntwo\n" {
+		t.Errorf("out/notes.txt holds %q (%v)", b, err)
 	}
 }
