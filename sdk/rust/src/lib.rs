@@ -27,6 +27,7 @@
 //! - [`context`]: what a hook reads and writes: fields, messages, state,
 //!   events, secrets, other agents;
 //! - [`window`]: a step's context window and model calls;
+//! - [`files`]: the agent's workspace files the config grants;
 //! - [`types`]: the ABI's structured values; [`json`]: the JSON they travel
 //!   as;
 //! - [`log`]: the host's log;
@@ -58,6 +59,7 @@
 pub mod api;
 pub mod context;
 mod error;
+pub mod files;
 pub mod json;
 pub mod log;
 mod sys;
@@ -67,6 +69,7 @@ pub mod window;
 pub use api::{Api, Config, Manifest};
 pub use context::{AgentOptions, AgentReply, Agents, Context, Event, Step, ToolCall, Turn};
 pub use error::{Code, Error, Result};
+pub use files::{FileAccess, FileEntry, Files};
 pub use json::Value;
 pub use types::{InputEvent, Message, MessageEvent, Source, StepResult, ToolResult, ToolSpec, TurnResult};
 pub use window::{Completion, CompletionRequest, Window, WindowMessage};
