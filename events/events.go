@@ -28,8 +28,7 @@ const (
 	TaskAnswered     = "task.answered"
 	TaskBudgetSpent  = "task.budget_spent"
 	TeamActivated    = "team.activated"
-	// ExtensionFileWritten: a WebAssembly extension wrote a file of the
-	// workspace; its source is the extension.
+
 	ExtensionFileWritten = "extension.file.written"
 )
 

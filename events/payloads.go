@@ -155,15 +155,12 @@ type TeamActivatedData struct {
 	Agents []string `json:"agents"`
 }
 
-// ExtensionFileWrittenData is the payload of [ExtensionFileWritten]: what
-// was written, never the content.
+// ExtensionFileWrittenData is the payload of [ExtensionFileWritten]; it
+// never holds the content.
 type ExtensionFileWrittenData struct {
-	// Path is the file, relative to the workspace.
-	Path string `json:"path"`
-	// Bytes is how many bytes were written.
-	Bytes int `json:"bytes"`
-	// Append: they were added at the end; else they replaced the file.
-	Append bool `json:"append"`
+	Path   string `json:"path"` // relative to the workspace
+	Bytes  int    `json:"bytes"`
+	Append bool   `json:"append"` // else the file was replaced
 }
 
 // payloads makes, for each of the runtime's topics, a value of its payload
