@@ -379,6 +379,8 @@ func TestGoGuestFiles(t *testing.T) {
 		{"note one", "one\n"},
 		{"note two", "one\ntwo\n"},
 		{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
+		{"flood", "256 writes, then ganglion: file_write: file_write: over the limit of 256 writes per hook call"},
+		{"bigwrite", "8 writes, then ganglion: file_write: file_write: over the limit of 4194304 bytes per hook call"},
 		{"hello", "ok"},
 	} {
 		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))

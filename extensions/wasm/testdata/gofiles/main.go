@@ -6,7 +6,10 @@
 //   - "docs": with the names in docs/, a "/" after a directory's;
 //   - "note TEXT": appends TEXT and a newline to out/notes.txt, and
 //     answers with the file's new content;
-//   - "steal": reads ../outside/secret.txt, and answers with the error.
+//   - "steal": reads ../outside/secret.txt, and answers with the error;
+//   - "flood": appends a byte to out/flood.txt until the host refuses,
+//     and "bigwrite" writes 512 KiB files into out/ until it refuses:
+//     answers how many writes worked, and the refusal.
 //
 // Any other input goes on to next.
 //
@@ -14,6 +17,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	ganglion "github.com/ganglion-dev/ganglion/sdk"
@@ -62,6 +66,17 @@ func turn(t *ganglion.Turn) error {
 	case in == "steal":
 		_, err := t.ReadFile("../outside/secret.txt")
 		answer = "refused: " + err.Error()
+	case in == "flood" || in == "bigwrite":
+		var err error
+		n := 0
+		for ; err == nil && n < 10000; n++ {
+			if in == "flood" {
+				err = t.AppendFile("out/flood.txt", []byte("x"))
+			} else {
+				err = t.WriteFile(fmt.Sprintf("out/big-%d", n), make([]byte, 512<<10))
+			}
+		}
+		answer = fmt.Sprintf("%d writes, then %v", n-1, err)
 	default:
 		return t.Next()
 	}
