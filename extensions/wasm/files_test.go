@@ -363,6 +363,39 @@ func TestHostileFiles(t *testing.T) {
 	}
 }
 
+// TestRustGuestFiles: a Rust guest reads, lists and appends to workspace
+// files through the SDK's FileAccess, and is refused a path out of its
+// grants.
+func TestRustGuestFiles(t *testing.T) {
+	mods, cache := rustGuests.Build(t, "testdata/rustfiles")
+	dir := t.TempDir()
+	ws := workspace(t, dir)
+	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS, docs/], write: [out/]}}]", mods["rustfiles"]),
+		runtime.WithWasmCache(cache))
+	must(t, err)
+	defer rt.Close()
+	for _, tt := range []struct{ input, want string }{
+		{"owners", "* @team\n"},
+		{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
+		{"note one", "one\n"},
+		{"note two", "one\ntwo\n"},
+		{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
+		{"hello", "ok"},
+	} {
+		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
+		if err != nil {
+			t.Errorf("Send(%q): %v", tt.input, err)
+			continue
+		}
+		if res.Response.Content != tt.want {
+			t.Errorf("Send(%q) = %q, want %q", tt.input, res.Response.Content, tt.want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out", "notes.txt")); err != nil || string(b) != "one\ntwo\n" {
+		t.Errorf("out/notes.txt holds %q (%v)", b, err)
+	}
+}
+
 // TestGoGuestFiles: a Go guest reads, lists and appends to workspace files
 // through the SDK, and is refused a path out of its grants.
 func TestGoGuestFiles(t *testing.T) {

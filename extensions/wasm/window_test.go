@@ -17,9 +17,13 @@ import (
 // guests are the Go guests of testdata, built once per test binary.
 var guests guesttest.Set
 
+// rustGuests are the Rust guests of testdata, built once per test binary.
+var rustGuests guesttest.RustSet
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	guests.Close()
+	rustGuests.Close()
 	os.Exit(code)
 }
 
