@@ -27,14 +27,11 @@ func (noHost) secret(int32, string, []byte) int32  { return int32(CodeFailed) }
 func (noHost) setError(string) int32               { return 0 }
 func (noHost) inbox(*[3]uint64) int32              { return int32(CodeFailed) }
 
-func (noHost) agentsRequest(int32, []byte, []byte) int32    { return int32(CodeFailed) }
-func (noHost) agentsSend(int32, []byte) int32               { return int32(CodeFailed) }
-func (noHost) window(int32, []byte) int32                   { return int32(CodeFailed) }
-func (noHost) windowApply(int32, []byte, []byte) int32      { return int32(CodeFailed) }
-func (noHost) complete(int32, []byte, []byte) int32         { return int32(CodeFailed) }
-func (noHost) fileRead(int32, string, []byte) int32         { return int32(CodeFailed) }
-func (noHost) fileList(int32, string, []byte) int32         { return int32(CodeFailed) }
-func (noHost) fileWrite(int32, string, []byte, int32) int32 { return int32(CodeFailed) }
+func (noHost) agentsRequest(int32, []byte, []byte) int32 { return int32(CodeFailed) }
+func (noHost) agentsSend(int32, []byte) int32            { return int32(CodeFailed) }
+func (noHost) window(int32, []byte) int32                { return int32(CodeFailed) }
+func (noHost) windowApply(int32, []byte, []byte) int32   { return int32(CodeFailed) }
+func (noHost) complete(int32, []byte, []byte) int32      { return int32(CodeFailed) }
 
 func (noHost) lastError(buf []byte) int32 {
 	if len(noHostMsg) <= len(buf) {
