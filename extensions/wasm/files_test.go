@@ -399,7 +399,7 @@ func TestRustGuestFiles(t *testing.T) {
 // TestGoGuestFiles: a Go guest reads, lists and appends to workspace files
 // through the SDK, and is refused a path out of its grants.
 func TestGoGuestFiles(t *testing.T) {
-	mods, cache := guests.Build(t, "testdata/gofiles")
+	mods, cache := guests.Build(t, goGuests...)
 	dir := t.TempDir()
 	ws := workspace(t, dir)
 	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS], write: [docs, out]}}]", mods["gofiles"]),
