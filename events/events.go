@@ -28,6 +28,8 @@ const (
 	TaskAnswered     = "task.answered"
 	TaskBudgetSpent  = "task.budget_spent"
 	TeamActivated    = "team.activated"
+
+	ExtensionFileWritten = "extension.file.written"
 )
 
 // Event is one published event; Data must be JSON-serialisable.

@@ -155,6 +155,14 @@ type TeamActivatedData struct {
 	Agents []string `json:"agents"`
 }
 
+// ExtensionFileWrittenData is the payload of [ExtensionFileWritten]; it
+// never holds the content.
+type ExtensionFileWrittenData struct {
+	Path   string `json:"path"` // relative to the workspace
+	Bytes  int    `json:"bytes"`
+	Append bool   `json:"append"` // else the file was replaced
+}
+
 // payloads makes, for each of the runtime's topics, a value of its payload
 // type for UnmarshalJSON to decode into.
 var payloads = map[string]func() any{
@@ -175,6 +183,8 @@ var payloads = map[string]func() any{
 	TaskAnswered:     func() any { return new(TaskAnsweredData) },
 	TaskBudgetSpent:  func() any { return new(TaskBudgetSpentData) },
 	TeamActivated:    func() any { return new(TeamActivatedData) },
+
+	ExtensionFileWritten: func() any { return new(ExtensionFileWrittenData) },
 }
 
 // UnmarshalJSON decodes an event; Data becomes the payload type (not a

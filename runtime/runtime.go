@@ -393,10 +393,17 @@ func (r *Runtime) openTools(o *options, cfg *config.File, dataDir string) (*tool
 	return reg, nil
 }
 
+// usesWorkspace reports whether an agent uses the workspace: a workspace
+// tool, or an extension granted files of it.
 func usesWorkspace(cfg *config.File) bool {
 	for _, a := range cfg.Agents {
 		for _, t := range a.Tools {
 			if slices.Contains(tool.WorkspaceToolNames, t) {
+				return true
+			}
+		}
+		for _, e := range a.Extensions {
+			if len(e.Files.Read)+len(e.Files.Write) > 0 {
 				return true
 			}
 		}

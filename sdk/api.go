@@ -356,6 +356,9 @@ func manifestFor(m Manifest, regs []handler) manifestJSON {
 	if j.Secrets == nil {
 		j.Secrets = []string{}
 	}
+	if len(m.Files.Read)+len(m.Files.Write) > 0 {
+		j.Files = &filesJSON{Read: slices.Clone(m.Files.Read), Write: slices.Clone(m.Files.Write)}
+	}
 	addOnce := func(s []string, v string) []string {
 		if slices.Contains(s, v) {
 			return s

@@ -29,6 +29,18 @@ type Context interface {
 	ClearState() error
 	// Secret returns the value of a secret provided to the instance.
 	Secret(name string) (string, error)
+	// ReadFile returns a file of the agent's workspace the manifest's
+	// Files name (ABI version 2).
+	ReadFile(path string) ([]byte, error)
+	// ListFiles returns the entries of a directory of the workspace the
+	// manifest's Files name.
+	ListFiles(path string) ([]FileEntry, error)
+	// WriteFile replaces a file of the workspace the manifest's
+	// Files.Write name.
+	WriteFile(path string, data []byte) error
+	// AppendFile adds to a file of the workspace the manifest's
+	// Files.Write name.
+	AppendFile(path string, data []byte) error
 
 	handle() int32
 }

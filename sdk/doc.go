@@ -87,7 +87,8 @@
 // what setup registered (the hook kinds, the tool names, the subscribed
 // patterns). The host refuses at run time what the manifest does not
 // declare: publishing on a topic no Publish pattern matches, state without
-// State, a secret not listed, a model call without Models.
+// State, a secret not listed, a model call without Models, a file outside
+// Files.
 //
 // # Errors
 //

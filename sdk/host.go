@@ -90,6 +90,9 @@ type abi interface {
 	lastError(buf []byte) int32
 	inbox(p *[3]uint64) int32
 	pause(h int32, req, buf []byte) int32
+	fileRead(h int32, path string, buf []byte) int32
+	fileList(h int32, path string, buf []byte) int32
+	fileWrite(h int32, path string, data []byte, mode int32) int32
 }
 
 // A guest runs one call at a time (a hook, or a hook nested in another's

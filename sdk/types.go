@@ -35,6 +35,10 @@ type Manifest struct {
 	// ([Step.Models]), which costs money; without it the host refuses the
 	// calls.
 	Models bool
+	// Files are the paths of the agent's workspace the extension reads
+	// and writes. The agent's config must grant each (files: read:,
+	// write:), or the host refuses to load the module.
+	Files Files
 }
 
 // manifestJSON is a manifest as the manifest import reads it.
@@ -50,6 +54,7 @@ type manifestJSON struct {
 	Agents  []string   `json:"agents,omitempty"`
 	Models  bool       `json:"models,omitempty"`
 	Pending []string   `json:"pending,omitempty"`
+	Files   *filesJSON `json:"files,omitempty"`
 }
 
 type topicsJSON struct {

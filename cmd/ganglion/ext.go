@@ -120,8 +120,9 @@ func newExtInspectCmd(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "inspect FILE.wasm",
 		Short: "Print a WebAssembly extension's manifest, hooks, tools, imports and exports",
 		Long: `Inspect loads FILE.wasm in a sandbox, runs its ganglion_init, and prints what it
-declares and registers: its manifest, hooks, tools and subscriptions, and the
-functions it imports and exports. A module that is not a valid extension is
+declares and registers: its manifest, hooks, tools and subscriptions, what it
+asks the agent's config to grant (agents, secrets, files) and may use (state,
+models), and the functions it imports and exports. A module that is not a valid extension is
 refused with the reason. A guest that checks its config: section needs one to
 load: give it with --config, as YAML or JSON text or as @FILE. Without one,
 inspect still shows the manifest such a guest declared before it failed.`,
@@ -138,6 +139,7 @@ inspect still shows the manifest such a guest declared before it failed.`,
 			if asJSON {
 				m := &info.Manifest
 				for _, l := range []*[]string{&m.Hooks, &m.Tools, &m.Topics.Publish, &m.Topics.Subscribe, &m.Agents, &m.Secrets, &m.Pending,
+					&m.Files.Read, &m.Files.Write,
 					&info.Hooks, &info.Tools, &info.Subscriptions, &info.Imports, &info.Exports} {
 					if *l == nil {
 						*l = []string{}
@@ -159,8 +161,14 @@ inspect still shows the manifest such a guest declared before it failed.`,
 			fmt.Fprintf(stdout, "tools:         %s\n", list(info.Tools))
 			fmt.Fprintf(stdout, "subscriptions: %s\n", list(info.Subscriptions))
 			fmt.Fprintf(stdout, "publishes:     %s\n", list(m.Topics.Publish))
+			// What the config must grant, or what the module asks for.
+			fmt.Fprintf(stdout, "agents:        %s\n", list(m.Agents))
 			fmt.Fprintf(stdout, "secrets:       %s\n", list(m.Secrets))
+			fmt.Fprintf(stdout, "files read:    %s\n", list(m.Files.Read))
+			fmt.Fprintf(stdout, "files write:   %s\n", list(m.Files.Write))
+			fmt.Fprintf(stdout, "pending:       %s\n", list(m.Pending))
 			fmt.Fprintf(stdout, "state:         %v\n", m.State)
+			fmt.Fprintf(stdout, "models:        %v\n", m.Models)
 			fmt.Fprintf(stdout, "imports:       %s\n", list(info.Imports))
 			fmt.Fprintf(stdout, "exports:       %s\n", list(info.Exports))
 			return nil

@@ -18,6 +18,7 @@ func TestExtInspect(t *testing.T) {
 		code int
 	}{
 		{"ext_inspect", []string{"ext", "inspect", guard}, exitOK},
+		{"ext_inspect_files", []string{"ext", "inspect", filepath.Join(filepath.Dir(guard), "files.wasm")}, exitOK},
 		{"ext_inspect_not_wasm", []string{"ext", "inspect", notWasm}, exitError},
 		{"ext_inspect_missing", []string{"ext", "inspect", filepath.Join(filepath.Dir(notWasm), "nope.wasm")}, exitError},
 		{"ext_inspect_no_args", []string{"ext", "inspect"}, exitUsage},
@@ -44,6 +45,24 @@ func TestExtInspect(t *testing.T) {
 	// over every field.
 	if strings.Contains(r.stdout, "null") {
 		t.Errorf("--json holds null:\n%s", r.stdout)
+	}
+	for _, key := range []string{`"agents": []`, `"secrets": []`, `"read": []`, `"write": []`, `"state": false`, `"models": false`} {
+		if !strings.Contains(r.stdout, key) {
+			t.Errorf("--json of guard lacks %s:\n%s", key, r.stdout)
+		}
+	}
+
+	// What a module asks the config to grant, in JSON as in text.
+	r = runCLI(t, "", "ext", "inspect", "--json", filepath.Join(filepath.Dir(guard), "files.wasm"))
+	var files struct {
+		Manifest struct {
+			ABI   int
+			Files struct{ Read, Write []string }
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &files); err != nil || files.Manifest.ABI != 2 ||
+		strings.Join(files.Manifest.Files.Read, " ") != "CODEOWNERS docs/" || strings.Join(files.Manifest.Files.Write, " ") != "out/ notes.txt" {
+		t.Errorf("--json of files.wasm = %s (%v)", r.stdout, err)
 	}
 }
 

@@ -73,6 +73,8 @@ type Grants struct {
 	Agents []string
 	// Pending are the kinds of pending item the extension may open.
 	Pending []string
+	// Files of the agent's workspace the extension may read and write.
+	Files Files
 	// All grants whatever the manifest asks, to inspect a module; nothing
 	// is provided to it.
 	All bool
@@ -376,6 +378,10 @@ type Manifest struct {
 	// Pending lists the kinds of pending item the extension opens, to
 	// pause its turn for a human (version 2); the config must grant each.
 	Pending []string `json:"pending"`
+	// Files are the workspace paths the extension reads and writes (ABI
+	// version 2): file_read, file_list and file_write outside them are
+	// DENIED.
+	Files Files `json:"files"`
 }
 
 func (x *Extension) checkGrants() error {
@@ -407,7 +413,7 @@ func (x *Extension) checkGrants() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("its manifest asks to open pending items the config does not grant: %s (add them under the extension's pending:)", strings.Join(missing, ", "))
 	}
-	return nil
+	return x.checkFileGrants()
 }
 
 // registration is one register call of the guest's init.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -34,6 +35,9 @@ type Extension struct {
 	regs     []registration
 	api      *extensions.API
 	config   []byte // the CONFIG field
+	// workspace is the agent's workspace, opened at Register for a
+	// manifest that asks for files (files.go); nil otherwise.
+	workspace *os.Root
 
 	mu      sync.Mutex
 	idle    []*instance
@@ -106,6 +110,9 @@ var _ extensions.Extension = (*Extension)(nil)
 // Register registers the hooks, tools and subscriptions the module's init
 // declared.
 func (x *Extension) Register(api *extensions.API) error {
+	if err := x.openWorkspace(api); err != nil {
+		return err
+	}
 	x.api = api
 	for _, r := range x.regs {
 		var opts []pipeline.LayerOption
@@ -594,6 +601,9 @@ func (x *Extension) Close() error {
 	}
 	for _, in := range idle {
 		in.close()
+	}
+	if x.workspace != nil {
+		x.workspace.Close()
 	}
 	return x.rt.Close(context.Background())
 }

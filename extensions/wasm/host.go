@@ -24,7 +24,7 @@ const hostModuleName = "ganglion"
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
 	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox",
-	"pause"}
+	"pause", "file_read", "file_list", "file_write"}
 
 var i32 = api.ValueTypeI32
 
@@ -81,6 +81,9 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("last_error", 2, hostLastError)
 	add("inbox", 2, hostInbox)
 	add("pause", 5, hostPause)
+	add("file_read", 5, hostFileRead)
+	add("file_list", 5, hostFileList)
+	add("file_write", 6, hostFileWrite)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -180,6 +183,9 @@ func hostManifest(in *instance, p []uint64) int32 {
 		if err := checkPendingKind(k); err != nil {
 			return in.fail(codeInvalid, "manifest: pending: %v", err)
 		}
+	}
+	if code := in.checkManifestFiles(&m); code != 0 {
+		return code
 	}
 	in.init.manifest = &m
 	return 0

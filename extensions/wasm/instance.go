@@ -78,6 +78,7 @@ type quota struct {
 	log, logBytes           int
 	complete, completeBytes int
 	pause, pauseBytes       int
+	files                   fileQuota
 }
 
 // spend counts one more use of size bytes against the limits (maxCalls,

@@ -14,12 +14,19 @@ import (
 	"github.com/ganglion-dev/ganglion/runtime"
 )
 
-// guests are the Go guests of testdata, built once per test binary.
+// guests are the Go guests of testdata, built once per test binary: the
+// first Build builds them, so every call names them all (goGuests).
 var guests guesttest.Set
+
+var goGuests = []string{"testdata/gowindow", "testdata/gofiles"}
+
+// rustGuests are the Rust guests of testdata, built once per test binary.
+var rustGuests guesttest.RustSet
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	guests.Close()
+	rustGuests.Close()
 	os.Exit(code)
 }
 
@@ -52,7 +59,7 @@ agents:
 // (window_apply); the model is then sent the summary in their place, the
 // history keeps them, and the summary's usage is the turn's.
 func TestGoGuestCondenses(t *testing.T) {
-	mods, cache := guests.Build(t, "testdata/gowindow")
+	mods, cache := guests.Build(t, goGuests...)
 	rt := start(t, fmt.Sprintf("[{wasm: %q}]", mods["gowindow"]), windowScript, runtime.WithWasmCache(cache))
 	ctx := context.Background()
 	for _, in := range []string{"one", "two", "three"} {
@@ -103,7 +110,7 @@ func TestGoGuestCondenses(t *testing.T) {
 // TestWindowRefusals: what the window imports refuse, and the text the
 // guest gets for it.
 func TestWindowRefusals(t *testing.T) {
-	mods, cache := guests.Build(t, "testdata/gowindow")
+	mods, cache := guests.Build(t, goGuests...)
 	gowindow := fmt.Sprintf("[{wasm: %q}]", mods["gowindow"])
 	tests := []struct {
 		name, ext, input string

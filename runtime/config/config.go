@@ -136,6 +136,8 @@ type Extension struct {
 	Agents []string `yaml:"agents"`
 	// Pending names the kinds of pending item it may open; only for Wasm.
 	Pending []string `yaml:"pending"`
+	// Files grants paths of the workspace to read and write.
+	Files ExtensionFiles `yaml:"files"`
 	// Config is its own settings ([Extension.Decode]); nil if none.
 	Config ast.Node `yaml:"config"`
 
@@ -143,6 +145,16 @@ type Extension struct {
 	dir   string  // the config file's directory
 	path  string  // YAML path of this entry, "$.agents[0].extensions[1]"
 	agent string  // name of the agent that loads it
+}
+
+// ExtensionFiles are paths of the workspace granted to a WASM extension:
+// relative to the workspace, clean, without ".."; a directory grants what
+// is under it, "." the whole workspace.
+type ExtensionFiles struct {
+	// Read are the paths it may read.
+	Read []string `yaml:"read"`
+	// Write are the paths it may write, and read.
+	Write []string `yaml:"write"`
 }
 
 // Limits bound a WASM extension; zero takes the default.

@@ -333,6 +333,7 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 			v.errorf(path+".pending["+strconv.Itoa(k)+"]", "%spending: %q is not a pending kind (1 to 64 lower-case letters, digits, _ or -)", epre, kind)
 		}
 	}
+	v.extensionFiles(e, path, epre)
 	if e.Clock && e.Wasm == "" {
 		v.errorf(path+".clock", "%sclock: only a WebAssembly extension (wasm:) is granted a clock; a native one has Go's", epre)
 	}

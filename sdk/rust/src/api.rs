@@ -42,6 +42,9 @@ pub struct Manifest {
     pub state: bool,
     /// Whether its step hooks call the agent's model.
     pub models: bool,
+    /// Paths of the agent's workspace it reads and writes; the config must
+    /// grant each ([`crate::files`]).
+    pub files: crate::files::Files,
 }
 
 impl Manifest {
@@ -63,6 +66,9 @@ impl Manifest {
             .with("secrets", self.secrets.clone());
         v.set("state", Value::Bool(self.state));
         v.set("models", Value::Bool(self.models));
+        if !self.files.is_empty() {
+            v.set("files", self.files.to_json());
+        }
         v
     }
 }

@@ -29,6 +29,7 @@
 //! - [`window`]: a step's context window and model calls;
 //! - [`pending`]: pausing a turn for a human, with kinds of item of the
 //!   extension's own;
+//! - [`files`]: the agent's workspace files the config grants;
 //! - [`types`]: the ABI's structured values; [`json`]: the JSON they travel
 //!   as;
 //! - [`log`]: the host's log;
@@ -60,6 +61,7 @@
 pub mod api;
 pub mod context;
 mod error;
+pub mod files;
 pub mod json;
 pub mod log;
 pub mod pending;
@@ -70,6 +72,7 @@ pub mod window;
 pub use api::{Api, Config, Manifest};
 pub use context::{AgentOptions, AgentReply, Agents, Context, Event, Step, ToolCall, Turn};
 pub use error::{Code, Error, Result};
+pub use files::{FileAccess, FileEntry, Files};
 pub use json::Value;
 pub use types::{InputEvent, Message, MessageEvent, Source, StepResult, ToolResult, ToolSpec, TurnResult};
 pub use window::{Completion, CompletionRequest, Window, WindowMessage};

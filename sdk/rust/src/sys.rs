@@ -40,6 +40,9 @@ mod imports {
         pub fn last_error(buf_ptr: *mut u8, buf_len: i32) -> i32;
         pub fn inbox(ptr: *mut u8, len: i32) -> i32;
         pub fn pause(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
+        pub fn file_read(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
+        pub fn file_list(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
+        pub fn file_write(ctx: i32, path_ptr: *const u8, path_len: i32, data_ptr: *const u8, data_len: i32, mode: i32) -> i32;
     }
 }
 
@@ -70,6 +73,9 @@ mod imports {
     pub unsafe fn last_error(buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
     pub unsafe fn inbox(ptr: *mut u8, len: i32) -> i32 { FAILED }
     pub unsafe fn pause(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
+    pub unsafe fn file_read(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
+    pub unsafe fn file_list(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
+    pub unsafe fn file_write(ctx: i32, path_ptr: *const u8, path_len: i32, data_ptr: *const u8, data_len: i32, mode: i32) -> i32 { FAILED }
 }
 
 /// len32 is a slice's length as the ABI's i32; a longer slice cannot be in
@@ -195,6 +201,18 @@ pub(crate) fn set_error(b: &[u8]) -> i32 {
 
 pub(crate) fn last_error() -> Result<Vec<u8>, i32> {
     read(|p, n| unsafe { imports::last_error(p, n) })
+}
+
+pub(crate) fn file_read(ctx: i32, path: &[u8]) -> Result<Vec<u8>, i32> {
+    read(|p, n| unsafe { imports::file_read(ctx, path.as_ptr(), len32(path), p, n) })
+}
+
+pub(crate) fn file_list(ctx: i32, path: &[u8]) -> Result<Vec<u8>, i32> {
+    read(|p, n| unsafe { imports::file_list(ctx, path.as_ptr(), len32(path), p, n) })
+}
+
+pub(crate) fn file_write(ctx: i32, path: &[u8], data: &[u8], mode: i32) -> i32 {
+    unsafe { imports::file_write(ctx, path.as_ptr(), len32(path), data.as_ptr(), len32(data), mode) }
 }
 
 /// wipe overwrites b with zeros in a way the compiler keeps (a secret's
