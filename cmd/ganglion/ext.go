@@ -136,6 +136,7 @@ inspect still shows the manifest such a guest declared before it failed.`,
 			fmt.Fprintf(stdout, "subscriptions: %s\n", list(info.Subscriptions))
 			fmt.Fprintf(stdout, "publishes:     %s\n", list(m.Topics.Publish))
 			fmt.Fprintf(stdout, "secrets:       %s\n", list(m.Secrets))
+			fmt.Fprintf(stdout, "http:          %s\n", list(m.HTTP))
 			fmt.Fprintf(stdout, "state:         %v\n", m.State)
 			fmt.Fprintf(stdout, "imports:       %s\n", list(info.Imports))
 			fmt.Fprintf(stdout, "exports:       %s\n", list(info.Exports))

@@ -78,6 +78,8 @@ type Grants struct {
 	// it the guest's clock is a fake one that starts at 0 and ticks per
 	// read.
 	Clock bool
+	// HTTP are the origins the extension may call.
+	HTTP []HTTPGrant
 	// Config is the extension's config: section as JSON ("null" or empty
 	// when there is none); the guest reads it as the CONFIG field.
 	Config json.RawMessage
@@ -371,6 +373,8 @@ type Manifest struct {
 	// Models declares that the extension calls the agent's model
 	// (complete), which costs money: without it complete is DENIED.
 	Models bool `json:"models"`
+	// HTTP lists the origins the extension calls (version 2).
+	HTTP []string `json:"http,omitempty"`
 }
 
 func (x *Extension) checkGrants() error {
@@ -394,7 +398,7 @@ func (x *Extension) checkGrants() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("its manifest asks to call agents the config does not grant: %s (add them under the extension's agents:)", strings.Join(missing, ", "))
 	}
-	return nil
+	return x.checkHTTPGrants()
 }
 
 // registration is one register call of the guest's init.

@@ -23,7 +23,7 @@ const hostModuleName = "ganglion"
 
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
-	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox"}
+	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox", "http_request"}
 
 var i32 = api.ValueTypeI32
 
@@ -79,6 +79,7 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("set_error", 2, hostSetError)
 	add("last_error", 2, hostLastError)
 	add("inbox", 2, hostInbox)
+	add("http_request", 5, hostHTTP)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -170,6 +171,9 @@ func hostManifest(in *instance, p []uint64) int32 {
 		if h != "turn" && h != "step" && h != "tool_call" {
 			return in.fail(codeInvalid, "manifest: unknown hook %q (want turn, step or tool_call)", h)
 		}
+	}
+	if err := checkManifestHTTP(&m); err != nil {
+		return in.fail(codeInvalid, "%v", err)
 	}
 	in.init.manifest = &m
 	return 0

@@ -77,6 +77,7 @@ type quota struct {
 	emit, emitBytes         int
 	log, logBytes           int
 	complete, completeBytes int
+	http, httpBytes         int
 }
 
 // spend counts one more use of size bytes against the limits (maxCalls,

@@ -134,6 +134,8 @@ type Extension struct {
 	Clock bool `yaml:"clock"`
 	// Agents names the agents it may call.
 	Agents []string `yaml:"agents"`
+	// HTTP grants the origins it may call.
+	HTTP []HTTPGrant `yaml:"http"`
 	// Config is its own settings ([Extension.Decode]); nil if none.
 	Config ast.Node `yaml:"config"`
 

@@ -325,6 +325,7 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 	if len(e.Agents) > 0 && e.Wasm == "" {
 		v.errorf(path+".agents", "%sagents: only a WebAssembly extension (wasm:) is granted agents; a native one calls any through its contexts", epre)
 	}
+	v.httpGrants(e, path, epre)
 	if e.Clock && e.Wasm == "" {
 		v.errorf(path+".clock", "%sclock: only a WebAssembly extension (wasm:) is granted a clock; a native one has Go's", epre)
 	}
