@@ -29,6 +29,8 @@ type Context interface {
 	ClearState() error
 	// Secret returns the value of a secret provided to the instance.
 	Secret(name string) (string, error)
+	// HTTP sends a request to an origin the config grants.
+	HTTP(req HTTPRequest) (HTTPResponse, error)
 
 	handle() int32
 }

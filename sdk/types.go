@@ -35,6 +35,10 @@ type Manifest struct {
 	// ([Step.Models]), which costs money; without it the host refuses the
 	// calls.
 	Models bool
+	// HTTP lists the origins (scheme://host[:port]) the extension calls
+	// with [Context].HTTP. The agent's config must grant each one under
+	// the extension's http:, or the host refuses to load the module.
+	HTTP []string
 }
 
 // manifestJSON is a manifest as the manifest import reads it.
@@ -49,6 +53,7 @@ type manifestJSON struct {
 	State   bool       `json:"state"`
 	Agents  []string   `json:"agents,omitempty"`
 	Models  bool       `json:"models,omitempty"`
+	HTTP    []string   `json:"http,omitempty"`
 }
 
 type topicsJSON struct {

@@ -52,7 +52,7 @@ agents:
 // (window_apply); the model is then sent the summary in their place, the
 // history keeps them, and the summary's usage is the turn's.
 func TestGoGuestCondenses(t *testing.T) {
-	mods, cache := guests.Build(t, "testdata/gowindow")
+	mods, cache := guests.Build(t, "testdata/gowindow", "testdata/gohttp")
 	rt := start(t, fmt.Sprintf("[{wasm: %q}]", mods["gowindow"]), windowScript, runtime.WithWasmCache(cache))
 	ctx := context.Background()
 	for _, in := range []string{"one", "two", "three"} {
@@ -103,7 +103,7 @@ func TestGoGuestCondenses(t *testing.T) {
 // TestWindowRefusals: what the window imports refuse, and the text the
 // guest gets for it.
 func TestWindowRefusals(t *testing.T) {
-	mods, cache := guests.Build(t, "testdata/gowindow")
+	mods, cache := guests.Build(t, "testdata/gowindow", "testdata/gohttp")
 	gowindow := fmt.Sprintf("[{wasm: %q}]", mods["gowindow"])
 	tests := []struct {
 		name, ext, input string
