@@ -345,3 +345,25 @@ func TestHostileHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestGuestHTTPKeptAnswer: an answer too long for the guest's buffer is
+// kept, and the guest's call again with the same request gets it without
+// a second request (sdk/ABI.md, "Imports that act").
+func TestGuestHTTPKeptAnswer(t *testing.T) {
+	mods, _ := guests.Build(t, "testdata/gowindow", "testdata/gohttp")
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := newHTTPRig(t, e, mods["gohttp"], wasm.Limits{}, gohttpGrants, nil)
+	got, err := r.turn(context.Background(), `{"url":"http://granted.example/big?n=20000"}`)
+	if err != nil || got != "200 "+strings.Repeat("x", 20000) {
+		t.Fatalf("turn = %d bytes, %v", len(got), err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.auth) != 1 || len(r.events) != 1 {
+		t.Errorf("the server got %d requests, the bus %d events; want 1 and 1", len(r.auth), len(r.events))
+	}
+}
