@@ -367,3 +367,41 @@ func TestGuestHTTPKeptAnswer(t *testing.T) {
 		t.Errorf("the server got %d requests, the bus %d events; want 1 and 1", len(r.auth), len(r.events))
 	}
 }
+
+// BenchmarkHTTP: a request from a guest (hostile_http.wat's turn hook,
+// which sends its input as the request and calls next) against the same
+// request made natively through the same transport, to a loopback server.
+// The difference is what the host adds: the hook call, the checks, the
+// JSON both ways, the event. Run the two interleaved:
+//
+//	go test -run '^$' -bench 'HTTP$' -count 10 ./extensions/wasm/
+func BenchmarkHTTP(b *testing.B) {
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	r := newHTTPRig(b, e, "testdata/hostile_http.wasm", wasm.Limits{}, wasm.Grants{HTTP: []wasm.HTTPGrant{{Origin: "http://granted.example"}}}, nil)
+	url := "http://granted.example/big?n=64"
+	b.Run("guest", func(b *testing.B) {
+		req := `{"url":"` + url + `"}`
+		for b.Loop() {
+			if _, err := r.turn(context.Background(), req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("native", func(b *testing.B) {
+		for b.Loop() {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, http.NoBody)
+			res, err := r.client.RoundTrip(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.ReadAll(io.LimitReader(res.Body, 1<<20)); err != nil {
+				b.Fatal(err)
+			}
+			res.Body.Close()
+		}
+	})
+}

@@ -39,6 +39,9 @@ pub struct Manifest {
     pub state: bool,
     /// Whether its step hooks call the agent's model.
     pub models: bool,
+    /// Origins (`scheme://host[:port]`) it calls with
+    /// [`Http`](crate::http::Http); the config must grant each. ABI version 2.
+    pub http: Vec<String>,
 }
 
 impl Manifest {
@@ -60,6 +63,9 @@ impl Manifest {
             .with("secrets", self.secrets.clone());
         v.set("state", Value::Bool(self.state));
         v.set("models", Value::Bool(self.models));
+        if !self.http.is_empty() {
+            v.set("http", Value::from(self.http.clone()));
+        }
         v
     }
 }

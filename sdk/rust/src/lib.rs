@@ -57,6 +57,7 @@
 
 pub mod api;
 pub mod context;
+pub mod http;
 mod error;
 pub mod json;
 pub mod log;

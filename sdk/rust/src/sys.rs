@@ -39,6 +39,7 @@ mod imports {
         pub fn set_error(ptr: *const u8, len: i32) -> i32;
         pub fn last_error(buf_ptr: *mut u8, buf_len: i32) -> i32;
         pub fn inbox(ptr: *mut u8, len: i32) -> i32;
+        pub fn http_request(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
     }
 }
 
@@ -68,6 +69,7 @@ mod imports {
     pub unsafe fn set_error(ptr: *const u8, len: i32) -> i32 { FAILED }
     pub unsafe fn last_error(buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
     pub unsafe fn inbox(ptr: *mut u8, len: i32) -> i32 { FAILED }
+    pub unsafe fn http_request(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
 }
 
 /// len32 is a slice's length as the ABI's i32; a longer slice cannot be in
@@ -265,4 +267,8 @@ pub extern "C" fn ganglion_tool(ctx: i32, id: i32) -> i32 {
 #[no_mangle]
 pub extern "C" fn ganglion_event(ctx: i32, id: i32) -> i32 {
     dispatch(Kind::Event, ctx, id)
+}
+
+pub(crate) fn http_request(ctx: i32, req: &[u8]) -> Result<Vec<u8>, i32> {
+    read(|p, n| unsafe { imports::http_request(ctx, req.as_ptr(), len32(req), p, n) })
 }
