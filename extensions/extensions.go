@@ -150,8 +150,7 @@ func (a *API) Peer(agent, name string) (Extension, bool) {
 }
 
 // Host is what the runtime provides to build an [API]; nil Pending,
-// Secrets, Peer or OpenModel refuse every call, nil HTTP is
-// http.DefaultTransport.
+// Secrets, Peer or OpenModel refuse every call.
 type Host struct {
 	Agent      string
 	Builder    *pipeline.Builder

@@ -13,17 +13,16 @@ import (
 // extension publishes (docs/extensions.md, "Events").
 const httpTopic = "extension.http"
 
-// HTTP sends an extension's outbound requests through the runtime's
-// transport: each is a span, and an extension.http event.
+// HTTP sends the extension's requests; each is a span and an
+// extension.http event.
 type HTTP struct {
 	transport http.RoundTripper
 	events    *Events
 }
 
-// Do sends req for instance, following no redirect; the event is published
-// when the response body is closed.
+// Do sends req for instance; it follows no redirect.
 func (h *HTTP) Do(req *http.Request, instance string) (*http.Response, error) {
-	rt := h.transport
+	rt := h.transport // nil: Host gave none
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
@@ -37,6 +36,7 @@ func (h *HTTP) Do(req *http.Request, instance string) (*http.Response, error) {
 		h.publish(req, instance, start, 0, 0, err)
 		return nil, err
 	}
+	// The event is published when the body is closed.
 	res.Body = &httpBody{ReadCloser: res.Body, done: func(n int64) { h.publish(req, instance, start, res.StatusCode, n, nil) }}
 	return res, nil
 }
