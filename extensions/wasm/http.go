@@ -295,8 +295,14 @@ func (in *instance) sendHTTP(ctx context.Context, f *frame, method string, u *ur
 		if err != nil {
 			return nil, in.fail(codeFailed, "http_request: %s %s: redirect to %q: %v", method, redacted(u), loc, err)
 		}
-		if res.StatusCode == http.StatusSeeOther || (res.StatusCode == http.StatusMovedPermanently || res.StatusCode == http.StatusFound) && method == http.MethodPost {
-			method, body = http.MethodGet, nil
+		// As Go's client: 301, 302 and 303 go on without the body, as a
+		// GET unless the request was a GET or a HEAD; 307 and 308 repeat
+		// the request.
+		if res.StatusCode != http.StatusTemporaryRedirect && res.StatusCode != http.StatusPermanentRedirect {
+			body = nil
+			if method != http.MethodGet && method != http.MethodHead {
+				method = http.MethodGet
+			}
 		}
 		o, err := originOf(next)
 		if err != nil {
