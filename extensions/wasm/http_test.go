@@ -11,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
@@ -372,9 +374,11 @@ func TestGuestHTTPKeptAnswer(t *testing.T) {
 // which sends its input as the request and calls next) against the same
 // request made natively through the same transport, to a loopback server.
 // The difference is what the host adds: the hook call, the checks, the
-// JSON both ways, the event. Run the two interleaved:
+// JSON both ways, the event. "paired" makes one of each per iteration, in
+// turn, and reports the medians of each and of their differences, which
+// a busy machine disturbs least; run the others interleaved:
 //
-//	go test -run '^$' -bench 'HTTP$' -count 10 ./extensions/wasm/
+//	go test -run '^$' -bench 'HTTP/paired' -count 10 ./extensions/wasm/
 func BenchmarkHTTP(b *testing.B) {
 	e, err := wasm.NewEngine("", nil)
 	if err != nil {
@@ -383,25 +387,49 @@ func BenchmarkHTTP(b *testing.B) {
 	defer e.Close()
 	r := newHTTPRig(b, e, "testdata/hostile_http.wasm", wasm.Limits{}, wasm.Grants{HTTP: []wasm.HTTPGrant{{Origin: "http://granted.example"}}}, nil)
 	url := "http://granted.example/big?n=64"
+	guest := func(b *testing.B) {
+		if _, err := r.turn(context.Background(), `{"url":"`+url+`"}`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	native := func(b *testing.B) {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, http.NoBody)
+		res, err := r.client.RoundTrip(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := io.ReadAll(io.LimitReader(res.Body, 1<<20)); err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
+	}
 	b.Run("guest", func(b *testing.B) {
-		req := `{"url":"` + url + `"}`
 		for b.Loop() {
-			if _, err := r.turn(context.Background(), req); err != nil {
-				b.Fatal(err)
-			}
+			guest(b)
 		}
 	})
 	b.Run("native", func(b *testing.B) {
 		for b.Loop() {
-			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, url, http.NoBody)
-			res, err := r.client.RoundTrip(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.ReadAll(io.LimitReader(res.Body, 1<<20)); err != nil {
-				b.Fatal(err)
-			}
-			res.Body.Close()
+			native(b)
 		}
 	})
+	b.Run("paired", func(b *testing.B) {
+		var gs, ns, ds []float64
+		for b.Loop() {
+			t0 := time.Now()
+			guest(b)
+			t1 := time.Now()
+			native(b)
+			g, n := float64(t1.Sub(t0)), float64(time.Since(t1))
+			gs, ns, ds = append(gs, g), append(ns, n), append(ds, g-n)
+		}
+		b.ReportMetric(median(gs), "guest-ns")
+		b.ReportMetric(median(ns), "native-ns")
+		b.ReportMetric(median(ds), "added-ns")
+	})
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
