@@ -124,8 +124,18 @@ func checkManifestHTTP(m *Manifest) error {
 }
 
 // checkHTTPGrants refuses an extension whose manifest asks for origins
-// the config does not grant.
+// the config does not grant, and puts the grants' origins in canonical
+// form, which requests are checked against.
 func (x *Extension) checkHTTPGrants() error {
+	grants := make([]HTTPGrant, len(x.grants.HTTP))
+	for i, g := range x.grants.HTTP {
+		o, err := parseOrigin(g.Origin)
+		if err != nil {
+			return fmt.Errorf("its config's http: %w", err)
+		}
+		grants[i] = HTTPGrant{Origin: o, Methods: g.Methods}
+	}
+	x.grants.HTTP = grants
 	var missing []string
 	for _, o := range x.manifest.HTTP {
 		if _, ok := x.httpGrant(o); !ok {
@@ -141,7 +151,7 @@ func (x *Extension) checkHTTPGrants() error {
 // httpGrant returns the grant of origin o (canonical).
 func (x *Extension) httpGrant(o string) (HTTPGrant, bool) {
 	for _, g := range x.grants.HTTP {
-		if c, err := parseOrigin(g.Origin); err == nil && c == o {
+		if g.Origin == o {
 			return g, true
 		}
 	}

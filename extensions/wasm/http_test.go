@@ -433,3 +433,37 @@ func median(v []float64) float64 {
 	slices.Sort(v)
 	return v[len(v)/2]
 }
+
+// TestGuestHTTPGrantsAtLoad: a module whose manifest asks for an origin
+// the grants lack does not load, and the error names the grant to add; a
+// grant that is no origin is refused as such.
+func TestGuestHTTPGrantsAtLoad(t *testing.T) {
+	mods, _ := guests.Build(t, "testdata/gowindow", "testdata/gohttp")
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	for _, tt := range []struct {
+		name   string
+		grants []wasm.HTTPGrant
+		want   string
+	}{
+		{"one missing", []wasm.HTTPGrant{{Origin: "http://granted.example:80/"}},
+			"its manifest asks for HTTP to origins the config does not grant: http://get.example:8080 (add them under the extension's http:)"},
+		{"all missing", nil,
+			"its manifest asks for HTTP to origins the config does not grant: http://granted.example, http://get.example:8080 (add them under the extension's http:)"},
+		{"not an origin", []wasm.HTTPGrant{{Origin: "granted.example"}},
+			`its config's http: "granted.example" is not an origin: want scheme://host[:port]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x, err := e.Load(context.Background(), "gohttp", mods["gohttp"], wasm.Limits{}, wasm.Grants{Secrets: []string{"MOD_KEY"}, HTTP: tt.grants})
+			if err == nil {
+				x.Close()
+			}
+			if err == nil || !strings.HasSuffix(err.Error(), ": "+tt.want) {
+				t.Errorf("Load: %v\nwant it to end with %q", err, tt.want)
+			}
+		})
+	}
+}
