@@ -21,9 +21,13 @@ import (
 	"github.com/ganglion-dev/ganglion/events"
 	"github.com/ganglion-dev/ganglion/extensions"
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
+	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
 	"github.com/ganglion-dev/ganglion/store"
 )
+
+// rustGuests are the Rust guests of testdata, built once per test binary.
+var rustGuests guesttest.RustSet
 
 // modKey is the secret MOD_KEY provided to the instance of the HTTP tests.
 const modKey = "s3cr3t-mod-key-value"
@@ -463,6 +467,37 @@ func TestGuestHTTPGrantsAtLoad(t *testing.T) {
 			}
 			if err == nil || !strings.HasSuffix(err.Error(), ": "+tt.want) {
 				t.Errorf("Load: %v\nwant it to end with %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRustGuestHTTP: the Rust SDK's Http, through testdata/rusthttp, the
+// twin of gohttp: the same requests, refusals and masked secret.
+func TestRustGuestHTTP(t *testing.T) {
+	mods, _ := rustGuests.Build(t, "testdata/rusthttp")
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := newHTTPRig(t, e, mods["rusthttp"], wasm.Limits{}, gohttpGrants, nil)
+	for _, tt := range []struct{ name, req, want string }{
+		{"post with a body", `{"method":"POST","url":"http://granted.example/echo","body":"hello"}`, "200 host=granted.example method=POST auth= guest=rusthttp body=hello"},
+		{"a secret header", `{"url":"http://granted.example/echo","secret":true}`, "200 host=granted.example method=GET auth=Bearer [secret] guest=rusthttp body="},
+		{"origin not asked for", `{"url":"http://other.example/echo"}`, "[DENIED] http_request: origin http://other.example: the manifest's http does not list it"},
+		{"method not granted", `{"method":"DELETE","url":"http://get.example:8080/echo"}`,
+			"[DENIED] http_request: DELETE to http://get.example:8080: the config grants only GET (add DELETE to its methods:)"},
+		{"redirect out of the grant", `{"url":"http://granted.example/redirect?to=http://evil.example/echo"}`,
+			"[FAILED] http_request: GET http://granted.example/redirect: redirect refused: origin http://evil.example: the manifest's http does not list it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.turn(context.Background(), tt.req)
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.HasSuffix(got, tt.want) {
+				t.Errorf("turn = %q\nwant it to end with %q", got, tt.want)
 			}
 		})
 	}
