@@ -193,7 +193,8 @@ func hostHTTP(in *instance, p []uint64) int32 {
 	if err := decodeStrict(b, &req); err != nil {
 		return in.fail(codeInvalid, "http request: %v", err)
 	}
-	method := cmp.Or(req.Method, http.MethodGet)
+	// Methods are upper case, as the grants write them: "post" is POST.
+	method := strings.ToUpper(cmp.Or(req.Method, http.MethodGet))
 	u, err := url.Parse(req.URL)
 	if err != nil || !u.IsAbs() || u.User != nil {
 		return in.fail(codeInvalid, "http request: url %q: want an absolute http or https URL without user info", req.URL)

@@ -185,6 +185,8 @@ func TestGuestHTTP(t *testing.T) {
 		{"another scheme", `{"url":"https://granted.example/echo"}`, "[denied] http_request: origin https://granted.example: the manifest's http does not list it"},
 		{"method not granted", `{"method":"POST","url":"http://get.example:8080/echo","body":"x"}`,
 			"[denied] http_request: POST to http://get.example:8080: the config grants only GET (add POST to its methods:)"},
+		{"a method in lower case", `{"method":"post","url":"http://get.example:8080/echo","body":"x"}`,
+			"[denied] http_request: POST to http://get.example:8080: the config grants only GET (add POST to its methods:)"},
 		{"redirect within the grant", `{"url":"http://granted.example/redirect?to=http://get.example:8080/echo"}`,
 			"200 host=get.example:8080 method=GET auth= guest=gohttp body="},
 		{"303 after a POST", `{"method":"POST","body":"x","url":"http://granted.example/redirect?code=303&to=http://get.example:8080/echo"}`,
