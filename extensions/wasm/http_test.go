@@ -23,6 +23,7 @@ import (
 	"github.com/ganglion-dev/ganglion/extensions/wasm"
 	"github.com/ganglion-dev/ganglion/internal/guesttest"
 	"github.com/ganglion-dev/ganglion/pipeline"
+	"github.com/ganglion-dev/ganglion/runtime"
 	"github.com/ganglion-dev/ganglion/store"
 )
 
@@ -502,5 +503,16 @@ func TestRustGuestHTTP(t *testing.T) {
 				t.Errorf("turn = %q\nwant it to end with %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestGuestHTTPThroughTheConfig: the config's http: grants reach the
+// host: a module whose origin is granted (in another spelling of the same
+// origin) loads, and its requests elsewhere are refused.
+func TestGuestHTTPThroughTheConfig(t *testing.T) {
+	rt := start(t, `[{wasm: testdata/hostile_http.wasm, http: ["HTTP://Granted.example:80", {origin: "https://api.example", methods: [GET]}]}]`, hostileScript)
+	_, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(`{"url":"http://127.0.0.1:9/"}`))
+	if err == nil || !strings.Contains(err.Error(), "http_request: origin http://127.0.0.1:9: the manifest's http does not list it") {
+		t.Errorf("a request to an origin not granted: %v", err)
 	}
 }
