@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"sort"
 	"sync"
@@ -134,6 +135,7 @@ type API struct {
 	Models    *Models
 	// AgentNames are the runtime's agents, in config order.
 	AgentNames []string
+	HTTP       *HTTP
 
 	peer func(agent, extension string) (Extension, bool)
 }
@@ -165,6 +167,7 @@ type Host struct {
 	Peer       func(agent, extension string) (Extension, bool)
 	OpenModel  func(key string) (string, error)
 	AgentNames []string
+	HTTP       http.RoundTripper
 }
 
 // NewAPI returns the API of extension name on h, for the runtime and tests.
@@ -174,13 +177,14 @@ func NewAPI(name string, h Host) *API {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	logger = logger.With("agent", h.Agent, "extension", name)
+	evs := &Events{bus: h.Bus, agent: h.Agent, ext: name}
 	return &API{
 		Name:     name,
 		Agent:    h.Agent,
 		Pipeline: &Pipeline{b: h.Builder, owner: pipeline.Owner{Extension: name, OnError: h.OnError}, priority: h.Priority},
 		Tools:    &Tools{add: h.AddTool, ext: name},
 		State:    &State{store: h.Store, agent: h.Agent, ext: name},
-		Events:   &Events{bus: h.Bus, agent: h.Agent, ext: name},
+		Events:   evs,
 		Logger:   logger,
 		Pending:  &Pending{host: h.Pending, ext: name},
 		Secrets:  &Secrets{host: h.Secrets, agent: h.Agent, ext: name, grants: slices.Clone(h.Grants)},
@@ -189,6 +193,7 @@ func NewAPI(name string, h Host) *API {
 		Models:     &Models{open: h.OpenModel, ext: name},
 		AgentNames: slices.Clone(h.AgentNames),
 		peer:       h.Peer,
+		HTTP:       &HTTP{transport: h.HTTP, events: evs},
 	}
 }
 

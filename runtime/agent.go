@@ -311,7 +311,7 @@ func (a *agent) loadExtension(ctx context.Context, o *options, ec config.Extensi
 		Agent: a.Name, Builder: b, Store: a.rt.place.State(), Bus: a.rt.env.Bus, Logger: a.rt.logger,
 		Priority: ec.Priority, OnError: onErr, AddTool: a.addTool,
 		Pending: a.rt.pauses.Host(a.Agent), Secrets: secretsHost{a}, Grants: ec.Secrets, Workspace: a.rt.Workspace(),
-		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names,
+		Peer: a.rt.peerExtension, AgentNames: a.rt.agents.names, HTTP: a.rt.obs.tel.HTTP(ec.Name),
 		OpenModel: func(key string) (string, error) { return a.openExtensionModel(o, ec, key) },
 	})
 	if a.exts == nil {

@@ -45,8 +45,12 @@ func (r *Runtime) loadWasm(ctx context.Context, ec config.Extension) (*wasm.Exte
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	x, err := r.kit.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Pending: ec.Pending, Clock: ec.Clock, Config: cfg,
-		Files: wasm.Files{Read: ec.Files.Read, Write: ec.Files.Write}})
+	grants := wasm.Grants{Secrets: ec.Secrets, Agents: ec.Agents, Pending: ec.Pending, Clock: ec.Clock, Config: cfg,
+		Files: wasm.Files{Read: ec.Files.Read, Write: ec.Files.Write}}
+	for _, g := range ec.HTTP {
+		grants.HTTP = append(grants.HTTP, wasm.HTTPGrant{Origin: g.Origin, Methods: g.Methods})
+	}
+	x, err := r.kit.wasm.engine.Load(ctx, ec.Name, ec.Wasm, l, grants)
 	var ie *wasm.InitError
 	if errors.As(err, &ie) {
 		if path, msg, ok := guestConfigError(ie.Err.Error()); ok {

@@ -33,6 +33,7 @@ func (noHost) window(int32, []byte) int32                { return int32(CodeFail
 func (noHost) windowApply(int32, []byte, []byte) int32   { return int32(CodeFailed) }
 func (noHost) complete(int32, []byte, []byte) int32      { return int32(CodeFailed) }
 func (noHost) pause(int32, []byte, []byte) int32         { return int32(CodeFailed) }
+func (noHost) httpRequest(int32, []byte, []byte) int32   { return int32(CodeFailed) }
 
 func (noHost) lastError(buf []byte) int32 {
 	if len(noHostMsg) <= len(buf) {

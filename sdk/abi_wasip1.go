@@ -61,6 +61,9 @@ func importWindowApply(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Point
 //go:wasmimport ganglion complete
 func importComplete(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Pointer, bn uint32) int32
 
+//go:wasmimport ganglion http_request
+func importHTTPRequest(ctx int32, req unsafe.Pointer, n uint32, buf unsafe.Pointer, bn uint32) int32
+
 //go:wasmimport ganglion set_error
 func importSetError(msg string) int32
 
@@ -163,4 +166,8 @@ func (wasmHost) windowApply(h int32, req, buf []byte) int32 {
 
 func (wasmHost) complete(h int32, req, buf []byte) int32 {
 	return importComplete(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
+}
+
+func (wasmHost) httpRequest(h int32, req, buf []byte) int32 {
+	return importHTTPRequest(h, ptr(req), uint32(len(req)), ptr(buf), uint32(len(buf)))
 }

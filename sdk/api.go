@@ -349,7 +349,7 @@ func doInit() error {
 func manifestFor(m Manifest, regs []handler) manifestJSON {
 	j := manifestJSON{Name: m.Name, Version: m.Version, ABI: abiVersion, Hooks: []string{}, Tools: []string{},
 		Topics: topicsJSON{Publish: slices.Clone(m.Publish), Subscribe: []string{}}, Secrets: slices.Clone(m.Secrets), State: m.State,
-		Agents: slices.Clone(m.Agents), Models: m.Models}
+		Agents: slices.Clone(m.Agents), Models: m.Models, HTTP: slices.Clone(m.HTTP)}
 	if j.Topics.Publish == nil {
 		j.Topics.Publish = []string{}
 	}

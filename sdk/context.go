@@ -41,6 +41,8 @@ type Context interface {
 	// AppendFile adds to a file of the workspace the manifest's
 	// Files.Write name.
 	AppendFile(path string, data []byte) error
+	// HTTP sends a request to an origin the config grants.
+	HTTP(req HTTPRequest) (HTTPResponse, error)
 
 	handle() int32
 }

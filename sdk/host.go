@@ -86,6 +86,7 @@ type abi interface {
 	window(h int32, buf []byte) int32
 	windowApply(h int32, req, buf []byte) int32
 	complete(h int32, req, buf []byte) int32
+	httpRequest(h int32, req, buf []byte) int32
 	setError(msg string) int32
 	lastError(buf []byte) int32
 	inbox(p *[3]uint64) int32

@@ -227,6 +227,7 @@ func (f *fakeHost) act(op string, req, b []byte) int32 {
 func (f *fakeHost) windowApply(h int32, req, b []byte) int32 { return f.act("window_apply", req, b) }
 func (f *fakeHost) complete(h int32, req, b []byte) int32    { return f.act("complete", req, b) }
 func (f *fakeHost) pause(h int32, req, b []byte) int32       { return f.act("pause", req, b) }
+func (f *fakeHost) httpRequest(h int32, req, b []byte) int32 { return f.act("http_request", req, b) }
 
 func TestReadGrowsTheBuffer(t *testing.T) {
 	tests := []struct {

@@ -39,6 +39,10 @@ type Manifest struct {
 	// and writes. The agent's config must grant each (files: read:,
 	// write:), or the host refuses to load the module.
 	Files Files
+	// HTTP lists the origins (scheme://host[:port]) the extension calls
+	// with [Context].HTTP. The agent's config must grant each one under
+	// the extension's http:, or the host refuses to load the module.
+	HTTP []string
 }
 
 // manifestJSON is a manifest as the manifest import reads it.
@@ -55,6 +59,7 @@ type manifestJSON struct {
 	Models  bool       `json:"models,omitempty"`
 	Pending []string   `json:"pending,omitempty"`
 	Files   *filesJSON `json:"files,omitempty"`
+	HTTP    []string   `json:"http,omitempty"`
 }
 
 type topicsJSON struct {

@@ -167,6 +167,7 @@ inspect still shows the manifest such a guest declared before it failed.`,
 			fmt.Fprintf(stdout, "files read:    %s\n", list(m.Files.Read))
 			fmt.Fprintf(stdout, "files write:   %s\n", list(m.Files.Write))
 			fmt.Fprintf(stdout, "pending:       %s\n", list(m.Pending))
+			fmt.Fprintf(stdout, "http:          %s\n", list(m.HTTP))
 			fmt.Fprintf(stdout, "state:         %v\n", m.State)
 			fmt.Fprintf(stdout, "models:        %v\n", m.Models)
 			fmt.Fprintf(stdout, "imports:       %s\n", list(info.Imports))

@@ -22,6 +22,7 @@ func TestExtInspect(t *testing.T) {
 		{"ext_inspect_not_wasm", []string{"ext", "inspect", notWasm}, exitError},
 		{"ext_inspect_missing", []string{"ext", "inspect", filepath.Join(filepath.Dir(notWasm), "nope.wasm")}, exitError},
 		{"ext_inspect_no_args", []string{"ext", "inspect"}, exitUsage},
+		{"ext_inspect_http", []string{"ext", "inspect", filepath.Join(filepath.Dir(guard), "hostile_http.wasm")}, exitOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -24,9 +24,10 @@
 // # Sandbox
 //
 // A guest gets no filesystem, network, environment or real clock; WASI is
-// present for toolchains that need it (Go), with nothing behind it. Each
-// hook call runs under a deadline on its guest time (the time in next does
-// not count). Before anything decodes the module, the host checks that its
+// present for toolchains that need it (Go), with nothing behind it. Its
+// only way out is http_request, to the origins the config grants
+// (http.go). Each hook call runs under a deadline on its guest time (the
+// time in next does not count; an HTTP request's does). Before anything decodes the module, the host checks that its
 // counts and lengths fit in its bytes, that its functions declare few
 // enough locals (50,000 each, one per byte of code in all) and that its
 // tables hold at most 1,048,576 elements (bounds.go): a decoder trusts

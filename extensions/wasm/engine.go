@@ -82,6 +82,8 @@ type Grants struct {
 	// it the guest's clock is a fake one that starts at 0 and ticks per
 	// read.
 	Clock bool
+	// HTTP are the origins the extension may call.
+	HTTP []HTTPGrant
 	// Config is the extension's config: section as JSON ("null" or empty
 	// when there is none); the guest reads it as the CONFIG field.
 	Config json.RawMessage
@@ -382,6 +384,8 @@ type Manifest struct {
 	// version 2): file_read, file_list and file_write outside them are
 	// DENIED.
 	Files Files `json:"files"`
+	// HTTP lists the origins the extension calls (version 2).
+	HTTP []string `json:"http,omitempty"`
 }
 
 func (x *Extension) checkGrants() error {
@@ -413,7 +417,10 @@ func (x *Extension) checkGrants() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("its manifest asks to open pending items the config does not grant: %s (add them under the extension's pending:)", strings.Join(missing, ", "))
 	}
-	return x.checkFileGrants()
+	if err := x.checkFileGrants(); err != nil {
+		return err
+	}
+	return x.checkHTTPGrants()
 }
 
 // registration is one register call of the guest's init.

@@ -367,7 +367,7 @@ func TestHostileFiles(t *testing.T) {
 // files through the SDK's FileAccess, and is refused a path out of its
 // grants.
 func TestRustGuestFiles(t *testing.T) {
-	mods, cache := rustGuests.Build(t, "testdata/rustfiles")
+	mods, cache := rustGuests.Build(t, rustGuestDirs...)
 	dir := t.TempDir()
 	ws := workspace(t, dir)
 	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS, docs/], write: [out/]}}]", mods["rustfiles"]),

@@ -24,7 +24,7 @@ const hostModuleName = "ganglion"
 // hostFunctionNames are the imports of module ganglion, as sdk/ABI.md lists them.
 var hostFunctionNames = []string{"manifest", "register", "field", "set_field", "messages_len", "message", "emit", "next",
 	"state_get", "state_set", "publish", "log", "secret", "agents_request", "agents_send", "window", "window_apply", "complete", "set_error", "last_error", "inbox",
-	"pause", "file_read", "file_list", "file_write"}
+	"pause", "file_read", "file_list", "file_write", "http_request"}
 
 var i32 = api.ValueTypeI32
 
@@ -84,6 +84,7 @@ func (x *Extension) hostModule(ctx context.Context) error {
 	add("file_read", 5, hostFileRead)
 	add("file_list", 5, hostFileList)
 	add("file_write", 6, hostFileWrite)
+	add("http_request", 5, hostHTTP)
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -186,6 +187,9 @@ func hostManifest(in *instance, p []uint64) int32 {
 	}
 	if code := in.checkManifestFiles(&m); code != 0 {
 		return code
+	}
+	if err := checkManifestHTTP(&m); err != nil {
+		return in.fail(codeInvalid, "%v", err)
 	}
 	in.init.manifest = &m
 	return 0

@@ -580,6 +580,10 @@ func TestLoadRefusals(t *testing.T) {
 		{module: "refuse_manifest_mismatch", want: "ganglion_init declared no valid manifest: manifest: abi 2, but ganglion_abi_version returned 1: a manifest may not be newer than the module"},
 		{module: "refuse_pending_abi1", want: "ganglion_init declared no valid manifest: manifest: pending needs abi 2 (the manifest says abi 1)"},
 		{module: "refuse_secret", want: "its manifest asks for secrets the config does not grant: API_KEY (add them under the extension's secrets:)"},
+		{module: "refuse_http_abi1", want: "ganglion_init declared no valid manifest: manifest: http needs abi 2"},
+		// A module that asks for HTTP loads only where the config grants
+		// every origin it asks for (here: none).
+		{module: "hostile_http", want: "its manifest asks for HTTP to origins the config does not grant: http://granted.example (add them under the extension's http:)"},
 		{module: "refuse_undeclared", want: `ganglion_init failed: register step: the manifest does not list the hook "step"`},
 		{module: "refuse_initfail", want: "ganglion_init failed: no database configured"},
 		{module: "refuse_initloop", want: "ganglion_init: deadline exceeded", deadline: true},

@@ -79,6 +79,7 @@ type quota struct {
 	complete, completeBytes int
 	pause, pauseBytes       int
 	files                   fileQuota
+	http, httpBytes         int
 }
 
 // spend counts one more use of size bytes against the limits (maxCalls,

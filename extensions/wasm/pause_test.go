@@ -52,7 +52,7 @@ type askRuntime struct {
 
 func newAskRuntime(t *testing.T, grants string) *askRuntime {
 	t.Helper()
-	mods, cache := guests.Build(t, "testdata/goask")
+	mods, cache := guests.Build(t, goGuests...)
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`model: {provider: scripted, script: script.yaml}
 data: data

@@ -18,10 +18,13 @@ import (
 // first Build builds them, so every call names them all (goGuests).
 var guests guesttest.Set
 
-var goGuests = []string{"testdata/gowindow", "testdata/gofiles"}
+var goGuests = []string{"testdata/gowindow", "testdata/gofiles", "testdata/gohttp", "testdata/goask"}
 
-// rustGuests are the Rust guests of testdata, built once per test binary.
+// rustGuests are the Rust guests of testdata, built once per test binary:
+// every call names them all (rustGuestDirs).
 var rustGuests guesttest.RustSet
+
+var rustGuestDirs = []string{"testdata/rustfiles", "testdata/rusthttp"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

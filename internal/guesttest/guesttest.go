@@ -24,7 +24,9 @@ type Set struct {
 // Build builds the Go packages in dirs (relative to the test's directory)
 // the first time it is called, and returns the modules by the base name of
 // their directory and the compilation cache that holds their code. It
-// skips the test under -short.
+// skips the test under -short. Every call must name only packages the
+// first call named (a test binary's calls share one list): it fails the
+// test otherwise, rather than hand back a module nobody built.
 func (s *Set) Build(tb testing.TB, dirs ...string) (modules map[string]string, cache string) {
 	tb.Helper()
 	if testing.Short() {
@@ -34,7 +36,19 @@ func (s *Set) Build(tb testing.TB, dirs ...string) (modules map[string]string, c
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
+	checkBuilt(tb, s.paths, dirs)
 	return s.paths, filepath.Join(s.dir, "wasm-cache")
+}
+
+// checkBuilt fails tb when one of dirs was not built: the first Build call
+// of the set did not name it.
+func checkBuilt(tb testing.TB, paths map[string]string, dirs []string) {
+	tb.Helper()
+	for _, d := range dirs {
+		if _, ok := paths[filepath.Base(d)]; !ok {
+			tb.Fatalf("guesttest: %s was not built: the first Build call of this test binary did not name it (name every guest in each call)", d)
+		}
+	}
 }
 
 // Close removes what Build made; call it from TestMain.

@@ -50,6 +50,7 @@ func (s *RustSet) Build(tb testing.TB, dirs ...string) (modules map[string]strin
 	if s.err != nil {
 		tb.Fatal(s.err)
 	}
+	checkBuilt(tb, s.paths, dirs)
 	return s.paths, filepath.Join(s.dir, "wasm-cache")
 }
 

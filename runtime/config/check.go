@@ -55,7 +55,7 @@ var (
 // shortForms are the struct types a file may also write as a string, the
 // value of one field, with what the string is: an agent's mcp_servers
 // entry calc stands for {server: calc} (see decodeAgentMCP).
-var shortForms = map[reflect.Type]string{agentMCPType: "an MCP server's name"}
+var shortForms = map[reflect.Type]string{agentMCPType: "an MCP server's name", reflect.TypeFor[HTTPGrant](): "an origin"}
 
 // where says which node a message is about: prefix names the agent (or
 // extension) it belongs to, rel the node's path relative to that.

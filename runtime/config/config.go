@@ -138,6 +138,8 @@ type Extension struct {
 	Pending []string `yaml:"pending"`
 	// Files grants paths of the workspace to read and write.
 	Files ExtensionFiles `yaml:"files"`
+	// HTTP grants the origins it may call.
+	HTTP []HTTPGrant `yaml:"http"`
 	// Config is its own settings ([Extension.Decode]); nil if none.
 	Config ast.Node `yaml:"config"`
 

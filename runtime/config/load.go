@@ -148,7 +148,7 @@ func decode(node ast.Node, v any, opts ...yaml.DecodeOption) (err error) {
 	}()
 	// Duplicate keys are parse errors already; what remains are keys that
 	// override merged (<<) ones, see mergeKeysFirst.
-	opts = append([]yaml.DecodeOption{yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey(), yaml.CustomUnmarshaler(decodeAgentMCP)}, opts...)
+	opts = append([]yaml.DecodeOption{yaml.DisallowUnknownField(), yaml.AllowDuplicateMapKey(), yaml.CustomUnmarshaler(decodeAgentMCP), yaml.CustomUnmarshaler(decodeHTTPGrant)}, opts...)
 	return yaml.NodeToValue(node, v, opts...)
 }
 

@@ -22,7 +22,7 @@ import (
 // server's name.
 var configTypes = schematest.Types{
 	Nodes:      map[string]reflect.Type{"Extension.config": reflect.TypeFor[any]()},
-	ShortForms: []reflect.Type{reflect.TypeFor[config.AgentMCP]()},
+	ShortForms: []reflect.Type{reflect.TypeFor[config.AgentMCP](), reflect.TypeFor[config.HTTPGrant]()},
 }
 
 func loadSchema(t *testing.T, name string) *schematest.Schema {

@@ -334,6 +334,7 @@ func (v *validator) extension(a *Agent, agentPath string, j int, pre string, fir
 		}
 	}
 	v.extensionFiles(e, path, epre)
+	v.httpGrants(e, path, epre)
 	if e.Clock && e.Wasm == "" {
 		v.errorf(path+".clock", "%sclock: only a WebAssembly extension (wasm:) is granted a clock; a native one has Go's", epre)
 	}

@@ -45,6 +45,9 @@ pub struct Manifest {
     /// Paths of the agent's workspace it reads and writes; the config must
     /// grant each ([`crate::files`]).
     pub files: crate::files::Files,
+    /// Origins (`scheme://host[:port]`) it calls with
+    /// [`Http`](crate::http::Http); the config must grant each. ABI version 2.
+    pub http: Vec<String>,
 }
 
 impl Manifest {
@@ -68,6 +71,9 @@ impl Manifest {
         v.set("models", Value::Bool(self.models));
         if !self.files.is_empty() {
             v.set("files", self.files.to_json());
+        }
+        if !self.http.is_empty() {
+            v.set("http", Value::from(self.http.clone()));
         }
         v
     }

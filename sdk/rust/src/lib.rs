@@ -60,6 +60,7 @@
 
 pub mod api;
 pub mod context;
+pub mod http;
 mod error;
 pub mod files;
 pub mod json;

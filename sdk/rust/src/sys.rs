@@ -43,6 +43,7 @@ mod imports {
         pub fn file_read(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
         pub fn file_list(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
         pub fn file_write(ctx: i32, path_ptr: *const u8, path_len: i32, data_ptr: *const u8, data_len: i32, mode: i32) -> i32;
+        pub fn http_request(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32;
     }
 }
 
@@ -76,6 +77,7 @@ mod imports {
     pub unsafe fn file_read(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
     pub unsafe fn file_list(ctx: i32, path_ptr: *const u8, path_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
     pub unsafe fn file_write(ctx: i32, path_ptr: *const u8, path_len: i32, data_ptr: *const u8, data_len: i32, mode: i32) -> i32 { FAILED }
+    pub unsafe fn http_request(ctx: i32, req_ptr: *const u8, req_len: i32, buf_ptr: *mut u8, buf_len: i32) -> i32 { FAILED }
 }
 
 /// len32 is a slice's length as the ABI's i32; a longer slice cannot be in
@@ -301,4 +303,8 @@ pub extern "C" fn ganglion_pending(ctx: i32, id: i32) -> i32 {
 #[no_mangle]
 pub extern "C" fn ganglion_reply(ctx: i32, id: i32) -> i32 {
     dispatch(Kind::Reply, ctx, id)
+}
+
+pub(crate) fn http_request(ctx: i32, req: &[u8]) -> Result<Vec<u8>, i32> {
+    read(|p, n| unsafe { imports::http_request(ctx, req.as_ptr(), len32(req), p, n) })
 }
