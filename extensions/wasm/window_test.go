@@ -20,6 +20,7 @@ var guests guesttest.Set
 func TestMain(m *testing.M) {
 	code := m.Run()
 	guests.Close()
+	rustGuests.Close()
 	os.Exit(code)
 }
 
