@@ -91,6 +91,7 @@ func runTurnsOf(b *testing.B, p *pipeline.Pipeline, info pipeline.TurnInfo, evic
 	ctx := context.Background()
 	tc := pipeline.NewTurnContext(info)
 	b.ReportAllocs()
+	defer reportCPU(b)()
 	for b.Loop() {
 		for i := 0; i < len(evict); i += 64 {
 			evict[i]++
@@ -98,6 +99,20 @@ func runTurnsOf(b *testing.B, p *pipeline.Pipeline, info pipeline.TurnInfo, evic
 		tc.Reset(info)
 		if _, err := p.RunTurn(ctx, tc); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// reportCPU starts counting the process's CPU time, and returns the
+// function that reports it as cpu-ns/op once the benchmark's loop is done.
+// On a machine that other work shares, ns/op also counts the time the
+// benchmark waited for a CPU, and cpu-ns/op does not: it is the figure to
+// compare there, between variants run one after the other.
+func reportCPU(b *testing.B) func() {
+	start, ok := cpuTime()
+	return func() {
+		if end, _ := cpuTime(); ok && b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	}
 }
@@ -141,6 +156,18 @@ func (g *goGuest) build(tb testing.TB) []byte {
 		tb.Fatal(g.err)
 	}
 	return g.code
+}
+
+// rustNoop builds testdata/rustnoop, the Rust twin of noop.wat, or skips
+// when Debian's Rust toolchain for wasm32 is not installed.
+func rustNoop(tb testing.TB) []byte {
+	tb.Helper()
+	mods, _ := rustGuests.Build(tb, rustGuestDirs...)
+	code, err := os.ReadFile(mods["rustnoop"])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return code
 }
 
 func loadBytes(tb testing.TB, e *wasm.Engine, name string, code []byte, g wasm.Grants) *wasm.Extension {
@@ -188,6 +215,10 @@ func benchLayers(b *testing.B, evict []byte) {
 	} {
 		b.Run(bc.name, func(b *testing.B) { runTurnsEvicting(b, chain(b, bc.ext), c, evict) })
 	}
+	// Built here, so that without the Rust toolchain only this one skips.
+	b.Run("rust", func(b *testing.B) {
+		runTurnsEvicting(b, chain(b, loadBytes(b, e, "rustnoop", rustNoop(b), wasm.Grants{})), c, evict)
+	})
 }
 
 // BenchmarkWASMReadText is a Go-guest turn layer that reads the turn's
@@ -219,42 +250,53 @@ func BenchmarkWASMHistory(b *testing.B) {
 // directory each time) and a warm one (a new engine on a filled directory,
 // as a second process would).
 func BenchmarkWASMLoad(b *testing.B) {
+	for _, file := range []string{"guard.wasm", "gonoop.wasm", "rustnoop.wasm"} {
+		b.Run(file, func(b *testing.B) { benchLoad(b, file) })
+	}
+}
+
+// benchLoad is BenchmarkWASMLoad for one module; the guests are built
+// here, so that without the Rust toolchain only the Rust one skips.
+func benchLoad(b *testing.B, file string) {
 	ctx := context.Background()
-	for _, file := range []string{"guard.wasm", "gonoop.wasm"} {
-		var code []byte
-		if file == "gonoop.wasm" {
-			code = goNoop(b)
-		} else {
-			var err error
-			if code, err = os.ReadFile(filepath.Join("testdata", file)); err != nil {
+	var code []byte
+	switch file {
+	case "gonoop.wasm":
+		code = goNoop(b)
+	case "rustnoop.wasm":
+		code = rustNoop(b)
+	default:
+		var err error
+		if code, err = os.ReadFile(filepath.Join("testdata", file)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("cold", func(b *testing.B) {
+		defer reportCPU(b)()
+		for b.Loop() {
+			e, _ := wasm.NewEngine(b.TempDir(), nil)
+			if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
 				b.Fatal(err)
 			}
+			e.Close()
 		}
-		b.Run(file+"/cold", func(b *testing.B) {
-			for b.Loop() {
-				e, _ := wasm.NewEngine(b.TempDir(), nil)
-				if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
-					b.Fatal(err)
-				}
-				e.Close()
-			}
-		})
-		b.Run(file+"/warm", func(b *testing.B) {
-			dir := b.TempDir()
+	})
+	b.Run("warm", func(b *testing.B) {
+		dir := b.TempDir()
+		e, _ := wasm.NewEngine(dir, nil)
+		if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
+			b.Fatal(err)
+		}
+		e.Close()
+		defer reportCPU(b)()
+		for b.Loop() {
 			e, _ := wasm.NewEngine(dir, nil)
 			if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
 				b.Fatal(err)
 			}
 			e.Close()
-			for b.Loop() {
-				e, _ := wasm.NewEngine(dir, nil)
-				if _, err := e.LoadBytes(ctx, "x", file, code, wasm.Limits{}, wasm.Grants{}); err != nil {
-					b.Fatal(err)
-				}
-				e.Close()
-			}
-		})
-	}
+		}
+	})
 }
 
 // nativeReader is gonoop with {read: true} in Go: a layer on each kind
@@ -280,11 +322,12 @@ func nativeReader(extensions.Config) (extensions.Extension, error) {
 // BenchmarkWASMTurn is a full turn on the scripted model (two model calls,
 // one tool call, in-memory store) through three extensions hooked on turn,
 // step and toolCall, each reading one context field and calling next: Go
-// guests, and their native twins for comparison; and three noop.wat guests,
-// which read nothing, for the host's share. "go-new-input" is "go" with
-// another input text at each turn: the Go SDK keeps a text it read for as
-// long as the host's inbox says it is the same (sdk/ABI.md, "inbox"),
-// and "go" sends the same text again and again.
+// guests, Rust guests, and their native twins for comparison; and three
+// noop.wat guests, which read nothing, for the host's share.
+// "go-new-input" is "go" with another input text at each turn: the Go SDK
+// keeps a text it read for as long as the host's inbox says it is the same
+// (sdk/ABI.md, "inbox"), and "go" sends the same text again and again; the
+// Rust SDK does the same, and "rust-new-input" is "rust"'s twin.
 func BenchmarkWASMTurn(b *testing.B) {
 	dir := b.TempDir()
 	noop, err := os.ReadFile(filepath.Join("testdata", "noop.wasm"))
@@ -301,6 +344,7 @@ func BenchmarkWASMTurn(b *testing.B) {
 		b.Fatal(err)
 	}
 	const goExts = "[{wasm: gonoop.wasm, name: g1, config: {read: true}}, {wasm: gonoop.wasm, name: g2, config: {read: true}}, {wasm: gonoop.wasm, name: g3, config: {read: true}}]"
+	const rustExts = "[{wasm: rustnoop.wasm, name: s1, config: {read: true}}, {wasm: rustnoop.wasm, name: s2, config: {read: true}}, {wasm: rustnoop.wasm, name: s3, config: {read: true}}]"
 	inputs := make([]pipeline.InputEvent, 1024)
 	for i := range inputs {
 		inputs[i] = runtime.UserMessage("What is the answer to question " + strconv.Itoa(i) + "?")
@@ -308,14 +352,22 @@ func BenchmarkWASMTurn(b *testing.B) {
 	for _, bc := range []struct {
 		name, exts string
 		newInput   bool
+		rust       bool // needs testdata/rustnoop, built in the sub-benchmark
 	}{
-		{"native", "[{name: r1}, {name: r2}, {name: r3}]", false},
-		{"go", goExts, false},
-		{"go-new-input", goExts, true},
+		{"native", "[{name: r1}, {name: r2}, {name: r3}]", false, false},
+		{"go", goExts, false, false},
+		{"go-new-input", goExts, true, false},
+		{"rust", rustExts, false, true},
+		{"rust-new-input", rustExts, true, true},
 		// The host's share: guests in WebAssembly text that only call next.
-		{"wat", "[{wasm: noop.wasm, name: w1}, {wasm: noop.wasm, name: w2}, {wasm: noop.wasm, name: w3}]", false},
+		{"wat", "[{wasm: noop.wasm, name: w1}, {wasm: noop.wasm, name: w2}, {wasm: noop.wasm, name: w3}]", false, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			if bc.rust {
+				if err := os.WriteFile(filepath.Join(dir, "rustnoop.wasm"), rustNoop(b), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
 			cfg, err := config.Parse(filepath.Join(dir, "ganglion.yaml"), []byte("agents:\n  - name: bench\n    tools: [lookup]\n    extensions: "+bc.exts+"\n"))
 			if err != nil {
 				b.Fatal(err)
@@ -330,6 +382,7 @@ func BenchmarkWASMTurn(b *testing.B) {
 			ctx := context.Background()
 			in := runtime.UserMessage("What is the answer?")
 			b.ReportAllocs()
+			defer reportCPU(b)()
 			i := 0
 			for b.Loop() {
 				if bc.newInput {

@@ -24,7 +24,7 @@ var goGuests = []string{"testdata/gowindow", "testdata/gofiles", "testdata/gohtt
 // every call names them all (rustGuestDirs).
 var rustGuests guesttest.RustSet
 
-var rustGuestDirs = []string{"testdata/rustfiles", "testdata/rusthttp"}
+var rustGuestDirs = []string{"testdata/rustfiles", "testdata/rusthttp", "testdata/rustnoop"}
 
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -2,7 +2,6 @@
 //! ([`Api`]); and running what it registered when the host calls a hook.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 
 use crate::context::{field_bytes, Event, Step, ToolCall, Turn, CONFIG};
 use crate::error::{Error, Result};
@@ -79,34 +78,47 @@ impl Manifest {
     }
 }
 
-type TurnFn = Rc<dyn Fn(&Turn) -> Result<()>>;
-type StepFn = Rc<dyn Fn(&Step) -> Result<()>>;
-type ToolCallFn = Rc<dyn Fn(&ToolCall) -> Result<()>>;
-type ToolFn = Rc<dyn Fn(&ToolCall) -> Result<ToolResult>>;
-type EventFn = Rc<dyn Fn(&Event) -> Result<()>>;
-
-#[derive(Clone)]
-enum Handler {
-    Turn(TurnFn),
-    Step(StepFn),
-    ToolCall(ToolCallFn),
-    Tool(ToolFn),
-    Event(EventFn),
-    Pending(Rc<PendingKind>),
-    Reply(crate::pending::ReplyFn),
+/// Handler is a function setup registered, wrapped to take the handle the
+/// host passes and to return the export's result ([`outcome`]). The wrapper
+/// is compiled with the function, so that running it is one indirect call
+/// that returns an i32, and no hook's `Result` travels back through
+/// [`dispatch`].
+struct Handler {
+    kind: Kind,
+    run: Box<dyn Fn(i32) -> i32>,
 }
 
 impl Handler {
-    fn kind(&self) -> Kind {
-        match self {
-            Handler::Turn(_) => Kind::Turn,
-            Handler::Step(_) => Kind::Step,
-            Handler::ToolCall(_) => Kind::ToolCall,
-            Handler::Tool(_) => Kind::Tool,
-            Handler::Event(_) => Kind::Event,
-            Handler::Pending(_) => Kind::Pending,
-            Handler::Reply(_) => Kind::Reply,
-        }
+    fn turn(f: impl Fn(&Turn) -> Result<()> + 'static) -> Handler {
+        Handler { kind: Kind::Turn, run: Box::new(move |ctx| outcome(f(&Turn::new(ctx)))) }
+    }
+
+    fn step(f: impl Fn(&Step) -> Result<()> + 'static) -> Handler {
+        Handler { kind: Kind::Step, run: Box::new(move |ctx| outcome(f(&Step::new(ctx)))) }
+    }
+
+    fn tool_call(f: impl Fn(&ToolCall) -> Result<()> + 'static) -> Handler {
+        Handler { kind: Kind::ToolCall, run: Box::new(move |ctx| outcome(f(&ToolCall::new(ctx)))) }
+    }
+
+    fn tool(f: impl Fn(&ToolCall) -> Result<ToolResult> + 'static) -> Handler {
+        let run = move |ctx| {
+            let c = ToolCall::new(ctx);
+            outcome(f(&c).and_then(|res| c.set_result(&res)))
+        };
+        Handler { kind: Kind::Tool, run: Box::new(run) }
+    }
+
+    fn event(f: impl Fn(&Event) -> Result<()> + 'static) -> Handler {
+        Handler { kind: Kind::Event, run: Box::new(move |ctx| outcome(f(&Event::new(ctx)))) }
+    }
+
+    fn pending(k: PendingKind) -> Handler {
+        Handler { kind: Kind::Pending, run: Box::new(move |ctx| outcome(crate::pending::run(&k, ctx))) }
+    }
+
+    fn reply(f: impl Fn(&crate::pending::Reply) -> Result<()> + 'static) -> Handler {
+        Handler { kind: Kind::Reply, run: Box::new(move |ctx| outcome(f(&crate::pending::Reply::new(ctx)))) }
     }
 }
 
@@ -118,8 +130,11 @@ struct Registration {
 }
 
 thread_local! {
-    /// The registered hooks by the ID the host gave them.
-    static HOOKS: RefCell<Vec<(i32, Handler)>> = RefCell::new(Vec::new());
+    /// The registered hooks, in the order init registered them, with the ID
+    /// the host gave each. Only init writes it; a hook borrows it shared
+    /// while it runs (see [`dispatch`]). A constant initialiser, so that
+    /// reaching it costs no check of whether it is initialised.
+    static HOOKS: RefCell<Vec<(i32, Handler)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Api is what the setup function registers through: middleware, tools and
@@ -153,33 +168,33 @@ impl Api {
     /// turn registers a turn middleware at the extension's configured
     /// priority.
     pub fn turn(&self, f: impl Fn(&Turn) -> Result<()> + 'static) {
-        self.add(middleware_spec(None), String::new(), Handler::Turn(Rc::new(f)));
+        self.add(middleware_spec(None), String::new(), Handler::turn(f));
     }
 
     /// turn_at registers a turn middleware at priority (lower runs outer).
     pub fn turn_at(&self, priority: i32, f: impl Fn(&Turn) -> Result<()> + 'static) {
-        self.add(middleware_spec(Some(priority)), String::new(), Handler::Turn(Rc::new(f)));
+        self.add(middleware_spec(Some(priority)), String::new(), Handler::turn(f));
     }
 
     /// step registers a step middleware.
     pub fn step(&self, f: impl Fn(&Step) -> Result<()> + 'static) {
-        self.add(middleware_spec(None), String::new(), Handler::Step(Rc::new(f)));
+        self.add(middleware_spec(None), String::new(), Handler::step(f));
     }
 
     /// step_at registers a step middleware at priority.
     pub fn step_at(&self, priority: i32, f: impl Fn(&Step) -> Result<()> + 'static) {
-        self.add(middleware_spec(Some(priority)), String::new(), Handler::Step(Rc::new(f)));
+        self.add(middleware_spec(Some(priority)), String::new(), Handler::step(f));
     }
 
     /// tool_call registers a toolCall middleware: it wraps every tool call
     /// of the agent, whoever implements the tool.
     pub fn tool_call(&self, f: impl Fn(&ToolCall) -> Result<()> + 'static) {
-        self.add(middleware_spec(None), String::new(), Handler::ToolCall(Rc::new(f)));
+        self.add(middleware_spec(None), String::new(), Handler::tool_call(f));
     }
 
     /// tool_call_at registers a toolCall middleware at priority.
     pub fn tool_call_at(&self, priority: i32, f: impl Fn(&ToolCall) -> Result<()> + 'static) {
-        self.add(middleware_spec(Some(priority)), String::new(), Handler::ToolCall(Rc::new(f)));
+        self.add(middleware_spec(Some(priority)), String::new(), Handler::tool_call(f));
     }
 
     /// tool registers a tool the agent offers its model, and adds it to the
@@ -188,7 +203,7 @@ impl Api {
     /// turn goes on.
     pub fn tool(&self, spec: &ToolSpec, f: impl Fn(&ToolCall) -> Result<ToolResult> + 'static) {
         match spec.to_json() {
-            Ok(v) => self.add(v.to_string(), spec.name.clone(), Handler::Tool(Rc::new(f))),
+            Ok(v) => self.add(v.to_string(), spec.name.clone(), Handler::tool(f)),
             Err(e) => {
                 self.error.borrow_mut().get_or_insert(e);
             }
@@ -200,7 +215,7 @@ impl Api {
     /// instance of the module of their own; the host logs f's error.
     pub fn subscribe(&self, pattern: &str, f: impl Fn(&Event) -> Result<()> + 'static) {
         let spec = Value::object().with("pattern", pattern).to_string();
-        self.add(spec, pattern.to_string(), Handler::Event(Rc::new(f)));
+        self.add(spec, pattern.to_string(), Handler::event(f));
     }
 
     /// reply registers a reply hook (ABI version 2): f reads the model's
@@ -209,14 +224,15 @@ impl Api {
     /// ([`crate::pending::Reply::pause`]) is stored in the same commit as
     /// the reply, and the step ends paused.
     pub fn reply(&self, f: impl Fn(&crate::pending::Reply) -> Result<()> + 'static) {
-        self.add(middleware_spec(None), String::new(), Handler::Reply(Rc::new(f)));
+        self.add(middleware_spec(None), String::new(), Handler::reply(f));
     }
 
     /// pending registers a kind of pending item the extension opens
     /// ([`crate::pending`]), and adds it to the manifest (ABI version 2);
     /// the agent's config must grant it under the extension's `pending:`.
     pub fn pending(&self, k: PendingKind) {
-        self.add(k.spec(), k.name.clone(), Handler::Pending(Rc::new(k)));
+        let (spec, name) = (k.spec(), k.name.clone());
+        self.add(spec, name, Handler::pending(k));
     }
 }
 
@@ -243,7 +259,7 @@ pub fn init(manifest: Manifest, setup: fn(&Api) -> Result<()>) -> i32 {
     let mut subscribe: Vec<String> = Vec::new();
     let mut pending: Vec<String> = Vec::new();
     for r in &regs {
-        let name = match r.handler.kind() {
+        let name = match r.handler.kind {
             Kind::Turn => "turn",
             Kind::Reply => "reply",
             Kind::Step => "step",
@@ -277,7 +293,7 @@ pub fn init(manifest: Manifest, setup: fn(&Api) -> Result<()>) -> i32 {
         return fail(&Error::host("manifest", n));
     }
     for r in regs {
-        let id = sys::register(r.handler.kind() as i32, r.spec.as_bytes());
+        let id = sys::register(r.handler.kind as i32, r.spec.as_bytes());
         if id < 0 {
             return fail(&Error::host("register", id));
         }
@@ -286,40 +302,52 @@ pub fn init(manifest: Manifest, setup: fn(&Api) -> Result<()>) -> i32 {
     0
 }
 
+/// outcome is a hook's result as its export returns it: 0 for success,
+/// and for the failure its next reported (returning 0 without a result
+/// passes the rest's failure on); otherwise 1, with the error's text given
+/// to the host.
+#[inline(always)]
+fn outcome(r: Result<()>) -> i32 {
+    match r {
+        Ok(()) => 0,
+        Err(e) if e.is_next_failure() => 0,
+        Err(e) => fail(&e),
+    }
+}
+
 /// fail gives the host e's text as the hook's error and returns 1, a
 /// hook's failure.
+#[cold]
+#[inline(never)]
 fn fail(e: &Error) -> i32 {
     sys::set_error(e.to_string().as_bytes());
     1
 }
 
 /// dispatch runs the handler registered as id for a hook export of kind.
-/// The handler is taken out of the table before it runs: its next may run
-/// another hook of this instance.
+/// It is all a hook call costs in the guest besides the handler's own: a
+/// borrow, a search and an indirect call. The handler runs while the table
+/// is borrowed shared, and a hook nested in its next (an inner layer of the
+/// same instance) borrows it shared again; nothing borrows it mutably after
+/// init. The host numbers registrations 1, 2, ... in order today, so
+/// the handler at index id - 1 is tried first; any other numbering is
+/// searched for.
 pub(crate) fn dispatch(kind: Kind, ctx: i32, id: i32) -> i32 {
-    let h = HOOKS.with(|hooks| hooks.borrow().iter().find(|(i, h)| *i == id && h.kind() == kind).map(|(_, h)| h.clone()));
-    let h = match h {
-        Some(h) => h,
-        None => return fail(&Error::new(format!("no hook of kind {} has ID {}", kind as i32, id))),
-    };
-    let r = match h {
-        Handler::Turn(f) => f(&Turn::new(ctx)),
-        Handler::Step(f) => f(&Step::new(ctx)),
-        Handler::ToolCall(f) => f(&ToolCall::new(ctx)),
-        Handler::Tool(f) => {
-            let c = ToolCall::new(ctx);
-            f(&c).and_then(|res| c.set_result(&res))
+    HOOKS.with(|hooks| {
+        let hooks = hooks.borrow();
+        let at = |h: &&(i32, Handler)| h.0 == id && h.1.kind == kind;
+        let h = hooks.get((id as u32 as usize).wrapping_sub(1)).filter(at).or_else(|| hooks.iter().find(at));
+        match h {
+            Some((_, h)) => (h.run)(ctx),
+            None => no_hook(kind, id),
         }
-        Handler::Event(f) => f(&Event::new(ctx)),
-        Handler::Pending(k) => crate::pending::run(&k, ctx),
-        Handler::Reply(f) => f(&crate::pending::Reply::new(ctx)),
-    };
-    match r {
-        Ok(()) => 0,
-        // Returning 0 without a result passes the rest's failure on.
-        Err(e) if e.is_next_failure() => 0,
-        Err(e) => fail(&e),
-    }
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn no_hook(kind: Kind, id: i32) -> i32 {
+    fail(&Error::new(format!("no hook of kind {} has ID {}", kind as i32, id)))
 }
 
 /// Config reads the extension's `config:` section, strictly: a setting of
@@ -457,6 +485,42 @@ mod tests {
         assert_eq!(c.finish().unwrap_err().to_string(), "config: $.colour: unknown setting");
         assert_eq!(path("odd key"), r#"$["odd key"]"#);
         assert_eq!(Config::new(Value::parse("[1]").unwrap()).err().unwrap().to_string(), "config: $: want a mapping, not a list");
+    }
+
+    #[test]
+    fn dispatch_finds_the_hook_by_id_and_kind() {
+        use std::cell::Cell;
+        use std::rc::Rc;
+        // Which handler ran last, by the ID it was registered as.
+        let ran = Rc::new(Cell::new(0));
+        let (r1, r2, r3) = (Rc::clone(&ran), Rc::clone(&ran), Rc::clone(&ran));
+        HOOKS.with(|h| {
+            let mut h = h.borrow_mut();
+            // Numbered out of registration order, as another host might.
+            h.push((7, Handler::turn(move |_| {
+                r1.set(7);
+                Ok(())
+            })));
+            h.push((1, Handler::step(move |_| {
+                r2.set(1);
+                Err(Error::new("refused"))
+            })));
+            // A hook nested in this one's next runs while it does.
+            h.push((2, Handler::turn(move |_| {
+                assert_eq!(dispatch(Kind::Turn, 9, 7), 0);
+                r3.set(2);
+                Err(Error::next_failed(-4))
+            })));
+        });
+        assert_eq!(dispatch(Kind::Turn, 9, 7), 0);
+        assert_eq!(ran.replace(0), 7);
+        assert_eq!(dispatch(Kind::Step, 9, 1), 1, "a hook's error fails it");
+        assert_eq!(ran.replace(0), 1);
+        assert_eq!(dispatch(Kind::Turn, 9, 2), 0, "the failure next reported passes on");
+        assert_eq!(ran.replace(0), 2);
+        assert_eq!(dispatch(Kind::Step, 9, 7), 1, "no step hook has ID 7");
+        assert_eq!(dispatch(Kind::Turn, 9, 3), 1, "no hook has ID 3");
+        assert_eq!(ran.get(), 0);
     }
 
     #[test]

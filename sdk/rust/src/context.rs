@@ -87,8 +87,8 @@ struct Cached {
 }
 
 thread_local! {
-    static INPUT_CACHE: RefCell<Cached> = RefCell::new(Cached { gen: 0, text: String::new() });
-    static TOOL_CACHE: RefCell<Cached> = RefCell::new(Cached { gen: 0, text: String::new() });
+    static INPUT_CACHE: RefCell<Cached> = const { RefCell::new(Cached { gen: 0, text: String::new() }) };
+    static TOOL_CACHE: RefCell<Cached> = const { RefCell::new(Cached { gen: 0, text: String::new() }) };
 }
 
 /// cached_field reads field f (INPUT_TEXT in slot 1, TOOL_NAME in slot 2)
@@ -259,11 +259,20 @@ fn emit(ctx: i32, ev: &MessageEvent) -> Result<()> {
     check("emit", sys::emit(ctx, ev.to_json().to_string().as_bytes())).map(|_| ())
 }
 
+/// next runs the rest of the chain: inlined into the hook, so that a next
+/// that succeeds costs the host call and a comparison.
+#[inline(always)]
 fn next(ctx: i32) -> Result<()> {
     match sys::next(ctx) {
-        n if n < 0 => Err(Error::next_failed(n)),
+        n if n < 0 => Err(next_failed(n)),
         _ => Ok(()),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn next_failed(n: i32) -> Error {
+    Error::next_failed(n)
 }
 
 /// Turn is the context of a turn middleware.
@@ -319,6 +328,7 @@ impl Turn {
     /// Call it at most once; its result is then [`Turn::result`]. When the
     /// rest fails, the error is that failure ([`Error::is_next_failure`]):
     /// return it to pass it on unchanged, or set a result of your own.
+    #[inline]
     pub fn next(&self) -> Result<()> {
         next(self.ctx)
     }
@@ -402,6 +412,7 @@ impl Step {
 
     /// next runs the rest of the step: the inner layers, the model and the
     /// tool calls. Call it at most once.
+    #[inline]
     pub fn next(&self) -> Result<()> {
         next(self.ctx)
     }
@@ -481,6 +492,7 @@ impl ToolCall {
 
     /// next runs the rest of the call: the inner layers, then the tool.
     /// Call it at most once (toolCall middleware).
+    #[inline]
     pub fn next(&self) -> Result<()> {
         next(self.ctx)
     }

@@ -51,7 +51,6 @@ const RESUMING: i32 = 19;
 pub(crate) type ResolveFn = Rc<dyn Fn(&PendingCall, &Action) -> Result<Outcome>>;
 pub(crate) type ExpireFn = Rc<dyn Fn(&PendingCall) -> Result<Outcome>>;
 pub(crate) type ResumeFn = Rc<dyn Fn(&Resume) -> Result<()>>;
-pub(crate) type ReplyFn = Rc<dyn Fn(&Reply) -> Result<()>>;
 
 const REPLY: i32 = 20;
 
