@@ -4,11 +4,11 @@
 // native, Go and Rust twins; the package doc of extensions/conformance
 // lists what they do.
 //
-// The conformance test builds it as npm install would lay it out (the SDK
-// linked under node_modules, from package.json's file: dependency), with
-// the compiler of the SDK's own npm ci:
-//
-//   node ../../../../sdk/assemblyscript/node_modules/assemblyscript/bin/asc.js --config asconfig.json
+// Build it with npm install && npm run build in its folder. The
+// conformance test (internal/guesttest, AssemblyScriptSet) builds it
+// offline as npm install would lay it out, the SDK linked under
+// node_modules from package.json's file: dependency, with the compiler
+// that cd sdk/assemblyscript && npm ci installs.
 
 import {
   Action, Code, Field, Hook, Outcome, PendingCall, PendingItem, PendingKind, Resume,
