@@ -139,7 +139,7 @@ func (s *AssemblyScriptSet) ascBuild(node, src, work, out string) error {
 	}
 	sdk := links[asSDKPackage]
 	if sdk == "" {
-		return fmt.Errorf("%s: package.json does not depend on %s with file:", src, asSDKPackage)
+		return fmt.Errorf("%s: package.json does not depend on %s (want \"file:\" and the path of the SDK)", src, asSDKPackage)
 	}
 	asc := filepath.Join(sdk, asCompiler)
 	if _, err := os.Stat(asc); err != nil {
