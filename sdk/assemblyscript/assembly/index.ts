@@ -555,8 +555,10 @@ export class PendingKind {
   }
 }
 
-const pendingIDs: i32[] = [];
-const pendingKinds: PendingKind[] = [];
+// The registered kinds and their IDs; null until the first registerPending,
+// so that a guest without pending kinds allocates nothing for them.
+let pendingIDs: i32[] | null = null;
+let pendingKinds: PendingKind[] | null = null;
 
 /** registerPending registers a kind of pending item (register kind 6); it returns its ID or a negative Code. */
 export function registerPending(k: PendingKind): i32 {
@@ -565,8 +567,10 @@ export function registerPending(k: PendingKind): i32 {
   const b = utf8(spec.toString());
   const id = check(host.register(Kind.PENDING, changetype<usize>(b), b.byteLength));
   if (id >= 0) {
-    pendingIDs.push(id);
-    pendingKinds.push(k);
+    if (pendingIDs === null) pendingIDs = [];
+    if (pendingKinds === null) pendingKinds = [];
+    pendingIDs!.push(id);
+    pendingKinds!.push(k);
   }
   return id;
 }
@@ -767,8 +771,11 @@ export class Resume extends PendingCall {
 /** dispatchPending runs the kind registered as id for ganglion_pending; exports.ts calls it. */
 export function dispatchPending(ctx: i32, id: i32): i32 {
   let k: PendingKind | null = null;
-  for (let i = 0, n = pendingIDs.length; i < n; i++) {
-    if (unchecked(pendingIDs[i]) == id) k = unchecked(pendingKinds[i]);
+  const ids = pendingIDs, kinds = pendingKinds;
+  if (ids !== null && kinds !== null) {
+    for (let i = 0, n = ids.length; i < n; i++) {
+      if (unchecked(ids[i]) == id) k = unchecked(kinds[i]);
+    }
   }
   if (k === null) return fail("no pending kind has ID " + id.toString());
   const phase = read(readField, ctx, Field.PENDING_PHASE);
