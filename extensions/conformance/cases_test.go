@@ -556,6 +556,17 @@ agents:
 				return o.Turns[0].Blame == "twin/turn" && len(o.Turns[0].Matches) == 0 &&
 					strings.HasPrefix(o.Turns[0].Err, `agent "a" instance "k" turn-1: extension "twin": turn middleware: `+
 						`ganglion_turn: t: turn panicked on purpose: wasm error: unreachable`)
+			}}, {impl: "assemblyscript",
+			why: `an AssemblyScript guest cannot catch what it throws: throw calls abort, which the SDK's ganglion_abort ` +
+				`turns into a trap after giving set_error the message, so the SDK cannot return 2 (panicked) from the hook. ` +
+				`The error is the trap's, "turn middleware: ganglion_turn: abort: <the message> at <file:line:column>: ` +
+				`wasm error: unreachable" and a stack; it is no *pipeline.PanicError, and the host throws the instance away ` +
+				`(sdk/assemblyscript/assembly/index.ts ganglion_abort)`,
+			is: func(o *observation) bool {
+				return o.Turns[0].Blame == "twin/turn" && len(o.Turns[0].Matches) == 0 &&
+					strings.HasPrefix(o.Turns[0].Err, `agent "a" instance "k" turn-1: extension "twin": turn middleware: `+
+						`ganglion_turn: abort: t: turn panicked on purpose at assembly/index.ts:`) &&
+					strings.Contains(o.Turns[0].Err, ": wasm error: unreachable")
 			}}},
 	},
 	{

@@ -46,7 +46,7 @@ type testCase struct {
 
 // difference is a known, described divergence of one implementation.
 type difference struct {
-	impl string // "native", "wasm" (the Go twin) or "rust"
+	impl string // "native", "wasm" (the Go twin), "rust" or "assemblyscript"
 	why  string
 	// is reports whether o shows exactly the described divergence.
 	is func(o *observation) bool
@@ -99,10 +99,11 @@ type modelCall struct {
 // clock is the runtimes' clock, so that histories compare equal.
 var clock = time.Date(2026, 11, 22, 7, 0, 0, 0, time.UTC)
 
-// TestConformance runs every case against the native twin and the WASM
-// twin, then checks that the two observed the same.
+// TestConformance runs every case against the native twin and the guest
+// twins (Go, Rust, AssemblyScript), then checks that each guest observed
+// what the native twin did.
 func TestConformance(t *testing.T) {
-	impls := []*impl{nativeImpl(), wasmImpl(), rustImpl()}
+	impls := []*impl{nativeImpl(), wasmImpl(), rustImpl(), asImpl()}
 	seen := map[string]map[string]*observation{} // case → impl → what it observed
 	var mu sync.Mutex
 	for _, im := range impls {
@@ -195,6 +196,19 @@ func rustImpl() *impl {
 	}
 }
 
+// asImpl is the AssemblyScript twin, testdata/astwin, a guest of the
+// AssemblyScript SDK.
+func asImpl() *impl {
+	return &impl{
+		name: "assemblyscript",
+		entry: func(e ext) string {
+			return fmt.Sprintf("{wasm: %q, name: %s%s%s}", asModule, e.name, guestGrants, entryRest(e))
+		},
+		opts:  func() []runtime.Option { return []runtime.Option{runtime.WithWasmCache(asCacheDir)} },
+		setup: buildASTwin,
+	}
+}
+
 // guestGrants grants a guest twin what the native twin may do without a
 // grant: open its pending kinds.
 const guestGrants = ", pending: [twin_ask, twin_question]"
@@ -229,10 +243,18 @@ var (
 	rustCacheDir string // its compiled code
 )
 
+var (
+	asGuests   guesttest.AssemblyScriptSet
+	asTwinOnce sync.Once
+	asModule   string // the AssemblyScript twin's module
+	asCacheDir string // its compiled code
+)
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	guests.Close()
 	rustGuests.Close()
+	asGuests.Close()
 	os.Exit(code)
 }
 
@@ -249,4 +271,13 @@ func buildRustTwin(t *testing.T) {
 	t.Helper()
 	mods, cache := rustGuests.Build(t, "testdata/rusttwin")
 	rustTwinOnce.Do(func() { rustModule, rustCacheDir = mods["rusttwin"], cache })
+}
+
+// buildASTwin builds testdata/astwin the first time it is called, or skips
+// the test when the AssemblyScript compiler is not installed (cd
+// sdk/assemblyscript && npm ci).
+func buildASTwin(t *testing.T) {
+	t.Helper()
+	mods, cache := asGuests.Build(t, "testdata/astwin")
+	asTwinOnce.Do(func() { asModule, asCacheDir = mods["astwin"], cache })
 }

@@ -1,19 +1,21 @@
 // Package conformance holds the conformance suite of the Extension API:
-// one table of behavioural tests that a native Go extension and a
-// WebAssembly extension must pass alike, since an extension behaves the
-// same whatever language it is written in. The package has
+// one table of behavioural tests that a native Go extension and
+// WebAssembly extensions in Go, Rust and AssemblyScript must pass alike,
+// since an extension behaves the same whatever language it is written in. The package has
 // no code of its own; its test is the suite.
 //
 // # What the suite guarantees
 //
-// The suite runs every case three times, in a runtime on the scripted
+// The suite runs every case four times, in a runtime on the scripted
 // model: once with a native extension registered through
 // [github.com/ganglion-dev/ganglion/extensions.API]
 // (runtime.WithExtension), once with its Go twin, a guest built with the
-// SDK in sdk/ (GOOS=wasip1, -buildmode=c-shared, from testdata/twin), and
-// once with its Rust twin, a guest built with the crate in sdk/rust
-// (wasm32-unknown-unknown, from testdata/rusttwin); the guests are loaded
-// from the config (wasm: twin.wasm). All read the same config: section.
+// SDK in sdk/ (GOOS=wasip1, -buildmode=c-shared, from testdata/twin), once
+// with its Rust twin, a guest built with the crate in sdk/rust
+// (wasm32-unknown-unknown, from testdata/rusttwin), and once with its
+// AssemblyScript twin, a guest built with the package in
+// sdk/assemblyscript (from testdata/astwin); the guests are loaded from
+// the config (wasm: twin.wasm). All read the same config: section.
 // Each case checks what all must do, then the suite checks that each guest
 // observed exactly what the native twin did: turn results and
 // errors, the stored history, the events on the bus, the extension's
@@ -60,8 +62,9 @@
 //
 // # The twins
 //
-// The twins (twin_test.go, testdata/twin/main.go and
-// testdata/rusttwin/src/lib.rs) do the same. Config:
+// The twins (twin_test.go, testdata/twin/main.go,
+// testdata/rusttwin/src/lib.rs and testdata/astwin/assembly/index.ts) do
+// the same. Config:
 // tag (required) names the configured instance in answers, events and
 // errors; trace: true publishes twin.order {tag, hook, at} as each hook
 // enters and leaves and wraps the turn's response as tag(response); hide
@@ -87,9 +90,12 @@
 //
 //	go test -race ./extensions/conformance/
 //
-// The WASM cases build the Go twin with the Go toolchain, and the Rust
-// twin with Debian's rustc and cargo (packages rustc, cargo and
+// The WASM cases build the Go twin with the Go toolchain, the Rust twin
+// with Debian's rustc and cargo (packages rustc, cargo and
 // libstd-rust-dev-wasm32; the Rust cases skip, naming them, when they are
-// not installed), and compile each once into a cache with
+// not installed), and the AssemblyScript twin with Node.js and the
+// compiler that cd sdk/assemblyscript && npm ci installs (the
+// AssemblyScript cases skip, naming that command, without it), and
+// compile each once into a cache with
 // internal/guesttest/warm, built without -race; -short skips them.
 package conformance

@@ -14,9 +14,10 @@ import (
 	"github.com/ganglion-dev/ganglion/pipeline"
 )
 
-// This file is the native twin: the behaviours of testdata/twin/main.go,
-// written against the native Extension API. Keep the two in step; the
-// package doc lists what they do.
+// This file is the native twin: the behaviours of the guest twins
+// (testdata/twin, testdata/rusttwin, testdata/astwin), written against the
+// native Extension API. Keep them in step; the package doc lists what they
+// do.
 
 // twinConfig is the twin's config: section.
 type twinConfig struct {

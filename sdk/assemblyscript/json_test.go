@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestJSON compiles the JSON module's checks, test/json.ts, with the
-// pinned compiler and runs them with Node.js, as npm test does. It skips
-// when the compiler is not installed (cd sdk/assemblyscript && npm ci).
+// TestJSON compiles the SDK's checks, test/json.ts (the JSON module) and
+// test/pending.ts (the JSON of pending items), with the pinned compiler and
+// runs them with Node.js, as npm test does. It skips when the compiler is
+// not installed (cd sdk/assemblyscript && npm ci).
 func TestJSON(t *testing.T) {
 	asc := filepath.Join("node_modules", "assemblyscript", "bin", "asc.js")
 	if _, err := os.Stat(asc); err != nil {
@@ -23,11 +24,11 @@ func TestJSON(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "test.wasm")
 	if b, err := exec.CommandContext(t.Context(), node, asc, "--config", "test/asconfig.json", "-o", out).CombinedOutput(); err != nil {
-		t.Fatalf("asc test/json.ts: %v\n%s", err, b)
+		t.Fatalf("asc test/asconfig.json: %v\n%s", err, b)
 	}
 	// asc writes the bindings beside the module, named after it.
 	b, err := exec.CommandContext(t.Context(), node, "test/run.mjs", filepath.Join(filepath.Dir(out), "test.js")).CombinedOutput()
 	if err != nil {
-		t.Fatalf("test/json.ts: %v\n%s", err, b)
+		t.Fatalf("test/run.mjs: %v\n%s", err, b)
 	}
 }

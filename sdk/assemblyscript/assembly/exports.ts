@@ -5,9 +5,9 @@
 //   export { ganglion_abi_version, ganglion_turn } from ".../exports";
 //   export function ganglion_init(): i32 { ... }
 
-import { ABI_VERSION, Kind, dispatch } from "./index";
+import { ABI_VERSION, Kind, dispatch, dispatchPending } from "./index";
 
-/** ganglion_abi_version returns the ABI version, 1. */
+/** ganglion_abi_version returns the ABI version, 2. */
 export function ganglion_abi_version(): i32 {
   return ABI_VERSION;
 }
@@ -35,4 +35,13 @@ export function ganglion_tool(ctx: i32, id: i32): i32 {
 /** ganglion_event runs the event handler registered as id. */
 export function ganglion_event(ctx: i32, id: i32): i32 {
   return dispatch(Kind.EVENT, ctx, id);
+}
+
+/**
+ * ganglion_pending runs the pending kind registered as id (version 2): a
+ * human acted on one of its items, an item expired, or a call an item
+ * paused resumes.
+ */
+export function ganglion_pending(ctx: i32, id: i32): i32 {
+  return dispatchPending(ctx, id);
 }

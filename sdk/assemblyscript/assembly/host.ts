@@ -77,3 +77,10 @@ export declare function agents_send(ctx: i32, reqPtr: usize, reqLen: i32): i32;
 // @ts-ignore: decorator
 @external("ganglion", "inbox")
 export declare function inbox(ptr: usize, len: i32): i32;
+
+// pause opens a pending item (version 2): an import that acts, so a retry
+// with the same request bytes gets the kept answer (sdk/ABI.md, "Imports
+// that act").
+// @ts-ignore: decorator
+@external("ganglion", "pause")
+export declare function pause(ctx: i32, reqPtr: usize, reqLen: i32, bufPtr: usize, bufLen: i32): i32;

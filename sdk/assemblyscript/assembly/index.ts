@@ -1,4 +1,4 @@
-// The Ganglion guest ABI, version 1 (sdk/ABI.md), for AssemblyScript.
+// The Ganglion guest ABI, version 2 (sdk/ABI.md), for AssemblyScript.
 //
 // A guest declares its manifest and registers its hooks in ganglion_init,
 // which it exports itself; the hook exports (ganglion_turn, ...) come from
@@ -20,8 +20,12 @@
 import * as host from "./host";
 import * as json from "./json";
 
-/** The guest ABI version this library implements. */
-export const ABI_VERSION: i32 = 1;
+/**
+ * The guest ABI version this library implements, which ganglion_abi_version
+ * returns. A guest's manifest may say an older one: 1 unless it registers
+ * pending kinds, which need 2.
+ */
+export const ABI_VERSION: i32 = 2;
 
 /** The results of the host imports: 0 or more is success. */
 export enum Code {
@@ -63,6 +67,14 @@ export enum Field {
   CONFIG = 14,
   /** A tool call's stable key (toolCall, tool). */
   IDEMPOTENCY_KEY = 15,
+  /** Version 2: why a pending hook runs, "resolve", "expire" or "resume". */
+  PENDING_PHASE = 16,
+  /** Version 2: the item a pending hook is about, JSON. */
+  PENDING_ITEM = 17,
+  /** Version 2: the human's action in a resolve, JSON; its value may be a secret. */
+  ACTION = 18,
+  /** Version 2: the guest's own item whose resume runs this toolCall; NOT_FOUND otherwise. */
+  RESUMING = 19,
 }
 
 /** Log levels: the host's slog levels. */
@@ -80,6 +92,8 @@ export enum Kind {
   TOOL_CALL = 3,
   TOOL = 4,
   EVENT = 5,
+  /** Version 2: a kind of pending item (see registerPending). */
+  PENDING = 6,
 }
 
 /** A hook: called with the context of one hook call, returns 0 or 1. */
@@ -437,4 +451,357 @@ export class Hook {
     secretName = null;
     return v;
   }
+
+  /**
+   * pause opens a pending item (version 2) and returns its ID, or null. In
+   * a step hook, the turn ends paused once the step is done, and resumes
+   * when every item it opened is resolved. In a toolCall hook, before
+   * next: the call does not run now; the result the hook sets is what the
+   * model reads until the turn resumes (without one, "waiting for a human
+   * (pending item ID)"), and then the kind's resume decides the call's
+   * result. A call pauses once.
+   */
+  pause(it: PendingItem): string | null {
+    pauseRequest = utf8(it.toString());
+    const out = read(readPause, this.ctx, 0);
+    pauseRequest = null;
+    if (out === null) return null;
+    const v = json.parse(out);
+    const id: string | null = v === null ? null : v.getString("id");
+    if (id === null) {
+      code = Code.INVALID;
+      return null;
+    }
+    return id;
+  }
+
+  /**
+   * resuming returns, in a toolCall hook, the guest's own item whose resume
+   * runs this call (Resume.run): a guard that paused the call lets it
+   * through then. It returns null, with NOT_FOUND, when the call runs for
+   * any other reason.
+   */
+  resuming(): Item | null {
+    const s = read(readField, this.ctx, Field.RESUMING);
+    return s === null ? null : Item.parse(s);
+  }
+}
+
+// --- pending items (version 2) ----------------------------------------------
+
+// pauseRequest is the request readPause sends; a retry sends the same
+// bytes, so the host answers with the item it opened rather than another.
+let pauseRequest: ArrayBuffer | null = null;
+
+function readPause(ctx: i32, _: i32, ptr: usize, cap: i32): i32 {
+  const req = pauseRequest!;
+  return host.pause(ctx, changetype<usize>(req), req.byteLength, ptr, cap);
+}
+
+/**
+ * ResolveFn decides what a human's action means for an item: the Outcome,
+ * or null to refuse the action (return refuse(msg)): the human is told
+ * msg, and the item stays open.
+ */
+export type ResolveFn = (p: PendingCall, act: Action) => Outcome | null;
+
+/** ExpireFn decides an item nobody acted on in time; null leaves the host's outcome, status timeout. */
+export type ExpireFn = (p: PendingCall) => Outcome | null;
+
+/**
+ * ResumeFn decides the result of a call an item paused, when its turn
+ * resumes: it runs the call (Resume.run, Resume.runWith) or gives it a
+ * result (Resume.setResult). It returns 0 for success or 1 for failure,
+ * as a Handler does.
+ */
+export type ResumeFn = (r: Resume) => i32;
+
+/**
+ * PendingKind is a kind of pending item (version 2) and what its
+ * resolutions mean. The manifest lists its name under "pending" (and says
+ * "abi": 2), and the agent's config grants it under the extension's
+ * pending:. Register it in ganglion_init with registerPending:
+ *
+ *   registerPending(new PendingKind("ask", resolveAsk).resume(resumeAsk));
+ */
+export class PendingKind {
+  /** @internal */
+  expireFn: ExpireFn | null = null;
+  /** @internal */
+  resumeFn: ResumeFn | null = null;
+
+  constructor(
+    /** name is the kind: 1 to 64 lower-case letters, digits, _ or -. */
+    public name: string,
+    /** @internal */
+    public resolveFn: ResolveFn,
+  ) {}
+
+  /** expire sets what decides an item nobody acted on in time, and returns the kind. */
+  expire(fn: ExpireFn): PendingKind {
+    this.expireFn = fn;
+    return this;
+  }
+
+  /**
+   * resume sets what decides the result of a call an item of this kind
+   * paused, and returns the kind. With it, a human may also edit the
+   * paused call's arguments (the action "edit", checked against the tool's
+   * schema before the resolve function sees it).
+   */
+  resume(fn: ResumeFn): PendingKind {
+    this.resumeFn = fn;
+    return this;
+  }
+}
+
+// The registered kinds and their IDs; null until the first registerPending,
+// so that a guest without pending kinds allocates nothing for them.
+let pendingIDs: i32[] | null = null;
+let pendingKinds: PendingKind[] | null = null;
+
+/** registerPending registers a kind of pending item (register kind 6); it returns its ID or a negative Code. */
+export function registerPending(k: PendingKind): i32 {
+  const spec = json.object().set("name", k.name);
+  if (k.resumeFn !== null) spec.set("resume", true);
+  const b = utf8(spec.toString());
+  const id = check(host.register(Kind.PENDING, changetype<usize>(b), b.byteLength));
+  if (id >= 0) {
+    if (pendingIDs === null) pendingIDs = [];
+    if (pendingKinds === null) pendingKinds = [];
+    pendingIDs!.push(id);
+    pendingKinds!.push(k);
+  }
+  return id;
+}
+
+/** PendingItem is an item to open with Hook.pause. */
+export class PendingItem {
+  /** required: the turn cannot go on without an answer. */
+  required: bool = true;
+  /** timeoutMs, if positive, expires the item that many milliseconds from now. */
+  timeoutMs: i64 = 0;
+
+  constructor(
+    /** kind is a kind the guest registered. */
+    public kind: string,
+    /** request is what the human is asked: a JSON object. */
+    public request: json.Value,
+  ) {}
+
+  /** toString returns the pause request, JSON. */
+  toString(): string {
+    return json.object().set("kind", this.kind).set("request", this.request)
+      .set("required", this.required).set("timeout_ms", this.timeoutMs).toString();
+  }
+}
+
+/** Item is a pending item as the runtime stores it. */
+export class Item {
+  id: string = "";
+  kind: string = "";
+  extension: string = "";
+  agent: string = "";
+  instance: string = "";
+  turnId: string = "";
+  /** step is the step that opened it. */
+  step: i64 = 0;
+  /** callId is the call it paused; "" for an item a step opened. */
+  callId: string = "";
+  /** request is what the human is asked. */
+  request: json.Value = json.nullValue();
+  required: bool = false;
+  /** status is "pending" while open, then the outcome's. */
+  status: string = "";
+  open: bool = false;
+  /** answer, reason and message are the outcome's, once resolved: resume reads answer. */
+  answer: string = "";
+  reason: string = "";
+  message: string = "";
+  createdAt: string = "";
+  expiresAt: string = "";
+
+  /** parse reads an item from the host's JSON, or returns null (INVALID) when it is malformed. */
+  static parse(s: string): Item | null {
+    const v = json.parse(s);
+    if (v === null) {
+      code = Code.INVALID;
+      return null;
+    }
+    const it = new Item();
+    it.id = str(v, "id");
+    it.kind = str(v, "kind");
+    it.extension = str(v, "extension");
+    it.agent = str(v, "agent");
+    it.instance = str(v, "instance");
+    it.turnId = str(v, "turn_id");
+    it.step = v.getInt("step");
+    it.callId = str(v, "call_id");
+    const r = v.get("request");
+    if (r !== null) it.request = r;
+    it.required = v.getBool("required");
+    it.status = str(v, "status");
+    it.open = v.getBool("open");
+    it.answer = str(v, "answer");
+    it.reason = str(v, "reason");
+    it.message = str(v, "message");
+    it.createdAt = str(v, "created_at");
+    it.expiresAt = str(v, "expires_at");
+    return it;
+  }
+}
+
+// str returns v's string at key, or "".
+function str(v: json.Value, key: string): string {
+  const s = v.getString(key);
+  return s === null ? "" : s;
+}
+
+/**
+ * Action is what a human did with an item: kind is "answer", "skip",
+ * "provide", "reject" or "edit" (value holds the edited arguments, JSON).
+ * The value may be a secret: never log or publish it.
+ */
+export class Action {
+  constructor(
+    public kind: string,
+    public value: string,
+    public reason: string,
+  ) {}
+}
+
+/** Outcome is what an action or a timeout makes of an item. */
+export class Outcome {
+  /** answer is kept with the item: resume reads it. */
+  answer: string = "";
+  /** reason is a rejection's. */
+  reason: string = "";
+  /** message is what the model reads of the outcome when the turn resumes; never a secret. */
+  message: string = "";
+  /** keepOpen leaves the item open to a later action. */
+  keepOpen: bool = false;
+  /** fails fails the resumed turn. */
+  fails: bool = false;
+  /**
+   * secret keeps the action's value, encrypted, as the instance's secret
+   * of this name (the manifest's secrets must list it).
+   */
+  secret: string = "";
+
+  constructor(
+    /** status is "answered", "provided", "rejected", "skipped", "timeout" or "failed". */
+    public status: string,
+  ) {}
+
+  /** answered returns an "answered" outcome. */
+  static answered(answer: string, message: string): Outcome {
+    const o = new Outcome("answered");
+    o.answer = answer;
+    o.message = message;
+    return o;
+  }
+
+  /** rejected returns a "rejected" outcome. */
+  static rejected(answer: string, message: string): Outcome {
+    const o = new Outcome("rejected");
+    o.answer = answer;
+    o.message = message;
+    return o;
+  }
+
+  /** toString returns the outcome as the host reads it, JSON. */
+  toString(): string {
+    const v = json.object().set("status", this.status);
+    if (this.answer.length > 0) v.set("answer", this.answer);
+    if (this.reason.length > 0) v.set("reason", this.reason);
+    if (this.message.length > 0) v.set("message", this.message);
+    if (this.keepOpen) v.set("keep_open", true);
+    if (this.fails) v.set("fails", true);
+    if (this.secret.length > 0) v.set("secret", this.secret);
+    return v.toString();
+  }
+}
+
+/**
+ * refuse sets msg as the hook's error and returns null: a ResolveFn that
+ * returns it refuses the action, and the human is told msg.
+ */
+export function refuse(msg: string): Outcome | null {
+  setError(msg);
+  return null;
+}
+
+/**
+ * PendingCall is the context of a kind's resolve and expire functions: the
+ * item, and the extension's state, events, secrets and config for the
+ * item's instance. The conversation, next and pause are not for it.
+ */
+export class PendingCall extends Hook {
+  /** item reads the item the call is about, or returns null. */
+  item(): Item | null {
+    const s = read(readField, this.ctx, Field.PENDING_ITEM);
+    return s === null ? null : Item.parse(s);
+  }
+}
+
+/** Resume is the context of a kind's resume function: the call an item paused. */
+export class Resume extends PendingCall {
+  /**
+   * run runs the paused call as the model made it, through the toolCall
+   * middleware (the guest's own hook sees resuming()), and returns its
+   * result, JSON {"content", "is_error"}, which becomes the call's unless
+   * setResult follows. It returns null on failure: with FAILED, the call
+   * failed, and a resume that returns 0 passes that failure on.
+   */
+  run(): string | null {
+    if (this.next() < 0) return null;
+    return this.field(Field.RESULT);
+  }
+
+  /**
+   * runWith runs the paused call with args (JSON), a human's edit, in place
+   * of the model's arguments; the history keeps both. See run.
+   */
+  runWith(args: string): string | null {
+    if (this.setField(Field.TOOL_ARGS, args) < 0) return null;
+    return this.run();
+  }
+}
+
+/** dispatchPending runs the kind registered as id for ganglion_pending; exports.ts calls it. */
+export function dispatchPending(ctx: i32, id: i32): i32 {
+  let k: PendingKind | null = null;
+  const ids = pendingIDs, kinds = pendingKinds;
+  if (ids !== null && kinds !== null) {
+    for (let i = 0, n = ids.length; i < n; i++) {
+      if (unchecked(ids[i]) == id) k = unchecked(kinds[i]);
+    }
+  }
+  if (k === null) return fail("no pending kind has ID " + id.toString());
+  const phase = read(readField, ctx, Field.PENDING_PHASE);
+  if (phase === null) return failed("field PENDING_PHASE");
+  let out: Outcome | null = null;
+  if (phase == "resolve") {
+    // The action's value may be a secret: the bytes read are zeroed.
+    const s = read(readField, ctx, Field.ACTION, true);
+    if (s === null) return failed("field ACTION");
+    const v = json.parse(s);
+    if (v === null) return fail("field ACTION: " + json.parseError());
+    out = k.resolveFn(new PendingCall(ctx, id), new Action(str(v, "kind"), str(v, "value"), str(v, "reason")));
+    if (out === null) return 1;
+  } else if (phase == "expire") {
+    const fn = k.expireFn;
+    if (fn === null) return 0; // the host's outcome: status timeout
+    out = fn(new PendingCall(ctx, id));
+    if (out === null) return 0;
+  } else if (phase == "resume") {
+    const fn = k.resumeFn;
+    if (fn === null) return fail("pending kind " + json.quote(k.name) + " has no resume");
+    return fn(new Resume(ctx, id));
+  } else {
+    return fail("pending kind " + json.quote(k.name) + ": unknown phase " + json.quote(phase));
+  }
+  const b = utf8(out.toString());
+  if (check(host.set_field(ctx, Field.RESULT, changetype<usize>(b), b.byteLength)) < 0) return failed("set the outcome");
+  return 0;
 }
