@@ -370,6 +370,42 @@ func TestQuestionParityDetails(t *testing.T) {
 	}
 }
 
+// TestQuestionConfigParity: a setting the native extension refuses, the
+// guest refuses with the same words.
+func TestQuestionConfigParity(t *testing.T) {
+	tests := []struct{ config, want string }{
+		{"{timeout: soon}", `timeout must be a positive duration such as 30m or 2h, got "soon"`},
+		{"{question_timeout: 0s}", `question_timeout must be a positive duration such as 30m or 2h, got "0s"`},
+		{"{mistake_limit: -1}", "mistake_limit must be at least 1, got -1"},
+	}
+	mods, cache := rustGuests.Build(t, "rust-question")
+	for _, tt := range tests {
+		t.Run(tt.config, func(t *testing.T) {
+			for _, entry := range []string{
+				"{name: protocol, config: " + tt.config + "}",
+				fmt.Sprintf("{wasm: %q, pending: [question, intervention], config: %s}", mods["rust-question"], tt.config),
+			} {
+				dir := t.TempDir()
+				cfg := "model: {provider: scripted, script: script.yaml}\nagents:\n  - name: a\n    extensions: [" + entry + "]\n"
+				for name, text := range map[string]string{"ganglion.yaml": cfg, "script.yaml": parityScript} {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rt, err := runtime.New(context.Background(), runtime.WithConfigFile(filepath.Join(dir, "ganglion.yaml")),
+					runtime.WithMemoryStore(), runtime.WithWasmCache(cache))
+				if err == nil {
+					rt.Close()
+					t.Fatalf("%s: loaded", entry)
+				}
+				if !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("%s:\n%v\nwant it to say %q", entry, err, tt.want)
+				}
+			}
+		})
+	}
+}
+
 var rustGuests guesttest.RustSet
 
 // parityRun is one scenario's runtime, over a data directory, on a clock
