@@ -3,6 +3,7 @@ package extensions_test
 import (
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,15 @@ var sessions = map[string]map[string][]string{
 	"observer":    {"told": {"ship it", "and test it"}},
 	"as-guard":    {"refusals": {"hello", "!shutdown"}},
 	"minimal-wat": {"passes": {"hello"}},
+}
+
+// pauses are the recorded sessions whose turns pause, by example and
+// cassette name: each input a message sent to the config's first agent
+// (Op "send", Text the message) or the resolution of the first open
+// pending item ("answer", "skip").
+var pauses = map[string]map[string][]cassette.Input{
+	"rust-question": {"launch": {{Op: "send", Text: "Plan the launch"}, {Op: "answer", Text: " subscription "},
+		{Op: "send", Text: "Pick a colour"}, {Op: "skip"}}},
 }
 
 // exampleConfig loads an example's config, changed by edit if not nil,
@@ -70,14 +80,27 @@ func exampleConfig(t *testing.T, ex string, edit func(string) string) *config.Fi
 // example and checks the transcripts against their golden files.
 func TestExampleCassettes(t *testing.T) {
 	modules(t)
+	all := map[string]map[string][]cassette.Input{}
 	for ex, cassettes := range sessions {
+		all[ex] = map[string][]cassette.Input{}
+		for name, msgs := range cassettes {
+			for _, m := range msgs {
+				all[ex][name] = append(all[ex][name], cassette.Input{Op: "send", Text: m})
+			}
+		}
+	}
+	maps.Copy(all, pauses)
+	for ex, cassettes := range all {
 		t.Run(ex, func(t *testing.T) {
 			cfg := exampleConfig(t, ex, nil)
+			if ex == "rust-question" {
+				builtRust(t, cfg)
+			}
 			opts := cassettetest.Options{Config: cfg, Runtime: []runtime.Option{runtime.WithWasmCache(cacheDir)}}
-			for name, msgs := range cassettes {
+			for name, inputs := range cassettes {
 				path := filepath.Join(ex, "cassettes", name+".cassette")
 				if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-					recordExample(t, path, cfg, opts, msgs)
+					recordExample(t, path, cfg, opts, inputs)
 				}
 				res := cassettetest.Check(t, path, opts)
 				if strings.Contains(res.Transcript, "-> error:") {
@@ -88,7 +111,23 @@ func TestExampleCassettes(t *testing.T) {
 	}
 }
 
-func recordExample(t *testing.T, path string, cfg *config.File, opts cassettetest.Options, msgs []string) {
+// builtRust puts, in cfg, the module of rust-question built from its
+// source in place of the committed one, when Debian's Rust toolchain is
+// installed: a change to the source must keep the recording.
+func builtRust(t *testing.T, cfg *config.File) {
+	t.Helper()
+	var mods map[string]string
+	t.Run("build", func(t *testing.T) { mods, _ = rustGuests.Build(t, "rust-question") })
+	for i := range cfg.Agents {
+		for j := range cfg.Agents[i].Extensions {
+			if e := &cfg.Agents[i].Extensions[j]; filepath.Base(e.Wasm) == "rust-question.wasm" && mods["rust-question"] != "" {
+				e.Wasm = mods["rust-question"]
+			}
+		}
+	}
+}
+
+func recordExample(t *testing.T, path string, cfg *config.File, opts cassettetest.Options, sends []cassette.Input) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
@@ -98,9 +137,12 @@ func recordExample(t *testing.T, path string, cfg *config.File, opts cassettetes
 		t.Fatal(err)
 	}
 	var inputs []cassette.Input
-	for _, m := range msgs {
-		inputs = append(inputs, cassette.Input{Op: "send", Agent: cfg.Agents[0].Name, Instance: "default",
-			Input: &pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: m}})
+	for _, in := range sends {
+		if in.Op == "send" {
+			in = cassette.Input{Op: "send", Agent: cfg.Agents[0].Name, Instance: "default",
+				Input: &pipeline.InputEvent{Kind: pipeline.InputUserMessage, Text: in.Text}}
+		}
+		inputs = append(inputs, in)
 	}
 	if _, err := cassettetest.Record(t.Context(), rec, inputs, opts); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -108,8 +109,9 @@ func cargoBuild(dir, target, out string) error {
 	if err != nil {
 		return err
 	}
-	// The module is named after the package, which is the directory's name.
-	built := filepath.Join(target, rustTarget, "release", filepath.Base(abs)+".wasm")
+	// The module is named after the package, which is the directory's
+	// name, with cargo's "-" made "_" (rust-question: rust_question.wasm).
+	built := filepath.Join(target, rustTarget, "release", strings.ReplaceAll(filepath.Base(abs), "-", "_")+".wasm")
 	b, err := os.ReadFile(built)
 	if err != nil {
 		return fmt.Errorf("cargo build %s: %w", dir, err)
