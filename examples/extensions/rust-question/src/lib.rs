@@ -1,19 +1,23 @@
 //! rust-question: the [USER_QUESTION] protocol of the built-in extension
 //! "protocol" (extensions/protocol), as a WebAssembly guest written with the
-//! Rust SDK. A step hook reads the model's reply; each valid USER_QUESTION
-//! block becomes a pending item of kind "question" and pauses the turn; a
-//! malformed block goes back to the model as a correction, and too many in
-//! a row pause the turn on an "intervention" item a human answers with
-//! guidance. README.md says what of the native extension it covers.
+//! Rust SDK. A reply hook reads the model's reply before the runtime stores
+//! it: each valid USER_QUESTION block becomes a pending item of kind
+//! "question", stored in the same commit as the reply that asks, and the
+//! turn pauses. A step hook, once the step is done, sends a malformed block
+//! back to the model as a correction, and too many in a row pause the turn
+//! on an "intervention" item a human answers with guidance. README.md says
+//! what of the native extension it covers.
 
 mod block;
 mod question;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use ganglion::pending::{Action, Outcome, PendingCall, PendingItem, PendingKind};
 use ganglion::types::role;
+use ganglion::pending::Reply;
 use ganglion::{Api, Context, Error, Manifest, Message, MessageEvent, Result, Step, Value};
 
 use block::Found;
@@ -58,7 +62,7 @@ fn setup(api: &Api) -> Result<()> {
         n => n,
     };
     c.finish()?;
-    let s = Settings { timeout_ms, mistake_limit };
+    let s = Rc::new(Settings { timeout_ms, mistake_limit });
 
     api.pending(PendingKind::new(ITEM_QUESTION, resolve_question).expire(expire_question));
     api.pending(PendingKind::new(ITEM_INTERVENTION, resolve_intervention).expire(|_| Ok(timeout_open())));
@@ -68,6 +72,8 @@ fn setup(api: &Api) -> Result<()> {
         MISTAKES.with(|m| m.borrow_mut().remove(&key));
         r
     });
+    let s2 = s.clone();
+    api.reply(move |r| on_reply(&s2, r));
     api.step(move |st| step(&s, st));
     Ok(())
 }
@@ -127,31 +133,49 @@ fn parse_duration(s: &str) -> Option<i64> {
     Some(if neg { -(total as i64) } else { total as i64 })
 }
 
-/// step runs the model, then acts on the blocks of its reply.
-fn step(s: &Settings, st: &Step) -> Result<()> {
-    st.next()?;
-    let text = reply(st)?.map(|m| m.content).unwrap_or_default();
-    let found = block::parse(&text);
-    let key = format!("{}\0{}", st.instance()?, st.turn_id()?);
-    let problems: Vec<String> = found
+/// problems are the problems of the blocks found, as the correction lists
+/// them.
+fn problems(found: &[Found]) -> Vec<String> {
+    found
         .iter()
         .filter_map(|f| match f {
             Found::Problem(p) => Some(format!("- {}", p)),
             Found::Question(_) => None,
         })
-        .collect();
-    if !problems.is_empty() {
-        return mistake(s, st, &key, problems);
+        .collect()
+}
+
+/// on_reply reads the model's reply before it is stored: when all its
+/// blocks are well formed, each question becomes a pending item stored in
+/// the same commit as the reply, and the turn pauses after the step. A
+/// reply with a problem opens nothing: the step hook corrects it.
+fn on_reply(s: &Settings, r: &Reply) -> Result<()> {
+    let found = block::parse(&r.message()?.content);
+    if !problems(&found).is_empty() {
+        return Ok(());
     }
-    MISTAKES.with(|m| m.borrow_mut().remove(&key));
     for f in found {
         if let Found::Question(q) = f {
             let mut it = PendingItem::new(ITEM_QUESTION, q.to_json());
             it.required = q.required;
             it.timeout_ms = s.timeout_ms;
-            st.pause(&it)?;
+            r.pause(&it)?;
         }
     }
+    Ok(())
+}
+
+/// step runs the model, then sends the problems of its reply's blocks back
+/// to the model (the reply hook has paused on its questions).
+fn step(s: &Settings, st: &Step) -> Result<()> {
+    st.next()?;
+    let text = reply(st)?.map(|m| m.content).unwrap_or_default();
+    let key = format!("{}\0{}", st.instance()?, st.turn_id()?);
+    let problems = problems(&block::parse(&text));
+    if !problems.is_empty() {
+        return mistake(s, st, &key, problems);
+    }
+    MISTAKES.with(|m| m.borrow_mut().remove(&key));
     Ok(())
 }
 
