@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -97,6 +98,9 @@ type crashScenario struct {
 	// chains maps the agent that roots a delegation chain to the text of
 	// its final answer.
 	chains map[string]string
+	// files are copied into the project beside the config, by name, from
+	// these paths (relative to this package): a guest's module.
+	files map[string]string
 }
 
 var crashScenarios = []crashScenario{
@@ -105,6 +109,11 @@ var crashScenarios = []crashScenario{
 	{name: "questions", agents: []string{"asker", "boss", "surveyor"},
 		plan:   [][]string{{"--agent", "asker", "plan the launch"}, {"--agent", "boss", "delegate the survey"}},
 		chains: map[string]string{"boss": "BOSS-DONE"}},
+	// A guest's pauses are as safe as the native extension's: the same
+	// questions through the Rust guest of examples/extensions.
+	{name: "guest", agents: []string{"asker"},
+		plan:  [][]string{{"--agent", "asker", "plan the launch"}},
+		files: map[string]string{"rust-question.wasm": "../../examples/extensions/rust-question/rust-question.wasm"}},
 	{name: "delegation", agents: []string{"lead", "coder", "tester", "planner", "architect", "engineer"},
 		plan:   [][]string{{"--agent", "lead", "fan out"}, {"--agent", "planner", "design a cache"}},
 		chains: map[string]string{"lead": "LEAD-DONE", "planner": "PLAN-DONE"}},
@@ -146,7 +155,7 @@ func runCrashScenario(t *testing.T, bin string, sc crashScenario, seed, index ui
 		}
 		it := &crashIteration{t: t, bin: bin, sc: sc, n: i, seed: seed,
 			rng: rand.New(rand.NewPCG(seed, index<<32|uint64(i))), budget: budget}
-		it.dir = crashProject(t, sc.name)
+		it.dir = crashProject(t, sc)
 		it.run()
 		if i == 0 {
 			budget = it.runTimes
@@ -189,13 +198,18 @@ func runCrashScenario(t *testing.T, bin string, sc crashScenario, seed, index ui
 		kills["run"], kills["resume"], kills["answer"], failedIters, strings.TrimSuffix(": "+strings.Join(summary, "; "), ": "))
 }
 
-// crashProject copies testdata/crash/name into a fresh directory with an
-// empty workspace.
-func crashProject(t *testing.T, name string) string {
+// crashProject copies testdata/crash/NAME, and the scenario's files, into
+// a fresh directory with an empty workspace.
+func crashProject(t *testing.T, sc crashScenario) string {
 	t.Helper()
 	dir := t.TempDir()
+	files := map[string]string{}
 	for _, f := range []string{"ganglion.yaml", "script.yaml"} {
-		b, err := os.ReadFile(filepath.Join("testdata", "crash", name, f))
+		files[f] = filepath.Join("testdata", "crash", sc.name, f)
+	}
+	maps.Copy(files, sc.files)
+	for f, from := range files {
+		b, err := os.ReadFile(from)
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(dir, f), b, 0o644))
 	}
@@ -774,6 +788,12 @@ func TestCrashKillAt(t *testing.T) {
 		// answer arrives before the kill.
 		{"resume waiting for a second chain", "delegation", [][]string{{"--agent", "lead", "fan out"}, {"--agent", "planner", "design a cache"}},
 			[]crashTrigger{{cmd: "run", label: "c-s1", later: true}, {cmd: "run", label: "ar-s1"}, {cmd: "resume", label: "e-s2", wait: 2 * time.Second}}},
+		// A guest's question is stored with the reply that asks, before the
+		// step's tools run: a kill in the tool keeps both.
+		{"a tool in the guest's step that asks", "guest", [][]string{{"--agent", "asker", "plan the launch"}},
+			[]crashTrigger{{cmd: "run", label: "g-s2"}}},
+		{"the guest's resume turn", "guest", [][]string{{"--agent", "asker", "plan the launch"}},
+			[]crashTrigger{{cmd: "answer", label: "g-r2"}}},
 		{"a delegated child's step that asks", "questions", [][]string{{"--agent", "boss", "delegate the survey"}},
 			[]crashTrigger{{cmd: "run", label: "s-s1"}}},
 		{"a delegated child's resume turn", "questions", [][]string{{"--agent", "boss", "delegate the survey"}},
@@ -785,7 +805,7 @@ func TestCrashKillAt(t *testing.T) {
 			sc := scenario(tt.scenario)
 			sc.plan = tt.plan
 			it := &crashIteration{t: t, bin: bin, sc: sc, killOn: slices.Clone(tt.kills)}
-			it.dir = crashProject(t, sc.name)
+			it.dir = crashProject(t, sc)
 			path := filepath.Join(it.dir, "script.yaml")
 			script, err := os.ReadFile(path)
 			must(t, err)
