@@ -155,8 +155,8 @@ type TeamActivatedData struct {
 	Agents []string `json:"agents"`
 }
 
-// ExtensionFileWrittenData is the payload of [ExtensionFileWritten]; it
-// never holds the content.
+// ExtensionFileWrittenData is [ExtensionFileWritten]'s payload, without
+// the content.
 type ExtensionFileWrittenData struct {
 	Path   string `json:"path"` // relative to the workspace
 	Bytes  int    `json:"bytes"`

@@ -13,14 +13,13 @@ import (
 // extension publishes (docs/extensions.md, "Events").
 const httpTopic = "extension.http"
 
-// HTTP sends the extension's requests; each is a span and an
-// extension.http event.
+// HTTP sends requests, each a span and an extension.http event.
 type HTTP struct {
 	transport http.RoundTripper
 	events    *Events
 }
 
-// Do sends req for instance; it follows no redirect.
+// Do sends req for instance, following no redirect.
 func (h *HTTP) Do(req *http.Request, instance string) (*http.Response, error) {
 	rt := h.transport // nil: Host gave none
 	if rt == nil {
