@@ -396,6 +396,42 @@ func TestRustGuestFiles(t *testing.T) {
 	}
 }
 
+// TestAssemblyScriptGuestFiles: an AssemblyScript guest reads, lists,
+// appends to and replaces workspace files through the SDK's Hook methods,
+// and is refused a path out of its grants.
+func TestAssemblyScriptGuestFiles(t *testing.T) {
+	mods, cache := asGuests.Build(t, asGuestDirs...)
+	dir := t.TempDir()
+	ws := workspace(t, dir)
+	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS, docs/], write: [out/]}}]", mods["asfiles"]),
+		runtime.WithWasmCache(cache))
+	must(t, err)
+	defer rt.Close()
+	long := strings.Repeat("y", 1000) // over the SDK's first buffer: read twice
+	for _, tt := range []struct{ input, want string }{
+		{"owners", "* @team\n"},
+		{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
+		{"note one", "one\n"},
+		{"note two", "one\ntwo\n"},
+		{"replace " + long, long},
+		{"note ü", long + "ü\n"},
+		{"steal", `refused: DENIED: path "../outside/secret.txt" escapes the workspace`},
+		{"hello", "ok"},
+	} {
+		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
+		if err != nil {
+			t.Errorf("Send(%q): %v", tt.input, err)
+			continue
+		}
+		if res.Response.Content != tt.want {
+			t.Errorf("Send(%.40q) = %.60q, want %.60q", tt.input, res.Response.Content, tt.want)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out", "notes.txt")); err != nil || string(b) != long+"ü\n" {
+		t.Errorf("out/notes.txt holds %.60q (%v)", b, err)
+	}
+}
+
 // TestGoGuestFiles: a Go guest reads, lists and appends to workspace files
 // through the SDK, and is refused a path out of its grants.
 func TestGoGuestFiles(t *testing.T) {

@@ -502,6 +502,51 @@ func TestRustGuestHTTP(t *testing.T) {
 	}
 }
 
+// TestAssemblyScriptGuestHTTP: the AssemblyScript SDK's Hook.http,
+// through testdata/ashttp, the twin of gohttp: the same requests,
+// refusals and masked secret, and an answer longer than the SDK's first
+// buffer, read again from the kept answer without a second request.
+func TestAssemblyScriptGuestHTTP(t *testing.T) {
+	mods, _ := asGuests.Build(t, asGuestDirs...)
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r := newHTTPRig(t, e, mods["ashttp"], wasm.Limits{}, gohttpGrants, nil)
+	for _, tt := range []struct{ name, req, want string }{
+		{"post with a body", `{"method":"POST","url":"http://granted.example/echo","body":"hello"}`, "200 host=granted.example method=POST auth= guest=ashttp body=hello"},
+		{"a secret header", `{"url":"http://granted.example/echo","secret":true}`, "200 host=granted.example method=GET auth=Bearer [secret] guest=ashttp body="},
+		{"origin not asked for", `{"url":"http://other.example/echo"}`, "[DENIED] http_request: origin http://other.example: the manifest's http does not list it"},
+		{"method not granted", `{"method":"DELETE","url":"http://get.example:8080/echo"}`,
+			"[DENIED] http_request: DELETE to http://get.example:8080: the config grants only GET (add DELETE to its methods:)"},
+		{"redirect out of the grant", `{"url":"http://granted.example/redirect?to=http://evil.example/echo"}`,
+			"[FAILED] http_request: GET http://granted.example/redirect: redirect refused: origin http://evil.example: the manifest's http does not list it"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := r.turn(context.Background(), tt.req)
+			if err != nil {
+				got = err.Error()
+			}
+			if !strings.HasSuffix(got, tt.want) {
+				t.Errorf("turn = %q\nwant it to end with %q", got, tt.want)
+			}
+		})
+	}
+	r.mu.Lock()
+	before := len(r.auth)
+	r.mu.Unlock()
+	got, err := r.turn(context.Background(), `{"url":"http://granted.example/big?n=20000"}`)
+	if err != nil || got != "200 "+strings.Repeat("x", 20000) {
+		t.Fatalf("turn = %d bytes, %v", len(got), err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := len(r.auth) - before; n != 1 {
+		t.Errorf("the server got %d requests for one answer longer than the first buffer, want 1", n)
+	}
+}
+
 // TestGuestHTTPThroughTheConfig: the config's http: grants reach the
 // host: a module whose origin is granted (in another spelling of the same
 // origin) loads, and its requests elsewhere are refused.

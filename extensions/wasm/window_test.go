@@ -26,10 +26,17 @@ var rustGuests guesttest.RustSet
 
 var rustGuestDirs = []string{"testdata/rustfiles", "testdata/rusthttp", "testdata/rustnoop"}
 
+// asGuests are the AssemblyScript guests of testdata, built once per test
+// binary: every call names them all (asGuestDirs).
+var asGuests guesttest.AssemblyScriptSet
+
+var asGuestDirs = []string{"testdata/asfiles", "testdata/ashttp"}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
 	guests.Close()
 	rustGuests.Close()
+	asGuests.Close()
 	os.Exit(code)
 }
 

@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestJSON compiles the SDK's checks, test/json.ts (the JSON module) and
-// test/pending.ts (the JSON of pending items), with the pinned compiler and
-// runs them with Node.js, as npm test does. It skips when the compiler is
+// TestJSON compiles the SDK's checks, test/json.ts (the JSON module),
+// test/pending.ts (the JSON of pending items) and test/caps.ts (the JSON
+// of files and HTTP), with the pinned compiler and runs them with Node.js,
+// as npm test does. It skips when the compiler is
 // not installed (cd sdk/assemblyscript && npm ci).
 func TestJSON(t *testing.T) {
 	asc := filepath.Join("node_modules", "assemblyscript", "bin", "asc.js")

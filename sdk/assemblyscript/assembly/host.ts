@@ -84,3 +84,24 @@ export declare function inbox(ptr: usize, len: i32): i32;
 // @ts-ignore: decorator
 @external("ganglion", "pause")
 export declare function pause(ctx: i32, reqPtr: usize, reqLen: i32, bufPtr: usize, bufLen: i32): i32;
+
+// file_read, file_list and file_write reach the workspace's files the
+// manifest's files name (version 2; sdk/ABI.md, "Files").
+// @ts-ignore: decorator
+@external("ganglion", "file_read")
+export declare function file_read(ctx: i32, pathPtr: usize, pathLen: i32, bufPtr: usize, bufLen: i32): i32;
+
+// @ts-ignore: decorator
+@external("ganglion", "file_list")
+export declare function file_list(ctx: i32, pathPtr: usize, pathLen: i32, bufPtr: usize, bufLen: i32): i32;
+
+// @ts-ignore: decorator
+@external("ganglion", "file_write")
+export declare function file_write(ctx: i32, pathPtr: usize, pathLen: i32, dataPtr: usize, dataLen: i32, mode: i32): i32;
+
+// http_request sends a request to an origin the manifest's http lists
+// (version 2): an import that acts, so a retry with the same request bytes
+// gets the kept answer (sdk/ABI.md, "HTTP").
+// @ts-ignore: decorator
+@external("ganglion", "http_request")
+export declare function http_request(ctx: i32, reqPtr: usize, reqLen: i32, bufPtr: usize, bufLen: i32): i32;

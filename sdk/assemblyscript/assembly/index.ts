@@ -223,6 +223,25 @@ function read(fn: Reader, ctx: i32, arg: i32, wipe: bool = false): string | null
   return s;
 }
 
+// readBytes is read for a value that need not be text: it returns the
+// bytes, a buffer of their own, or null after a failure.
+function readBytes(fn: Reader, ctx: i32): ArrayBuffer | null {
+  let buf = scratch;
+  if (buf === null) scratch = buf = new ArrayBuffer(SCRATCH_LEN);
+  let n: i32;
+  for (;;) {
+    const cap = buf.byteLength;
+    n = fn(ctx, 0, changetype<usize>(buf), cap);
+    if (n <= cap) break;
+    buf = new ArrayBuffer(n);
+  }
+  if (n < 0) {
+    check(n);
+    return null;
+  }
+  return buf !== scratch && n == buf.byteLength ? buf : buf.slice(0, n);
+}
+
 /**
  * jsonString returns s as a JSON string literal, quotes included. To build
  * or read whole values, use the JSON module, ./json.
@@ -450,6 +469,77 @@ export class Hook {
     const v = read(readSecret, this.ctx, 0, true);
     secretName = null;
     return v;
+  }
+
+  /**
+   * readFile reads the whole file at path, relative to the agent's
+   * workspace, as text (version 2), or returns null: NOT_FOUND when it is
+   * missing, DENIED when no path of the manifest's files covers it or it
+   * leaves them ("..", an absolute path, a symbolic link that leads out),
+   * TOO_LARGE over the extension's max_payload. Invalid UTF-8 becomes
+   * U+FFFD; readFileBytes reads the bytes as they are.
+   */
+  readFile(path: string): string | null {
+    const b = this.readFileBytes(path);
+    return b === null ? null : String.UTF8.decode(b);
+  }
+
+  /** readFileBytes is readFile, its bytes as they are. */
+  readFileBytes(path: string): ArrayBuffer | null {
+    hostArg = utf8(path);
+    const b = readBytes(readFileImport, this.ctx);
+    hostArg = null;
+    return b;
+  }
+
+  /**
+   * listFiles returns the entries of the directory at path, sorted by name
+   * (version 2), or null. The path must be one of the manifest's files or
+   * under one, as readFile's.
+   */
+  listFiles(path: string): FileEntry[] | null {
+    hostArg = utf8(path);
+    const s = read(readFileList, this.ctx, 0);
+    hostArg = null;
+    return s === null ? null : FileEntry.parseList(s);
+  }
+
+  /**
+   * writeFile replaces the file at path with data, UTF-8 (version 2):
+   * readers see the old content or the new, never a mix. It creates the
+   * file and its missing directories. The path must be one of the
+   * manifest's files.write or under one. It returns 0 or a negative Code.
+   */
+  writeFile(path: string, data: string): i32 {
+    return this.writeFileBytes(path, utf8(data));
+  }
+
+  /** appendFile adds data, UTF-8, at the end of the file at path, creating it as writeFile does. */
+  appendFile(path: string, data: string): i32 {
+    return this.writeFileBytes(path, utf8(data), true);
+  }
+
+  /** writeFileBytes is writeFile (or appendFile, with append) of bytes. */
+  writeFileBytes(path: string, data: ArrayBuffer, append: bool = false): i32 {
+    const p = utf8(path);
+    return check(host.file_write(this.ctx, changetype<usize>(p), p.byteLength, changetype<usize>(data), data.byteLength,
+      append ? FILE_APPEND : FILE_REPLACE));
+  }
+
+  /**
+   * http sends req to an origin the manifest's http lists and the agent's
+   * config grants (version 2), and returns the response, after the
+   * redirects the host followed within the grant, or null: DENIED for an
+   * origin or method not granted, TOO_LARGE for a response body over the
+   * extension's max_payload, FAILED for a failed request or a redirect out
+   * of the grant. A hook call sends at most 16 requests, and their time
+   * counts against its deadline.
+   */
+  http(req: HttpRequest): HttpResponse | null {
+    hostArg = utf8(req.toString());
+    const out = read(readHttp, this.ctx, 0);
+    hostArg = null;
+    return out === null ? null : HttpResponse.parse(out);
   }
 
   /**
@@ -804,4 +894,164 @@ export function dispatchPending(ctx: i32, id: i32): i32 {
   const b = utf8(out.toString());
   if (check(host.set_field(ctx, Field.RESULT, changetype<usize>(b), b.byteLength)) < 0) return failed("set the outcome");
   return 0;
+}
+
+// --- files and HTTP (version 2) ---------------------------------------------
+
+// hostArg is the path or the request that the readers below send; a retry
+// of http_request sends the same bytes, so the host answers with the
+// response it kept rather than sending the request again.
+let hostArg: ArrayBuffer | null = null;
+
+function readFileImport(ctx: i32, _: i32, ptr: usize, cap: i32): i32 {
+  const p = hostArg!;
+  return host.file_read(ctx, changetype<usize>(p), p.byteLength, ptr, cap);
+}
+
+function readFileList(ctx: i32, _: i32, ptr: usize, cap: i32): i32 {
+  const p = hostArg!;
+  return host.file_list(ctx, changetype<usize>(p), p.byteLength, ptr, cap);
+}
+
+function readHttp(ctx: i32, _: i32, ptr: usize, cap: i32): i32 {
+  const req = hostArg!;
+  return host.http_request(ctx, changetype<usize>(req), req.byteLength, ptr, cap);
+}
+
+// file_write's modes.
+const FILE_REPLACE: i32 = 0;
+const FILE_APPEND: i32 = 1;
+
+/**
+ * FileEntry is one entry of a directory Hook.listFiles lists. The manifest
+ * names the paths a guest reads and writes under "files" ({"read": [...],
+ * "write": [...]}, relative to the workspace) and says "abi": 2; the agent's
+ * config grants them under the extension's files:.
+ */
+export class FileEntry {
+  /** name is the entry's name in the directory. */
+  name: string = "";
+  /** dir: it is a directory (or a symbolic link to one in the grant). */
+  dir: bool = false;
+  /** size is a file's size in bytes; 0 for a directory. */
+  size: i64 = 0;
+
+  /** parseList reads the host's list of entries, or returns null (INVALID) when it is malformed. */
+  static parseList(s: string): FileEntry[] | null {
+    const v = json.parse(s);
+    if (v === null || !(v.kind == json.Kind.ARRAY || v.isNull())) {
+      code = Code.INVALID;
+      return null;
+    }
+    const out: FileEntry[] = [];
+    for (let i = 0, n = v.length; i < n; i++) {
+      const e = v.at(i)!;
+      const f = new FileEntry();
+      f.name = str(e, "name");
+      f.dir = e.getBool("dir");
+      f.size = e.getInt("size");
+      out.push(f);
+    }
+    return out;
+  }
+}
+
+/**
+ * HttpRequest is a request to send with Hook.http, to an origin the
+ * manifest lists under "http" (["https://api.example.com"], with "abi": 2)
+ * and the agent's config grants under the extension's http:.
+ *
+ *   const req = new HttpRequest("https://moderation.example.com/v1/check");
+ *   req.method = "POST";
+ *   req.body = '{"text":"hi"}';
+ *   req.header("Content-Type", "application/json").secretHeader("Authorization", "MOD_KEY", "Bearer ");
+ */
+export class HttpRequest {
+  /** method is the request's method; "" is GET. */
+  method: string = "";
+  /** body is the body as text; null for none. */
+  body: string | null = null;
+  /** bodyBase64 is a body that is not UTF-8, in base64 (standard, padded); never with body. */
+  bodyBase64: string | null = null;
+  /** timeoutMs, if positive, bounds the request below what is left of the hook's deadline. */
+  timeoutMs: i64 = 0;
+  /** headers are the request's headers, a JSON object of strings; see header. */
+  headers: json.Value = json.object();
+  /** secretHeaders are the headers set to a secret's value; see secretHeader. */
+  secretHeaders: json.Value = json.object();
+
+  constructor(
+    /** url is absolute, http or https. */
+    public url: string,
+  ) {}
+
+  /** header sets a header to value and returns the request, to chain. */
+  header(name: string, value: string): HttpRequest {
+    this.headers.set(name, value);
+    return this;
+  }
+
+  /**
+   * secretHeader sets a header to prefix ("Bearer ") and the value of a
+   * secret the manifest lists, which the host places: the guest never reads
+   * it, and a response that repeats it reads "[secret]". It returns the
+   * request, to chain.
+   */
+  secretHeader(name: string, secret: string, prefix: string = ""): HttpRequest {
+    const v = json.object().set("secret", secret);
+    if (prefix.length > 0) v.set("prefix", prefix);
+    this.secretHeaders.set(name, v);
+    return this;
+  }
+
+  /** toString returns the request as http_request reads it, JSON; empty fields are left out. */
+  toString(): string {
+    const v = json.object();
+    if (this.method.length > 0) v.set("method", this.method);
+    v.set("url", this.url);
+    if (this.headers.length > 0) v.set("headers", this.headers);
+    if (this.secretHeaders.length > 0) v.set("secret_headers", this.secretHeaders);
+    const body = this.body, b64 = this.bodyBase64;
+    if (body !== null) v.set("body", body);
+    if (b64 !== null) v.set("body_base64", b64);
+    if (this.timeoutMs != 0) v.set("timeout_ms", this.timeoutMs);
+    return v.toString();
+  }
+}
+
+/** HttpResponse is the answer to an HttpRequest: the last response, after the redirects. */
+export class HttpResponse {
+  /** status is the status code. */
+  status: i32 = 0;
+  /** headers are the response's headers, a JSON object of strings, several values joined by ", ". */
+  headers: json.Value = json.object();
+  /** body is the body when it is UTF-8, else null. */
+  body: string | null = null;
+  /** bodyBase64 is the body in base64 when it is not UTF-8, else null. */
+  bodyBase64: string | null = null;
+
+  /** header returns the value of the header name, whatever its case, or null. */
+  header(name: string): string | null {
+    const h = this.headers, want = name.toLowerCase();
+    for (let i = 0, n = h.length; i < n; i++) {
+      if (h.keyAt(i).toLowerCase() == want) return h.at(i)!.asString();
+    }
+    return null;
+  }
+
+  /** parse reads a response from the host's JSON, or returns null (INVALID) when it is malformed. */
+  static parse(s: string): HttpResponse | null {
+    const v = json.parse(s);
+    if (v === null || v.kind != json.Kind.OBJECT) {
+      code = Code.INVALID;
+      return null;
+    }
+    const r = new HttpResponse();
+    r.status = <i32>v.getInt("status");
+    const h = v.get("headers");
+    if (h !== null && h.kind == json.Kind.OBJECT) r.headers = h;
+    r.body = v.getString("body");
+    r.bodyBase64 = v.getString("body_base64");
+    return r;
+  }
 }
