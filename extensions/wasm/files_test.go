@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -363,34 +364,48 @@ func TestHostileFiles(t *testing.T) {
 	}
 }
 
+// fileCase is a turn of a files guest: its input, and what it answers.
+type fileCase struct{ input, want string }
+
+// runFilesGuest runs cases, one turn each, through the guest module with
+// grants (an extension's files: section) on a fresh workspace, and returns
+// the workspace.
+func runFilesGuest(t *testing.T, module, grants, cache string, cases []fileCase) string {
+	t.Helper()
+	dir := t.TempDir()
+	ws := workspace(t, dir)
+	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: %s}]", module, grants), runtime.WithWasmCache(cache))
+	must(t, err)
+	defer rt.Close()
+	for _, tt := range cases {
+		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
+		if err != nil {
+			t.Errorf("Send(%.40q): %v", tt.input, err)
+			continue
+		}
+		if res.Response.Content != tt.want {
+			t.Errorf("Send(%.40q) = %.60q, want %.60q", tt.input, res.Response.Content, tt.want)
+		}
+	}
+	return ws
+}
+
+// twinFileCases are the turns every SDK's files guest answers alike.
+var twinFileCases = []fileCase{
+	{"owners", "* @team\n"},
+	{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
+	{"note one", "one\n"},
+	{"note two", "one\ntwo\n"},
+}
+
 // TestRustGuestFiles: a Rust guest reads, lists and appends to workspace
 // files through the SDK's FileAccess, and is refused a path out of its
 // grants.
 func TestRustGuestFiles(t *testing.T) {
 	mods, cache := rustGuests.Build(t, rustGuestDirs...)
-	dir := t.TempDir()
-	ws := workspace(t, dir)
-	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS, docs/], write: [out/]}}]", mods["rustfiles"]),
-		runtime.WithWasmCache(cache))
-	must(t, err)
-	defer rt.Close()
-	for _, tt := range []struct{ input, want string }{
-		{"owners", "* @team\n"},
-		{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
-		{"note one", "one\n"},
-		{"note two", "one\ntwo\n"},
-		{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
-		{"hello", "ok"},
-	} {
-		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
-		if err != nil {
-			t.Errorf("Send(%q): %v", tt.input, err)
-			continue
-		}
-		if res.Response.Content != tt.want {
-			t.Errorf("Send(%q) = %q, want %q", tt.input, res.Response.Content, tt.want)
-		}
-	}
+	ws := runFilesGuest(t, mods["rustfiles"], "{read: [CODEOWNERS, docs/], write: [out/]}", cache, append(slices.Clone(twinFileCases),
+		fileCase{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
+		fileCase{"hello", "ok"}))
 	if b, err := os.ReadFile(filepath.Join(ws, "out", "notes.txt")); err != nil || string(b) != "one\ntwo\n" {
 		t.Errorf("out/notes.txt holds %q (%v)", b, err)
 	}
@@ -401,66 +416,27 @@ func TestRustGuestFiles(t *testing.T) {
 // and is refused a path out of its grants.
 func TestAssemblyScriptGuestFiles(t *testing.T) {
 	mods, cache := asGuests.Build(t, asGuestDirs...)
-	dir := t.TempDir()
-	ws := workspace(t, dir)
-	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS, docs/], write: [out/]}}]", mods["asfiles"]),
-		runtime.WithWasmCache(cache))
-	must(t, err)
-	defer rt.Close()
 	long := strings.Repeat("y", 1000) // over the SDK's first buffer: read twice
-	for _, tt := range []struct{ input, want string }{
-		{"owners", "* @team\n"},
-		{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
-		{"note one", "one\n"},
-		{"note two", "one\ntwo\n"},
-		{"replace " + long, long},
-		{"note ü", long + "ü\n"},
-		{"steal", `refused: DENIED: path "../outside/secret.txt" escapes the workspace`},
-		{"hello", "ok"},
-	} {
-		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
-		if err != nil {
-			t.Errorf("Send(%q): %v", tt.input, err)
-			continue
-		}
-		if res.Response.Content != tt.want {
-			t.Errorf("Send(%.40q) = %.60q, want %.60q", tt.input, res.Response.Content, tt.want)
-		}
-	}
+	ws := runFilesGuest(t, mods["asfiles"], "{read: [CODEOWNERS, docs/], write: [out/]}", cache, append(slices.Clone(twinFileCases),
+		fileCase{"replace " + long, long},
+		fileCase{"note ü", long + "ü\n"},
+		fileCase{"steal", `refused: DENIED: path "../outside/secret.txt" escapes the workspace`},
+		fileCase{"hello", "ok"}))
 	if b, err := os.ReadFile(filepath.Join(ws, "out", "notes.txt")); err != nil || string(b) != long+"ü\n" {
 		t.Errorf("out/notes.txt holds %.60q (%v)", b, err)
 	}
 }
 
 // TestGoGuestFiles: a Go guest reads, lists and appends to workspace files
-// through the SDK, and is refused a path out of its grants.
+// through the SDK, is refused a path out of its grants, and is held to the
+// write bounds of a hook call.
 func TestGoGuestFiles(t *testing.T) {
 	mods, cache := guests.Build(t, goGuests...)
-	dir := t.TempDir()
-	ws := workspace(t, dir)
-	rt, err := newFilesRuntime(t, dir, fmt.Sprintf("[{wasm: %q, files: {read: [CODEOWNERS], write: [docs, out]}}]", mods["gofiles"]),
-		runtime.WithWasmCache(cache))
-	must(t, err)
-	defer rt.Close()
-	for _, tt := range []struct{ input, want string }{
-		{"owners", "* @team\n"},
-		{"docs", "a.md abs-link big.bin in-link out-link sub/ sub-link/ up-link"},
-		{"note one", "one\n"},
-		{"note two", "one\ntwo\n"},
-		{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
-		{"flood", "256 writes, then ganglion: file_write: file_write: over the limit of 256 writes per hook call"},
-		{"bigwrite", "8 writes, then ganglion: file_write: file_write: over the limit of 4194304 bytes per hook call"},
-		{"hello", "ok"},
-	} {
-		res, err := rt.Send(context.Background(), "a", "k", runtime.UserMessage(tt.input))
-		if err != nil {
-			t.Errorf("Send(%q): %v", tt.input, err)
-			continue
-		}
-		if res.Response.Content != tt.want {
-			t.Errorf("Send(%q) = %q, want %q", tt.input, res.Response.Content, tt.want)
-		}
-	}
+	ws := runFilesGuest(t, mods["gofiles"], "{read: [CODEOWNERS], write: [docs, out]}", cache, append(slices.Clone(twinFileCases),
+		fileCase{"steal", `refused: ganglion: file_read: path "../outside/secret.txt" escapes the workspace`},
+		fileCase{"flood", "256 writes, then ganglion: file_write: file_write: over the limit of 256 writes per hook call"},
+		fileCase{"bigwrite", "8 writes, then ganglion: file_write: file_write: over the limit of 4194304 bytes per hook call"},
+		fileCase{"hello", "ok"}))
 	if b, err := os.ReadFile(filepath.Join(ws, "out", "notes.txt")); err != nil || string(b) != "one\ntwo\n" {
 		t.Errorf("out/notes.txt holds %q (%v)", b, err)
 	}

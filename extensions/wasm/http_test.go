@@ -471,25 +471,25 @@ func TestGuestHTTPGrantsAtLoad(t *testing.T) {
 	}
 }
 
-// TestRustGuestHTTP: the Rust SDK's Http, through testdata/rusthttp, the
-// twin of gohttp: the same requests, refusals and masked secret.
-func TestRustGuestHTTP(t *testing.T) {
-	mods, _ := rustGuests.Build(t, rustGuestDirs...)
-	e, err := wasm.NewEngine("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	r := newHTTPRig(t, e, mods["rusthttp"], wasm.Limits{}, gohttpGrants, nil)
-	for _, tt := range []struct{ name, req, want string }{
-		{"post with a body", `{"method":"POST","url":"http://granted.example/echo","body":"hello"}`, "200 host=granted.example method=POST auth= guest=rusthttp body=hello"},
-		{"a secret header", `{"url":"http://granted.example/echo","secret":true}`, "200 host=granted.example method=GET auth=Bearer [secret] guest=rusthttp body="},
+// twinHTTPCases are the requests every SDK's twin of gohttp makes, and
+// what each answers (guest is the twin's name): the same requests,
+// refusals and masked secret.
+func twinHTTPCases(guest string) []struct{ name, req, want string } {
+	return []struct{ name, req, want string }{
+		{"post with a body", `{"method":"POST","url":"http://granted.example/echo","body":"hello"}`, "200 host=granted.example method=POST auth= guest=" + guest + " body=hello"},
+		{"a secret header", `{"url":"http://granted.example/echo","secret":true}`, "200 host=granted.example method=GET auth=Bearer [secret] guest=" + guest + " body="},
 		{"origin not asked for", `{"url":"http://other.example/echo"}`, "[DENIED] http_request: origin http://other.example: the manifest's http does not list it"},
 		{"method not granted", `{"method":"DELETE","url":"http://get.example:8080/echo"}`,
 			"[DENIED] http_request: DELETE to http://get.example:8080: the config grants only GET (add DELETE to its methods:)"},
 		{"redirect out of the grant", `{"url":"http://granted.example/redirect?to=http://evil.example/echo"}`,
 			"[FAILED] http_request: GET http://granted.example/redirect: redirect refused: origin http://evil.example: the manifest's http does not list it"},
-	} {
+	}
+}
+
+// checkTwinHTTP runs twinHTTPCases through the guest of r.
+func checkTwinHTTP(t *testing.T, r *httpRig, guest string) {
+	t.Helper()
+	for _, tt := range twinHTTPCases(guest) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := r.turn(context.Background(), tt.req)
 			if err != nil {
@@ -502,10 +502,22 @@ func TestRustGuestHTTP(t *testing.T) {
 	}
 }
 
+// TestRustGuestHTTP: the Rust SDK's Http, through testdata/rusthttp, the
+// twin of gohttp.
+func TestRustGuestHTTP(t *testing.T) {
+	mods, _ := rustGuests.Build(t, rustGuestDirs...)
+	e, err := wasm.NewEngine("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	checkTwinHTTP(t, newHTTPRig(t, e, mods["rusthttp"], wasm.Limits{}, gohttpGrants, nil), "rusthttp")
+}
+
 // TestAssemblyScriptGuestHTTP: the AssemblyScript SDK's Hook.http,
-// through testdata/ashttp, the twin of gohttp: the same requests,
-// refusals and masked secret, and an answer longer than the SDK's first
-// buffer, read again from the kept answer without a second request.
+// through testdata/ashttp, the twin of gohttp, and an answer longer than
+// the SDK's first buffer, read again from the kept answer without a second
+// request.
 func TestAssemblyScriptGuestHTTP(t *testing.T) {
 	mods, _ := asGuests.Build(t, asGuestDirs...)
 	e, err := wasm.NewEngine("", nil)
@@ -514,25 +526,7 @@ func TestAssemblyScriptGuestHTTP(t *testing.T) {
 	}
 	defer e.Close()
 	r := newHTTPRig(t, e, mods["ashttp"], wasm.Limits{}, gohttpGrants, nil)
-	for _, tt := range []struct{ name, req, want string }{
-		{"post with a body", `{"method":"POST","url":"http://granted.example/echo","body":"hello"}`, "200 host=granted.example method=POST auth= guest=ashttp body=hello"},
-		{"a secret header", `{"url":"http://granted.example/echo","secret":true}`, "200 host=granted.example method=GET auth=Bearer [secret] guest=ashttp body="},
-		{"origin not asked for", `{"url":"http://other.example/echo"}`, "[DENIED] http_request: origin http://other.example: the manifest's http does not list it"},
-		{"method not granted", `{"method":"DELETE","url":"http://get.example:8080/echo"}`,
-			"[DENIED] http_request: DELETE to http://get.example:8080: the config grants only GET (add DELETE to its methods:)"},
-		{"redirect out of the grant", `{"url":"http://granted.example/redirect?to=http://evil.example/echo"}`,
-			"[FAILED] http_request: GET http://granted.example/redirect: redirect refused: origin http://evil.example: the manifest's http does not list it"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := r.turn(context.Background(), tt.req)
-			if err != nil {
-				got = err.Error()
-			}
-			if !strings.HasSuffix(got, tt.want) {
-				t.Errorf("turn = %q\nwant it to end with %q", got, tt.want)
-			}
-		})
-	}
+	checkTwinHTTP(t, r, "ashttp")
 	r.mu.Lock()
 	before := len(r.auth)
 	r.mu.Unlock()
