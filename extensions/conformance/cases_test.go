@@ -289,14 +289,6 @@ agents:
 			eq(t, "is_error", tool.IsError, true)
 			eq(t, "tool message", tool.Content, `tool "twin_echo" failed: twin_echo: the text is empty`)
 		},
-		differs: []*difference{{impl: "wasm",
-			why: `a guest tool's error becomes the result "twin_echo: the text is empty"; a native tool's error becomes ` +
-				`"tool \"twin_echo\" failed: twin_echo: the text is empty" (sdk/api.go runTool builds the error result ` +
-				`in the guest, so the runtime's toolHandler never sees an error to prefix)`,
-			is: func(o *observation) bool {
-				tool := lastTool(o.History["a/k"])
-				return tool != nil && tool.IsError && tool.Content == "twin_echo: the text is empty"
-			}}},
 	},
 	{
 		name:   "state persists across a restart",
@@ -444,12 +436,6 @@ agents:
 		check: func(t *testing.T, o *observation) {
 			eq(t, "state of agent a's extension", o.State["a/k/twin"], `{"turns":1}`)
 		},
-		differs: []*difference{{impl: "wasm",
-			why: `a guest's event subscription receives the events of every agent in the runtime, and an event hook ` +
-				`cannot tell whose they are (field AGENT is the extension's agent, not the event's); agent b's ` +
-				`tool.finished ends up in agent a's state for b's instance key (extensions/wasm/extension.go Register, ` +
-				`case kindEvent; extensions/wasm/host.go hostField, fieldAgent)`,
-			is: func(o *observation) bool { return o.State["a/k/twin"] == `{"turns":1,"tools":["probe: probe got {}"]}` }}},
 	},
 	{
 		name:   "errors fail the turn (fail_closed)",
@@ -541,13 +527,7 @@ agents:
 			eq(t, "error", r.Err, `agent "a" instance "k" turn-1: extension "twin": turn middleware: panic: t: turn panicked on purpose`)
 			eqLines(t, "matches", r.Matches, []string{"PanicError"})
 		},
-		differs: []*difference{{impl: "wasm",
-			why: `a guest's panic reads "turn middleware: panic in turn hook: ..." where a native one reads "turn middleware: panic: ...", ` +
-				`and it is no *pipeline.PanicError (sdk/api.go hookPanicked)`,
-			is: func(o *observation) bool {
-				return o.Turns[0].Blame == "twin/turn" && len(o.Turns[0].Matches) == 0 &&
-					o.Turns[0].Err == `agent "a" instance "k" turn-1: extension "twin": turn middleware: panic in turn hook: t: turn panicked on purpose`
-			}}, {impl: "rust",
+		differs: []*difference{{impl: "rust",
 			why: `a Rust guest's panic aborts, which traps: Rust has no unwinding on wasm32, so the SDK cannot return 2 ` +
 				`(panicked) from the hook. The error is the trap's, "turn middleware: ganglion_turn: <the panic's message>: ` +
 				`wasm error: unreachable" and a stack, with the message the SDK's panic hook gave set_error; it is no ` +
@@ -581,15 +561,6 @@ agents:
 			eqLines(t, "matches", r.Matches, []string{"ErrNextCalledTwice"})
 			eq(t, "model calls", len(o.Calls), 1) // the second next runs nothing
 		},
-		differs: []*difference{{impl: "wasm",
-			why: `a guest's second next fails with the host's PHASE message, "turn middleware: ganglion: next: next called twice: ` +
-				`it runs the rest of the chain once", which does not match pipeline.ErrNextCalledTwice; a native one reads ` +
-				`"turn middleware: next called more than once" (extensions/wasm/host.go hostNext; sdk/context.go next)`,
-			is: func(o *observation) bool {
-				r := o.Turns[0]
-				return r.Blame == "twin/turn" && len(o.Calls) == 1 && len(r.Matches) == 0 &&
-					r.Err == `agent "a" instance "k" turn-1: extension "twin": turn middleware: ganglion: next: next called twice: it runs the rest of the chain once`
-			}}},
 	},
 	{
 		name:   "next's error passes through unblamed",
@@ -630,10 +601,6 @@ agents:
 				t.Errorf("New: %q, want it to name the extension and the unknown setting", o.LoadErr)
 			}
 		},
-		differs: []*difference{{impl: "wasm",
-			why: `the guest SDK's (*API).Config decodes with encoding/json, which ignores unknown fields, so a module ` +
-				`loads with a misspelt setting that a native extension's cfg.Decode refuses (sdk/api.go Config)`,
-			is: func(o *observation) bool { return o.LoadErr == "" }}},
 	},
 	{
 		name: "partial load: an extension that fails to load makes only its agent unavailable",
